@@ -1,0 +1,53 @@
+"""The output word embeddings shared by every neural scorer: ``a_w(h) = W_w . h + b_w``."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class OutputLayer(nn.Module):
+    """Output embeddings ``weight [V, h]`` and biases ``bias [V, 1]``; implements the scorer methods
+    of :class:`sampledlm.objectives.base.Scorer` with ``ctx`` = hidden states ``[N, h]``.
+
+    With ``sparse=True`` the candidate-set methods gather rows with ``F.embedding(..., sparse=True)``,
+    so a sampled objective's backward pass produces *sparse* gradients that touch only the
+    S rows drawn: the output layer then costs O(S h) per step in the forward pass, the
+    backward pass and an optimiser that supports sparse gradients (SGD, SparseAdam).
+    ``score_all`` is always dense (it touches every row anyway). The bias is stored as a
+    ``[V, 1]`` column so that it, too, can receive a sparse row gradient.
+    """
+
+    def __init__(self, num_words: int, hidden_size: int, sparse: bool = False):
+        super().__init__()
+        self.num_words = num_words
+        self.sparse = sparse
+        self.weight = nn.Parameter(torch.empty(num_words, hidden_size))
+        self.bias = nn.Parameter(torch.zeros(num_words, 1))
+        nn.init.normal_(self.weight, std=hidden_size ** -0.5)
+
+    def _rows(self, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        w = F.embedding(words, self.weight, sparse=self.sparse)
+        b = F.embedding(words, self.bias, sparse=self.sparse).squeeze(-1)
+        return w, b
+
+    def score_targets(self, ctx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        w, b = self._rows(targets)  # [N, h], [N]
+        return (ctx * w).sum(-1) + b
+
+    def score_shared(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+        w, b = self._rows(words)  # [S, h], [S]
+        return torch.addmm(b, ctx, w.t())
+
+    def score_each(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+        w, b = self._rows(words)  # [N, S, h], [N, S]
+        return torch.bmm(w, ctx.unsqueeze(-1)).squeeze(-1) + b
+
+    def score_all(self, ctx: torch.Tensor) -> torch.Tensor:
+        return F.linear(ctx, self.weight, self.bias.squeeze(1))
+
+    @torch.no_grad()
+    def shift_bias(self, delta) -> None:
+        delta = torch.as_tensor(delta, dtype=self.bias.dtype, device=self.bias.device)
+        self.bias.add_(delta.reshape(-1, 1) if delta.dim() else delta)

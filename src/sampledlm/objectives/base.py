@@ -1,0 +1,74 @@
+"""The contract between models (*scorers*) and training objectives (*output objectives*).
+
+A scorer gives a real-valued score ``a_w(h)`` for any candidate word ``w`` after any history
+``h`` of a batch. An output objective turns the scores of the true words and of a candidate set
+(all of V, a sample, ...) into a training loss, and defines the model's *exact* inference rule
+(:meth:`OutputObjective.log_prob`), which evaluation always uses. Neither reaches into the other:
+a new model is one :class:`Scorer`, a new objective one :class:`OutputObjective`.
+
+Shapes: ``N`` histories in a batch (a recurrent model flattens batch x time and drops padding
+before calling an objective), ``V`` predicted words, ``S`` candidates.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """What an objective may ask of a model.
+
+    ``ctx`` is whatever the model computed for a batch of ``N`` histories (for neural models
+    the hidden states ``[N, h]``; for maximum-entropy models the active features). Objectives
+    never look inside it; they only hand it back to these methods.
+    """
+
+    num_words: int  # V
+
+    def score_targets(self, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """``targets [N]`` -> ``[N]``: ``a_{targets[i]}(h_i)``."""
+
+    def score_shared(self, ctx: Any, words: torch.Tensor) -> torch.Tensor:
+        """``words [S]`` shared by the batch -> ``[N, S]``: one dense product against S columns."""
+
+    def score_each(self, ctx: Any, words: torch.Tensor) -> torch.Tensor:
+        """``words [N, S]``, a candidate set per history -> ``[N, S]``."""
+
+    def score_all(self, ctx: Any) -> torch.Tensor:
+        """``[N, V]``: every word's score (O(V) per history; evaluation and full softmax)."""
+
+    def shift_bias(self, delta: torch.Tensor | float) -> None:
+        """Add ``delta`` (scalar or ``[V]``) to every word's bias, e.g. log-alpha calibration."""
+
+
+class OutputObjective(nn.Module):
+    """Base class of training objectives over a scorer's output scores.
+
+    Subclasses implement :meth:`forward` (the training loss) and, when the model's inference
+    rule is not the softmax over V, :meth:`log_prob`. An objective may hold state (a noise
+    distribution, a learned normaliser) and its own parameters.
+    """
+
+    name: ClassVar[str] = "base"
+
+    def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """Scalar training loss: the mean over the ``N`` targets of the per-example loss."""
+        raise NotImplementedError
+
+    def log_prob(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
+        """Exact, normalised ``log P(w | h)``, ``[N, V]``. Default: softmax over all V scores."""
+        return torch.log_softmax(scorer.score_all(ctx).float(), dim=-1)
+
+    def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """Exact ``log P(targets[i] | h_i)``, ``[N]``."""
+        return self.log_prob(scorer, ctx).gather(1, targets.unsqueeze(1)).squeeze(1)
+
+    def start_epoch(self, epoch: int) -> None:
+        """Called by the trainer before each epoch (e.g. to draw a fresh negative subset)."""
+
+    def finalize(self, scorer: Scorer) -> None:
+        """Called once after training, before the model is saved for use (e.g. calibration)."""
