@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+import numpy as np  # noqa: F401  (annotations)
 import torch
 from torch import nn
 
@@ -54,6 +55,17 @@ class OutputObjective(nn.Module):
     """
 
     name: ClassVar[str] = "base"
+    #: True when the objective touches only a candidate set, so the model should build its
+    #: OutputLayer with sparse=True (and the trainer use an optimiser that takes sparse gradients).
+    sparse_output: ClassVar[bool] = False
+
+    def __init__(self, counts: "np.ndarray | None" = None):
+        """``counts``: training unigram counts ``[V]`` (``vocab.counts``), for noise distributions.
+
+        Subclasses add keyword-only options (``samples``, ``noise_power``, ``neg_rate``, ...);
+        :func:`sampledlm.objectives.make_objective` passes the user's options by name.
+        """
+        super().__init__()
 
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
         """Scalar training loss: the mean over the ``N`` targets of the per-example loss."""
