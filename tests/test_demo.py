@@ -1,0 +1,16 @@
+import math
+
+from sampledlm.demo import builtin_sentences, run_demo
+
+
+def test_builtin_corpus_is_deterministic_and_sizeable():
+    a, b = builtin_sentences(), builtin_sentences()
+    assert a == b
+    assert sum(map(len, a)) > 20_000
+
+
+def test_demo_runs_and_reports_finite_perplexities(tmp_path, capsys):
+    results = run_demo(str(tmp_path / "demo"))
+    assert results and all(math.isfinite(r.test_ppl) and r.test_ppl > 1 for r in results)
+    assert (tmp_path / "demo" / "vocab.txt").exists()
+    assert "exact perplexity" in capsys.readouterr().out

@@ -1,0 +1,42 @@
+"""The README cannot drift from the tool: its quick-start commands run as written, its test command is CI's."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def readme_blocks(section: str) -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    m = re.search(rf"^## {re.escape(section)}\n(.*?)(?=^## )", text, re.S | re.M)
+    assert m, f"README has no '## {section}' section"
+    return re.findall(r"```sh\n(.*?)```", m.group(1), re.S)
+
+
+def quickstart_commands() -> list[str]:
+    block = readme_blocks("Quick start")[0]
+    return [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def test_quickstart_commands_run_as_written(tiny_corpus, tmp_path):
+    cmds = quickstart_commands()
+    assert cmds and all(c.startswith("sampledlm ") for c in cmds)
+    exe = shutil.which("sampledlm")
+    env = {**os.environ, "SAMPLEDLM_CACHE": str(tmp_path / "cache")}
+    for cmd in cmds:
+        argv = cmd.split()
+        # run through this interpreter so the test does not depend on PATH
+        argv = [sys.executable, "-m", "sampledlm", *argv[1:]] if exe is None else [exe, *argv[1:]]
+        r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"README command failed: {cmd}\n{r.stderr[-2000:]}"
+        assert "Traceback" not in r.stderr
+
+
+def test_ci_runs_the_readme_test_command():
+    install, tests = readme_blocks("Set up")[:2]
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert tests.strip() in ci.splitlines()
+    assert "sampledlm demo" in install

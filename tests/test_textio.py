@@ -1,0 +1,83 @@
+import gzip
+import io
+import lzma
+import sys
+
+import pytest
+
+from sampledlm.errors import UserError
+from sampledlm.textio import atomic_write, check_writable, iter_chunks, iter_lines
+
+
+def test_plain_gz_xz_read_the_same(tmp_path):
+    text = "a b c\nd é\n\nlast line without newline"
+    (tmp_path / "p.txt").write_text(text, encoding="utf-8")
+    with gzip.open(tmp_path / "p.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(text)
+    with lzma.open(tmp_path / "p.txt.xz", "wt", encoding="utf-8") as f:
+        f.write(text)
+    want = ["a b c", "d é", "", "last line without newline"]
+    for name in ("p.txt", "p.txt.gz", "p.txt.xz"):
+        assert list(iter_lines(str(tmp_path / name))) == want
+
+
+def test_crlf_lines_lose_their_carriage_return(tmp_path):
+    (tmp_path / "c.txt").write_bytes(b"a b\r\nc\r\n")
+    assert list(iter_lines(str(tmp_path / "c.txt"))) == ["a b", "c"]
+
+
+def test_stdin(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x y\nz\n")))
+    assert list(iter_lines("-")) == ["x y", "z"]
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"fine\nalso fine\nbad \xff byte\n")
+    with pytest.raises(UserError, match=r"bad\.txt:3: invalid UTF-8"):
+        list(iter_lines(str(p)))
+    assert list(iter_lines(str(p), encoding_errors="replace"))[2] == "bad \ufffd byte"
+
+
+def test_invalid_utf8_line_number_across_chunks(tmp_path, monkeypatch):
+    import sampledlm.textio as textio
+
+    monkeypatch.setattr(textio, "CHUNK_BYTES", 16)
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"".join(b"line %d\n" % i for i in range(1, 40)) + b"\xc3(\n")
+    with pytest.raises(UserError, match=r"bad\.txt:40:"):
+        list(iter_lines(str(p)))
+    assert len(list(iter_chunks(str(tmp_path / "bad.txt"), "replace"))) > 3
+
+
+def test_binary_and_missing_files(tmp_path):
+    p = tmp_path / "bin.dat"
+    p.write_bytes(b"\x7fELF\x00\x01\x02")
+    with pytest.raises(UserError, match="binary"):
+        list(iter_lines(str(p)))
+    with pytest.raises(UserError, match="no such file"):
+        list(iter_lines(str(tmp_path / "absent.txt")))
+    with pytest.raises(UserError, match="directory"):
+        list(iter_lines(str(tmp_path)))
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path):
+    p = tmp_path / "out.txt"
+    p.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_write(str(p)) as f:
+            f.write("partial")
+            raise RuntimeError("interrupted")
+    assert p.read_text() == "old"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.txt"]  # no temp file left
+    with atomic_write(str(p)) as f:
+        f.write("new")
+    assert p.read_text() == "new"
+
+
+def test_unwritable_destinations(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        check_writable(str(tmp_path / "no" / "such" / "dir.txt"))
+    with pytest.raises(UserError, match="does not exist"):
+        with atomic_write(str(tmp_path / "missing-dir" / "x.txt")):
+            pass
