@@ -1,0 +1,325 @@
+"""Feature extraction for maximum-entropy LMs: history features, their dictionary, (g, w) pairs.
+
+A maximum-entropy LM scores word ``w`` after history ``h`` by (Xu et al. eq. 10)::
+
+    a_w(h) = sum_i theta_i f_i(h, w) = u_w + sum_{g in G(h), (g, w) in F} theta[(g, w)]
+
+where ``u_w`` is the unigram feature (the classifier's bias), ``G(h)`` the *history features*
+active in ``h`` and ``F`` the set of known (history feature, word) pairs. Every feature f_i
+belongs to exactly one word, so the V binary classifiers of the binarized MELM share nothing.
+
+History feature types (``--features``, comma separated; "k back" = the word k places before
+the predicted one, ``<s>``-padded at the sentence start)::
+
+    unigram        the bias u_w (always present)
+    bigram         w_{-1}                     trigram   w_{-2} w_{-1}     4gram, 5gram, ... likewise
+    skip-bigram    w_{-2}  (skip-1 bigram: the word just before is skipped; Goodman 2001)
+    skip-trigram   w_{-3} w_{-2}  (skip-1 trigram)
+    trigger        each distinct word v among the stream tokens k = gap+1 .. window back (Rosenfeld
+                   1996; across sentence boundaries, ``</s>`` excluded); only selected pairs
+                   (v -> w) are features: the ``trigger_pairs`` pairs with the highest average
+                   mutual information among those seen ``trigger_min_count`` times or more and
+                   positively correlated (P(w | v in window) > P(w)).
+
+Feat-I = ``unigram,bigram,trigram``; Feat-II adds ``skip-bigram,skip-trigram,trigger``.
+
+Indexing. Each type keeps a sorted dictionary of the contexts seen in training (packed int64
+keys ``sum_j w_j (V+1)^j``); a history feature's global id is ``g = offset[type] + index``.
+The known pairs are the sorted int64 keys ``g * V + w`` of every (active feature, target)
+seen in training (no count cut-off; triggers: the selected pairs), stored as CSR by ``g``:
+``gptr [G+1]``, ``gword [P]``. A pair's parameter is ``theta[slot[p]]`` with ``slot = p``
+(exact dictionary) or a hash of the key modulo ``hash_size`` (bounded parameter memory; the
+pair structure itself stays exact so the sparse normaliser still works).
+
+Active features of N positions are a CSR too: ``hptr [N+1]`` (int64), ``hfeat [nnz]`` (int32 g).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..batching import ngram_histories, sentence_positions
+from ..errors import UserError
+from ..vocab import EOS_ID
+
+FEAT_I = "unigram,bigram,trigram"
+FEAT_II = "unigram,bigram,trigram,skip-bigram,skip-trigram,trigger"
+_NGRAM = re.compile(r"^(\d+)gram$")
+_BACK = {"bigram": (1,), "trigram": (2, 1), "skip-bigram": (2,), "skip-trigram": (3, 2)}
+
+
+@dataclass
+class FeatureSpec:
+    """Which history features to use, by name (see module docstring), and the trigger options."""
+
+    names: tuple[str, ...] = ("unigram", "bigram", "trigram")
+    trigger_window: int = 20
+    trigger_gap: int = 2
+    trigger_pairs: int = 200_000
+    trigger_min_count: int = 3
+
+    @classmethod
+    def parse(cls, text: str, **kw) -> "FeatureSpec":
+        text = {"feat-i": FEAT_I, "feat-ii": FEAT_II}.get(text.strip().lower(), text)
+        names = [n.strip().lower() for n in text.split(",") if n.strip()]
+        known = set(_BACK) | {"unigram", "trigger"}
+        for n in names:
+            if n not in known and not (_NGRAM.match(n) and int(_NGRAM.match(n).group(1)) >= 2):
+                raise UserError(f"unknown feature {n!r}; choose from unigram, bigram, trigram, 4gram.., "
+                                "skip-bigram, skip-trigram, trigger")
+        if "unigram" not in names:
+            names.insert(0, "unigram")
+        spec = cls(tuple(dict.fromkeys(names)), **kw)
+        if spec.trigger_window <= spec.trigger_gap:
+            raise UserError("--trigger-window must exceed --trigger-gap")
+        return spec
+
+    def context_types(self) -> list[tuple[str, tuple[int, ...]]]:
+        """``(name, back)`` for every fixed-width context type; ``back`` lists how far back each word is."""
+        out = []
+        for n in self.names:
+            if n in _BACK:
+                out.append((n, _BACK[n]))
+            elif _NGRAM.match(n):
+                k = int(_NGRAM.match(n).group(1))
+                out.append((n, tuple(range(k - 1, 0, -1))))
+        return out
+
+    @property
+    def max_back(self) -> int:
+        return max([max(b) for _, b in self.context_types()] or [0])
+
+    @property
+    def has_triggers(self) -> bool:
+        return "trigger" in self.names
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["names"] = list(self.names)
+        return d
+
+
+def window_words(ids: np.ndarray, at: np.ndarray, window: int, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct words among stream tokens ``at - window .. at - gap - 1`` (``</s>`` excluded).
+
+    Returns ``(rows [M] int64, words [M] int64)`` sorted by row then word; ``rows`` index ``at``.
+    """
+    ids = np.asarray(ids)
+    n_at = len(at)
+    rows, words = [], []
+    for d in range(gap + 1, window + 1):
+        src = at - d
+        ok = src >= 0
+        r = np.nonzero(ok)[0]
+        w = ids[src[ok]].astype(np.int64)
+        keep = w != EOS_ID
+        rows.append(r[keep])
+        words.append(w[keep])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    r = np.concatenate(rows).astype(np.int64)
+    w = np.concatenate(words)
+    base = int(w.max()) + 1 if len(w) else 1
+    key = np.unique(r * base + w)
+    del n_at
+    return key // base, key % base
+
+
+def select_triggers(v: np.ndarray, t: np.ndarray, n_pos: int, num_words: int, num_pairs: int,
+                    min_count: int) -> np.ndarray:
+    """Trigger pairs by average mutual information (Rosenfeld 1996); returns sorted keys ``v * V + w``.
+
+    ``v [M]``: a word in the window of a position, ``t [M]``: that position's target (one entry per
+    distinct (position, v)); ``n_pos``: number of positions. With a = "v in window", b = "next is w"::
+
+        AMI = sum_{x in {a, ~a}, y in {b, ~b}} P(x, y) log P(x, y) / (P(x) P(y))
+    """
+    V = num_words
+    keys, n_ab = np.unique(v * V + t, return_counts=True)
+    n_a = np.bincount(v, minlength=V + 1).astype(np.float64)
+    n_b = np.bincount(t, minlength=V + 1).astype(np.float64)
+    ok = n_ab >= min_count
+    keys, n_ab = keys[ok], n_ab[ok].astype(np.float64)
+    a, b = n_a[keys // V], n_b[keys % V]
+    N = float(n_pos)
+    ok = n_ab / a > b / N  # positive correlation only: "v triggers w"
+    keys, n_ab, a, b = keys[ok], n_ab[ok], a[ok], b[ok]
+
+    def term(nxy, nx, ny):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = nxy / N * np.log(nxy * N / (nx * ny))
+        return np.where(nxy > 0, r, 0.0)
+
+    ami = (term(n_ab, a, b) + term(a - n_ab, a, N - b) + term(b - n_ab, N - a, b)
+           + term(N - a - b + n_ab, N - a, N - b))
+    if len(keys) > num_pairs:
+        top = np.argsort(-ami, kind="stable")[:num_pairs]
+        keys = np.sort(keys[top])
+    return keys
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser over uint64 (a counter-based hash)."""
+    x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@dataclass
+class FeatureSet:
+    """The feature dictionary learned from a training stream (see module docstring)."""
+
+    spec: FeatureSpec
+    num_words: int  # V
+    ctx_keys: list[np.ndarray]  # per fixed context type: sorted packed context keys
+    trigger_words: np.ndarray  # sorted ids of words that trigger something
+    gptr: np.ndarray  # [G+1] int64
+    gword: np.ndarray  # [P] int32
+    hash_size: int | None = None
+    slot: np.ndarray = field(default=None)  # [P] int64 parameter index (arange when exact)
+
+    def __post_init__(self):
+        if self.slot is None:
+            P = len(self.gword)
+            if self.hash_size:
+                g = np.repeat(np.arange(len(self.gptr) - 1, dtype=np.int64), np.diff(self.gptr))
+                self.slot = (_mix64((g * self.num_words + self.gword).astype(np.uint64))
+                             % np.uint64(self.hash_size)).astype(np.int64)
+            else:
+                self.slot = np.arange(P, dtype=np.int64)
+
+    # --- sizes -----------------------------------------------------------------------------
+    @property
+    def offsets(self) -> np.ndarray:
+        """Global id of the first history feature of each type (fixed types, then triggers)."""
+        sizes = [len(k) for k in self.ctx_keys] + [len(self.trigger_words)]
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @property
+    def num_history_features(self) -> int:
+        return len(self.gptr) - 1
+
+    @property
+    def num_pairs(self) -> int:
+        return len(self.gword)
+
+    @property
+    def num_params(self) -> int:
+        return self.hash_size or self.num_pairs
+
+    def pair_counts(self) -> dict[str, int]:
+        """Number of features by type (unigram: V; others: known (g, w) pairs)."""
+        off = self.offsets
+        names = [n for n, _ in self.spec.context_types()] + (["trigger"] if self.spec.has_triggers else [])
+        out = {"unigram": self.num_words}
+        for i, n in enumerate(names):
+            out[n] = int(self.gptr[off[i + 1]] - self.gptr[off[i]])
+        out["total"] = sum(out.values())
+        return out
+
+    def pair_keys(self) -> np.ndarray:
+        """Sorted int64 keys ``g * V + w`` of the known pairs, ``[P]``."""
+        g = np.repeat(np.arange(self.num_history_features, dtype=np.int64), np.diff(self.gptr))
+        return g * self.num_words + self.gword
+
+    # --- building and applying -------------------------------------------------------------
+    @classmethod
+    def build(cls, ids: np.ndarray, num_words: int, spec: FeatureSpec, at: np.ndarray | None = None,
+              hash_size: int | None = None) -> "FeatureSet":
+        """Learn the feature dictionary from the positions ``at`` (all when None) of a training stream."""
+        ids = np.asarray(ids)
+        V = num_words
+        at = np.arange(len(ids), dtype=np.int64) if at is None else np.asarray(at, dtype=np.int64)
+        targets = ids[at].astype(np.int64)
+        raw = _context_keys(ids, at, spec, V)
+        ctx_keys = [np.unique(k) for k in raw]
+        off = np.concatenate([[0], np.cumsum([len(k) for k in ctx_keys])]).astype(np.int64)
+        pair_keys = []
+        for i, (k, d) in enumerate(zip(raw, ctx_keys)):
+            g = off[i] + np.searchsorted(d, k)
+            pair_keys.append(np.unique(g * V + targets))
+        trig_words = np.zeros(0, np.int64)
+        if spec.has_triggers:
+            rows, v = window_words(ids, at, spec.trigger_window, spec.trigger_gap)
+            tk = select_triggers(v, targets[rows], len(at), V, spec.trigger_pairs, spec.trigger_min_count)
+            trig_words = np.unique(tk // V)
+            g = off[-1] + np.searchsorted(trig_words, tk // V)
+            pair_keys.append(g * V + tk % V)
+        keys = np.unique(np.concatenate(pair_keys)) if pair_keys else np.zeros(0, np.int64)
+        G = int(off[-1] + len(trig_words))
+        gptr = np.searchsorted(keys // V, np.arange(G + 1, dtype=np.int64)).astype(np.int64)
+        return cls(spec, V, ctx_keys, trig_words, gptr, (keys % V).astype(np.int32), hash_size)
+
+    def active(self, ids: np.ndarray, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Active history features of the tokens at stream positions ``at``: CSR ``(hptr [N+1], hfeat)``.
+
+        Within a position: fixed types in spec order, then trigger words in id order.
+        Contexts never seen in training are simply not active.
+        """
+        ids = np.asarray(ids)
+        at = np.arange(len(ids), dtype=np.int64) if at is None else np.asarray(at, dtype=np.int64)
+        n = len(at)
+        off = self.offsets
+        rows, feats = [], []
+        for i, (k, d) in enumerate(zip(_context_keys(ids, at, self.spec, self.num_words), self.ctx_keys)):
+            pos = np.minimum(np.searchsorted(d, k), max(len(d) - 1, 0))
+            ok = (d[pos] == k) if len(d) else np.zeros(n, bool)
+            rows.append(np.nonzero(ok)[0])
+            feats.append(off[i] + pos[ok])
+        if self.spec.has_triggers and len(self.trigger_words):
+            r, v = window_words(ids, at, self.spec.trigger_window, self.spec.trigger_gap)
+            pos = np.minimum(np.searchsorted(self.trigger_words, v), len(self.trigger_words) - 1)
+            ok = self.trigger_words[pos] == v
+            rows.append(r[ok])
+            feats.append(off[-2] + pos[ok])
+        r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        f = np.concatenate(feats) if feats else np.zeros(0, np.int64)
+        order = np.argsort(r, kind="stable")
+        hptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(r, minlength=n), out=hptr[1:])
+        return hptr, f[order].astype(np.int32)
+
+    def restrict(self, owned: np.ndarray) -> "FeatureSet":
+        """The same dictionary keeping only pairs whose word is ``owned`` (bool ``[V]``): one shard."""
+        keep = owned[self.gword]
+        g = np.repeat(np.arange(self.num_history_features, dtype=np.int64), np.diff(self.gptr))[keep]
+        gptr = np.searchsorted(g, np.arange(self.num_history_features + 1, dtype=np.int64)).astype(np.int64)
+        sub = FeatureSet(self.spec, self.num_words, self.ctx_keys, self.trigger_words, gptr, self.gword[keep],
+                         self.hash_size, self.slot[keep])
+        return sub
+
+    # --- storage ---------------------------------------------------------------------------
+    def tensors(self) -> dict[str, np.ndarray]:
+        out = {f"ctx_keys.{i}": k for i, k in enumerate(self.ctx_keys)}
+        out.update(trigger_words=self.trigger_words, gptr=self.gptr, gword=self.gword)
+        return out
+
+    @classmethod
+    def from_tensors(cls, spec: FeatureSpec, num_words: int, t: dict[str, np.ndarray], hash_size: int | None) -> "FeatureSet":
+        n = len(spec.context_types())
+        return cls(spec, num_words, [t[f"ctx_keys.{i}"] for i in range(n)], t["trigger_words"], t["gptr"],
+                   t["gword"], hash_size)
+
+
+def _context_keys(ids: np.ndarray, at: np.ndarray, spec: FeatureSpec, V: int) -> list[np.ndarray]:
+    """Packed context keys ``sum_j w_j (V+1)^j`` of every fixed context type, each ``[len(at)]`` int64.
+
+    The histories are ``<s>``-padded at sentence starts (``bos = V``), as in :mod:`sampledlm.batching`.
+    """
+    order = spec.max_back + 1
+    if order < 2:
+        return []
+    if (V + 1) ** (order - 1) >= 2 ** 62:
+        raise UserError(f"context of {order - 1} words cannot be packed for a vocabulary of {V} words")
+    hist = ngram_histories(ids, sentence_positions(ids), order, V, at)
+    out = []
+    for _, back in spec.context_types():
+        key = np.zeros(len(at), np.int64)
+        for b in back:
+            key = key * (V + 1) + hist[:, order - 1 - b]
+        out.append(key)
+    return out

@@ -1,0 +1,228 @@
+"""The hot loops of maximum-entropy training and evaluation (numba when installed, else plain Python).
+
+All three kernels walk the same sparse structure. For a position k, every active history
+feature g (``hfeat[hptr[k]:hptr[k+1]]``) contributes ``theta[slot[p]]`` to the score of each
+word ``gword[p]`` of its pair list ``p in gptr[g]:gptr[g+1]``. The words reached this way are
+W(h), the only words whose score differs from the unigram part ``u_w``; gathering them costs
+O(active pairs), never O(V).
+
+- :func:`softmax_epoch`: one SGD pass of the standard MELM (eq. 10/11). The normaliser uses
+  Wu & Khudanpur's decomposition ``Z(h) = S_u + sum_{w in W(h)} (exp a_w(h) - exp u_w)`` with
+  ``S_u = sum_w exp u_w``. theta is updated after every position (only the touched entries);
+  the unigram weights u, whose gradient ``p(w|h) - [w = y]`` is dense, are updated once per block of
+  ``block`` positions from the aggregate ``sum_k exp(u_w) / Z_k`` (untouched words) plus the
+  exact terms of the touched words, so a block costs O(V + active pairs).
+- :func:`binary_epoch`: one SGD pass of the binarized MELM (eq. 12): V independent logistic
+  classifiers. Classifier w sees position k as a positive when y_k = w, as a negative otherwise,
+  kept with probability alpha by a counter-based hash of (seed, epoch, stream position, w), so the
+  subsample does not depend on how the vocabulary is sharded. Negatives of words outside W(h)
+  only move u_w; they are applied once per block at their expected value alpha * count *
+  sigmoid(u_w) (a Rao-Blackwellised form of the same subsample, O(V) per block).
+- :func:`eval_sums`: per position, the log numerator and the normaliser over the owned words:
+  softmax ``(a_y, sum_w exp a_w)``; binary (eq. 8) ``(log sigmoid a_y, sum_w sigmoid a_w)``.
+
+``owned [V]`` (bool) marks the words of this shard; pair lists contain owned words only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # numba is optional: without it the kernels run as (slow) Python, fine for tiny tests
+    from numba import njit
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover
+    HAVE_NUMBA = False
+
+    def njit(*args, **kw):
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+
+@njit(cache=True)
+def _mix(x):
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def keep_negative(seed, epoch, position, word, alpha):
+    """True with probability alpha, decided by a hash of (seed, epoch, position, word) alone."""
+    h = _mix(np.uint64(seed))
+    h = _mix(h ^ np.uint64(epoch))
+    h = _mix(h ^ np.uint64(position))
+    h = _mix(h ^ np.uint64(word))
+    return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0) < alpha
+
+
+@njit(cache=True)
+def _sigmoid(a):
+    if a >= 0:
+        return 1.0 / (1.0 + math.exp(-a))
+    e = math.exp(a)
+    return e / (1.0 + e)
+
+
+@njit(cache=True)
+def _gather(k, mark, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched):
+    """Scores of W(h_k) into ``acc``; returns how many words were touched (listed in ``touched``)."""
+    nt = 0
+    for j in range(hptr[k], hptr[k + 1]):
+        g = hfeat[j]
+        for p in range(gptr[g], gptr[g + 1]):
+            w = gword[p]
+            if stamp[w] != mark:
+                stamp[w] = mark
+                acc[w] = u[w]
+                touched[nt] = w
+                nt += 1
+            acc[w] += theta[slot[p]]
+    return nt
+
+
+@njit(cache=True)
+def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2):
+    for j in range(hptr[k], hptr[k + 1]):
+        g = hfeat[j]
+        for p in range(gptr[g], gptr[g + 1]):
+            gw = grad[gword[p]]
+            if gw != 0.0:
+                s = slot[p]
+                theta[s] -= lr * (gw + l2 * theta[s])
+
+
+@njit(cache=True)
+def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2, block):
+    """One SGD pass over positions ``order`` of the standard MELM; returns the summed -log p(y|h)."""
+    V = u.shape[0]
+    acc = np.zeros(V)
+    grad = np.zeros(V)
+    ug = np.zeros(V)  # accumulated u-gradient of the touched terms in this block
+    rc = np.zeros(V)  # sum of 1/Z_k over the block's positions where w was touched
+    stamp = np.full(V, -1, np.int64)
+    touched = np.empty(V, np.int64)
+    eu = np.exp(u)
+    su = eu.sum()
+    r = 0.0
+    nb = 0
+    loss = 0.0
+    n = order.shape[0]
+    for idx in range(n):
+        k = order[idx]
+        t = targets[k]
+        nt = _gather(k, idx, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched)
+        z = su
+        for i in range(nt):
+            w = touched[i]
+            z += math.exp(acc[w]) - eu[w]
+        inv = 1.0 / z
+        r += inv
+        for i in range(nt):
+            w = touched[i]
+            g = math.exp(acc[w]) * inv
+            if w == t:
+                g -= 1.0
+            grad[w] = g
+            ug[w] += g
+            rc[w] += inv
+        if stamp[t] == idx:
+            loss += math.log(z) - acc[t]
+        else:
+            loss += math.log(z) - u[t]
+            ug[t] -= 1.0
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2)
+        nb += 1
+        if nb == block or idx == n - 1:
+            for w in range(V):
+                u[w] -= lr * (ug[w] + eu[w] * (r - rc[w]))
+                ug[w] = 0.0
+                rc[w] = 0.0
+            eu = np.exp(u)
+            su = eu.sum()
+            r = 0.0
+            nb = 0
+    return loss
+
+
+@njit(cache=True)
+def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, theta, owned,
+                 lr, l2, alpha, seed, epoch, block):
+    """One SGD pass of the binarized MELM over ``order``; ``positions[k]`` is k's stream position (hash key)."""
+    V = u.shape[0]
+    acc = np.zeros(V)
+    grad = np.zeros(V)
+    seen = np.zeros(V, np.int64)  # positions of this block that gave w its own (touched) example
+    stamp = np.full(V, -1, np.int64)
+    touched = np.empty(V, np.int64)
+    nb = 0
+    n = order.shape[0]
+    for idx in range(n):
+        k = order[idx]
+        t = targets[k]
+        nt = _gather(k, idx, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched)
+        for i in range(nt):
+            w = touched[i]
+            seen[w] += 1
+            if w == t:
+                grad[w] = _sigmoid(acc[w]) - 1.0
+            elif alpha >= 1.0 or keep_negative(seed, epoch, positions[k], w, alpha):
+                grad[w] = _sigmoid(acc[w])
+            else:
+                grad[w] = 0.0
+        if stamp[t] != idx and owned[t]:  # a positive with no active feature: only its bias learns
+            u[t] -= lr * (_sigmoid(u[t]) - 1.0)
+            seen[t] += 1
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2)
+        for i in range(nt):
+            w = touched[i]
+            u[w] -= lr * grad[w]
+        nb += 1
+        if nb == block or idx == n - 1:
+            for w in range(V):
+                m = nb - seen[w]
+                if owned[w] and m > 0:
+                    u[w] -= lr * alpha * m * _sigmoid(u[w])
+                seen[w] = 0
+            nb = 0
+
+
+@njit(cache=True)
+def eval_sums(hptr, hfeat, targets, gptr, gword, slot, u, theta, owned, binary, shift):
+    """``(num [N], den [N])`` over owned words; ``log p(y_k|h_k) = num_k - log den_k`` once summed over shards.
+
+    ``shift`` is added to every owned u_w first (the log-alpha calibration of a binary model in training).
+    """
+    V = u.shape[0]
+    n = targets.shape[0]
+    num = np.zeros(n)
+    den = np.zeros(n)
+    us = u + shift
+    acc = np.zeros(V)
+    stamp = np.full(V, -1, np.int64)
+    touched = np.empty(V, np.int64)
+    base = 0.0
+    fu = np.zeros(V)
+    for w in range(V):
+        if owned[w]:
+            fu[w] = _sigmoid(us[w]) if binary else math.exp(us[w])
+            base += fu[w]
+    for k in range(n):
+        t = targets[k]
+        nt = _gather(k, k, hptr, hfeat, gptr, gword, slot, us, theta, acc, stamp, touched)
+        d = base
+        for i in range(nt):
+            w = touched[i]
+            d += (_sigmoid(acc[w]) if binary else math.exp(acc[w])) - fu[w]
+        den[k] = d
+        if owned[t]:
+            a = acc[t] if stamp[t] == k else us[t]
+            if binary:
+                num[k] = -math.log1p(math.exp(-a)) if a >= 0 else a - math.log1p(math.exp(a))
+            else:
+                num[k] = a
+    return num, den

@@ -1,0 +1,104 @@
+"""Training maximum-entropy LMs: SGD over shuffled positions, lr halving on validation perplexity.
+
+The schedule (Xu et al. sec. 3.1, after Mikolov): start at ``lr`` (paper: 0.1); after each epoch
+compute the exact validation perplexity; when it fails to improve by ``min_gain`` (relative),
+halve the learning rate each following epoch (weights that made validation worse are rolled
+back to the best ones), and stop when it fails to improve again, or after ``epochs``.
+
+``binary`` keeps every position, each one a positive for its word and a negative, kept at rate
+``alpha``, for every other word. ``softmax`` at ``alpha < 1`` trains on a fixed random fraction
+alpha of the positions (the paper's subsampled standard MELM, fig. 2): see :func:`train_positions`.
+
+A shard (``owned`` words, see :mod:`.shard`) trains exactly the classifiers of its words; the
+validation normaliser is the sum of every shard's partial sum (``reduce``), so all ranks take
+the same learning-rate decisions.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import kernels
+from .scorer import MaxEntModel
+
+
+@dataclass
+class TrainConfig:
+    objective: str = "binary"
+    alpha: float = 1.0  # binary: negative sampling rate; softmax: fraction of training positions
+    lr: float = 0.1
+    epochs: int = 20
+    min_gain: float = 0.003
+    l2: float = 0.0
+    seed: int = 1
+    block: int = 32  # positions per update of the dense unigram weights
+
+
+def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:
+    """Stream positions used for training: all, or a fixed random fraction alpha for a subsampled softmax."""
+    if cfg.objective == "softmax" and cfg.alpha < 1.0:
+        rng = np.random.default_rng([cfg.seed, 7])
+        return np.sort(rng.choice(n, size=max(1, int(round(cfg.alpha * n))), replace=False)).astype(np.int64)
+    return np.arange(n, dtype=np.int64)
+
+
+def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg: TrainConfig,
+          owned: np.ndarray | None = None, reduce: Callable[[np.ndarray], np.ndarray] | None = None,
+          log: Callable[[str], None] | None = None) -> list[dict]:
+    """Train ``model`` in place (binary models are left uncalibrated; call ``calibrate``); returns the epoch log."""
+    V = model.num_words
+    owned = np.ones(V, bool) if owned is None else owned
+    reduce = reduce or (lambda x: x)
+    log = log or (lambda s: None)
+    f = model.features
+    train_ids = np.asarray(train_ids)
+    at = train_positions(len(train_ids), cfg)
+    ctx = model.context(train_ids, at)
+    targets = train_ids[at].astype(np.int64)
+    vctx = model.context(valid_ids)
+    vtargets = np.asarray(valid_ids, dtype=np.int64)
+    shift = math.log(cfg.alpha) if cfg.objective == "binary" else 0.0
+
+    def valid_ppl() -> float:
+        num, den = model.eval_sums(vctx, vtargets, owned, shift)
+        num, den = reduce(np.stack([num, den]))
+        return math.exp(-(num - np.log(den)).mean())
+
+    rng = np.random.default_rng([cfg.seed, 1])
+    lr, halving = cfg.lr, False
+    best = valid_ppl()
+    best_params = (model.u.copy(), model.theta.copy())
+    history = [{"epoch": 0, "lr": lr, "valid_ppl": best, "seconds": 0.0}]
+    log(f"epoch 0: valid ppl {best:.2f}")
+    for epoch in range(1, cfg.epochs + 1):
+        t0 = time.perf_counter()
+        order = rng.permutation(len(at)).astype(np.int64)
+        if cfg.objective == "softmax":
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, model.u, model.theta,
+                                  lr, cfg.l2, cfg.block)
+        else:
+            kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, model.u,
+                                 model.theta, owned, lr, cfg.l2, cfg.alpha, cfg.seed, epoch, cfg.block)
+        ppl = valid_ppl()
+        secs = time.perf_counter() - t0
+        history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
+        log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")
+        gained = ppl < best * (1.0 - cfg.min_gain)
+        if ppl < best:
+            best, best_params = ppl, (model.u.copy(), model.theta.copy())
+        else:
+            model.u[:], model.theta[:] = best_params
+        if not gained:
+            if halving:
+                break
+            halving = True
+        if halving:
+            lr /= 2
+    model.u[:], model.theta[:] = best_params
+    model.info["training"] = {"config": asdict(cfg), "epochs": history, "best_valid_ppl": best}
+    return history

@@ -1,0 +1,197 @@
+"""Maximum-entropy LMs: features, sparse normaliser, gradients, training, model files."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sampledlm.maxent import FeatureSet, FeatureSpec, MaxEntModel, TrainConfig, train
+from sampledlm.maxent import kernels
+from sampledlm.vocab import Vocab
+
+WORDS = ["</s>", "<unk>", "a", "b", "c", "d", "e"]
+
+
+def stream(text: str) -> np.ndarray:
+    """Sentences separated by '|' -> id stream (each sentence followed by </s> = 0)."""
+    idx = {w: i for i, w in enumerate(WORDS)}
+    out = []
+    for s in text.split("|"):
+        out += [idx[w] for w in s.split()] + [0]
+    return np.array(out, dtype=np.int32)
+
+
+def random_stream(n_sent=60, V=12, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_sent):
+        L = rng.integers(1, 8)
+        w = rng.integers(2, V, size=L)
+        w[1:] = np.where(rng.random(L - 1) < 0.5, (w[:-1] + 1) % (V - 2) + 2, w[1:])  # some structure
+        out += list(w) + [0]
+    return np.array(out, dtype=np.int32)
+
+
+def test_spec_parse():
+    s = FeatureSpec.parse("feat-ii")
+    assert s.names == ("unigram", "bigram", "trigram", "skip-bigram", "skip-trigram", "trigger")
+    assert FeatureSpec.parse("bigram,4gram").names == ("unigram", "bigram", "4gram")
+    assert dict(FeatureSpec.parse("4gram").context_types())["4gram"] == (3, 2, 1)
+    from sampledlm.errors import UserError
+    with pytest.raises(UserError):
+        FeatureSpec.parse("bigram,fivegram")
+
+
+def test_ngram_and_skip_features_by_hand():
+    ids = stream("a b c|b c d")  # positions: a b c </s> b c d </s>
+    V = len(WORDS)
+    fs = FeatureSet.build(ids, V, FeatureSpec.parse("bigram,trigram,skip-bigram,skip-trigram"))
+    bos = V
+    # contexts seen: bigram w-1 over the 8 positions
+    assert fs.ctx_keys[0].tolist() == sorted({bos, 2, 3, 4, 5})
+    # the pairs of bigram context 'b' (=3): followed by c (=4) twice
+    g_b = int(np.searchsorted(fs.ctx_keys[0], 3))
+    assert fs.gword[fs.gptr[g_b]:fs.gptr[g_b + 1]].tolist() == [4]
+    # skip-bigram w-2 -> w: (a, c), (b, </s>), (<s>, b) at sentence starts' second word ...
+    off = fs.offsets
+    sk = fs.ctx_keys[2]
+    g_a = off[2] + int(np.searchsorted(sk, 2))
+    assert fs.gword[fs.gptr[g_a]:fs.gptr[g_a + 1]].tolist() == [4]  # a _ c
+    # active features of 'd' (position 6): bigram c, trigram (b c), skip-bigram b, skip-trigram (<s> b)
+    hptr, hfeat = fs.active(ids, np.array([6]))
+    tri = 3 * (V + 1) + 4
+    want = [off[0] + np.searchsorted(fs.ctx_keys[0], 4), off[1] + np.searchsorted(fs.ctx_keys[1], tri),
+            off[2] + np.searchsorted(sk, 3), off[3] + np.searchsorted(fs.ctx_keys[3], bos * (V + 1) + 3)]
+    assert hfeat.tolist() == [int(x) for x in want]
+    # an unseen context is not active
+    hptr, hfeat = fs.active(stream("e e"), np.array([1]))
+    assert len(hfeat) == 2  # bigram <s>? no: bigram 'e' unseen; only skip-bigram <s> and skip-trigram (<s>,<s>)
+    assert fs.pair_counts()["total"] == V + len(fs.gword)
+
+
+def test_trigger_features_by_hand():
+    # 'e' three or more tokens back reliably precedes 'a' (window covers the previous sentence)
+    ids = stream("|".join(["e b c", "d d a"] * 10 + ["b c", "d d c"] * 10))
+    V = len(WORDS)
+    spec = FeatureSpec.parse("bigram,trigger", trigger_window=6, trigger_gap=2, trigger_pairs=3, trigger_min_count=2)
+    fs = FeatureSet.build(ids, V, spec)
+    g_e = fs.offsets[-2] + int(np.searchsorted(fs.trigger_words, 6))
+    assert 6 in fs.trigger_words.tolist()
+    assert 2 in fs.gword[fs.gptr[g_e]:fs.gptr[g_e + 1]].tolist()  # e -> a selected
+    assert len(fs.gword) - fs.pair_counts()["bigram"] <= 3
+    # window words exclude the last `gap` tokens and </s>
+    from sampledlm.maxent.features import window_words
+    r, w = window_words(stream("a b c d"), np.array([4]), window=6, gap=2)
+    assert w.tolist() == [2, 3]  # a, b (c, d are within the gap)
+
+
+def models(objective, hash_size=None, spec="feat-ii", seed=0):
+    ids = random_stream(seed=seed)
+    V = 12
+    fs = FeatureSet.build(ids, V, FeatureSpec.parse(spec, trigger_window=5, trigger_min_count=1), hash_size=hash_size)
+    m = MaxEntModel(fs, objective, alpha=0.5)
+    rng = np.random.default_rng(seed)
+    m.u = rng.normal(size=V)
+    m.theta = rng.normal(size=fs.num_params)
+    return m, ids
+
+
+@pytest.mark.parametrize("objective", ["softmax", "binary"])
+@pytest.mark.parametrize("hash_size", [None, 7])
+def test_sparse_normaliser_equals_brute_force(objective, hash_size):
+    m, ids = models(objective, hash_size)
+    ctx = m.context(ids)
+    fast = m.log_prob_targets(ctx, ids.astype(np.int64))
+    brute = m.log_prob(ctx)
+    np.testing.assert_allclose(fast, brute[np.arange(len(ids)), ids].numpy(), rtol=1e-10, atol=1e-10)
+    assert np.allclose(torch.logsumexp(brute, 1).numpy(), 0)
+    # the Scorer methods agree with score_all
+    allv = m.score_all(ctx).numpy()
+    t = torch.from_numpy(ids.astype(np.int64))
+    np.testing.assert_allclose(m.score_targets(ctx, t).numpy(), allv[np.arange(len(ids)), ids])
+    w = torch.tensor([[0, 5, 3]] * len(ids))
+    np.testing.assert_allclose(m.score_each(ctx, w).numpy(), allv[:, [0, 5, 3]])
+    np.testing.assert_allclose(m.score_shared(ctx, torch.tensor([2, 7])).numpy(), allv[:, [2, 7]])
+
+
+def _loss(m, ctx, k, t):
+    """Brute-force loss of position k: softmax -log p(t|h); binary sum_w logloss of classifier w."""
+    a = m.score_all(ctx).numpy()[k]
+    if m.objective == "softmax":
+        return -(a[t] - np.log(np.exp(a).sum()))
+    y = np.zeros_like(a)
+    y[t] = 1
+    return float(np.sum(np.logaddexp(0, a) - y * a))
+
+
+@pytest.mark.parametrize("objective", ["softmax", "binary"])
+def test_gradient_matches_finite_differences(objective):
+    """One SGD step (lr 1, one position, block 1) moves every parameter by minus its gradient."""
+    m, ids = models(objective)
+    m.u *= 0.3
+    m.theta *= 0.3
+    ctx = m.context(ids)
+    f = m.features
+    for k in (0, 5, 17, 33):
+        t = int(ids[k])
+        u, th = m.u.copy(), m.theta.copy()
+        order = np.array([k], np.int64)
+        targets = ids.astype(np.int64)
+        if objective == "softmax":
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, m.u, m.theta, 1.0, 0.0, 1)
+        else:
+            kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot,
+                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, 0.0, 1.0, 0, 0, 1)
+        grad_u, grad_th = u - m.u, th - m.theta
+        m.u, m.theta = u, th
+        eps = 1e-6
+        for name, vec, grad in (("u", m.u, grad_u), ("theta", m.theta, grad_th)):
+            for i in np.random.default_rng(k).choice(len(vec), size=min(len(vec), 25), replace=False):
+                old = vec[i]
+                vec[i] = old + eps
+                lp = _loss(m, ctx, k, t)
+                vec[i] = old - eps
+                lm = _loss(m, ctx, k, t)
+                vec[i] = old
+                assert (lp - lm) / (2 * eps) == pytest.approx(grad[i], abs=1e-6), (name, i, k)
+
+
+def test_negative_sampling_is_a_hash():
+    keep = [kernels.keep_negative(3, 1, p, w, 0.1) for p in range(200) for w in range(50)]
+    assert 0.08 < np.mean(keep) < 0.12
+    assert keep == [kernels.keep_negative(3, 1, p, w, 0.1) for p in range(200) for w in range(50)]
+    assert keep != [kernels.keep_negative(3, 2, p, w, 0.1) for p in range(200) for w in range(50)]
+
+
+@pytest.mark.parametrize("objective,alpha", [("softmax", 1.0), ("binary", 1.0), ("binary", 0.3), ("softmax", 0.5)])
+def test_training_improves_and_round_trips(tmp_path, objective, alpha):
+    ids = random_stream(n_sent=300, seed=1)
+    valid = random_stream(n_sent=60, seed=2)
+    V = 12
+    fs = FeatureSet.build(ids, V, FeatureSpec.parse("feat-i"))
+    m = MaxEntModel(fs, objective, alpha)
+    m.init_unigram(np.bincount(ids, minlength=V))
+    before = m.perplexity(valid)
+    hist = train(m, ids, valid, TrainConfig(objective=objective, alpha=alpha, epochs=4, seed=3))
+    m.calibrate()
+    after = m.perplexity(valid)
+    assert after < before
+    assert hist[-1]["epoch"] >= 1
+    vocab = Vocab(["</s>", "<unk>"] + [f"w{i}" for i in range(2, V)], np.bincount(ids, minlength=V))
+    m.save(str(tmp_path / "m"), vocab)
+    m2, v2 = MaxEntModel.load(str(tmp_path / "m"))
+    assert v2 == vocab and m2.objective == objective and m2.calibrated
+    assert m2.perplexity(valid) == after
+    np.testing.assert_array_equal(m2.theta, m.theta)
+
+
+def test_load_errors(tmp_path):
+    from sampledlm.errors import UserError
+    with pytest.raises(UserError, match="config.json"):
+        MaxEntModel.load(str(tmp_path))
+    (tmp_path / "config.json").write_text("{oops")
+    with pytest.raises(UserError, match="config.json:1"):
+        MaxEntModel.load(str(tmp_path))
