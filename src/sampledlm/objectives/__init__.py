@@ -12,10 +12,24 @@ import numpy as np
 
 from ..errors import UserError
 from .base import OutputObjective, Scorer  # noqa: F401
+from .binary import Binary
+from .nce import NCE, BlackOut, NegativeSampling
+from .ranking import Ranking
+from .sampled import CSSBernoulli, CSSImportance, ImportanceSampling
 from .softmax import SoftmaxObjective
+
+from .module import SampledOutput  # noqa: E402,F401  (user-facing module; imports make_objective lazily)
 
 OBJECTIVES: dict[str, type[OutputObjective]] = {
     "softmax": SoftmaxObjective,
+    "binary": Binary,
+    "is": ImportanceSampling,
+    "css-is": CSSImportance,
+    "css-bernoulli": CSSBernoulli,
+    "nce": NCE,
+    "neg": NegativeSampling,
+    "blackout": BlackOut,
+    "ranking": Ranking,
 }
 
 

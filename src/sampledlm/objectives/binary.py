@@ -1,0 +1,134 @@
+"""Binarised output with negative subsampling (Xu, Gunawardana & Khudanpur 2011 -- seed 000).
+
+V one-vs-all logistic classifiers share the model: ``P_b(w|h) = σ(a_w(h))`` (eq. 5, 16). Each
+training pair (h, y) is a positive example for classifier y and a negative one for the others;
+the log-likelihood of all classifiers (eq. 6) gives the per-example loss
+
+    ``-log σ(a_y) - sum_{w != y} log(1 - σ(a_w)) = sum_w softplus(a_w) - a_y``   (α = 1, exact).
+
+Negative subsampling (§2.1): each example is a negative for only a fraction α (``neg_rate``) of
+the other classifiers, which cuts the output cost from V h to about α V h. The classifiers' odds
+are then overestimated by 1/α (eq. 9); :meth:`Binary.finalize` adds log α to every bias once
+(calibration). The inference rule renormalises the sigmoids over V (eq. 8):
+``P'(w|h) = σ(a_w) / sum_w' σ(a_w')``.
+
+How the subsets are drawn (the paper draws them per example and per classifier; we share work
+across a mini-batch while keeping every (example, classifier) pair a negative with probability α):
+
+* ``neg_subset="variable"`` (tables 6-7, the default): a fresh subset R of words, each word in R
+  independently with probability α, is drawn for every mini-batch and shared by its examples (one
+  dense ``[N,h] x [h,|R|]`` product); an example's negatives are R minus its true word. Each pair is
+  included with probability α, independently across batches (and so across epochs), as in the
+  paper; only the correlation between examples of the same batch differs, which changes the
+  gradient's variance, not its expectation.
+* ``neg_subset="fixed"`` (tables 4-5): a pair's inclusion never changes during training. Without an
+  example id we key it on the true word: a base subset B (each word with probability α) and an
+  offset o(y) per word are drawn once (buffers ``neg_base``, ``neg_offset``, saved with the model),
+  and an example with target y has the negatives ``{(b + o(y)) mod V : b in B} \\ {y}``. Every
+  (target, classifier) pair is a negative with probability α and stays so for the whole run
+  (cluster sampling by target word rather than by example). Cost: a per-example gather of about
+  α V rows (``score_each``), so it is slower than the shared ``variable`` subsets.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import UserError
+from ..sampling import BernoulliSampler
+from .base import OutputObjective, Scorer
+from .sampled import Candidates, masked_fill
+
+
+class Binary(OutputObjective):
+    """One-vs-all logistic classifiers with negatives subsampled at rate ``neg_rate`` (α).
+
+    Options: ``neg_rate`` α in (0, 1] (1 = eq. 6 exactly, over all V), ``neg_subset``
+    ``"variable"`` | ``"fixed"`` (see the module docstring).
+
+    Calibration choice: the ``calibrated`` buffer records whether log α has been added to the
+    biases. Before :meth:`finalize` (e.g. validation during training) :meth:`log_prob` adds log α to
+    the scores in flight, so validation perplexities are those of the calibrated model; after it,
+    the biases hold the shift and nothing is added. A reloaded model keeps the flag, so calibration
+    happens exactly once. Training after calibration subtracts log α again, so the training loss
+    always sees the uncalibrated scores.
+    """
+
+    name = "binary"
+    sparse_output = True
+
+    def __init__(self, counts=None, *, neg_rate: float = 0.05, neg_subset: str = "variable"):
+        super().__init__(counts)
+        if not 0.0 < float(neg_rate) <= 1.0:
+            raise UserError(f"--neg-rate must be in (0, 1], got {neg_rate}")
+        if neg_subset not in ("fixed", "variable"):
+            raise UserError(f"--neg-subset must be 'fixed' or 'variable', got {neg_subset!r}")
+        self.neg_rate = float(neg_rate)
+        self.neg_subset = neg_subset
+        self.log_alpha = math.log(self.neg_rate)
+        self.register_buffer("calibrated", torch.tensor(False))
+        self.register_buffer("neg_base", torch.zeros(0, dtype=torch.bool))
+        self.register_buffer("neg_offset", torch.zeros(0, dtype=torch.long))
+        self._sampler = None
+        if counts is not None and neg_subset == "fixed" and self.neg_rate < 1.0:
+            self._draw_fixed(len(counts))
+
+    # -- negatives ---------------------------------------------------------------------------
+    def _draw_fixed(self, num_words: int) -> None:
+        self.neg_base = torch.rand(num_words) < self.neg_rate
+        self.neg_offset = torch.randint(num_words, (num_words,))
+
+    def start_epoch(self, epoch: int) -> None:
+        """Nothing to redraw: variable subsets are fresh every mini-batch, fixed ones never change."""
+
+    def draw(self, targets: torch.Tensor, num_words: int) -> Candidates:
+        """The negatives of a batch: ``[M]`` shared (variable) or ``[N, M]`` (fixed), with the mask
+        of those that are not the example's own target."""
+        if self.neg_subset == "variable":
+            if self._sampler is None or self._sampler_v != num_words:
+                self._sampler = BernoulliSampler(torch.full((num_words,), self.neg_rate))
+                self._sampler_v = num_words
+            words = self._sampler.draw().to(targets.device)
+            return Candidates(words, words.unsqueeze(0) != targets.unsqueeze(1))
+        if self.neg_base.numel() != num_words:
+            self._draw_fixed(num_words)
+        base = torch.nonzero(self.neg_base).flatten()
+        words = (base.unsqueeze(0) + self.neg_offset[targets].unsqueeze(1)) % num_words
+        return Candidates(words, words != targets.unsqueeze(1))
+
+    # -- training ----------------------------------------------------------------------------
+    def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor,
+                candidates: Candidates | None = None) -> torch.Tensor:
+        """Mean over the batch of ``-log σ(a_y) - sum_{w in negatives} log(1 - σ(a_w))``."""
+        off = self.log_alpha if bool(self.calibrated) else 0.0  # train on uncalibrated scores
+        if self.neg_rate >= 1.0 and candidates is None:
+            a = scorer.score_all(ctx) - off
+            return (F.softplus(a).sum(1) - a.gather(1, targets.unsqueeze(1)).squeeze(1)).mean()
+        cand = self.draw(targets, scorer.num_words) if candidates is None else candidates
+        true = scorer.score_targets(ctx, targets) - off
+        if cand.words.dim() == 1:
+            scores = scorer.score_shared(ctx, cand.words) - off
+        else:
+            scores = scorer.score_each(ctx, cand.words) - off
+        neg = masked_fill(F.softplus(scores), cand.keep, 0.0).sum(1)
+        return (F.softplus(-true) + neg).mean()
+
+    # -- inference ---------------------------------------------------------------------------
+    def log_prob(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
+        """Exact ``log P'(w|h)`` ``[N, V]``: the calibrated sigmoids renormalised over V (eq. 8)."""
+        a = scorer.score_all(ctx).float()
+        if not bool(self.calibrated):
+            a = a + self.log_alpha
+        lp = F.logsigmoid(a)
+        return lp - torch.logsumexp(lp, dim=1, keepdim=True)
+
+    def finalize(self, scorer: Scorer) -> None:
+        """Calibration (§2.1): add log α to every classifier's bias, exactly once."""
+        if not bool(self.calibrated):
+            if self.neg_rate < 1.0:
+                scorer.shift_bias(self.log_alpha)
+            self.calibrated.fill_(True)

@@ -1,0 +1,89 @@
+"""Discriminative sampled objectives: noise-contrastive estimation (NCE), negative sampling (NEG)
+and BlackOut. None of them estimates the normaliser; each trains the scores to tell the true word
+from noise words drawn from q. Evaluation still uses the exact softmax over V (inherited
+:meth:`~sampledlm.objectives.base.OutputObjective.log_prob`).
+
+Notation: ``a_w`` the model's score of word w after history h, ``σ`` the logistic function,
+``q`` the noise distribution (``count^β``), k = S noise draws per example.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .sampled import NegativesObjective, SampledObjective, count_kept, masked_fill
+
+NEG_INF = float("-inf")
+
+
+def log1mexp(x: torch.Tensor) -> torch.Tensor:
+    """``log(1 - exp(x))`` for ``x <= 0``, stable at both ends (Mächler, 2012)."""
+    x = x.clamp(max=-1e-7)
+    return torch.where(x > -math.log(2), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+class NCE(SampledObjective):
+    """Noise-contrastive estimation (Gutmann & Hyvärinen 2010; Mnih & Teh 2012; seed 003, seed 001 §5.2).
+
+    The model's unnormalised probability is ``P(w|h) = exp(a_w - c)`` with ``c = log z``, fixed to 0
+    ("normaliser fixed to 1", the default) or one learned scalar (``learn_norm=True``). With
+    ``Δ_w = a_w - c - log(k q(w))`` the posterior that w came from the data is
+    ``P(D=1|w) = P(w|h) / (P(w|h) + k q(w)) = σ(Δ_w)``, and the loss per example is
+    ``-log σ(Δ_y) - sum_{i=1..k} log(1 - σ(Δ_{x_i}))`` with the k noise words ``x_i ~ q``
+    (drawn from the whole vocabulary: the true word may be among them).
+
+    Its gradient weights ``k q(y) / (P(y) + k q(y)) = 1 - σ(Δ_y)`` and ``σ(Δ_x)`` lie in [0, 1].
+    Default noise: the unigram (``noise_power=1``), which seed 003 found far better than uniform.
+    """
+
+    name = "nce"
+
+    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 1.0,
+                 sample_mode: str = "shared", sampler: str = "alias", learn_norm: bool = False):
+        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler)
+        self.learn_norm = bool(learn_norm)
+        if self.learn_norm:
+            self.log_norm = nn.Parameter(torch.zeros(()))
+        else:
+            self.register_buffer("log_norm", torch.zeros(()))
+
+    def loss(self, true, logq_true, scores, logq, keep):
+        log_k = math.log(scores.shape[1])
+        d_true = true - self.log_norm - log_k - logq_true
+        d_noise = scores - self.log_norm - log_k - logq
+        return F.softplus(-d_true) + F.softplus(d_noise).sum(1)
+
+
+class NegativeSampling(NegativesObjective):
+    """Negative sampling (Mikolov et al. 2013) with the 1/S scale of seed 001 eq. 29:
+    ``loss = -log σ(a_y) - (1/S) sum_d log(1 - σ(a_d))``, d drawn from q and (by default,
+    ``exclude_true``) different from the true word. Its optimum is not the likelihood's.
+    """
+
+    name = "neg"
+
+    def loss(self, true, logq_true, scores, logq, keep):
+        n = count_kept(keep, *scores.shape)
+        neg = masked_fill(F.softplus(scores), keep, 0.0).sum(1) / n
+        return F.softplus(-true) + neg
+
+
+class BlackOut(NegativesObjective):
+    """BlackOut (Ji et al. 2016; seed 001 eq. 30-31). Over the set {y} ∪ N_y (N_y: S draws from q,
+    none equal to y unless ``exclude_true=False``) it forms the weighted softmax
+    ``p~(c) = (exp(a_c)/q(c)) / (exp(a_y)/q(y) + sum_{d in N_y} exp(a_d)/q(d))`` and the loss
+    ``-log p~(y) - sum_{d in N_y} log(1 - p~(d))``.
+    """
+
+    name = "blackout"
+
+    def loss(self, true, logq_true, scores, logq, keep):
+        l_true = (true - logq_true).unsqueeze(1)
+        l_neg = masked_fill(scores - logq, keep, NEG_INF)
+        log_z = torch.logsumexp(torch.cat([l_true, l_neg], 1), dim=1, keepdim=True)
+        neg = masked_fill(log1mexp(l_neg - log_z), keep, 0.0).sum(1)
+        return (log_z - l_true).squeeze(1) - neg

@@ -1,0 +1,253 @@
+"""Sampling estimates of the softmax normaliser: importance sampling (IS) and complementary sum
+sampling (CSS-IS, CSS-Bernoulli), seed 001 (Botev, Zheng & Barber, 2017) §2-4.
+
+All three train the softmax model ``p(c|x) = exp a_c / Z`` by replacing ``Z = sum_c exp a_c`` in
+``-log p(y|x) = -a_y + log Z`` with an estimate ``Z~`` built from a few candidate words:
+
+* ``is``: ``Z~ = (1/S) sum_{s in bag} exp(a_s) / q(s)``, bag of S draws from q (eq. 5, 11, 16).
+  Unbiased for Z but not log Z; the implied weights ``p~`` are unbounded (§3.1), so training can
+  diverge when the true word is missing from the bag.
+* ``css-is``: ``Z~ = exp a_y + sum_{d in N} exp(a_d) / (S q_y(d))`` (eq. 17-19, C_n = {y}): the true
+  word summed exactly, the rest by IS with q restricted to the words != y,
+  ``q_y(d) = q(d) / (1 - q(y))``; the draws come from the S + S' trick (§6.2).
+* ``css-bernoulli``: ``Z~ = exp a_y + sum_{d: s_d = 1, d != y} exp(a_d) / b_d`` (eq. 7-8, 18, 23)
+  with independent ``s_d ~ Bernoulli(b_d)``, ``b = min(1, λ q)`` scaled so ``E[#draws] = S``.
+
+The gradient is ``sum_{c in C'} (δ(c, y) - p~(c)) ∇a_c`` with ``p~`` a distribution over the
+candidates (eq. 20-21), so each weight lies in [-1, 1] for CSS.
+
+Shapes: ``targets [N]``; candidates ``[M]`` shared by the batch (one ``[N,h] x [h,M]`` product)
+or ``[N, M]`` per example (``sample_mode="each"``); loss: scalar mean over the N examples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import UserError
+from ..sampling import SAMPLERS, BernoulliSampler, bernoulli_probs, first_k_not, noise_distribution
+from .base import OutputObjective, Scorer
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Candidates:
+    """A draw of candidate words: ``words`` ``[M]`` (shared) or ``[N, M]`` (per example);
+    ``keep`` ``[N, M]`` bool or None (all kept), e.g. the first S draws != the true word."""
+
+    words: torch.Tensor
+    keep: torch.Tensor | None = None
+
+
+def masked_fill(x: torch.Tensor, keep: torch.Tensor | None, value: float) -> torch.Tensor:
+    """``x`` with the entries not kept set to ``value`` (``x`` itself when ``keep`` is None)."""
+    return x if keep is None else x.masked_fill(~keep, value)
+
+
+def count_kept(keep: torch.Tensor | None, n: int, m: int) -> torch.Tensor:
+    """Number of kept candidates per example, ``[N]`` (at least 1, to divide by)."""
+    if keep is None:
+        return torch.full((n,), float(m))
+    return keep.sum(1).clamp_min(1).float()
+
+
+def css_loss(true: torch.Tensor, weighted: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """``-log p~(y) = log(exp a_y + sum_kept exp(a_d + log kappa_d)) - a_y`` (eq. 18-19), ``[N]``;
+    ``weighted [N, M]`` holds ``a_d + log kappa_d``."""
+    terms = masked_fill(weighted, keep, NEG_INF)
+    return torch.logsumexp(torch.cat([true.unsqueeze(1), terms], 1), dim=1) - true
+
+
+class SampledObjective(OutputObjective):
+    """Shared machinery of the objectives that score a bag of words drawn from a noise distribution.
+
+    Options (keyword-only, same names as the ``train`` flags):
+
+    * ``samples`` (S): candidates per example (default 250).
+    * ``noise_power`` (β): ``q(w) ∝ count(w)^β``; 0 = uniform.
+    * ``sample_mode``: ``"shared"`` (one bag for the whole mini-batch: one dense product against
+      S columns, seed 001 §6.2) or ``"each"`` (an independent bag per example).
+    * ``sampler``: ``"alias"`` (O(1) per draw) or ``"multinomial"`` (torch.multinomial, O(V) per call).
+
+    ``q`` is the buffer ``noise`` (saved with the model); :meth:`set_noise` replaces it.
+    Subclasses set ``excludes_true`` (draw S + S' and keep the first S that are not the true
+    word) and implement :meth:`loss`.
+    """
+
+    sparse_output = True
+    excludes_true = False
+
+    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
+                 sample_mode: str = "shared", sampler: str = "alias"):
+        super().__init__(counts)
+        if int(samples) < 1:
+            raise UserError(f"--samples must be >= 1, got {samples}")
+        if noise_power < 0:
+            raise UserError(f"--noise-power must be >= 0, got {noise_power}")
+        if sample_mode not in ("shared", "each"):
+            raise UserError(f"--sample-mode must be 'shared' or 'each', got {sample_mode!r}")
+        if sampler not in SAMPLERS:
+            raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        self.samples = int(samples)
+        self.noise_power = float(noise_power)
+        self.sample_mode = sample_mode
+        self.sampler_name = sampler
+        self._counts = counts
+        self._sampler = self._log_noise = self.inclusion = None
+        noise = noise_distribution(counts, noise_power) if counts is not None else torch.empty(0, dtype=torch.float64)
+        self.register_buffer("noise", noise)
+        self.register_load_state_dict_post_hook(lambda module, keys: module._invalidate())
+
+    # -- noise -------------------------------------------------------------------------------
+    def set_noise(self, probs: torch.Tensor) -> None:
+        """Use ``probs [V]`` (normalised here) as the noise / proposal distribution q."""
+        probs = torch.as_tensor(probs, dtype=torch.float64)
+        self.noise = (probs / probs.sum()).to(self.noise.device)
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._sampler = None
+        self._log_noise = None
+        self.inclusion = None
+
+    def _ensure_noise(self, num_words: int) -> None:
+        if self.noise.numel() == 0:
+            self.noise = noise_distribution(None, 0.0, num_words).to(self.noise.device)
+        elif self.noise.numel() != num_words:
+            raise UserError(f"noise distribution has {self.noise.numel()} words but the model predicts {num_words}")
+
+    @property
+    def log_noise(self) -> torch.Tensor:
+        """``log q [V]`` (float32), cached until the noise changes."""
+        if self._log_noise is None or self._log_noise.device != self.noise.device:
+            self._log_noise = torch.log(self.noise).float()
+        return self._log_noise
+
+    def sampler(self):
+        if self._sampler is None:
+            self._sampler = self._build_sampler()
+        return self._sampler
+
+    def _build_sampler(self):
+        return SAMPLERS[self.sampler_name](self.noise)
+
+    # -- drawing -----------------------------------------------------------------------------
+    def extra_draws(self) -> int:
+        """S' of the S + S' trick: enough spare draws that a row almost never runs short even
+        when its true word is frequent (seed 001 used S' = 10 after removing stop words)."""
+        qmax = float(self.noise.max())
+        return 10 + math.ceil(2 * self.samples * qmax + 4 * math.sqrt(self.samples * qmax))
+
+    def draw(self, targets: torch.Tensor) -> Candidates:
+        """Draw the candidates for a batch with true words ``targets [N]``."""
+        m = self.samples + (self.extra_draws() if self.excludes_true else 0)
+        shape = (m,) if self.sample_mode == "shared" else (len(targets), m)
+        words = self.sampler().draw(shape).to(targets.device)
+        keep = first_k_not(words, targets, self.samples) if self.excludes_true else None
+        return Candidates(words, keep)
+
+    # -- training ----------------------------------------------------------------------------
+    def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor,
+                candidates: Candidates | None = None) -> torch.Tensor:
+        """Mean loss over the batch. ``candidates`` (tests, custom samplers) replaces the draw."""
+        self._ensure_noise(scorer.num_words)
+        cand = self.draw(targets) if candidates is None else candidates
+        log_q = self.log_proposal()
+        true = scorer.score_targets(ctx, targets)
+        if cand.words.dim() == 1:
+            scores = scorer.score_shared(ctx, cand.words)
+            logq = log_q[cand.words].unsqueeze(0)
+        else:
+            scores = scorer.score_each(ctx, cand.words)
+            logq = log_q[cand.words]
+        return self.loss(true, log_q[targets], scores, logq, cand.keep).mean()
+
+    def log_proposal(self) -> torch.Tensor:
+        """``[V]`` log of the per-word proposal weight the loss divides by (log q by default)."""
+        return self.log_noise
+
+    def loss(self, true: torch.Tensor, logq_true: torch.Tensor, scores: torch.Tensor,
+             logq: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        """Per-example loss ``[N]`` from the true words' scores ``[N]`` and log q ``[N]``, the
+        candidates' scores ``[N, M]`` and log q ``[1 or N, M]``, and the kept-mask (or None)."""
+        raise NotImplementedError
+
+
+class NegativesObjective(SampledObjective):
+    """A sampled objective over *negatives*: by default (``exclude_true=True``) the S draws kept
+    for an example all differ from its true word (S + S' trick). NEG, BlackOut and ranking."""
+
+    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
+                 sample_mode: str = "shared", sampler: str = "alias", exclude_true: bool = True):
+        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler)
+        self.excludes_true = bool(exclude_true)
+
+
+class ImportanceSampling(SampledObjective):
+    """Standard importance sampling of the normaliser (Bengio & Senécal; seed 001 eq. 11, 16):
+    ``loss = -a_y + log (1/S) sum_s exp(a_s) / q(s)`` over a bag of S draws from q (the true word
+    may or may not be among them). Known to be unstable (seed 001 §3.1).
+    """
+
+    name = "is"
+
+    def loss(self, true, logq_true, scores, logq, keep):
+        log_z = torch.logsumexp(scores - logq, dim=1) - math.log(scores.shape[1])
+        return log_z - true
+
+
+class CSSImportance(SampledObjective):
+    """Complementary sum sampling with importance sampling (seed 001 eq. 17-20, "IS Correct Class"):
+    ``Z~ = exp a_y + sum_{d in N_y} exp(a_d) / (S_y q_y(d))``, ``q_y(d) = q(d) / (1 - q(y))``, N_y the
+    first S draws != y out of S + S' (§6.2); S_y = |N_y| (= S unless the spares ran out).
+    """
+
+    name = "css-is"
+    excludes_true = True
+
+    def loss(self, true, logq_true, scores, logq, keep):
+        n = count_kept(keep, scores.shape[0], scores.shape[1])
+        log_kappa = -logq + torch.log1p(-logq_true.exp()).unsqueeze(1) - n.log().unsqueeze(1)
+        return css_loss(true, scores + log_kappa, keep)
+
+
+class CSSBernoulli(SampledObjective):
+    """Complementary sum sampling with Bernoulli sampling (seed 001 eq. 7-9, 18, 23):
+    ``Z~ = exp a_y + sum_{d != y, s_d = 1} exp(a_d) / b_d``; ``s_d ~ Bernoulli(b_d)`` independent,
+    ``b = min(1, λ q)`` with ``sum b = S`` (``samples >= V`` gives b = 1: the exact softmax).
+
+    Shared mode: one joint draw for the batch (O(S), see :class:`~sampledlm.sampling.BernoulliSampler`);
+    example i drops its own target from it, which leaves an exact Bernoulli draw over its
+    complement. ``sample_mode="each"`` draws an independent ``[N, V]`` mask (O(N V): for checks only).
+    """
+
+    name = "css-bernoulli"
+
+    def _build_sampler(self):
+        self.inclusion = bernoulli_probs(self.noise, self.samples).float().to(self.noise.device)
+        self._log_b = torch.log(self.inclusion)
+        return BernoulliSampler(self.inclusion)
+
+    def draw(self, targets: torch.Tensor) -> Candidates:
+        sampler = self.sampler()  # also sets self.inclusion
+        if self.sample_mode == "shared":
+            words = sampler.draw().to(targets.device)
+            return Candidates(words, words.unsqueeze(0) != targets.unsqueeze(1))
+        mask = torch.rand(len(targets), len(self.inclusion)) < self.inclusion
+        mask[torch.arange(len(targets)), targets] = False
+        m = max(int(mask.sum(1).max()), 1)
+        keep, words = torch.sort(mask.to(torch.int8), dim=1, descending=True, stable=True)
+        return Candidates(words[:, :m].to(targets.device), keep[:, :m].bool())
+
+    def log_proposal(self) -> torch.Tensor:
+        """``log b [V]`` (-inf where b = 0: such words are never drawn)."""
+        self.sampler()
+        return self._log_b
+
+    def loss(self, true, logq_true, scores, logq, keep):
+        return css_loss(true, scores - logq, keep)  # logq holds log b_d here: kappa_d = 1 / b_d
