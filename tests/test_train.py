@@ -1,0 +1,201 @@
+"""The trainer: exact resume, atomic checkpoints, learning-rate schedule, RNN state handling, sparse gradients."""
+
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from sampledlm import runs
+from sampledlm.errors import UserError
+from sampledlm.models import model_spec
+from sampledlm.objectives import make_objective
+from sampledlm.objectives.base import OutputObjective
+from sampledlm.textio import atomic_write
+from sampledlm.train import (RecurrentData, Trainer, TrainingInterrupted, TrainOptions, clip_gradients,
+                             make_optimizers, new_run, resume_run)
+from sampledlm.vocab import Vocab
+
+WORDS = "the a cat dog sat ran on under mat log big small red".split()
+
+
+def write_corpus(path, n, seed):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(n):
+            k = rng.randint(2, 8)
+            f.write(" ".join(rng.choice(WORDS) for _ in range(k)) + "\n")
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    write_corpus(tmp_path / "train.txt", 80, 1)
+    write_corpus(tmp_path / "valid.txt", 20, 2)
+    return tmp_path
+
+
+def config_for(corpus, model="ffnn", **train):
+    from sampledlm.corpus import build_vocab
+    from sampledlm.tokenizer import TextOptions
+
+    vocab = build_vocab(str(corpus / "train.txt"))
+    spec = model_spec("ffnn", order=3, embed_dim=6, hidden=[8]) if model == "ffnn" else \
+        model_spec(model, embed_dim=6, hidden=8, dropout=0.1)
+    t = dict(TrainOptions(batch_size=16, bptt=5, epochs=3, lr=0.5).__dict__)
+    t.update(train)
+    data = {"train": str(corpus / "train.txt"), "valid": str(corpus / "valid.txt"), "text_options": TextOptions().to_dict()}
+    return runs.make_config(spec, "softmax", {}, t, data, vocab), vocab
+
+
+def final_numbers(run_dir):
+    model, objective, vocab, config = runs.load_run(str(run_dir))
+    metrics = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
+    for m in metrics:  # timings differ between runs, numbers must not
+        m.pop("tokens_per_s"), m.pop("wall_s")
+    return {k: v.clone() for k, v in model.state_dict().items()}, metrics
+
+
+@pytest.mark.parametrize("model,train", [("ffnn", {"momentum": 0.5, "weight_decay": 1e-4}),
+                                         ("gru", {"optimizer": "adam", "lr": 0.01, "clip": 1.0, "epochs": 2})])
+def test_resume_after_interrupt_gives_the_same_numbers(corpus, model, train):
+    config, vocab = config_for(corpus, model, **train)
+    new_run(str(corpus / "a"), config, vocab).train()
+    want_w, want_m = final_numbers(corpus / "a")
+
+    t = new_run(str(corpus / "b"), config, vocab)
+    steps_per_epoch = t.data.num_batches()
+    t.interrupt_at_step = steps_per_epoch + 3  # in the middle of epoch 2
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    resumed = resume_run(str(corpus / "b"))
+    assert resumed.state.step == steps_per_epoch + 3 and resumed.state.epoch == 1
+    resumed.train()
+    got_w, got_m = final_numbers(corpus / "b")
+    assert got_m == want_m
+    for k in want_w:
+        assert torch.equal(got_w[k], want_w[k]), k
+
+
+def test_interrupted_checkpoint_write_keeps_the_previous_one(corpus, monkeypatch):
+    config, vocab = config_for(corpus, epochs=2)
+    t = new_run(str(corpus / "r"), config, vocab)
+    t.opts.epochs = 1
+    t.train()
+    before = runs.latest_checkpoint(str(corpus / "r"))
+    snapshot = {f: open(os.path.join(before, f), "rb").read() for f in os.listdir(before)}
+
+    real = runs.save_tensors
+    calls = {"n": 0}
+
+    def failing(path, tensors, metadata=None):
+        calls["n"] += 1
+        if calls["n"] == 3:  # die half-way through the new checkpoint
+            raise KeyboardInterrupt
+        return real(path, tensors, metadata)
+
+    monkeypatch.setattr(runs, "save_tensors", failing)
+    t2 = resume_run(str(corpus / "r"))
+    t2.state.done, t2.state.finalized = False, False
+    t2.opts.epochs = 2
+    with pytest.raises(KeyboardInterrupt):
+        t2.train()
+    monkeypatch.setattr(runs, "save_tensors", real)
+    assert runs.latest_checkpoint(str(corpus / "r")) == before
+    assert {f: open(os.path.join(before, f), "rb").read() for f in os.listdir(before)} == snapshot
+    resume_run(str(corpus / "r"))  # still loads
+
+
+def test_lr_halving_and_stop(corpus):
+    config, vocab = config_for(corpus, epochs=30, max_halvings=1, lr=0.5, min_improvement=0.99)
+    st = new_run(str(corpus / "h"), config, vocab).train()
+    # epoch 1 improves on infinity; later epochs never gain 99%: halve once, then stop
+    assert [m["lr"] for m in st.metrics] == [0.5, 0.5, 0.25]
+    assert st.done and st.finalized and st.halvings == 1
+    assert os.path.exists(corpus / "h" / "learning_curve.png")
+
+
+def test_rnn_state_reset_at_epoch_start_and_carried_within(corpus):
+    config, vocab = config_for(corpus, "gru", epochs=1)
+    t = new_run(str(corpus / "s"), config, vocab)
+    seen = []
+    real_forward = t.model.forward
+
+    def spy(x, state=None):
+        seen.append(None if state is None else state.clone())
+        return real_forward(x, state)
+
+    t.model.forward = spy
+    t.opts.epochs = 2
+    t.valid_perplexity = lambda: 10.0
+    t.write_metrics = lambda: None
+    t.train()
+    n = t.data.num_batches()
+    assert seen[0] is None and seen[n] is None  # epoch starts
+    assert all(s is not None for s in seen[1:n]) and all(s is not None for s in seen[n + 1:])
+    assert not any(s.requires_grad for s in seen[1:n])  # carried detached
+
+
+def test_recurrent_data_covers_every_prediction():
+    ids = np.arange(1, 24, dtype=np.int32)
+    d = RecurrentData(ids, batch_size=3, bptt=4)
+    got = torch.cat([y[m] for _, y, m in (d.batch(0, b) for b in range(d.num_batches()))])
+    assert sorted(got.tolist()) == sorted(ids.tolist())
+
+
+class SparseToy(OutputObjective):
+    """Scores the target against 3 shared candidates with a softmax: exercises sparse output gradients."""
+
+    name = "toy"
+    sparse_output = True
+
+    def forward(self, scorer, ctx, targets):
+        cand = torch.tensor([0, 1, 2])
+        s = torch.cat([scorer.score_targets(ctx, targets)[:, None], scorer.score_shared(ctx, cand)], 1)
+        return torch.nn.functional.cross_entropy(s, torch.zeros(len(targets), dtype=torch.long))
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_sparse_objective_trains_with_sparse_optimisers(corpus, optimizer):
+    from sampledlm.corpus import load_ids
+    from sampledlm.models import build_model
+
+    config, vocab = config_for(corpus)
+    obj = SparseToy()
+    model = build_model(config["model"], len(vocab), sparse_output=True)
+    opts = TrainOptions(optimizer=optimizer, lr=0.05, batch_size=4, epochs=1, clip=1.0, weight_decay=1e-3)
+    ids = load_ids(str(corpus / "train.txt"), vocab, cache=False)
+    os.makedirs(corpus / "sp")
+    t = Trainer(str(corpus / "sp"), model, obj, ids, ids[:50], opts)
+    assert [type(o).__name__ for o in t.optimizers] == (["SGD"] if optimizer == "sgd" else ["Adam", "SparseAdam"])
+    before = model.output.weight.detach().clone()
+    hist, targets = t.data.batch(0, 0)
+    t.step((hist, targets))
+    assert model.output.weight.grad.is_sparse
+    touched = set(targets.tolist()) | {0, 1, 2}
+    changed = set(torch.nonzero((model.output.weight.detach() != before).any(1)).flatten().tolist())
+    assert changed and changed <= touched
+
+
+def test_clip_gradients_dense_and_sparse():
+    a = torch.nn.Parameter(torch.zeros(3))
+    b = torch.nn.Parameter(torch.zeros(4, 2))
+    a.grad = torch.tensor([3.0, 0.0, 0.0])
+    b.grad = torch.sparse_coo_tensor([[1]], torch.tensor([[4.0, 0.0]]), (4, 2), check_invariants=True)
+    assert clip_gradients([a, b], 1.0) == pytest.approx(5.0)
+    total = a.grad.norm() ** 2 + b.grad.to_dense().norm() ** 2
+    assert float(total.sqrt()) == pytest.approx(1.0, rel=1e-4)
+
+
+def test_new_run_refuses_an_existing_run(corpus):
+    config, vocab = config_for(corpus, epochs=1)
+    new_run(str(corpus / "x"), config, vocab)
+    with pytest.raises(UserError, match="--resume"):
+        new_run(str(corpus / "x"), config, vocab)
+
+
+def test_diverging_training_stops_with_a_clear_error(corpus):
+    config, vocab = config_for(corpus, lr=1e30, epochs=1)
+    with pytest.raises(UserError, match="diverged"):
+        new_run(str(corpus / "d"), config, vocab).train()
