@@ -1,0 +1,349 @@
+"""ARPA back-off files: writing ours, reading anyone's (SRILM, KenLM, IRSTLM, ...).
+
+The format (Doug Paul's ARPA format, as SRILM and KenLM write it)::
+
+    <blank>
+    \\data\\
+    ngram 1=10003
+    ngram 2=...
+    <blank>
+    \\1-grams:
+    -1.234567<TAB>word<TAB>-0.301     log10 p(w), word, log10 back-off weight (optional)
+    ...
+    \\2-grams:
+    -0.9<TAB>w1 w2<TAB>-0.2
+    ...
+    \\N-grams:
+    -0.5<TAB>w1 .. wN                 (the highest order has no back-off weight)
+    <blank>
+    \\end\\
+
+``<s>`` is a unigram with probability -99 (never predicted) and a back-off weight; ``</s>``
+and ``<unk>`` are ordinary unigrams. We write probabilities with Python's shortest
+round-trip float repr, so reading our file back gives bit-identical float64 values.
+
+The reader accepts any whitespace between fields, text before ``\\data\\`` and blank lines,
+n-grams in any order, and n-grams whose prefix is missing (the prefix is added with its
+back-off probability and weight 1, as KenLM does). A file without ``<unk>`` gets one with
+log10 p = -100 (KenLM's choice); one without ``<s>`` gets it with -99. Anything malformed is
+a :class:`~sampledlm.errors.UserError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import re
+
+import numpy as np
+
+from ..errors import UserError
+from ..textio import atomic_write, iter_chunks
+from ..vocab import BOS, EOS, UNK
+from .model import NgramLM, NgramTable
+from .tables import lookup_grams
+
+_COUNT_RE = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
+_SECTION_RE = re.compile(r"^\\(\d+)-grams:\s*$")
+UNK_LOGP = -100.0
+BOS_LOGP = -99.0
+
+
+# --- writing -------------------------------------------------------------------------------------
+def _fmt(x: float) -> str:
+    return "-99" if x <= BOS_LOGP else repr(x)
+
+
+def ngram_texts(lm: NgramLM) -> list[list[str]]:
+    """The words of every stored n-gram, space-joined, per order (in table order)."""
+    texts = [list(lm.words)]
+    for t in lm.tables[1:]:
+        ctx = (t.keys // lm.width).tolist()
+        last = (t.keys % lm.width).tolist()
+        prev, words = texts[-1], lm.words
+        texts.append([prev[c] + " " + words[w] for c, w in zip(ctx, last)])
+    return texts
+
+
+def write_arpa(lm: NgramLM, path: str) -> None:
+    """Write ``lm`` to ``path`` in ARPA format (atomic; ``-`` for stdout)."""
+    for w in lm.words:
+        if not w or any(ch.isspace() for ch in w):
+            raise UserError(f"{path}: cannot write word {w!r} to an ARPA file: it is empty or contains whitespace")
+    texts = ngram_texts(lm)
+    with atomic_write(path) as f:
+        f.write("\n\\data\\\n")
+        f.write("".join(f"ngram {k}={len(t)}\n" for k, t in enumerate(lm.tables, 1)))
+        for k, (t, text) in enumerate(zip(lm.tables, texts), 1):
+            f.write(f"\n\\{k}-grams:\n")
+            probs = [_fmt(x) for x in t.logp.tolist()]
+            if k < lm.order:
+                bows = t.bow.tolist()
+                f.write("".join(f"{p}\t{s}\t{b!r}\n" if b != 0.0 else f"{p}\t{s}\n"
+                                for p, s, b in zip(probs, text, bows)))
+            else:
+                f.write("".join(f"{p}\t{s}\n" for p, s in zip(probs, text)))
+        f.write("\n\\end\\\n")
+
+
+# --- reading -------------------------------------------------------------------------------------
+class _Section:
+    """The raw lines of one ``\\k-grams:`` section and the file line number of the first."""
+
+    def __init__(self, order: int, first_line: int, header_line: int):
+        self.order, self.first_line, self.header_line = order, first_line, header_line
+        self.lines: list[str] = []
+
+
+def _split_file(path: str) -> tuple[list[int], list[_Section]]:
+    """Scan the file: the header's n-gram counts and the lines of each section (one pass)."""
+    counts: list[int] = []
+    sections: list[_Section] = []
+    state = "pre"  # pre -> counts -> body -> end
+    cur: _Section | None = None
+    line_no = 0
+    for lines, _ in iter_chunks(path):
+        marks = [j for j, ln in enumerate(lines) if ln[:1] == "\\"]  # section headers and the end marker
+        mi, i = 0, 0
+        while i < len(lines):
+            if state == "body" and cur is not None:  # bulk-copy entry lines up to the next marker
+                while mi < len(marks) and marks[mi] < i:
+                    mi += 1
+                j = marks[mi] if mi < len(marks) else len(lines)
+                cur.lines.extend(lines[i:j])
+                line_no += j - i
+                i = j
+                if i == len(lines):
+                    break
+            line = lines[i]
+            i += 1
+            line_no += 1
+            s = line.strip()
+            if state == "pre":
+                if s == "\\data\\":
+                    state = "counts"
+                continue
+            if state == "end":
+                if s:
+                    raise UserError(f"{path}:{line_no}: text after \\end\\")
+                continue
+            if not s:
+                continue
+            m = _SECTION_RE.match(s)
+            if state == "counts" and not m:
+                mc = _COUNT_RE.match(s)
+                if not mc:
+                    raise UserError(f"{path}:{line_no}: expected 'ngram N=COUNT' or '\\1-grams:', found {s[:60]!r}")
+                k, c = int(mc.group(1)), int(mc.group(2))
+                if k != len(counts) + 1:
+                    raise UserError(f"{path}:{line_no}: n-gram orders in the header must be 1, 2, 3, ...; found {k}")
+                counts.append(c)
+                continue
+            if m:
+                k = int(m.group(1))
+                if not counts:
+                    raise UserError(f"{path}:{line_no}: section \\{k}-grams: before any 'ngram N=COUNT' line")
+                if k != len(sections) + 1 or k > len(counts):
+                    raise UserError(f"{path}:{line_no}: expected section \\{len(sections) + 1}-grams: "
+                                    f"(the header lists orders 1..{len(counts)}), found \\{k}-grams:")
+                cur = _Section(k, line_no + 1, line_no)
+                sections.append(cur)
+                state = "body"
+                continue
+            if s == "\\end\\" and state == "body":
+                state = "end"
+                continue
+            raise UserError(f"{path}:{line_no}: unexpected line {s[:60]!r}")
+    if state == "pre":
+        raise UserError(f"{path}: not an ARPA file: no \\data\\ line")
+    if state != "end":
+        raise UserError(f"{path}:{line_no}: file ends before \\end\\ (truncated?)")
+    if len(sections) != len(counts):
+        raise UserError(f"{path}: header lists {len(counts)} orders but the file has {len(sections)} sections")
+    return counts, sections
+
+
+def _bad_float(path: str, sec: _Section, rows: np.ndarray, fields: list[list[str]], col) -> None:
+    for r in rows.tolist():
+        f = fields[r]
+        c = col if col >= 0 else len(f) - 1
+        try:
+            float(f[c])
+        except ValueError:
+            raise UserError(f"{path}:{sec.first_line + r}: {f[c]!r} is not a number") from None
+
+
+def _parse_section(path: str, sec: _Section, index: dict[str, int] | None, highest: bool):
+    """Parse one section: (word ids [M, k] or the unigram words, log10 p [M], log10 b [M], line of each row)."""
+    k = sec.order
+    fields = [ln.split() for ln in sec.lines]
+    lens = np.fromiter(map(len, fields), dtype=np.int64, count=len(fields))
+    rows = np.flatnonzero(lens > 0)
+    bad = rows[(lens[rows] != k + 1) & (lens[rows] != k + 2)]
+    if len(bad):
+        r = int(bad[0])
+        raise UserError(f"{path}:{sec.first_line + r}: a {k}-gram line needs a probability, {k} word(s) and an "
+                        f"optional back-off weight; found {lens[r]} field(s)")
+    if highest:
+        with_bow = rows[lens[rows] == k + 2]
+        if len(with_bow):
+            r = int(with_bow[0])
+            raise UserError(f"{path}:{sec.first_line + r}: back-off weight on a highest-order ({k}-gram) entry")
+    fl = [fields[r] for r in rows.tolist()]
+    try:
+        logp = np.array([f[0] for f in fl], dtype=np.float64)
+    except ValueError:
+        _bad_float(path, sec, rows, fields, 0)
+        raise
+    bow = np.zeros(len(fl))
+    has_bow = lens[rows] == k + 2
+    if has_bow.any():
+        try:
+            bow[has_bow] = np.array([f[k + 1] for f, h in zip(fl, has_bow.tolist()) if h], dtype=np.float64)
+        except ValueError:
+            _bad_float(path, sec, rows[has_bow], fields, -1)
+            raise
+    bad = np.flatnonzero(~np.isfinite(logp) | (logp > 1e-6) | ~np.isfinite(bow))
+    if len(bad):
+        r = int(rows[bad[0]])
+        raise UserError(f"{path}:{sec.first_line + r}: log10 probability must be a finite number <= 0, "
+                        f"back-off weight finite; found {' '.join(fields[r][:1] + fields[r][k + 1:])}")
+    if index is None:
+        return [f[1] for f in fl], logp, bow, rows
+    flat = list(itertools.chain.from_iterable(f[1 : k + 1] for f in fl))
+    try:
+        ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat)).reshape(len(fl), k)
+    except KeyError:
+        r = next(r for r, f in enumerate(fl) if any(x not in index for x in f[1 : k + 1]))
+        w = next(x for x in fl[r][1 : k + 1] if x not in index)
+        raise UserError(f"{path}:{sec.first_line + int(rows[r])}: word {w!r} is not among the 1-grams") from None
+    return ids, logp, bow, rows
+
+
+def _sorted_table(path, sec, keys, logp, bow, rows) -> NgramTable:
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    dup = np.flatnonzero(keys[1:] == keys[:-1])
+    if len(dup):
+        r = int(rows[order[dup[0] + 1]])
+        raise UserError(f"{path}:{sec.first_line + r}: this {sec.order}-gram was already listed")
+    return NgramTable(keys, logp[order], bow[order])
+
+
+def _add_missing_prefixes(grams: list[np.ndarray], logps: list, bows: list, rows: list) -> None:
+    """Make the n-gram set prefix-closed: every (k-1)-word prefix of a k-gram gets an entry.
+
+    Missing entries get log10 p = NaN (filled later by back-off) and back-off weight 0.
+    """
+    for k in range(len(grams), 1, -1):
+        pre = np.unique(grams[k - 1][:, :-1], axis=0)
+        both = np.concatenate([grams[k - 2], pre])
+        _, inv = np.unique(both, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        have = np.zeros(inv.max() + 1, dtype=bool)
+        have[inv[: len(grams[k - 2])]] = True
+        missing = pre[~have[inv[len(grams[k - 2]):]]]
+        if len(missing):
+            grams[k - 2] = np.concatenate([grams[k - 2], missing])
+            logps[k - 2] = np.concatenate([logps[k - 2], np.full(len(missing), np.nan)])
+            bows[k - 2] = np.concatenate([bows[k - 2], np.zeros(len(missing))])
+            rows[k - 2] = np.concatenate([rows[k - 2], np.full(len(missing), -1)])
+
+
+def read_arpa(path: str) -> NgramLM:
+    """Read an ARPA back-off model (ours or another tool's) into an :class:`NgramLM`.
+
+    The model's word ids follow the order of the file's 1-grams; ``<unk>`` and ``<s>`` are
+    added when absent (module docstring). Errors name the file and line.
+    """
+    with _gc_paused():
+        return _read_arpa(path)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Millions of small lists make Python's cyclic GC rescan the heap again and again; pause it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _read_arpa(path: str) -> NgramLM:
+    counts, sections = _split_file(path)
+    n = len(counts)
+    words, logp1, bow1, rows1 = _parse_section(path, sections[0], None, highest=(n == 1))
+    found = [len(words)]
+    index: dict[str, int] = {}
+    for i, w in enumerate(words):
+        if w in index:
+            raise UserError(f"{path}:{sections[0].first_line + int(rows1[i])}: 1-gram {w!r} was already listed")
+        index[w] = i
+    info: dict = {"source": path, "added": []}
+    if EOS not in index:
+        raise UserError(f"{path}: no </s> among the 1-grams: this does not look like a sentence-level language model")
+    for special, lp in ((UNK, UNK_LOGP), (BOS, BOS_LOGP)):
+        if special not in index:
+            index[special] = len(words)
+            words.append(special)
+            logp1, bow1 = np.append(logp1, lp), np.append(bow1, 0.0)
+            info["added"].append(special)
+    width = len(words)
+    grams, logps, bows, rows = [np.arange(width, dtype=np.int64)[:, None]], [logp1], [bow1], [None]
+    for sec in sections[1:]:
+        g, lp, bw, r = _parse_section(path, sec, index, highest=(sec.order == n))
+        for lst, x in ((grams, g), (logps, lp), (bows, bw), (rows, r)):
+            lst.append(x)
+        found.append(len(g))
+    _check_counts(path, counts, sections, found)
+    tables = _build_tables(path, sections, words, grams, logps, bows, rows)
+    if tables is None:
+        _add_missing_prefixes(grams, logps, bows, rows)
+        info["added"].append("missing n-gram prefixes")
+        tables = _build_tables(path, sections, words, grams, logps, bows, rows)
+    return NgramLM(words, tables, info)
+
+
+def _build_tables(path, sections, words, grams, logps, bows, rows) -> list[NgramTable] | None:
+    """Sorted tables for every order; None when some n-gram's prefix is not stored."""
+    width = len(words)
+    tables = [NgramTable(np.arange(width, dtype=np.int64), logps[0], bows[0])]
+    keys = [tables[0].keys]
+    for k in range(2, len(grams) + 1):
+        g = grams[k - 1]
+        ctx = lookup_grams(keys, g[:, :-1], width)
+        if (ctx < 0).any():
+            return None
+        table = _sorted_table(path, sections[k - 1], ctx * width + g[:, -1], logps[k - 1], bows[k - 1], rows[k - 1])
+        holes = np.flatnonzero(np.isnan(table.logp))
+        if len(holes):  # added prefixes: their probability by back-off from the lower orders
+            lower = NgramLM(words, tables, {})
+            ctx = table.keys[holes] // width  # p(w | h) = b(h) p(w | h'), h = the (k-1)-word prefix
+            hist = _grams_of(keys, ctx, width, k - 1)
+            table.logp[holes] = tables[k - 2].bow[ctx] + lower.logprob10_ids(hist, table.keys[holes] % width)
+        tables.append(table)
+        keys.append(table.keys)
+    return tables
+
+
+def _grams_of(keys: list[np.ndarray], idx: np.ndarray, width: int, k: int) -> np.ndarray:
+    """The words [len(idx), k] of order-k n-grams given their table indices (inverse of lookup)."""
+    out = np.empty((len(idx), k), dtype=np.int64)
+    cur = np.asarray(idx, dtype=np.int64)
+    for j in range(k - 1, 0, -1):
+        key = keys[j][cur]
+        out[:, j] = key % width
+        cur = key // width
+    if k:
+        out[:, 0] = cur
+    return out
+
+
+def _check_counts(path: str, counts: list[int], sections: list[_Section], found: list[int]) -> None:
+    for k, (want, got, sec) in enumerate(zip(counts, found, sections), 1):
+        if want != got:
+            raise UserError(f"{path}:{sec.header_line}: the header says ngram {k}={want} but the section has {got} entries")

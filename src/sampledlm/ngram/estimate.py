@@ -1,0 +1,123 @@
+"""Estimation pipeline, in KenLM's stages: count -> adjust/discount (per smoothing) -> interpolate -> model.
+
+Every smoothing reduces to two arrays per order k (see :mod:`.kneser_ney`, :mod:`.smoothing`,
+:mod:`.jelinek_mercer`): ``alpha(h w)`` for each stored k-gram and ``gamma(h)`` for each
+context. The last stage turns them into ARPA probabilities, bottom-up, with
+p_0(w) = 1/V (V predicted words: ``<unk>`` and ``</s>`` included, ``<s>`` not):
+
+interpolated (KN, modified KN, Witten-Bell, Jelinek-Mercer, add-k)::
+
+    p(w|h) = alpha(h w) + gamma(h) p(w|h'),     b(h) = gamma(h)
+
+back-off (Katz; ``gamma`` is None), with the back-off weight that makes p(.|h) sum to one::
+
+    p(w|h) = alpha(h w),    b(h) = (1 - sum_{w: c(h w)>0} alpha(h w)) / (1 - sum_{w: c(h w)>0} p(w|h'))
+
+p(w|h') of a stored n-gram is the already-final probability of its suffix, which is always
+stored (every suffix of an n-gram in the text is in the text). ``<s>`` gets probability 0
+(written -99). The result is an :class:`~.model.NgramLM`, queried by back-off, which gives
+exactly the interpolated value for unseen n-grams.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import UserError
+from ..vocab import BOS, Vocab
+from .counts import NgramCounts, count_ngrams
+from .jelinek_mercer import jelinek_mercer
+from .kneser_ney import kneser_ney
+from .model import NgramLM, NgramTable
+from .smoothing import add_k, katz, witten_bell
+
+LOG_ZERO = -99.0
+
+
+def _mkn(counts, vocab_size, **_):
+    return kneser_ney(counts, modified=True)
+
+
+def _kn(counts, vocab_size, **_):
+    return kneser_ney(counts, modified=False)
+
+
+SMOOTHINGS = {
+    "mkn": _mkn,  # interpolated modified Kneser-Ney (Chen & Goodman 1998), the default
+    "kn": _kn,  # interpolated Kneser-Ney, one discount per order
+    "wb": witten_bell,
+    "jm": jelinek_mercer,
+    "katz": katz,
+    "addk": add_k,
+}
+DESCRIPTIONS = {
+    "mkn": "interpolated modified Kneser-Ney", "kn": "interpolated Kneser-Ney", "wb": "Witten-Bell",
+    "jm": "Jelinek-Mercer", "katz": "Katz back-off (Good-Turing)", "addk": "add-k",
+}
+
+
+def _log10(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(p > 0, np.log10(np.maximum(p, 1e-300)), LOG_ZERO)
+
+
+def interpolate(counts: NgramCounts, weights: list, vocab_size: int) -> list[NgramTable]:
+    """Final stage: per-order ``(alpha, gamma)`` -> tables of log10 p and log10 b (module docstring)."""
+    alpha1, gamma1 = weights[0]
+    probs = [alpha1 + gamma1[0] / vocab_size]
+    probs[0][counts.bos] = 0.0
+    bows = []
+    for k in range(2, counts.order + 1):
+        o = counts.orders[k - 1]
+        alpha, gamma = weights[k - 1]
+        lower = probs[-1][o.suffix]
+        if gamma is not None:
+            p, bow = alpha + gamma[o.ctx] * lower, gamma
+        else:
+            p = alpha.copy()
+            left = 1.0 - counts.context_sums(k, alpha)
+            room = 1.0 - counts.context_sums(k, lower)
+            has_ext = counts.context_sums(k, np.ones(len(o))) > 0
+            stuck = has_ext & (room <= 1e-12)  # extensions cover all of p(.|h'): renormalise instead
+            if stuck.any():
+                fix = stuck[o.ctx]
+                p[fix] /= (1.0 - left[o.ctx[fix]])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bow = np.where(has_ext & ~stuck, np.maximum(left, 0.0) / room, 1.0)
+        probs.append(p)
+        bows.append(bow)
+    bows.append(np.ones(len(counts.orders[-1])))
+    return [NgramTable(o.keys, _log10(p), _log10(b)) for o, p, b in zip(counts.orders, probs, bows)]
+
+
+def train_ngram(train_ids: np.ndarray, vocab: Vocab, order: int, smoothing: str = "mkn",
+                valid_ids: np.ndarray | None = None, **opts) -> NgramLM:
+    """Estimate an n-gram model of ``order`` from an id stream of ``vocab``.
+
+    ``smoothing``: ``mkn`` (interpolated modified Kneser-Ney, Chen & Goodman 1998, KenLM
+    lmplz's conventions), ``kn``, ``wb`` (Witten-Bell), ``jm`` (Jelinek-Mercer, needs
+    ``valid_ids``), ``katz`` (Good-Turing back-off; option ``katz_k``), ``addk`` (option ``k``).
+    Every word of ``vocab`` is in the model (unseen ones get lower-order/uniform mass), so
+    sum_w p(w|h) = 1 over the V words of ``vocab`` for every history h.
+    The model's ids equal ``vocab``'s, with ``<s>`` at ``vocab.bos_id``.
+    """
+    if smoothing not in SMOOTHINGS:
+        raise UserError(f"unknown smoothing {smoothing!r}: use one of {', '.join(SMOOTHINGS)}")
+    if not isinstance(order, (int, np.integer)) or order < 1:
+        raise UserError(f"order {order!r}: must be an integer >= 1")
+    ids = np.asarray(train_ids)
+    V = len(vocab)
+    if len(ids) == 0:
+        raise UserError("cannot train an n-gram model on an empty corpus")
+    if ids.min() < 0 or ids.max() >= V:
+        raise UserError("training ids fall outside the vocabulary (was the stream encoded with another vocabulary?)")
+    t0 = time.perf_counter()
+    counts = count_ngrams(ids, V + 1, int(order), vocab.bos_id)
+    t_count = time.perf_counter() - t0
+    weights, info = SMOOTHINGS[smoothing](counts, V, valid_ids=valid_ids, **opts)
+    tables = interpolate(counts, weights, V)
+    info = {"smoothing": smoothing, "order": int(order), "ngrams": [len(o) for o in counts.orders],
+            "seconds_count": round(t_count, 3), "seconds_total": round(time.perf_counter() - t0, 3), **info}
+    return NgramLM(list(vocab.words) + [BOS], tables, info)

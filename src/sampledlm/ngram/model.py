@@ -1,0 +1,160 @@
+"""The query side: a back-off n-gram model in ARPA form, scored in vectorised batches.
+
+Whatever the smoothing, the finished model is what an ARPA file holds: for every stored
+n-gram ``h w`` a probability ``log10 p(w|h)`` and, for n-grams that are contexts, a back-off
+weight ``log10 b(h w)``. A query backs off from the longest stored n-gram (Katz 1987)::
+
+    p(w | h) = p*(h w)                     if h w is stored
+             = b(h) * p(w | h')            otherwise (h' = h without its oldest word;
+                                           b(h) = 1 when h is not stored)
+
+An interpolated model (KN, Witten-Bell, JM) is written in this form too: its stored p* is the
+interpolated probability and b(h) its interpolation weight gamma(h), which gives exactly
+the interpolated value for unseen n-grams. ``<s>`` is in the table (as a context; its
+probability is log10 0 -> -99) and never predicted.
+
+Tables are the sorted key arrays of :mod:`.tables`, one per order, with float64 arrays
+``logp`` and ``bow`` (log10). Word ids are the model's own (``words``); callers with another
+vocabulary map by string (:meth:`NgramLM.map_vocab`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..vocab import BOS, EOS, EOS_ID, UNK, Vocab
+from .tables import context_and_gram_indices
+
+LN10 = math.log(10.0)
+CHUNK = 1 << 20  # predictions scored per batch in stream_logprobs
+
+
+@dataclass
+class NgramTable:
+    """One order: sorted ``keys`` [M] (order 1: arange(W)), ``logp`` [M] and ``bow`` [M], log10."""
+
+    keys: np.ndarray
+    logp: np.ndarray
+    bow: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass
+class NgramLM:
+    """A back-off n-gram model over ``words`` (which include ``<s>``, ``</s>``, ``<unk>``).
+
+    ``tables[k-1]`` holds order k. ``info`` records how the model was made (smoothing,
+    discounts, tuned weights) for reports; it is not written to ARPA files.
+    """
+
+    words: list[str]
+    tables: list[NgramTable]
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.width = len(self.words)
+        self.bos, self.eos, self.unk = self.index[BOS], self.index[EOS], self.index[UNK]
+        self._keys = [t.keys for t in self.tables]
+
+    @property
+    def order(self) -> int:
+        return len(self.tables)
+
+    def counts(self) -> list[int]:
+        """Number of stored n-grams per order (what an ARPA header lists)."""
+        return [len(t) for t in self.tables]
+
+    # --- batched query (model ids) ------------------------------------------------------
+    def logprob10_ids(self, hist: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """log10 p(word | hist) for a batch: ``hist`` [N, h] model ids oldest first, ``words`` [N] -> [N].
+
+        Only the last ``order - 1`` history words matter; ``<s>`` padding beyond a sentence
+        start is harmless (such n-grams are never stored, so the query backs off past them).
+        """
+        words = np.asarray(words, dtype=np.int64)
+        ctx, gram = context_and_gram_indices(self._keys, hist, words, self.width)
+        out = np.zeros(len(words), dtype=np.float64)
+        done = np.zeros(len(words), dtype=bool)
+        for j in range(len(ctx) - 1, -1, -1):  # longest match first
+            hit = (gram[j] >= 0) & ~done
+            out[hit] += self.tables[j].logp[gram[j][hit]]
+            done |= hit
+            if j > 0:  # not found at order j+1: pay the back-off weight of the j-word context
+                miss = ~done & (ctx[j] >= 0)
+                out[miss] += self.tables[j - 1].bow[ctx[j][miss]]
+        return out
+
+    def map_vocab(self, vocab: Vocab) -> np.ndarray:
+        """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``."""
+        get = self.index.get
+        m = np.fromiter((get(w, self.unk) for w in vocab.words), dtype=np.int64, count=len(vocab))
+        return np.concatenate([m, [self.bos]])
+
+    def stream_logprobs(self, ids: np.ndarray, vocab: Vocab) -> np.ndarray:
+        """Natural-log P(token | up to n-1 previous tokens of its sentence, <s>-padded), float64 [len(ids)].
+
+        ``ids`` is an id stream of ``vocab`` (:func:`sampledlm.corpus.load_ids`): every token,
+        words and ``</s>``, is one prediction. Words are matched to the model by string; a
+        ``vocab`` word the model lacks gets the model's ``<unk>`` probability.
+        """
+        from ..batching import ngram_histories, sentence_positions  # lazily: batching imports torch
+        ids = np.asarray(ids)
+        m = self.map_vocab(vocab)
+        pos = sentence_positions(ids, vocab.eos_id)
+        out = np.empty(len(ids), dtype=np.float64)
+        for s in range(0, len(ids), CHUNK):
+            at = np.arange(s, min(s + CHUNK, len(ids)), dtype=np.int64)
+            hist = ngram_histories(ids, pos, self.order, vocab.bos_id, at)
+            out[at] = self.logprob10_ids(m[hist], m[np.asarray(ids[at], dtype=np.int64)])
+        return out * LN10
+
+    # --- convenience API (strings) ------------------------------------------------------
+    def encode(self, words: list[str]) -> np.ndarray:
+        return np.array([self.index.get(w, self.unk) for w in words], dtype=np.int64)
+
+    def logprob(self, history: list[str], word: str) -> float:
+        """log10 p(word | history); ``history`` is a list of words, oldest first (may start with ``<s>``)."""
+        h = self.encode(list(history)[-(self.order - 1):] if self.order > 1 else [])
+        return float(self.logprob10_ids(h.reshape(1, -1), self.encode([word]))[0])
+
+    def score(self, sentence: str | list[str], eos: bool = True) -> float:
+        """Total log10 probability of one sentence after ``<s>`` (and its ``</s>``), like KenLM's ``score``."""
+        toks = sentence.split() if isinstance(sentence, str) else list(sentence)
+        ids = self.encode(toks + ([EOS] if eos else []))
+        return float(self.sentence_logprobs10(ids).sum())
+
+    def sentence_logprobs10(self, ids: np.ndarray) -> np.ndarray:
+        """log10 probability of each token of ONE sentence (model ids, after ``<s>``); [len(ids)]."""
+        ids = np.asarray(ids, dtype=np.int64)
+        h = self.order - 1
+        padded = np.concatenate([np.full(h, self.bos, np.int64), ids])
+        hist = np.lib.stride_tricks.sliding_window_view(padded, h)[: len(ids)] if h else np.zeros((len(ids), 0), np.int64)
+        return self.logprob10_ids(hist, ids)
+
+    def perplexity(self, ids: np.ndarray, vocab: Vocab) -> float:
+        """exp(-mean ln p) over every prediction of an id stream (words and ``</s>``)."""
+        lp = self.stream_logprobs(ids, vocab)
+        return math.exp(-lp.mean()) if len(lp) else float("nan")
+
+    # --- files ---------------------------------------------------------------------------
+    def write_arpa(self, path: str) -> None:
+        """Write the model as an ARPA file (log10 probabilities and back-off weights); atomic."""
+        from .arpa import write_arpa
+
+        write_arpa(self, path)
+
+
+def sentence_scores10(logprobs_ln: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Per-sentence log10 totals from per-token natural-log probabilities of a stream."""
+    ids = np.asarray(ids)
+    ends = np.flatnonzero(ids == EOS_ID)
+    if len(ids) and (len(ends) == 0 or ends[-1] != len(ids) - 1):
+        ends = np.concatenate([ends, [len(ids) - 1]])
+    starts = np.concatenate([[0], ends[:-1] + 1]) if len(ends) else np.zeros(0, np.int64)
+    return np.add.reduceat(logprobs_ln, starts) / LN10 if len(starts) else np.zeros(0)

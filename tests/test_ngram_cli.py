@@ -1,0 +1,112 @@
+"""`sampledlm ngram train|eval`: the happy path on tiny files, and one-line errors with nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from sampledlm.cli import main
+
+
+@pytest.fixture
+def run(capsys):
+    """Run ``sampledlm ARGS`` in-process (the console entry point, so errors print as for a user)."""
+
+    def _run(*args, cwd):
+        old = os.getcwd()
+        os.chdir(cwd)
+        try:
+            with pytest.raises(SystemExit) as e:
+                main(list(args))
+        finally:
+            os.chdir(old)
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=e.value.code, stdout=out.out, stderr=out.err)
+
+    return _run
+
+
+def assert_one_line_error(r, *fragments):
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sampledlm: error:"), r.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def test_train_then_eval(tiny_corpus, run):
+    d = tiny_corpus["train"].parent
+    r = run("ngram", "train", "--train", "train.txt", "--order", "3", "-o", "kn3.arpa", "--valid", "valid.txt", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert "modified Kneser-Ney" in r.stderr and "valid perplexity" in r.stderr
+    r = run("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--json", cwd=d)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    n_words = sum(len(line.split()) for line in (d / "test.txt").read_text().splitlines())
+    assert s["predictions"] == n_words + 60 and s["sentences"] == 60 and s["oov"] == 0
+    assert 1 < s["perplexity"] < 60
+    r = run("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--per-sentence", cwd=d)
+    scores = [float(x) for x in r.stdout.split()]
+    assert len(scores) == 60
+    assert 10 ** (-sum(scores) / s["predictions"]) == pytest.approx(s["perplexity"], rel=1e-6)
+    assert "perplexity" in r.stderr
+
+
+def test_every_smoothing_from_the_command_line(tiny_corpus, run):
+    d = tiny_corpus["train"].parent
+    ppl = {}
+    for sm in ("mkn", "kn", "wb", "jm", "katz", "addk"):
+        r = run("ngram", "train", "--train", "train.txt", "--order", "2", "--smoothing", sm, "--valid", "valid.txt",
+                "-o", f"{sm}.arpa", cwd=d)
+        assert r.returncode == 0, r.stderr
+        ppl[sm] = json.loads(run("ngram", "eval", f"{sm}.arpa", "--test", "test.txt", "--json", cwd=d).stdout)["perplexity"]
+    assert all(math.isfinite(x) for x in ppl.values())
+    assert ppl["mkn"] < ppl["addk"]
+
+
+def test_oov_words_are_counted_and_scored_as_unk(tmp_path, run):
+    (tmp_path / "train.txt").write_text("a b c\nb c a\n" * 20)
+    (tmp_path / "test.txt").write_text("a zzz c\n")
+    (tmp_path / "vocab.txt").write_text("a\t1\nb\t1\nc\t1\n")
+    assert run("ngram", "train", "--train", "train.txt", "--vocab", "vocab.txt", "-o", "m.arpa", cwd=tmp_path).returncode == 0
+    s = json.loads(run("ngram", "eval", "m.arpa", "--test", "test.txt", "--json", cwd=tmp_path).stdout)
+    assert s["oov"] == 1 and s["predictions"] == 4 and math.isfinite(s["perplexity"])
+
+
+def test_errors_are_one_line_and_leave_no_file(tmp_path, run):
+    (tmp_path / "train.txt").write_text("a b\n")
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "bad.arpa").write_text("\n\\data\\\nngram 1=2\n\n\\1-grams:\n-1\t</s>\nnope\t<s>\n\n\\end\\\n")
+    cases = [
+        (["train", "--train", "missing.txt", "-o", "m.arpa"], ["missing.txt", "no such file"]),
+        (["train", "--train", "empty.txt", "-o", "m.arpa"], ["empty.txt"]),
+        (["train", "--train", "train.txt", "--smoothing", "jm", "-o", "m.arpa"], ["--valid"]),
+        (["train", "--train", "train.txt", "--smoothing", "addk", "--k", "0", "-o", "m.arpa"], ["--k"]),
+        (["train", "--train", "train.txt", "-o", "no-dir/m.arpa"], ["no-dir"]),
+        (["train", "--train", "train.txt", "--vocab", "missing-vocab.txt", "-o", "m.arpa"], ["missing-vocab.txt"]),
+        (["eval", "missing.arpa", "--test", "train.txt"], ["missing.arpa", "no such file"]),
+        (["eval", "bad.arpa", "--test", "train.txt"], ["bad.arpa:7:", "not a number"]),
+        (["eval", "train.txt", "--test", "train.txt"], ["train.txt", "\\data\\"]),
+    ]
+    for args, fragments in cases:
+        assert_one_line_error(run("ngram", *args, cwd=tmp_path), *fragments)
+    assert not (tmp_path / "m.arpa").exists()
+    r = run("ngram", "train", "--train", "train.txt", "--order", "0", "-o", "m.arpa", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_console_entry_point(tiny_corpus):
+    d = tiny_corpus["train"].parent
+    r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", "train.txt", "--order", "2",
+                        "-o", "m.arpa"], capture_output=True, text=True, cwd=d, timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "eval", "m.arpa", "--test", "nope.txt"],
+                       capture_output=True, text=True, cwd=d, timeout=300)
+    assert r.returncode == 1 and r.stderr.strip().startswith("sampledlm: error:") and "Traceback" not in r.stderr
