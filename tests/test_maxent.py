@@ -140,11 +140,12 @@ def test_gradient_matches_finite_differences(objective):
         u, th = m.u.copy(), m.theta.copy()
         order = np.array([k], np.int64)
         targets = ids.astype(np.int64)
+        E = np.zeros(0)  # no AdaGrad accumulators: plain SGD
         if objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, m.u, m.theta, 1.0, 0.0, 1)
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, m.u, m.theta, 1.0, 0.0, 1, E, E)
         else:
             kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot,
-                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, 0.0, 1.0, 0, 0, 1)
+                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, 0.0, 1.0, 0, 0, 1, E, E)
         grad_u, grad_th = u - m.u, th - m.theta
         m.u, m.theta = u, th
         eps = 1e-6
@@ -195,3 +196,60 @@ def test_load_errors(tmp_path):
     (tmp_path / "config.json").write_text("{oops")
     with pytest.raises(UserError, match="config.json:1"):
         MaxEntModel.load(str(tmp_path))
+
+
+def test_two_ranks_give_the_model_of_one_rank(tmp_path):
+    from sampledlm.maxent.shard import ShardJob, train_sharded
+
+    ids = random_stream(n_sent=200, seed=4)
+    valid = random_stream(n_sent=40, seed=5)
+    V = 12
+    counts = np.bincount(ids, minlength=V)
+    vocab = Vocab(["</s>", "<unk>"] + [f"w{i}" for i in range(2, V)], counts)
+    spec = FeatureSpec.parse("feat-ii", trigger_window=5, trigger_min_count=1)
+    cfg = TrainConfig(objective="binary", alpha=0.3, epochs=3, seed=9)
+    for world in (1, 2):
+        train_sharded(ShardJob(ids, valid, counts, spec, cfg, out_dir=str(tmp_path / f"r{world}"), vocab=vocab), world)
+    one, _ = MaxEntModel.load(str(tmp_path / "r1"))
+    two, _ = MaxEntModel.load(str(tmp_path / "r2"))
+    np.testing.assert_array_equal(one.u, two.u)
+    np.testing.assert_array_equal(one.theta, two.theta)
+    assert one.perplexity(valid) == two.perplexity(valid)
+    assert np.count_nonzero(one.theta) > 0
+
+
+def test_binary_inference_matches_the_binary_objective():
+    """Our eq. 8 renormalisation is the generic ``binary`` objective's inference rule."""
+    try:
+        from sampledlm.objectives.binary import Binary
+    except ImportError:
+        pytest.skip("sampledlm.objectives.binary not available")
+    m, ids = models("binary")
+    ctx = m.context(ids)
+    theirs = Binary(neg_rate=m.alpha).log_prob(m, ctx).double().numpy()
+    ours = m.log_prob_targets(ctx, ids.astype(np.int64))
+    np.testing.assert_allclose(ours, theirs[np.arange(len(ids)), ids], rtol=1e-5, atol=1e-5)
+
+
+def test_cli_train_and_eval(tmp_path):
+    from click.testing import CliRunner
+    from sampledlm.cli import cli
+
+    words = ["w%d" % i for i in range(15)]
+    rng = np.random.default_rng(0)
+
+    def write(name, n):
+        lines = [" ".join(words[j] for j in rng.integers(0, 15, size=rng.integers(2, 9))) for _ in range(n)]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        return str(tmp_path / name)
+
+    train_p, valid_p, test_p = write("train.txt", 200), write("valid.txt", 30), write("test.txt", 30)
+    out = str(tmp_path / "m")
+    r = CliRunner().invoke(cli, ["maxent", "train", train_p, valid_p, "-o", out, "--features", "feat-ii",
+                                 "--neg-rate", "0.5", "--epochs", "2", "--trigger-min-count", "1"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["maxent", "eval", out, test_p, "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"perplexity"' in r.output
+    r = CliRunner().invoke(cli, ["maxent", "train", train_p, valid_p, "-o", out, "--features", "bogus"])
+    assert r.exit_code != 0

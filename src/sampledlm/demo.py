@@ -107,6 +107,7 @@ def addone_bigram_step(data: DemoData) -> list[Result]:
 
 
 STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step]
+from .maxent.demo import maxent_step; STEPS.append(maxent_step)  # noqa: E402,E702
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:

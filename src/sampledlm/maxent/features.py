@@ -289,7 +289,7 @@ class FeatureSet:
         g = np.repeat(np.arange(self.num_history_features, dtype=np.int64), np.diff(self.gptr))[keep]
         gptr = np.searchsorted(g, np.arange(self.num_history_features + 1, dtype=np.int64)).astype(np.int64)
         sub = FeatureSet(self.spec, self.num_words, self.ctx_keys, self.trigger_words, gptr, self.gword[keep],
-                         self.hash_size, self.slot[keep])
+                         self.hash_size, self.slot[keep] if self.hash_size else None)
         return sub
 
     # --- storage ---------------------------------------------------------------------------

@@ -86,19 +86,33 @@ def _gather(k, mark, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touch
 
 
 @njit(cache=True)
-def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2):
+def _step(param, i, g, lr, l2, hist):
+    """``param[i] -= lr * g'`` with ``g' = g + l2 param[i]``: plain SGD when ``hist`` is empty, else
+    AdaGrad (Duchi et al. 2011) started at 1: ``hist[i] += g'^2``, step divided by ``sqrt(1 + hist[i])``
+    (plain SGD while a parameter's gradients are small, smaller steps once they have added up)."""
+    g += l2 * param[i]
+    if hist.shape[0] == 0:
+        param[i] -= lr * g
+    else:
+        hist[i] += g * g
+        param[i] -= lr * g / math.sqrt(1.0 + hist[i])
+
+
+@njit(cache=True)
+def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist):
     for j in range(hptr[k], hptr[k + 1]):
         g = hfeat[j]
         for p in range(gptr[g], gptr[g + 1]):
             gw = grad[gword[p]]
             if gw != 0.0:
-                s = slot[p]
-                theta[s] -= lr * (gw + l2 * theta[s])
+                _step(theta, slot[p], gw, lr, l2, hist)
 
 
 @njit(cache=True)
-def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2, block):
-    """One SGD pass over positions ``order`` of the standard MELM; returns the summed -log p(y|h)."""
+def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2, block, uhist, hist):
+    """One SGD pass over positions ``order`` of the standard MELM; returns the summed -log p(y|h).
+
+    ``uhist``, ``hist``: AdaGrad accumulators of u and theta, or empty arrays for plain SGD."""
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
@@ -135,11 +149,11 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
         else:
             loss += math.log(z) - u[t]
             ug[t] -= 1.0
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2)
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist)
         nb += 1
         if nb == block or idx == n - 1:
             for w in range(V):
-                u[w] -= lr * (ug[w] + eu[w] * (r - rc[w]))
+                _step(u, w, ug[w] + eu[w] * (r - rc[w]), lr, 0.0, uhist)
                 ug[w] = 0.0
                 rc[w] = 0.0
             eu = np.exp(u)
@@ -151,7 +165,7 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
 
 @njit(cache=True)
 def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, theta, owned,
-                 lr, l2, alpha, seed, epoch, block):
+                 lr, l2, alpha, seed, epoch, block, uhist, hist):
     """One SGD pass of the binarized MELM over ``order``; ``positions[k]`` is k's stream position (hash key)."""
     V = u.shape[0]
     acc = np.zeros(V)
@@ -175,18 +189,19 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
             else:
                 grad[w] = 0.0
         if stamp[t] != idx and owned[t]:  # a positive with no active feature: only its bias learns
-            u[t] -= lr * (_sigmoid(u[t]) - 1.0)
+            _step(u, t, _sigmoid(u[t]) - 1.0, lr, 0.0, uhist)
             seen[t] += 1
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2)
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist)
         for i in range(nt):
             w = touched[i]
-            u[w] -= lr * grad[w]
+            if grad[w] != 0.0:
+                _step(u, w, grad[w], lr, 0.0, uhist)
         nb += 1
         if nb == block or idx == n - 1:
             for w in range(V):
                 m = nb - seen[w]
                 if owned[w] and m > 0:
-                    u[w] -= lr * alpha * m * _sigmoid(u[w])
+                    _step(u, w, alpha * m * _sigmoid(u[w]), lr, 0.0, uhist)
                 seen[w] = 0
             nb = 0
 

@@ -37,6 +37,8 @@ class TrainConfig:
     l2: float = 0.0
     seed: int = 1
     block: int = 32  # positions per update of the dense unigram weights
+    adagrad: bool = True  # per-parameter step sizes (False: plain SGD, as in the paper)
+    fixed_negatives: bool = True  # binary: the same negative subset every epoch (the paper's MELM runs)
 
 
 def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:
@@ -70,6 +72,8 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         return math.exp(-(num - np.log(den)).mean())
 
     rng = np.random.default_rng([cfg.seed, 1])
+    uhist = np.zeros(V if cfg.adagrad else 0)
+    hist = np.zeros(len(model.theta) if cfg.adagrad else 0)
     lr, halving = cfg.lr, False
     best = valid_ppl()
     best_params = (model.u.copy(), model.theta.copy())
@@ -80,10 +84,11 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         order = rng.permutation(len(at)).astype(np.int64)
         if cfg.objective == "softmax":
             kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, model.u, model.theta,
-                                  lr, cfg.l2, cfg.block)
+                                  lr, cfg.l2, cfg.block, uhist, hist)
         else:
             kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, model.u,
-                                 model.theta, owned, lr, cfg.l2, cfg.alpha, cfg.seed, epoch, cfg.block)
+                                 model.theta, owned, lr, cfg.l2, cfg.alpha, cfg.seed,
+                                 0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist)
         ppl = valid_ppl()
         secs = time.perf_counter() - t0
         history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})

@@ -1,0 +1,150 @@
+"""Parallel binary MELM: vocabulary shards trained without communication (Xu et al. sec. 2.2).
+
+Every feature of a binarized MELM belongs to one word's classifier, so the V classifiers can be
+trained apart. Rank r of R owns the words ``w % R == r`` (ids are sorted by count, so the shards
+are balanced) with their biases and (g, w) features; it walks the same shuffled positions as a
+single process would and updates only its own parameters. Negatives are kept by a hash of
+(seed, epoch, stream position, word) (:func:`kernels.keep_negative`), so R ranks produce exactly
+the model 1 rank produces. The only messages during training are the per-position partial
+normalisers of the validation set (one all-reduce of ``2 x N_valid`` floats per epoch), so that
+every rank takes the same learning-rate decisions; at the end rank 0 gathers the shards and writes
+one model directory.
+
+Processes: ``torch.distributed`` with the gloo backend (CPU). Locally ``R`` ranks are started
+with ``torch.multiprocessing`` (:func:`train_sharded`); across machines the same code runs under
+``torchrun`` (:func:`run_from_env`), e.g. on each of 2 machines::
+
+    torchrun --nnodes 2 --nproc-per-node 4 --node-rank {0|1} --master-addr HOST0 --master-port 29500 \\
+        -m sampledlm maxent train train.txt valid.txt -o model --distributed
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import UserError
+from .features import FeatureSet, FeatureSpec
+from .scorer import MaxEntModel
+from .train import TrainConfig, train
+
+
+def word_owner(num_words: int, world: int) -> np.ndarray:
+    """The rank owning each word, ``[V]`` int64: round robin over the count-sorted ids."""
+    return np.arange(num_words, dtype=np.int64) % world
+
+
+@dataclass
+class ShardJob:
+    """Everything a rank needs; each rank builds the (deterministic) feature dictionary itself."""
+
+    train_ids: np.ndarray
+    valid_ids: np.ndarray
+    counts: np.ndarray
+    spec: FeatureSpec
+    cfg: TrainConfig
+    hash_size: int | None = None
+    out_dir: str | None = None
+    vocab: object = None
+    log: bool = False
+    info: dict = field(default_factory=dict)
+
+
+def check(job: ShardJob, world: int) -> None:
+    if world > 1 and job.hash_size:
+        raise UserError("--hash-size cannot be combined with several ranks (hashed weights are shared across words)")
+    if world > 1 and job.cfg.objective != "binary":
+        raise UserError("only the binary MELM trains in vocabulary shards (the softmax couples all words)")
+
+
+def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
+    """Train this rank's shard; rank 0 returns (and saves, with ``job.out_dir``) the merged model."""
+    import torch
+    import torch.distributed as dist
+
+    check(job, world)
+    V = len(job.counts)
+    t0 = time.perf_counter()
+    full = FeatureSet.build(job.train_ids, V, job.spec, hash_size=job.hash_size)
+    owned = word_owner(V, world) == rank
+    model = MaxEntModel(full.restrict(owned) if world > 1 else full, job.cfg.objective, job.cfg.alpha)
+    model.init_unigram(job.counts)
+
+    def reduce(x: np.ndarray) -> np.ndarray:
+        if world == 1:
+            return x
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return t.numpy()
+
+    log = (lambda s: print(f"[rank {rank}/{world}] {s}", flush=True)) if job.log and rank == 0 else None
+    train(model, job.train_ids, job.valid_ids, job.cfg, owned=owned, reduce=reduce, log=log)
+    if world > 1:
+        sizes = [int(np.count_nonzero(word_owner(V, world)[full.gword] == r)) for r in range(world)]
+        theta = torch.zeros(max(sizes), dtype=torch.float64)
+        theta[: len(model.theta)] = torch.from_numpy(model.theta)
+        u = torch.from_numpy(np.where(owned, model.u, 0.0))
+        parts = [torch.zeros_like(theta) for _ in range(world)] if rank == 0 else None
+        dist.gather(theta, parts, dst=0)
+        dist.all_reduce(u, op=dist.ReduceOp.SUM)
+        if rank != 0:
+            return None
+        owner = word_owner(V, world)[full.gword]
+        merged = np.zeros(full.num_pairs)
+        for r in range(world):
+            merged[owner == r] = parts[r].numpy()[: sizes[r]]
+        info = model.info
+        model = MaxEntModel(full, job.cfg.objective, job.cfg.alpha, u.numpy().copy(), merged)
+        model.info = info
+    model.calibrate()
+    model.info.update(job.info)
+    model.info["ranks"] = world
+    model.info["train_seconds"] = time.perf_counter() - t0
+    if job.out_dir:
+        model.save(job.out_dir, job.vocab)
+    return model
+
+
+def _spawned(rank: int, world: int, port: int, job: ShardJob) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        run_rank(rank, world, job)
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def train_sharded(job: ShardJob, world: int) -> None:
+    """Train on ``world`` local ranks (one process each); rank 0 writes ``job.out_dir``."""
+    import torch.multiprocessing as mp
+
+    check(job, world)
+    if world == 1:
+        run_rank(0, 1, job)
+        return
+    mp.spawn(_spawned, args=(world, _free_port(), job), nprocs=world, join=True)
+
+
+def run_from_env(job: ShardJob) -> None:
+    """Run one rank of a ``torchrun`` job (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment)."""
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        run_rank(rank, world, job)
+    finally:
+        dist.destroy_process_group()
