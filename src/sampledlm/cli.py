@@ -137,6 +137,7 @@ def _register_commands() -> None:
     """Command groups that live beside their library code (one line each)."""
     from .ngram.cli import ngram; cli.add_command(ngram)  # noqa: E702
     from .neural_cli import eval_cmd, train; cli.add_command(train); cli.add_command(eval_cmd)  # noqa: E702
+    from .maxent.cli import maxent; cli.add_command(maxent)  # noqa: E702
 
 
 _register_commands()
