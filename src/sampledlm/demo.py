@@ -11,10 +11,8 @@ A new model family adds one step.
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -80,33 +78,8 @@ def prepare(directory: str, seed: int = 1) -> DemoData:
     return DemoData(directory, paths["train"], paths["valid"], paths["test"], vocab, ids, seed)
 
 
-def addone_bigram_step(data: DemoData) -> list[Result]:
-    """The simplest smoothed model: add-one bigram, P(w|v) = (c(v,w)+1) / (c(v)+V)."""
-    t0 = time.perf_counter()
-    V = len(data.vocab)
-    bos = data.vocab.bos_id
-
-    def pairs(ids):
-        prev = np.concatenate([[bos], ids[:-1]]).astype(np.int64)
-        prev[1:][ids[:-1] == data.vocab.eos_id] = bos
-        return prev, np.asarray(ids, dtype=np.int64)
-
-    prev, cur = pairs(data.ids["train"])
-    keys, counts = np.unique(prev * (V + 1) + cur, return_counts=True)
-    ctx = np.bincount(prev, minlength=V + 1)
-
-    def ppl(ids):
-        p, c = pairs(ids)
-        k = p * (V + 1) + c
-        pos = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
-        joint = np.where(keys[pos] == k, counts[pos], 0)
-        logp = np.log(joint + 1.0) - np.log(ctx[p] + V)
-        return math.exp(-logp.mean())
-
-    return [Result("add-one bigram", ppl(data.ids["valid"]), ppl(data.ids["test"]), time.perf_counter() - t0)]
-
-
-STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step]
+STEPS: list[Callable[[DemoData], list[Result]]] = []
+from .ngram.demo_step import addone_bigram_step, kneser_ney_step; STEPS += [addone_bigram_step, kneser_ney_step]  # noqa: E402,E702
 from .maxent.demo import maxent_step; STEPS.append(maxent_step)  # noqa: E402,E702
 
 
