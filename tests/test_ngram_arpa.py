@@ -38,7 +38,7 @@ def test_round_trip_gives_identical_probabilities(data, tmp_path, smoothing, ord
     np.testing.assert_array_equal(lm.stream_logprobs(valid, vocab), back.stream_logprobs(valid, vocab))
     text = open(path).read()
     assert text.startswith("\n\\data\\\nngram 1=") and text.rstrip().endswith("\\end\\")
-    assert "-99\t<s>" in text
+    assert "\n-99.00000000\t<s>" in text
 
 
 OTHER_TOOL = """This header text comes before the data section, as SRILM allows.

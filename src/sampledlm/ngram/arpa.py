@@ -20,7 +20,8 @@ The format (Doug Paul's ARPA format, as SRILM and KenLM write it)::
 
 ``<s>`` is a unigram with probability -99 (never predicted) and a back-off weight; ``</s>``
 and ``<unk>`` are ordinary unigrams. We write probabilities with Python's shortest
-round-trip float repr, so reading our file back gives bit-identical float64 values.
+8 decimals: the estimator rounds its log10 values to exactly those decimals, so reading our
+file back gives bit-identical float64 values (other models are written with ``repr``).
 
 The reader accepts any whitespace between fields, text before ``\\data\\`` and blank lines,
 n-grams in any order, and n-grams whose prefix is missing (the prefix is added with its
@@ -51,8 +52,12 @@ BOS_LOGP = -99.0
 
 
 # --- writing -------------------------------------------------------------------------------------
-def _fmt(x: float) -> str:
-    return "-99" if x <= BOS_LOGP else repr(x)
+DECIMALS = 8  # estimated models hold log10 values rounded to 8 decimals (see estimate.py)
+
+
+def _float_format(values: np.ndarray) -> str:
+    """``%.8f`` when every value is exactly a rounded-to-8-decimals double (round trip exact), else ``%r``."""
+    return f"%.{DECIMALS}f" if np.array_equal(np.round(values, DECIMALS), values) else "%r"
 
 
 def ngram_texts(lm: NgramLM) -> list[list[str]]:
@@ -67,7 +72,11 @@ def ngram_texts(lm: NgramLM) -> list[list[str]]:
 
 
 def write_arpa(lm: NgramLM, path: str) -> None:
-    """Write ``lm`` to ``path`` in ARPA format (atomic; ``-`` for stdout)."""
+    """Write ``lm`` to ``path`` in ARPA format (atomic; ``-`` for stdout).
+
+    Lower orders carry a back-off weight on every line (0 where the n-gram is not a
+    context), the highest order none. Lines are formatted in bulk (one ``%`` per order).
+    """
     for w in lm.words:
         if not w or any(ch.isspace() for ch in w):
             raise UserError(f"{path}: cannot write word {w!r} to an ARPA file: it is empty or contains whitespace")
@@ -77,13 +86,14 @@ def write_arpa(lm: NgramLM, path: str) -> None:
         f.write("".join(f"ngram {k}={len(t)}\n" for k, t in enumerate(lm.tables, 1)))
         for k, (t, text) in enumerate(zip(lm.tables, texts), 1):
             f.write(f"\n\\{k}-grams:\n")
-            probs = [_fmt(x) for x in t.logp.tolist()]
+            pf = _float_format(t.logp)
             if k < lm.order:
-                bows = t.bow.tolist()
-                f.write("".join(f"{p}\t{s}\t{b!r}\n" if b != 0.0 else f"{p}\t{s}\n"
-                                for p, s, b in zip(probs, text, bows)))
+                line = f"{pf}\t%s\t{_float_format(t.bow)}\n"
+                args = tuple(itertools.chain.from_iterable(zip(t.logp.tolist(), text, t.bow.tolist())))
             else:
-                f.write("".join(f"{p}\t{s}\n" for p, s in zip(probs, text)))
+                line = f"{pf}\t%s\n"
+                args = tuple(itertools.chain.from_iterable(zip(t.logp.tolist(), text)))
+            f.write((line * len(text)) % args)
         f.write("\n\\end\\\n")
 
 

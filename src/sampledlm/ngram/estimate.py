@@ -59,8 +59,9 @@ DESCRIPTIONS = {
 
 
 def _log10(p: np.ndarray) -> np.ndarray:
+    """log10, rounded to 8 decimals (what an ARPA file holds: the written model reads back bit for bit)."""
     with np.errstate(divide="ignore"):
-        return np.where(p > 0, np.log10(np.maximum(p, 1e-300)), LOG_ZERO)
+        return np.round(np.where(p > 0, np.log10(np.maximum(p, 1e-300)), LOG_ZERO), 8)
 
 
 def interpolate(counts: NgramCounts, weights: list, vocab_size: int) -> list[NgramTable]:
