@@ -410,3 +410,19 @@ def test_sampled_output_module_trains_and_evaluates():
     assert bool(b.objective.calibrated)
     with pytest.raises(ValueError):
         SampledOutput(8, 10, counts=counts)
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_state_round_trips_through_safetensors(name, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    opts = {"neg_subset": "fixed"} if name == "binary" else {}
+    obj = make_objective(name, COUNTS, **opts)
+    if name == "binary":
+        obj.finalize(ScoreScorer())
+    path = str(tmp_path / "obj.safetensors")
+    save_file(dict(obj.state_dict()), path)
+    other = make_objective(name, COUNTS, **opts)
+    other.load_state_dict(load_file(path))
+    for k, v in obj.state_dict().items():
+        assert torch.equal(other.state_dict()[k], v), k

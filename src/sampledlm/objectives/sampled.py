@@ -97,8 +97,7 @@ class SampledObjective(OutputObjective):
         self.noise_power = float(noise_power)
         self.sample_mode = sample_mode
         self.sampler_name = sampler
-        self._counts = counts
-        self._sampler = self._log_noise = self.inclusion = None
+        self._sampler = self._log_noise = self.inclusion = self._qmax = None
         noise = noise_distribution(counts, noise_power) if counts is not None else torch.empty(0, dtype=torch.float64)
         self.register_buffer("noise", noise)
         self.register_load_state_dict_post_hook(lambda module, keys: module._invalidate())
@@ -111,9 +110,7 @@ class SampledObjective(OutputObjective):
         self._invalidate()
 
     def _invalidate(self) -> None:
-        self._sampler = None
-        self._log_noise = None
-        self.inclusion = None
+        self._sampler = self._log_noise = self.inclusion = self._qmax = None
 
     def _ensure_noise(self, num_words: int) -> None:
         if self.noise.numel() == 0:
@@ -140,7 +137,9 @@ class SampledObjective(OutputObjective):
     def extra_draws(self) -> int:
         """S' of the S + S' trick: enough spare draws that a row almost never runs short even
         when its true word is frequent (seed 001 used S' = 10 after removing stop words)."""
-        qmax = float(self.noise.max())
+        if self._qmax is None:
+            self._qmax = float(self.noise.max())
+        qmax = self._qmax
         return 10 + math.ceil(2 * self.samples * qmax + 4 * math.sqrt(self.samples * qmax))
 
     def draw(self, targets: torch.Tensor) -> Candidates:
