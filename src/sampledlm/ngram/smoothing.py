@@ -16,6 +16,9 @@ Katz back-off with Good-Turing discounts (Katz 1987; Chen & Goodman eq. 13-14), 
     p(w|h) = d_c c(h w)/c(h)  if c(h w) > 0   else  beta(h) p(w|h')
 
 with d_r = 1 for r > K and beta(h) making p(.|h) sum to one (computed in :mod:`.estimate`).
+A context whose extensions all occur more than K times would keep no mass for unseen words
+(and give them probability 0); its estimates are scaled by c(h) / (c(h) + N1+(h .)), leaving
+Witten-Bell's escape mass for the back-off.
 When the counts-of-counts give a d_r outside (0, 1] (small data), K is lowered, and at
 K < 2 the order falls back to absolute discounting, d_r = (r - D)/r with D = n1/(n1 + 2 n2).
 At the unigram level the discounted mass goes to unseen words uniformly (renormalised when
@@ -98,8 +101,12 @@ def katz(counts: NgramCounts, vocab_size: int, katz_k: int = 5, **_) -> tuple[li
             else:
                 alpha /= alpha.sum()
             weights.append((alpha, np.zeros(1)))
-        else:
-            weights.append((alpha, None))  # None: back-off weights from the leftover mass
+        else:  # a context whose extensions all have counts > K keeps no mass for unseen words:
+            # give it Witten-Bell's escape mass N1+(h .) / (c(h) + N1+(h .)) by scaling its estimates
+            types = counts.context_sums(k, (c > 0).astype(np.float64))
+            closed = (denom > 0) & (1.0 - counts.context_sums(k, alpha) < 1e-9)
+            scale = np.where(closed, denom / np.maximum(denom + types, 1.0), 1.0)
+            weights.append((alpha * scale[_ctx(counts, k)], None))  # None: back-off weights from leftover mass
     return weights, info
 
 
