@@ -142,9 +142,9 @@ def test_gradient_matches_finite_differences(objective):
         targets = ids.astype(np.int64)
         E = np.zeros(0)  # no AdaGrad accumulators: plain SGD
         if objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, m.u, m.theta, 1.0, 0.0, 1, E, E)
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, m.u, m.theta, 1.0, 0.0, 1, E, E)
         else:
-            kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot,
+            kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot,
                                  m.u, m.theta, np.ones(m.num_words, bool), 1.0, 0.0, 1.0, 0, 0, 1, E, E)
         grad_u, grad_th = u - m.u, th - m.theta
         m.u, m.theta = u, th

@@ -208,6 +208,11 @@ class FeatureSet:
         return len(self.gword)
 
     @property
+    def kernel_slot(self) -> np.ndarray:
+        """``slot`` for the kernels: empty when exact (the weight of pair p is theta[p])."""
+        return self.slot if self.hash_size else np.zeros(0, np.int64)
+
+    @property
     def num_params(self) -> int:
         return self.hash_size or self.num_pairs
 

@@ -22,6 +22,8 @@ O(active pairs), never O(V).
   softmax ``(a_y, sum_w exp a_w)``; binary (eq. 8) ``(log sigmoid a_y, sum_w sigmoid a_w)``.
 
 ``owned [V]`` (bool) marks the words of this shard; pair lists contain owned words only.
+``slot [P]`` maps a pair to its weight when weights are hashed; empty for the exact dictionary
+(weight index = pair index, one indirection less in the hot loop).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def keep_negative(seed, epoch, position, word, alpha):
     return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0) < alpha
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sigmoid(a):
     if a >= 0:
         return 1.0 / (1.0 + math.exp(-a))
@@ -68,10 +70,11 @@ def _sigmoid(a):
     return e / (1.0 + e)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gather(k, mark, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched):
     """Scores of W(h_k) into ``acc``; returns how many words were touched (listed in ``touched``)."""
     nt = 0
+    hashed = slot.shape[0] > 0
     for j in range(hptr[k], hptr[k + 1]):
         g = hfeat[j]
         for p in range(gptr[g], gptr[g + 1]):
@@ -81,11 +84,11 @@ def _gather(k, mark, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touch
                 acc[w] = u[w]
                 touched[nt] = w
                 nt += 1
-            acc[w] += theta[slot[p]]
+            acc[w] += theta[slot[p] if hashed else p]
     return nt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step(param, i, g, lr, l2, hist):
     """``param[i] -= lr * g'`` with ``g' = g + l2 param[i]``: plain SGD when ``hist`` is empty, else
     AdaGrad (Duchi et al. 2011) started at 1: ``hist[i] += g'^2``, step divided by ``sqrt(1 + hist[i])``
@@ -98,14 +101,15 @@ def _step(param, i, g, lr, l2, hist):
         param[i] -= lr * g / math.sqrt(1.0 + hist[i])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist):
+    hashed = slot.shape[0] > 0
     for j in range(hptr[k], hptr[k + 1]):
         g = hfeat[j]
         for p in range(gptr[g], gptr[g + 1]):
             gw = grad[gword[p]]
             if gw != 0.0:
-                _step(theta, slot[p], gw, lr, l2, hist)
+                _step(theta, slot[p] if hashed else p, gw, lr, l2, hist)
 
 
 @njit(cache=True)

@@ -122,7 +122,7 @@ class MaxEntModel:
         """Per-position log numerator and normaliser over ``owned`` words (see :func:`kernels.eval_sums`)."""
         f = self.features
         owned = np.ones(self.num_words, bool) if owned is None else owned
-        return kernels.eval_sums(ctx.hptr, ctx.hfeat, np.asarray(targets, dtype=np.int64), f.gptr, f.gword, f.slot,
+        return kernels.eval_sums(ctx.hptr, ctx.hfeat, np.asarray(targets, dtype=np.int64), f.gptr, f.gword, f.kernel_slot,
                                  self.u, self.theta, owned, self.objective == "binary", float(shift))
 
     def log_prob_targets(self, ctx: MaxEntContext, targets: np.ndarray) -> np.ndarray:

@@ -83,10 +83,10 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         t0 = time.perf_counter()
         order = rng.permutation(len(at)).astype(np.int64)
         if cfg.objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, model.u, model.theta,
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, model.u, model.theta,
                                   lr, cfg.l2, cfg.block, uhist, hist)
         else:
-            kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.slot, model.u,
+            kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, model.u,
                                  model.theta, owned, lr, cfg.l2, cfg.alpha, cfg.seed,
                                  0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist)
         ppl = valid_ppl()

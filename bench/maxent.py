@@ -1,0 +1,195 @@
+"""Maximum-entropy LMs on PTB (Xu et al. tables 1 and fig. 2): binary vs standard MELM, subsampling, shards.
+
+Runs, each in its own process (so wall time and peak memory are the run's own):
+
+- KN3 reference: ``sampledlm ngram train --order 3`` (interpolated modified Kneser-Ney), when available.
+- binary MELM Feat-I and Feat-II, standard (softmax) MELM Feat-I, all data (table 1).
+- the subsampling curve (fig. 2): binary Feat-I at negative rates alpha = 10/5/2/1 %, and the
+  standard MELM trained on the same fractions of the training positions.
+- speed-up: binary Feat-I at alpha = 5 % for a fixed number of epochs on 1 and on 2 local ranks
+  (the two models must be identical).
+
+Writes docs/results/maxent.{md,json} and maxent.png; partial results are written after every run.
+
+    python bench/maxent.py [--quick] [--data ../shared/data/ptb] [--epochs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import REPO, RESULTS, stamp, write_results  # noqa: E402
+
+ALPHAS = (1.0, 0.1, 0.05, 0.02, 0.01)
+
+
+def worker(spec: dict) -> dict:
+    """Train and evaluate one configuration in this process; returns the measured row."""
+    import numpy as np
+
+    from sampledlm.corpus import build_vocab, load_ids
+    from sampledlm.maxent import FeatureSpec, MaxEntModel, TrainConfig
+    from sampledlm.maxent.shard import ShardJob, train_sharded
+
+    d = spec["data"]
+    vocab = build_vocab(os.path.join(d, "ptb.train.txt"))
+    ids = {k: np.asarray(load_ids(os.path.join(d, f"ptb.{k}.txt"), vocab)) for k in ("train", "valid", "test")}
+    t0 = time.perf_counter()
+    cfg = TrainConfig(objective=spec["objective"], alpha=spec["alpha"], lr=spec["lr"], epochs=spec["epochs"],
+                      min_gain=spec.get("min_gain", 0.003), l2=spec.get("l2", 0.0), seed=1,
+                      adagrad=spec.get("adagrad", True))
+    with tempfile.TemporaryDirectory() as tmp:
+        job = ShardJob(ids["train"], ids["valid"], vocab.counts, FeatureSpec.parse(spec["features"]), cfg,
+                       out_dir=tmp, vocab=vocab, log=True)
+        train_sharded(job, spec.get("ranks", 1))
+        wall = time.perf_counter() - t0
+        model, _ = MaxEntModel.load(tmp)
+        theta_sum = float(np.abs(model.theta).sum()) + float(np.abs(model.u).sum())
+    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    tr = model.info["training"]
+    return {**spec, "valid_ppl": model.perplexity(ids["valid"]), "test_ppl": model.perplexity(ids["test"]),
+            "features": model.features.pair_counts(), "epochs_run": len(tr["epochs"]) - 1,
+            "epoch_log": tr["epochs"], "wall_s": wall, "peak_rss_mb": rss / 1024, "weights_checksum": theta_sum}
+
+
+def kn3(data: str) -> dict | None:
+    """Our KN3 (``sampledlm ngram``) test perplexity, or None when the command is not available."""
+    with tempfile.TemporaryDirectory() as tmp:
+        arpa = os.path.join(tmp, "kn3.arpa")
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", os.path.join(data, "ptb.train.txt"),
+                            "--order", "3", "-o", arpa], capture_output=True, text=True, cwd=REPO)
+        if r.returncode != 0:
+            print("KN3 unavailable:", r.stderr.strip()[-300:], file=sys.stderr)
+            return None
+        wall = time.perf_counter() - t0
+        out = {}
+        for split in ("valid", "test"):
+            r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "eval", arpa, "--test",
+                                os.path.join(data, f"ptb.{split}.txt"), "--json"], capture_output=True, text=True, cwd=REPO)
+            if r.returncode != 0:
+                print("KN3 eval failed:", r.stderr.strip()[-300:], file=sys.stderr)
+                return None
+            out[f"{split}_ppl"] = json.loads(r.stdout.strip().splitlines()[-1])["perplexity"]
+    return {"name": "KN3 (sampledlm ngram, modified KN)", **out, "wall_s": wall}
+
+
+def run_child(spec: dict) -> dict:
+    """Run :func:`worker` in a fresh interpreter; its stderr (epoch log) goes to ours."""
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)], stdout=subprocess.PIPE,
+                       text=True, cwd=REPO)
+    if r.returncode != 0:
+        return {**spec, "error": f"exit status {r.returncode}"}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def plan(args) -> list[dict]:
+    base = {"data": args.data, "lr": args.lr, "epochs": args.epochs}
+    runs = [
+        {**base, "name": "binary MELM, Feat-I", "objective": "binary", "alpha": 1.0, "features": "feat-i"},
+        {**base, "name": "binary MELM, Feat-II", "objective": "binary", "alpha": 1.0, "features": "feat-ii"},
+        {**base, "name": "standard MELM, Feat-I", "objective": "softmax", "alpha": 1.0, "features": "feat-i",
+         "lr": args.softmax_lr},
+    ]
+    for a in ALPHAS[1:]:
+        runs.append({**base, "name": f"binary MELM, Feat-I, alpha {a:g}", "objective": "binary", "alpha": a,
+                     "features": "feat-i", "curve": True})
+        runs.append({**base, "name": f"standard MELM, Feat-I, {a:g} of the data", "objective": "softmax", "alpha": a,
+                     "features": "feat-i", "curve": True, "lr": args.softmax_lr})
+    for ranks in (1, 2):
+        runs.append({**base, "name": f"binary Feat-I alpha 0.05, {args.speed_epochs} epochs, {ranks} rank(s)",
+                     "objective": "binary", "alpha": 0.05, "features": "feat-i", "epochs": args.speed_epochs,
+                     "min_gain": -1.0, "ranks": ranks, "speed": True})
+    if args.quick:
+        runs = [r for r in runs if r["name"] in ("binary MELM, Feat-I", "standard MELM, Feat-I") or r.get("speed")]
+    return runs
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for obj, label, mark in (("binary", "binary MELM (negatives at rate alpha)", "o-"),
+                             ("softmax", "standard MELM (fraction alpha of the data)", "s--")):
+        pts = sorted((r["alpha"], r["test_ppl"]) for r in rows
+                     if r.get("objective") == obj and r.get("features") == "feat-i" and "test_ppl" in r
+                     and (r.get("curve") or r["alpha"] == 1.0) and not r.get("speed"))
+        if pts:
+            ax.plot([100 * a for a, _ in pts], [p for _, p in pts], mark, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("alpha (% of negatives / of training positions)")
+    ax.set_ylabel("PTB test perplexity")
+    ax.set_title("Subsampled binary vs standard MELM, Feat-I (cf. Xu et al. fig. 2)")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def markdown(rows: list[dict], kn: dict | None, args) -> str:
+    ref = kn["test_ppl"] if kn else 148.28
+    ref_name = "our KN3" if kn else "KN3 reference (KenLM lmplz 148.28; `sampledlm ngram` unavailable)"
+    out = ["Exact perplexity on PTB (82,430 test predictions: words and `</s>`). Runs one at a time on a shared",
+           "2-core machine while other engineers' jobs ran, so wall times are upper bounds.", ""]
+    out.append(f"Reference: {ref_name}: test {ref:.2f}" + (f", valid {kn['valid_ppl']:.2f}" if kn else "") + "\n")
+    out.append("| model | features | epochs | valid ppl | test ppl | vs KN3 | wall s | peak MB |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if "test_ppl" not in r:
+            out.append(f"| {r['name']} | | | | failed: {r.get('error')} | | | |")
+            continue
+        feats = r["features"]["total"] if isinstance(r["features"], dict) else r["features"]
+        out.append(f"| {r['name']} | {feats:,} | {r['epochs_run']} | {r['valid_ppl']:.2f} | {r['test_ppl']:.2f} | "
+                   f"{100 * (r['test_ppl'] / ref - 1):+.1f}% | {r['wall_s']:.0f} | {r['peak_rss_mb']:.0f} |")
+    speed = {r["ranks"]: r for r in rows if r.get("speed") and "wall_s" in r}
+    if 1 in speed and 2 in speed:
+        same = speed[1]["weights_checksum"] == speed[2]["weights_checksum"] and speed[1]["test_ppl"] == speed[2]["test_ppl"]
+        out.append("")
+        out.append(f"Speed-up of 2 ranks over 1 (binary Feat-I, alpha 0.05, {args.speed_epochs} epochs, gloo on CPU): "
+                   f"{speed[1]['wall_s'] / speed[2]['wall_s']:.2f}x ({speed[1]['wall_s']:.0f} s vs {speed[2]['wall_s']:.0f} s); "
+                   f"models identical: {'yes' if same else 'NO'}.")
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(REPO), "shared", "data", "ptb"))
+    ap.add_argument("--quick", action="store_true", help="Feat-I binary and standard, and the speed-up runs only.")
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--speed-epochs", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=1.0)
+    ap.add_argument("--softmax-lr", type=float, default=1.0)
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return
+    if not os.path.exists(os.path.join(args.data, "ptb.train.txt")):
+        sys.exit(f"PTB not found at {args.data}")
+    meta = stamp()
+    kn = kn3(args.data)
+    rows: list[dict] = []
+    for spec in plan(args):
+        print(f"== {spec['name']}", file=sys.stderr, flush=True)
+        rows.append(run_child(spec))
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "epoch_log"}), file=sys.stderr, flush=True)
+        body = markdown(rows, kn, args)
+        plot(rows, os.path.join(RESULTS, "maxent.png"))
+        write_results("maxent", "Maximum-entropy LMs on PTB: binary vs standard MELM", meta,
+                      {"kn3": kn, "runs": rows}, body + "\n\n![subsampling curve](maxent.png)\n")
+
+
+if __name__ == "__main__":
+    main()
