@@ -178,7 +178,11 @@ def markdown(meta: dict, data: dict, orders: list[int]) -> str:
     out += ["", "All models are unpruned, over the 10,000-word PTB vocabulary (`<unk>` an ordinary word), "
             "`</s>` predicted, `<s>` not. Jelinek-Mercer's weights (16 count buckets per order) are tuned by EM on "
             "valid, so its valid column is optimistic. Katz uses Good-Turing discounts for counts <= 5 and keeps "
-            "singletons (no SRILM-style cut-offs). Add-one collapses at higher orders, as expected."]
+            "singletons (no SRILM-style cut-offs). Witten-Bell and Katz get worse beyond order 3: most 4- and "
+            "5-gram contexts were seen once, and Witten-Bell trusts such a context's one continuation with weight "
+            "c(h)/(c(h)+N1+(h.)) = 1/2 (Katz keeps its Good-Turing-discounted singleton estimate), so a different "
+            "test continuation loses much of its lower-order probability; KN's singleton discount (D1 = 0.96 at "
+            "order 5, table above) passes nearly all of it down. Add-one collapses at higher orders, as expected."]
     return "\n".join(out)
 
 

@@ -191,3 +191,13 @@ def test_stream_logprobs_maps_words_by_string(small, tmp_path):
     stream = np.array([other.index["not-in-model"], 0], dtype=np.int32)
     unk = np.array([other.index["<unk>"], 0], dtype=np.int32)
     np.testing.assert_array_equal(lm.stream_logprobs(stream, other), lm.stream_logprobs(unk, other))
+
+
+@pytest.mark.parametrize("smoothing", ["mkn", "katz"])
+def test_orders_beyond_five(small, smoothing):
+    vocab, train, valid = small
+    lm = train_ngram(train, vocab, 7, smoothing, valid_ids=valid)
+    assert lm.order == 7 and len(lm.tables[6]) > 0
+    for hist in histories(vocab, train, 7, np.random.default_rng(7))[::4]:
+        assert abs(probs_over_vocab(lm, [int(x) for x in hist]).sum() - 1) < 1e-6
+    assert math.isfinite(lm.perplexity(valid, vocab))
