@@ -133,3 +133,15 @@ def test_kenlm_reads_our_file_and_agrees(data, tmp_path):
         words = " ".join(vocab.decode(valid[start:end]))
         assert km.score(words, bos=True, eos=True) == pytest.approx(ours[start : end + 1].sum(), abs=1e-4)
         start = end + 1
+
+
+def test_error_in_a_bulk_parsed_section_names_the_line(data, tmp_path):
+    vocab, train, _ = data
+    path = tmp_path / "m.arpa"
+    train_ngram(train, vocab, 3).write_arpa(str(path))
+    lines = path.read_text().split("\n")
+    at = lines.index("\\2-grams:") + 5
+    lines[at] = lines[at].replace("\t", "\tnot-a-word ", 1)
+    path.write_text("\n".join(lines))
+    with pytest.raises(UserError, match=f"m.arpa:{at + 1}:"):
+        read_arpa(str(path))

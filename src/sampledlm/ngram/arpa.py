@@ -103,7 +103,15 @@ class _Section:
 
     def __init__(self, order: int, first_line: int, header_line: int):
         self.order, self.first_line, self.header_line = order, first_line, header_line
-        self.lines: list[str] = []
+        self.pieces: list[str] = []  # runs of whole lines, each joined by newlines
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.pieces)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.split("\n")
 
 
 def _split_file(path: str) -> tuple[list[int], list[_Section]]:
@@ -121,7 +129,8 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
                 while mi < len(marks) and marks[mi] < i:
                     mi += 1
                 j = marks[mi] if mi < len(marks) else len(lines)
-                cur.lines.extend(lines[i:j])
+                if j > i:
+                    cur.pieces.append("\n".join(lines[i:j]))
                 line_no += j - i
                 i = j
                 if i == len(lines):
@@ -184,8 +193,44 @@ def _bad_float(path: str, sec: _Section, rows: np.ndarray, fields: list[list[str
             raise UserError(f"{path}:{sec.first_line + r}: {f[c]!r} is not a number") from None
 
 
-def _parse_section(path: str, sec: _Section, index: dict[str, int] | None, highest: bool):
+_INNER_BLANK = re.compile(r"\n[ \t\r\f\v]*\n[ \t\r\f\v]*\S")
+
+
+def _parse_fast(sec: _Section, index: dict[str, int] | None, highest: bool, expected: int):
+    """The common case in bulk: every line has the same fields, the header's count is right, all is valid.
+
+    One ``split`` of the whole section and column slices replace per-line work; anything
+    unexpected returns None, and the line-by-line parser finds and names the bad line.
+    """
+    k = sec.order
+    text = sec.text
+    if not text[:1].strip() or _INNER_BLANK.search(text):
+        return None
+    tokens = text.split()
+    width = next((f for f in ((k + 1,) if highest else (k + 2, k + 1)) if len(tokens) == expected * f), None)
+    if width is None:
+        return None
+    cols = [tokens[j::width] for j in range(width)]
+    try:
+        logp = np.array(cols[0], dtype=np.float64)
+        bow = np.array(cols[k + 1], dtype=np.float64) if width == k + 2 else np.zeros(expected)
+        if index is None:
+            words = cols[1]
+        else:
+            words = np.stack([np.fromiter(map(index.__getitem__, c), dtype=np.int64, count=expected)
+                              for c in cols[1 : k + 1]], axis=1)
+    except (ValueError, KeyError):
+        return None
+    if not (np.isfinite(logp).all() and (logp <= 1e-6).all() and np.isfinite(bow).all()):
+        return None
+    return words, logp, bow, np.arange(expected)
+
+
+def _parse_section(path: str, sec: _Section, index: dict[str, int] | None, highest: bool, expected: int = -1):
     """Parse one section: (word ids [M, k] or the unigram words, log10 p [M], log10 b [M], line of each row)."""
+    fast = _parse_fast(sec, index, highest, expected) if expected >= 0 else None
+    if fast is not None:
+        return fast
     k = sec.order
     fields = [ln.split() for ln in sec.lines]
     lens = np.fromiter(map(len, fields), dtype=np.int64, count=len(fields))
@@ -286,7 +331,7 @@ def _gc_paused():
 def _read_arpa(path: str) -> NgramLM:
     counts, sections = _split_file(path)
     n = len(counts)
-    words, logp1, bow1, rows1 = _parse_section(path, sections[0], None, highest=(n == 1))
+    words, logp1, bow1, rows1 = _parse_section(path, sections[0], None, highest=(n == 1), expected=counts[0])
     found = [len(words)]
     index: dict[str, int] = {}
     for i, w in enumerate(words):
@@ -305,7 +350,7 @@ def _read_arpa(path: str) -> NgramLM:
     width = len(words)
     grams, logps, bows, rows = [np.arange(width, dtype=np.int64)[:, None]], [logp1], [bow1], [None]
     for sec in sections[1:]:
-        g, lp, bw, r = _parse_section(path, sec, index, highest=(sec.order == n))
+        g, lp, bw, r = _parse_section(path, sec, index, highest=(sec.order == n), expected=counts[sec.order - 1])
         for lst, x in ((grams, g), (logps, lp), (bows, bw), (rows, r)):
             lst.append(x)
         found.append(len(g))
