@@ -97,6 +97,12 @@ def train_ngram(train_ids: np.ndarray, vocab: Vocab, order: int, smoothing: str 
                 valid_ids: np.ndarray | None = None, **opts) -> NgramLM:
     """Estimate an n-gram model of ``order`` from an id stream of ``vocab``.
 
+    Default, interpolated modified Kneser-Ney (Chen & Goodman 1998, eq. 17 and 26)::
+
+        p(w|h) = (a(h w) - D_k(a(h w))) / sum_x a(h x)  +  gamma(h) p(w|h'),   p_0(w) = 1/V
+        a = raw counts at order N and for n-grams starting with <s>, else N1+(. h w)
+        D_k(1), D_k(2), D_k(3+) from the counts-of-counts of a at order k
+
     ``smoothing``: ``mkn`` (interpolated modified Kneser-Ney, Chen & Goodman 1998, KenLM
     lmplz's conventions), ``kn``, ``wb`` (Witten-Bell), ``jm`` (Jelinek-Mercer, needs
     ``valid_ids``), ``katz`` (Good-Turing back-off; option ``katz_k``), ``addk`` (option ``k``).
