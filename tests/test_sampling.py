@@ -73,7 +73,7 @@ def test_bernoulli_sampler_inclusion_frequencies(spare_sd, spare):
     torch.manual_seed(3)
     b = torch.tensor([1.0, 0.0, 0.9, 0.5, 0.45, 0.3, 0.1, 0.05, 0.02, 0.02, 0.001, 0.6] + [0.07] * 40)
     sampler = BernoulliSampler(b, spare_sd=spare_sd, spare=spare)
-    n = 20_000
+    n = 8_000
     hits = torch.zeros(len(b))
     sizes = []
     for _ in range(n):
