@@ -81,6 +81,7 @@ def prepare(directory: str, seed: int = 1) -> DemoData:
 STEPS: list[Callable[[DemoData], list[Result]]] = []
 from .ngram.demo_step import addone_bigram_step, kneser_ney_step; STEPS += [addone_bigram_step, kneser_ney_step]  # noqa: E402,E702
 from .maxent.demo import maxent_step; STEPS.append(maxent_step)  # noqa: E402,E702
+from .neural_demo import ffnn_step; STEPS.append(ffnn_step)  # noqa: E402,E702
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:

@@ -13,7 +13,8 @@ from .cli import CONTEXT, text_options
 from .errors import UserError
 
 #: objective flags -> make_objective keyword (passed only when the user gave them)
-OBJECTIVE_FLAGS = ("samples", "noise_power", "neg_rate", "neg_subset", "margin", "sample_mode", "learn_norm")
+OBJECTIVE_FLAGS = ("samples", "noise_power", "neg_rate", "neg_subset", "margin", "sample_mode", "sampler", "learn_norm",
+                   "exclude_true")
 RESUME_OVERRIDES = ("epochs", "max_halvings")
 
 
@@ -47,7 +48,9 @@ def _echo(msg: str) -> None:
 @click.option("--neg-subset", default=None, help="Objective option: fixed or variable negative subsets (binary).")
 @click.option("--margin", type=float, default=None, help="Objective option: ranking margin.")
 @click.option("--sample-mode", default=None, help="Objective option: how candidates are drawn / shared.")
+@click.option("--sampler", default=None, help="Objective option: how noise words are drawn (e.g. alias).")
 @click.option("--learn-norm", is_flag=True, default=None, help="Objective option: learn the normaliser (NCE).")
+@click.option("--exclude-true/--include-true", default=None, help="Objective option: drop the true word from the negatives.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default="sgd", show_default=True)
 @click.option("--lr", type=float, default=None, help="Learning rate [sgd 0.1 per mean batch loss, adam 0.001].")
 @click.option("--momentum", type=float, default=0.0, show_default=True, help="SGD momentum.")

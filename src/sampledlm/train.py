@@ -48,7 +48,7 @@ from .batching import bptt_rows, ngram_histories, sentence_positions
 from .errors import UserError
 from .evaluate import perplexity
 from .models.rnn import detach_state
-from .progress import bar
+from .progress import bar, enabled as progress_enabled
 from .textio import atomic_write
 
 
@@ -331,6 +331,10 @@ class Trainer:
                         st.wall_seconds += now - t_last
                         t_last = now
                         pbar.update(1)
+                        if not progress_enabled() and nb >= 10 and st.batch % (nb // 10) == 0 and st.batch < nb:
+                            self.log(f"epoch {st.epoch + 1}: {100 * st.batch // nb}%  loss "
+                                     f"{st.loss_sum / max(st.loss_count, 1):.4f}  "
+                                     f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s")
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
                         if flag["set"] or (self.interrupt_at_step is not None and st.step >= self.interrupt_at_step):
@@ -474,4 +478,6 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None) -> Trainer
         st = trainer.state
         if st.done and not st.finalized and st.epoch < opts.epochs:
             st.done = False  # more epochs were asked for
+        if not st.done and st.batch == 0 and st.epoch >= opts.epochs:
+            st.done = True  # fewer epochs: stop here (the best weights so far become the final model)
     return trainer
