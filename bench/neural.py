@@ -141,6 +141,47 @@ def throughput_gru(V=10000, batch=32, bptt=35, steps=10, hidden=256, proj=200) -
             "output_share_fwd_bwd": out_time / total}
 
 
+# --- kill -9 and resume ----------------------------------------------------------------------
+def kill9_resume(ptb: str, work: str) -> dict:
+    """Train a small FFNN twice on the first 3,000 PTB sentences: once straight through, once killed
+    with SIGKILL in the middle of epoch 2 and resumed; the final models must be identical."""
+    import signal
+
+    from sampledlm import runs
+
+    os.makedirs(work, exist_ok=True)
+    small = {}
+    for split, n in (("train", 3000), ("valid", 300)):
+        small[split] = os.path.join(work, f"{split}.txt")
+        with open(os.path.join(ptb, f"ptb.{split}.txt")) as f, open(small[split], "w") as g:
+            g.writelines(line for _, line in zip(range(n), f))
+    flags = (f"--train {small['train']} --valid {small['valid']} --order 3 -d 16 --hidden 32 --epochs 2 "
+             "--batch-size 64 --lr 0.2 --checkpoint-every 20 --threads 1 --seed 3")
+    a, b = os.path.join(work, "straight"), os.path.join(work, "killed")
+    for d in (a, b):
+        shutil.rmtree(d, ignore_errors=True)
+    sh(f"sampledlm train {flags} -o {a}")
+    env = dict(os.environ, SAMPLEDLM_NO_PROGRESS="1")
+    proc = subprocess.Popen(f"exec sampledlm train {flags} -o {b}", shell=True, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed_at = None
+    while proc.poll() is None:
+        st = run_state(b) if os.path.exists(os.path.join(b, "checkpoint.json")) else None
+        if st and st["epoch"] == 1 and st["batch"] > 0:
+            proc.send_signal(signal.SIGKILL)
+            killed_at = st["step"]
+            break
+        time.sleep(0.05)
+    proc.wait()
+    sh(f"sampledlm train --resume {b} --threads 1")
+    same = all(torch.equal(x, y) for x, y in zip(runs.load_tensors(os.path.join(a, "model.safetensors"))[0].values(),
+                                                 runs.load_tensors(os.path.join(b, "model.safetensors"))[0].values()))
+    ma = [json.loads(x)["valid_ppl"] for x in open(os.path.join(a, "metrics.jsonl"))]
+    mb = [json.loads(x)["valid_ppl"] for x in open(os.path.join(b, "metrics.jsonl"))]
+    return {"flags": flags, "killed_after_checkpoint_step": killed_at, "identical_weights": same,
+            "valid_ppl_straight": ma, "valid_ppl_resumed": mb}
+
+
 # --- 2. acceptance runs -----------------------------------------------------------------------
 def sh(cmd: str, log: str | None = None) -> str:
     print("+", cmd, file=sys.stderr, flush=True)
@@ -202,7 +243,7 @@ def acceptance(args, meta) -> list[dict]:
 TARGETS = {"ffnn3": (155, 135), "gru": (130, None), "ffnn5": (None, None)}
 
 
-def write_report(meta, prof, gru, acc, args) -> None:
+def write_report(meta, prof, gru, acc, args, kill=None) -> None:
     cmd = "python bench/neural.py " + " ".join(sys.argv[1:])
     L = ["# Neural LMs: PTB acceptance runs and full-softmax cost", "",
          f"Machine: {meta['cpu']}, {meta['cores']} cores (shared with other engineers' jobs; load average "
@@ -243,10 +284,19 @@ def write_report(meta, prof, gru, acc, args) -> None:
           "The profile splits one ordinary step at the hidden/output boundary (the hidden state is detached, the "
           "output layer's gradients taken with `torch.autograd.grad`, then the hidden layers' backward run from "
           "the returned gradient), so the parts add up to the same work as a normal step.", ""]
+    if kill:
+        L += ["## kill -9 in the middle of an epoch, then --resume", "",
+              f"`sampledlm train {kill['flags']} -o DIR` was run straight through, and again killed with SIGKILL "
+              f"during epoch 2 (last checkpoint at step {kill['killed_after_checkpoint_step']}) and continued with "
+              "`sampledlm train --resume DIR`.", "",
+              f"Valid ppl per epoch: straight {', '.join(f'{v:.3f}' for v in kill['valid_ppl_straight'])}; "
+              f"killed + resumed {', '.join(f'{v:.3f}' for v in kill['valid_ppl_resumed'])}. Final weights "
+              f"{'bit-identical' if kill['identical_weights'] else 'DIFFERENT'}.", ""]
     with open(os.path.join(RESULTS, "neural.md"), "w") as f:
         f.write("\n".join(L))
     with open(os.path.join(RESULTS, "neural.json"), "w") as f:
-        json.dump({"machine": meta, "command": cmd, "profile": prof, "gru_throughput": gru, "runs": acc}, f, indent=2)
+        json.dump({"machine": meta, "command": cmd, "profile": prof, "gru_throughput": gru, "runs": acc,
+                   "kill9_resume": kill}, f, indent=2)
 
 
 def main() -> None:
@@ -263,11 +313,12 @@ def main() -> None:
     prof = profile_ffnn(steps=10 if args.quick else 30)
     gru = throughput_gru(steps=3 if args.quick else 10)
     acc = []
+    kill = kill9_resume(args.ptb, os.path.join(args.runs_dir, "kill9")) if os.path.isdir(args.ptb) else None
     if not args.quick:
         if not os.path.isdir(args.ptb):
             raise SystemExit(f"PTB not found at {args.ptb} (pass --ptb DIR)")
         acc = acceptance(args, meta)
-    write_report(meta, prof, gru, acc, args)
+    write_report(meta, prof, gru, acc, args, kill)
     print(os.path.join(RESULTS, "neural.md"))
 
 
