@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import UserError
 from .features import FeatureSet, FeatureSpec
 from .scorer import MaxEntModel
-from .train import TrainConfig, train
+from .train import TrainConfig, train, train_positions
 
 
 def word_owner(num_words: int, world: int) -> np.ndarray:
@@ -69,10 +69,12 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
     check(job, world)
     V = len(job.counts)
     t0 = time.perf_counter()
-    full = FeatureSet.build(job.train_ids, V, job.spec, hash_size=job.hash_size)
+    at = train_positions(len(job.train_ids), job.cfg)  # a subsampled standard MELM sees only its fraction
+    full = FeatureSet.build(job.train_ids, V, job.spec, at=at, hash_size=job.hash_size)
     owned = word_owner(V, world) == rank
     model = MaxEntModel(full.restrict(owned) if world > 1 else full, job.cfg.objective, job.cfg.alpha)
-    model.init_unigram(job.counts)
+    model.init_unigram(np.bincount(np.asarray(job.train_ids)[at], minlength=V) if len(at) < len(job.train_ids)
+                       else job.counts)
 
     def reduce(x: np.ndarray) -> np.ndarray:
         if world == 1:
