@@ -11,6 +11,12 @@ from sampledlm.ngram import SMOOTHINGS, read_arpa, train_ngram
 from sampledlm.vocab import Vocab
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Parsed-ARPA and corpus caches go to a temporary directory, not the user's."""
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture(scope="module")
 def data():
     sents = synthetic_sentences(160, vocab_size=30, seed=5)
@@ -145,3 +151,16 @@ def test_error_in_a_bulk_parsed_section_names_the_line(data, tmp_path):
     path.write_text("\n".join(lines))
     with pytest.raises(UserError, match=f"m.arpa:{at + 1}:"):
         read_arpa(str(path))
+
+
+def test_parsed_files_are_cached_until_they_change(data, tmp_path):
+    vocab, train, valid = data
+    path = tmp_path / "m.arpa"
+    train_ngram(train, vocab, 3).write_arpa(str(path))
+    first = read_arpa(str(path))
+    assert list((tmp_path / "cache").glob("m.arpa.*.safetensors"))
+    again = read_arpa(str(path))
+    assert again.words == first.words and again.info == first.info
+    np.testing.assert_array_equal(again.stream_logprobs(valid, vocab), first.stream_logprobs(valid, vocab))
+    train_ngram(train, vocab, 2).write_arpa(str(path))  # a different model at the same path
+    assert read_arpa(str(path)).order == 2

@@ -14,6 +14,12 @@ import pytest
 from sampledlm.cli import main
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Parsed-ARPA and corpus caches go to a temporary directory, not the user's."""
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def run(capsys):
     """Run ``sampledlm ARGS`` in-process (the console entry point, so errors print as for a user)."""

@@ -14,7 +14,7 @@ LMPLZ_TRIGRAM = 148.28  # lmplz -o 3 on ptb.train, <unk> renamed to an ordinary 
 
 
 @pytest.mark.ptb
-def test_modified_kneser_ney_trigram_matches_lmplz(ptb_dir, tmp_path):
+def test_modified_kneser_ney_trigram_matches_lmplz(ptb_dir, tmp_path, monkeypatch):
     vocab = build_vocab(str(ptb_dir / "ptb.train.txt"))
     train = load_ids(str(ptb_dir / "ptb.train.txt"), vocab)
     test = load_ids(str(ptb_dir / "ptb.test.txt"), vocab)
@@ -25,6 +25,7 @@ def test_modified_kneser_ney_trigram_matches_lmplz(ptb_dir, tmp_path):
     assert abs(ppl - LMPLZ_TRIGRAM) / LMPLZ_TRIGRAM < 0.005, ppl
     path = str(tmp_path / "kn3.arpa")
     lm.write_arpa(path)
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
     np.testing.assert_array_equal(read_arpa(path).stream_logprobs(test, vocab), lnp)
     kenlm = pytest.importorskip("kenlm")
     km = kenlm.Model(path)

@@ -306,12 +306,18 @@ def _add_missing_prefixes(grams: list[np.ndarray], logps: list, bows: list, rows
             rows[k - 2] = np.concatenate([rows[k - 2], np.full(len(missing), -1)])
 
 
-def read_arpa(path: str) -> NgramLM:
+def read_arpa(path: str, cache: bool = True) -> NgramLM:
     """Read an ARPA back-off model (ours or another tool's) into an :class:`NgramLM`.
 
     The model's word ids follow the order of the file's 1-grams; ``<unk>`` and ``<s>`` are
-    added when absent (module docstring). Errors name the file and line.
+    added when absent (module docstring). Errors name the file and line. With ``cache`` the
+    parsed tables are kept as safetensors in the corpus cache directory and reused while the
+    file is unchanged (:mod:`.binary`).
     """
+    if cache:
+        from .binary import cached_read
+
+        return cached_read(path, lambda p: read_arpa(p, cache=False))
     with _gc_paused():
         return _read_arpa(path)
 
