@@ -53,12 +53,17 @@ def _mix(x):
 
 
 @njit(cache=True)
-def keep_negative(seed, epoch, position, word, alpha):
-    """True with probability alpha, decided by a hash of (seed, epoch, position, word) alone."""
+def negative_key(seed, epoch, position):
+    """Per-position part of the negative-sampling hash: depends on (seed, epoch, stream position) only."""
     h = _mix(np.uint64(seed))
     h = _mix(h ^ np.uint64(epoch))
-    h = _mix(h ^ np.uint64(position))
-    h = _mix(h ^ np.uint64(word))
+    return _mix(h ^ np.uint64(position))
+
+
+@njit(cache=True, inline="always")
+def keep_negative(key, word, alpha):
+    """True with probability alpha, decided by a hash of (position key, word) alone: shard-independent."""
+    h = _mix(key ^ (np.uint64(word) * np.uint64(0xD6E8FEB86659FD93)))
     return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0) < alpha
 
 
@@ -183,12 +188,13 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
         k = order[idx]
         t = targets[k]
         nt = _gather(k, idx, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched)
+        key = negative_key(seed, epoch, positions[k])
         for i in range(nt):
             w = touched[i]
             seen[w] += 1
             if w == t:
                 grad[w] = _sigmoid(acc[w]) - 1.0
-            elif alpha >= 1.0 or keep_negative(seed, epoch, positions[k], w, alpha):
+            elif alpha >= 1.0 or keep_negative(key, w, alpha):
                 grad[w] = _sigmoid(acc[w])
             else:
                 grad[w] = 0.0
