@@ -142,10 +142,10 @@ def test_gradient_matches_finite_differences(objective):
         targets = ids.astype(np.int64)
         E = np.zeros(0)  # no AdaGrad accumulators: plain SGD
         if objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, m.u, m.theta, 1.0, 0.0, 1, E, E)
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, m.u, m.theta, 1.0, E, 1, E, E)
         else:
             kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot,
-                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, 0.0, 1.0, 0, 0, 1, E, E)
+                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, E, 1.0, 0, 0, 1, E, E)
         grad_u, grad_th = u - m.u, th - m.theta
         m.u, m.theta = u, th
         eps = 1e-6
@@ -170,8 +170,9 @@ def test_negative_sampling_is_a_hash():
     assert keep != draw(2)
 
 
-@pytest.mark.parametrize("objective,alpha", [("softmax", 1.0), ("binary", 1.0), ("binary", 0.3), ("softmax", 0.5)])
-def test_training_improves_and_round_trips(tmp_path, objective, alpha):
+@pytest.mark.parametrize("objective,alpha,l2", [("softmax", 1.0, 0.0), ("binary", 1.0, 1.0), ("binary", 0.3, 0.0),
+                                                ("softmax", 0.5, 1.0)])
+def test_training_improves_and_round_trips(tmp_path, objective, alpha, l2):
     ids = random_stream(n_sent=300, seed=1)
     valid = random_stream(n_sent=60, seed=2)
     V = 12
@@ -179,7 +180,7 @@ def test_training_improves_and_round_trips(tmp_path, objective, alpha):
     m = MaxEntModel(fs, objective, alpha)
     m.init_unigram(np.bincount(ids, minlength=V))
     before = m.perplexity(valid)
-    hist = train(m, ids, valid, TrainConfig(objective=objective, alpha=alpha, epochs=4, seed=3))
+    hist = train(m, ids, valid, TrainConfig(objective=objective, alpha=alpha, epochs=4, seed=3, l2=l2))
     m.calibrate()
     after = m.perplexity(valid)
     assert after < before

@@ -41,7 +41,7 @@ def maxent():
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Most epochs.")
 @click.option("--min-gain", type=float, default=0.003, show_default=True,
               help="Halve lr once validation improves by less than this (relative); stop at the next such epoch.")
-@click.option("--l2", type=click.FloatRange(min=0), default=0.0, show_default=True, help="L2 penalty on feature weights.")
+@click.option("--l2", type=click.FloatRange(min=0), default=0.0, show_default=True, help="L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.")
 @click.option("--hash-size", type=click.IntRange(min=1), default=None, help="Hash feature weights into this many slots.")
 @click.option("--trigger-window", type=click.IntRange(min=2), default=20, show_default=True, help="Trigger words up to this many tokens back.")
 @click.option("--trigger-gap", type=click.IntRange(min=0), default=2, show_default=True, help="Ignore the last this many tokens as triggers.")

@@ -107,10 +107,11 @@ def _step(param, i, g, lr, l2, hist):
 
 
 @njit(cache=True, inline="always")
-def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist):
+def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist):
     hashed = slot.shape[0] > 0
     for j in range(hptr[k], hptr[k + 1]):
         g = hfeat[j]
+        l2 = l2g[g] if l2g.shape[0] > 0 else 0.0
         for p in range(gptr[g], gptr[g + 1]):
             gw = grad[gword[p]]
             if gw != 0.0:
@@ -118,10 +119,11 @@ def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist):
 
 
 @njit(cache=True)
-def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2, block, uhist, hist):
+def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2g, block, uhist, hist):
     """One SGD pass over positions ``order`` of the standard MELM; returns the summed -log p(y|h).
 
-    ``uhist``, ``hist``: AdaGrad accumulators of u and theta, or empty arrays for plain SGD."""
+    ``uhist``, ``hist``: AdaGrad accumulators of u and theta, or empty arrays for plain SGD.
+    ``l2g [G]``: L2 strength of each update of a pair of history feature g (empty: none)."""
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
@@ -158,7 +160,7 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
         else:
             loss += math.log(z) - u[t]
             ug[t] -= 1.0
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist)
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist)
         nb += 1
         if nb == block or idx == n - 1:
             for w in range(V):
@@ -174,7 +176,7 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
 
 @njit(cache=True)
 def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, theta, owned,
-                 lr, l2, alpha, seed, epoch, block, uhist, hist):
+                 lr, l2g, alpha, seed, epoch, block, uhist, hist):
     """One SGD pass of the binarized MELM over ``order``; ``positions[k]`` is k's stream position (hash key)."""
     V = u.shape[0]
     acc = np.zeros(V)
@@ -201,7 +203,7 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
         if stamp[t] != idx and owned[t]:  # a positive with no active feature: only its bias learns
             _step(u, t, _sigmoid(u[t]) - 1.0, lr, 0.0, uhist)
             seen[t] += 1
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2, hist)
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist)
         for i in range(nt):
             w = touched[i]
             if grad[w] != 0.0:

@@ -34,7 +34,7 @@ class TrainConfig:
     lr: float = 0.1
     epochs: int = 20
     min_gain: float = 0.003
-    l2: float = 0.0
+    l2: float = 0.0  # Gaussian prior l2/2 ||theta||^2 over the training set (see train())
     seed: int = 1
     block: int = 32  # positions per update of the dense unigram weights
     adagrad: bool = True  # per-parameter step sizes (False: plain SGD, as in the paper)
@@ -72,6 +72,9 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         return math.exp(-(num - np.log(den)).mean())
 
     rng = np.random.default_rng([cfg.seed, 1])
+    # L2: the penalty l2/2 theta^2 of a pair of context g is spread over the n_g training positions where
+    # g is active, so each update adds (l2 / n_g) theta to the pair's gradient.
+    l2g = cfg.l2 / np.maximum(np.bincount(ctx.hfeat, minlength=f.num_history_features), 1) if cfg.l2 > 0 else np.zeros(0)
     uhist = np.zeros(V if cfg.adagrad else 0)
     hist = np.zeros(len(model.theta) if cfg.adagrad else 0)
     lr, halving = cfg.lr, False
@@ -84,10 +87,10 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         order = rng.permutation(len(at)).astype(np.int64)
         if cfg.objective == "softmax":
             kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, model.u, model.theta,
-                                  lr, cfg.l2, cfg.block, uhist, hist)
+                                  lr, l2g, cfg.block, uhist, hist)
         else:
             kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, model.u,
-                                 model.theta, owned, lr, cfg.l2, cfg.alpha, cfg.seed,
+                                 model.theta, owned, lr, l2g, cfg.alpha, cfg.seed,
                                  0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist)
         ppl = valid_ppl()
         secs = time.perf_counter() - t0
