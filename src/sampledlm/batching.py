@@ -27,12 +27,14 @@ segment may be shorter than ``T``.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
-import torch
 
 from .vocab import EOS_ID
+
+if TYPE_CHECKING:
+    import torch
 
 
 def sentence_positions(ids: np.ndarray, eos_id: int = EOS_ID) -> np.ndarray:
@@ -85,6 +87,8 @@ class NgramBatches:
         return (len(self.ids) + self.batch_size - 1) // self.batch_size
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        import torch  # imported here so that n-gram-only paths never load torch
+
         n = len(self.ids)
         order = self.generator.permutation(n) if self.shuffle else np.arange(n)
         for start in range(0, n, self.batch_size):
@@ -95,6 +99,8 @@ class NgramBatches:
 
 def bptt_rows(ids: np.ndarray, batch_size: int, eos_id: int = EOS_ID) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The whole stream as ``(x, y, mask)``, each ``[B, L]`` with ``L = ceil(len(ids) / B)``."""
+    import torch
+
     ids = np.asarray(ids, dtype=np.int64)
     n = len(ids)
     rows = max(1, (n + batch_size - 1) // batch_size)
