@@ -58,7 +58,7 @@ def final_numbers(run_dir):
 
 
 @pytest.mark.parametrize("model,train", [("ffnn", {"momentum": 0.5, "weight_decay": 1e-4}),
-                                         ("gru", {"optimizer": "adam", "lr": 0.01, "clip": 1.0, "epochs": 2})])
+                                         ("gru", {"optimizer": "adam", "lr": 0.01, "clip": 1.0, "epochs": 2, "bf16": True})])
 def test_resume_after_interrupt_gives_the_same_numbers(corpus, model, train):
     config, vocab = config_for(corpus, model, **train)
     new_run(str(corpus / "a"), config, vocab).train()

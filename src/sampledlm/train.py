@@ -10,7 +10,9 @@ One epoch visits every prediction of the training stream once:
   reset to zero at the start of every epoch and of every evaluation.
 
 Each step: ``loss = objective(model, hidden, targets)`` (mean over the N predictions), backward,
-optional gradient clipping to a total norm, optimiser step (SGD -- the papers' choice -- or Adam;
+optional gradient clipping to a total norm (with ``bf16`` the forward pass runs under
+bfloat16 autocast, about twice as fast on CPUs with AVX512-BF16; master weights, updates and every
+evaluation stay float32), optimiser step (SGD -- the papers' choice -- or Adam;
 for a sampled objective the output layer's parameters get sparse gradients and SGD without
 weight decay / SparseAdam). After each epoch the exact validation perplexity is measured; when it
 does not improve by the relative ``min_improvement`` the learning rate is halved (seed 000
@@ -71,6 +73,7 @@ class TrainOptions:
     seed: int = 1
     checkpoint_every: int = 0  # steps; 0 = only at epoch ends (and on interrupt)
     eval_batch: int | None = None
+    bf16: bool = False  # autocast the training forward pass to bfloat16 (weights, updates and evaluation stay float32)
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "config.json") -> "TrainOptions":
@@ -277,18 +280,19 @@ class Trainer:
     # --- one step ---
     def step(self, batch) -> tuple[float, int]:
         model, objective = self.model, self.objective
-        if self.recurrent:
-            x, y, mask = batch
-            hidden, state = model(x, self.rnn_state)
-            self.rnn_state = detach_state(state)
-            ctx, targets = hidden[mask], y[mask]
-        else:
-            hist, targets = batch
-            ctx = model(hist)
-        n = int(targets.shape[0])
-        if n == 0:
-            return 0.0, 0
-        loss = objective(model, ctx, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.opts.bf16):
+            if self.recurrent:
+                x, y, mask = batch
+                hidden, state = model(x, self.rnn_state)
+                self.rnn_state = detach_state(state)
+                ctx, targets = hidden[mask], y[mask]
+            else:
+                hist, targets = batch
+                ctx = model(hist)
+            n = int(targets.shape[0])
+            if n == 0:
+                return 0.0, 0
+            loss = objective(model, ctx, targets)
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=True)
         loss.backward()
