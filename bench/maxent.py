@@ -98,15 +98,15 @@ def plan(args) -> list[dict]:
         {**base, "name": "binary MELM, Feat-I", "objective": "binary", "alpha": 1.0, "features": "feat-i"},
         {**base, "name": "standard MELM, Feat-I", "objective": "softmax", "alpha": 1.0, "features": "feat-i",
          "lr": args.softmax_lr},
-        {**base, "name": "binary MELM, Feat-II", "objective": "binary", "alpha": 1.0, "features": "feat-ii"},
     ]
+    for a in ALPHAS[1:]:
+        runs.append({**curve, "name": f"standard MELM, Feat-I, {a:g} of the data", "objective": "softmax", "alpha": a,
+                     "lr": args.softmax_lr, "epochs": args.epochs})  # cheap: a fraction of the data
+    runs.append({**base, "name": "binary MELM, Feat-II", "objective": "binary", "alpha": 1.0, "features": "feat-ii"})
     for ranks in (1, 2):
         runs.append({**base, "name": f"binary Feat-I alpha 0.05, {args.speed_epochs} epochs, {ranks} rank(s)",
                      "objective": "binary", "alpha": 0.05, "features": "feat-i", "epochs": args.speed_epochs,
                      "min_gain": -1.0, "ranks": ranks, "speed": True})
-    for a in ALPHAS[1:]:
-        runs.append({**curve, "name": f"standard MELM, Feat-I, {a:g} of the data", "objective": "softmax", "alpha": a,
-                     "lr": args.softmax_lr})
     for a in ALPHAS[1:]:
         runs.append({**curve, "name": f"binary MELM, Feat-I, alpha {a:g}", "objective": "binary", "alpha": a})
     if args.quick:
@@ -168,9 +168,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=os.path.join(os.path.dirname(REPO), "shared", "data", "ptb"))
     ap.add_argument("--quick", action="store_true", help="Feat-I binary and standard, and the speed-up runs only.")
-    ap.add_argument("--epochs", type=int, default=14)
-    ap.add_argument("--speed-epochs", type=int, default=3)
-    ap.add_argument("--curve-epochs", type=int, default=10)
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--speed-epochs", type=int, default=1)
+    ap.add_argument("--curve-epochs", type=int, default=5)
     ap.add_argument("--lr", type=float, default=1.0)
     ap.add_argument("--softmax-lr", type=float, default=1.0)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)

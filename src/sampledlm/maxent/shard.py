@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -83,7 +84,7 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return t.numpy()
 
-    log = (lambda s: print(f"[rank {rank}/{world}] {s}", flush=True)) if job.log and rank == 0 else None
+    log = (lambda s: print(f"[rank {rank}/{world}] {s}", file=sys.stderr, flush=True)) if job.log and rank == 0 else None
     train(model, job.train_ids, job.valid_ids, job.cfg, owned=owned, reduce=reduce, log=log)
     if world > 1:
         sizes = [int(np.count_nonzero(word_owner(V, world)[full.gword] == r)) for r in range(world)]
