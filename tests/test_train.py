@@ -199,3 +199,15 @@ def test_diverging_training_stops_with_a_clear_error(corpus):
     config, vocab = config_for(corpus, lr=1e30, epochs=1)
     with pytest.raises(UserError, match="diverged"):
         new_run(str(corpus / "d"), config, vocab).train()
+
+
+def test_resume_with_fewer_epochs_stops_and_finalizes(corpus):
+    config, vocab = config_for(corpus, epochs=5)
+    t = new_run(str(corpus / "f"), config, vocab)
+    t.interrupt_at_step = t.data.num_batches()  # the last step of epoch 1
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    r = resume_run(str(corpus / "f"), {"epochs": 1})  # finishes epoch 1 (its validation), then stops
+    st = r.train()
+    assert st.finalized and len(st.metrics) == 1
+    assert runs.load_tensors(str(corpus / "f" / "model.safetensors"))[1]["finalized"] == "true"
