@@ -68,7 +68,7 @@ def test_ngram_and_skip_features_by_hand():
     assert hfeat.tolist() == [int(x) for x in want]
     # an unseen context is not active
     hptr, hfeat = fs.active(stream("e e"), np.array([1]))
-    assert len(hfeat) == 2  # bigram <s>? no: bigram 'e' unseen; only skip-bigram <s> and skip-trigram (<s>,<s>)
+    assert len(hfeat) == 2  # bigram 'e' and trigram (<s> e) unseen; skip-bigram <s>, skip-trigram (<s> <s>) seen
     assert fs.pair_counts()["total"] == V + len(fs.gword)
 
 

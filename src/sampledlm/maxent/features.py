@@ -108,7 +108,6 @@ def window_words(ids: np.ndarray, at: np.ndarray, window: int, gap: int) -> tupl
     Returns ``(rows [M] int64, words [M] int64)`` sorted by row then word; ``rows`` index ``at``.
     """
     ids = np.asarray(ids)
-    n_at = len(at)
     rows, words = [], []
     for d in range(gap + 1, window + 1):
         src = at - d
@@ -124,7 +123,6 @@ def window_words(ids: np.ndarray, at: np.ndarray, window: int, gap: int) -> tupl
     w = np.concatenate(words)
     base = int(w.max()) + 1 if len(w) else 1
     key = np.unique(r * base + w)
-    del n_at
     return key // base, key % base
 
 
