@@ -102,7 +102,10 @@ def models(objective, hash_size=None, spec="feat-ii", seed=0):
 @pytest.mark.parametrize("objective", ["softmax", "binary"])
 @pytest.mark.parametrize("hash_size", [None, 7])
 def test_sparse_normaliser_equals_brute_force(objective, hash_size):
+    from sampledlm.objectives.base import Scorer
+
     m, ids = models(objective, hash_size)
+    assert isinstance(m, Scorer)
     ctx = m.context(ids)
     fast = m.log_prob_targets(ctx, ids.astype(np.int64))
     brute = m.log_prob(ctx)

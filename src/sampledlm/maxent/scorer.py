@@ -10,6 +10,10 @@ Inference rule, by the objective the model was trained with:
   the same decomposition with sigmoid in place of exp. A binary model trained at negative rate
   alpha is stored calibrated: log alpha is added to every u_w (sec. 2.1) by :meth:`calibrate`.
 
+The Scorer methods (``score_targets/each/shared/all``, ``shift_bias``) return float64 tensors computed
+in numpy, without autograd: they serve exact evaluation, the generic objectives' inference rules and
+cross-checks. Training uses the sparse kernels of :mod:`.kernels` (per-word classifiers, indexed updates).
+
 Model directory: ``config.json`` (feature spec, V, objective, alpha, feature counts, training log),
 ``vocab.txt``, ``model.safetensors`` (``u [V]``, ``theta [P or hash_size]``, the dictionary).
 """
