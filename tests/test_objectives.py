@@ -426,3 +426,20 @@ def test_state_round_trips_through_safetensors(name, tmp_path):
     other.load_state_dict(load_file(path))
     for k, v in obj.state_dict().items():
         assert torch.equal(other.state_dict()[k], v), k
+
+
+def test_binary_variable_groups_share_negatives_within_a_group():
+    torch.manual_seed(2)
+    obj = make_objective("binary", None, neg_rate=0.1, neg_groups=4)
+    t = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    cand = obj.draw(t, 2000)
+    words, keep = cand.words, cand.keep
+    assert words.dim() == 1 and len(torch.unique(words)) == len(words)
+    assert not (words.unsqueeze(0) == t.unsqueeze(1))[keep].any()
+    others = (words.unsqueeze(0) != t[0]) & (words.unsqueeze(0) != t[4])
+    assert torch.equal(keep[0] & others[0], keep[4] & others[0])  # examples 0 and 4: group 0
+    assert not torch.equal(keep[0], keep[1])
+    assert keep.sum(1).float().mean().item() == pytest.approx(200, rel=0.15)
+    assert len(words) == pytest.approx(2000 * (1 - 0.9 ** 4), rel=0.1)
+    single = make_objective("binary", None, neg_rate=0.1, neg_groups=1).draw(t, 2000)
+    assert single.keep.sum(0).max().item() == len(t)  # one subset for the whole batch
