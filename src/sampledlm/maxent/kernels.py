@@ -144,12 +144,13 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
         z = su
         for i in range(nt):
             w = touched[i]
-            z += math.exp(acc[w]) - eu[w]
+            grad[w] = math.exp(acc[w])  # exp a_w, turned into the gradient below
+            z += grad[w] - eu[w]
         inv = 1.0 / z
         r += inv
         for i in range(nt):
             w = touched[i]
-            g = math.exp(acc[w]) * inv
+            g = grad[w] * inv
             if w == t:
                 g -= 1.0
             grad[w] = g
