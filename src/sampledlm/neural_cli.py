@@ -56,7 +56,8 @@ def _echo(msg: str) -> None:
 @click.option("--momentum", type=float, default=0.0, show_default=True, help="SGD momentum.")
 @click.option("--weight-decay", type=float, default=0.0, show_default=True)
 @click.option("--clip", type=float, default=0.0, show_default=True, help="Clip the total gradient norm (0: off).")
-@click.option("--batch-size", "-b", type=click.IntRange(min=1), default=128, show_default=True, help="ffnn: n-grams per batch; rnn: BPTT rows.")
+@click.option("--batch-size", "-b", type=click.IntRange(min=1), default=None,
+              help="ffnn: n-grams per batch [128]; rnn: BPTT rows [20].")
 @click.option("--bptt", type=click.IntRange(min=1), default=35, show_default=True, help="rnn: segment length.")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Maximum epochs.")
 @click.option("--max-halvings", type=click.IntRange(min=0), default=4, show_default=True,
@@ -142,6 +143,8 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     obj_opts = {k: objective_flags.get(k) for k in OBJECTIVE_FLAGS}
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
     make_objective(objective, counts=vocab.counts, **obj_opts)  # refuses options that do not apply, early
+    if train["batch_size"] is None:
+        train["batch_size"] = 128 if model_type == "ffnn" else 20
     if train["lr"] is None:
         train["lr"] = 0.1 if train["optimizer"] == "sgd" else 1e-3
     data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": opts.to_dict()}

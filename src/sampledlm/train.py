@@ -54,6 +54,9 @@ from .progress import bar, enabled as progress_enabled
 from .textio import atomic_write
 
 
+LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
+
+
 class TrainingInterrupted(KeyboardInterrupt):
     """Raised after the checkpoint written on an interrupt is complete."""
 
@@ -318,7 +321,7 @@ class Trainer:
                     self.rnn_state = None  # recurrent state reset at the start of each epoch
                     st.loss_sum, st.loss_count, st.epoch_tokens, st.epoch_seconds = 0.0, 0, 0, 0.0
                 self.model.train()
-                t_last = time.perf_counter()
+                t_last = last_log = time.perf_counter()
                 with bar(total=nb, desc=f"epoch {st.epoch + 1}", unit="batch", initial=st.batch) as pbar:
                     while st.batch < nb:
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
@@ -335,7 +338,8 @@ class Trainer:
                         st.wall_seconds += now - t_last
                         t_last = now
                         pbar.update(1)
-                        if not progress_enabled() and nb >= 10 and st.batch % (nb // 10) == 0 and st.batch < nb:
+                        if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
+                            last_log = now
                             self.log(f"epoch {st.epoch + 1}: {100 * st.batch // nb}%  loss "
                                      f"{st.loss_sum / max(st.loss_count, 1):.4f}  "
                                      f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s")
