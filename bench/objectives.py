@@ -230,7 +230,7 @@ def markdown(syn, samp, ptb, ptb_note, sizes, load_note) -> tuple[str, dict]:
         f"one step = forward + backward + `torch.optim.SGD` step (sparse row updates for the sampled objectives, "
         f"a dense V x h update for the softmax). Sampled objectives: S = {S} samples shared by the batch, from "
         f"unigram^0.75 (NCE: unigram), alias sampler; `binary`: negative rate alpha = {S}/V (the same number of "
-        f"negatives, variable subsets); `css-is (each)`: a separate bag per example (gather of N x (S+S') rows). "
+        f"negatives per example, variable subsets, 8 negative groups per batch, so about 8 x {S} columns); `css-is (each)`: a separate bag per example (gather of N x (S+S') rows). "
         "Median of the timed steps; all sampled objectives at all V are timed in interleaved rounds (one step "
         "of each per round) so that other processes' load spreads evenly over them; the softmax is timed "
         "afterwards (3 steps at V >= 100k). `css-is (each)` is an option, not the default, and is not "

@@ -443,3 +443,12 @@ def test_binary_variable_groups_share_negatives_within_a_group():
     assert len(words) == pytest.approx(2000 * (1 - 0.9 ** 4), rel=0.1)
     single = make_objective("binary", None, neg_rate=0.1, neg_groups=1).draw(t, 2000)
     assert single.keep.sum(0).max().item() == len(t)  # one subset for the whole batch
+
+
+def test_sampled_output_docstring_example_runs():
+    import doctest
+
+    import sampledlm.objectives.module as module
+
+    result = doctest.testmod(module, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
