@@ -452,3 +452,16 @@ def test_sampled_output_docstring_example_runs():
 
     result = doctest.testmod(module, verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_prepare_starts_biases_at_the_log_unigram():
+    out = OutputLayer(V, 3)
+    p = COUNTS / COUNTS.sum()
+    make_objective("nce", COUNTS).prepare(out)
+    assert np.allclose(out.bias.detach().squeeze(1).numpy(), np.log(p), atol=1e-5)
+    out = OutputLayer(V, 3)
+    make_objective("binary", COUNTS, neg_rate=0.1).prepare(out)
+    assert np.allclose(out.bias.detach().squeeze(1).numpy(), np.log(p) - math.log(0.1), atol=1e-5)
+    out = OutputLayer(V, 3)
+    make_objective("softmax", COUNTS).prepare(out)  # no-op by default
+    assert torch.all(out.bias == 0)

@@ -82,5 +82,13 @@ class OutputObjective(nn.Module):
     def start_epoch(self, epoch: int) -> None:
         """Called by the trainer before each epoch (e.g. to draw a fresh negative subset)."""
 
+    def prepare(self, scorer: Scorer) -> None:
+        """Optional: called once on a *freshly initialised* model before training (never on resume).
+
+        Sampled objectives that do not normalise over V (NCE, binary, ...) override it to start the
+        output biases at the log unigram (see :func:`sampledlm.objectives.sampled.unigram_bias`),
+        which removes a long initial phase where every word's score is far too high.
+        """
+
     def finalize(self, scorer: Scorer) -> None:
         """Called once after training, before the model is saved for use (e.g. calibration)."""

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from ..errors import UserError
 from ..sampling import BernoulliSampler
 from .base import OutputObjective, Scorer
-from .sampled import Candidates, masked_fill
+from .sampled import Candidates, masked_fill, unigram_bias
 
 
 class Binary(OutputObjective):
@@ -82,6 +82,8 @@ class Binary(OutputObjective):
         self.register_buffer("neg_base", torch.zeros(0, dtype=torch.bool))
         self.register_buffer("neg_offset", torch.zeros(0, dtype=torch.long))
         self._sampler = None
+        # uncalibrated log-odds of a word with probability p are about log p - log alpha (eq. 9)
+        self._init_bias = unigram_bias(counts, -self.log_alpha)
         if counts is not None and neg_subset == "fixed" and self.neg_rate < 1.0:
             self._draw_fixed(len(counts))
 
@@ -116,6 +118,12 @@ class Binary(OutputObjective):
         base = torch.nonzero(self.neg_base).flatten()
         words = (base.unsqueeze(0) + self.neg_offset[targets].unsqueeze(1)) % num_words
         return Candidates(words, words != targets.unsqueeze(1))
+
+    def prepare(self, scorer: Scorer) -> None:
+        """Start each classifier's bias at its unigram log-odds under subsampling, ``log p(w) - log α``
+        (a fresh model's sigmoids all start at 1/2, i.e. V/2 in total)."""
+        if self._init_bias is not None:
+            scorer.shift_bias(self._init_bias)
 
     # -- training ----------------------------------------------------------------------------
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor,
