@@ -27,7 +27,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,7 +38,7 @@ RUNS = {
               "--batch-size 256 --epochs 12 --max-halvings 3 --min-improvement 0.003 --bf16 --seed 1 --threads 1"),
     "gru": ("GRU hidden 256, projection P 200, tied embeddings, softmax",
             "--model gru -d 200 --hidden 256 --proj 200 --tie --dropout 0.25 --objective softmax --optimizer adam "
-            "--lr 0.003 --batch-size 32 --bptt 35 --clip 1.0 --epochs 8 --max-halvings 3 --min-improvement 0.003 "
+            "--lr 0.002 --batch-size 32 --bptt 35 --clip 1.0 --epochs 8 --max-halvings 3 --min-improvement 0.003 "
             "--bf16 --seed 1 --threads 1"),
     "ffnn5": ("FFNN 5-gram d=50 h=200, softmax",
               "--model ffnn --order 5 -d 50 --hidden 200 --dropout 0.2 --objective softmax --optimizer adam --lr 0.002 "

@@ -11,12 +11,9 @@ import torch
 from sampledlm import runs
 from sampledlm.errors import UserError
 from sampledlm.models import model_spec
-from sampledlm.objectives import make_objective
 from sampledlm.objectives.base import OutputObjective
-from sampledlm.textio import atomic_write
-from sampledlm.train import (RecurrentData, Trainer, TrainingInterrupted, TrainOptions, clip_gradients,
-                             make_optimizers, new_run, resume_run)
-from sampledlm.vocab import Vocab
+from sampledlm.train import (RecurrentData, Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
+                             resume_run)
 
 WORDS = "the a cat dog sat ran on under mat log big small red".split()
 
