@@ -17,7 +17,8 @@ O(active pairs), never O(V).
   kept with probability alpha by a counter-based hash of (seed, epoch, stream position, w), so the
   subsample does not depend on how the vocabulary is sharded. Negatives of words outside W(h)
   only move u_w; they are applied once per block at their expected value alpha * count *
-  sigmoid(u_w) (a Rao-Blackwellised form of the same subsample, O(V) per block).
+  sigmoid(u_w) (a Rao-Blackwellised form of the same subsample, O(V) per block). As in the
+  softmax kernel, theta moves after every position and u once per block.
 - :func:`eval_sums`: per position, the log numerator and the normaliser over the owned words:
   softmax ``(a_y, sum_w exp a_w)``; binary (eq. 8) ``(log sigmoid a_y, sum_w sigmoid a_w)``.
 
@@ -182,6 +183,7 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
+    ug = np.zeros(V)  # accumulated u-gradient of the block's own (touched or target) examples
     seen = np.zeros(V, np.int64)  # positions of this block that gave w its own (touched) example
     stamp = np.full(V, -1, np.int64)
     touched = np.empty(V, np.int64)
@@ -202,19 +204,21 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
             else:
                 grad[w] = 0.0
         if stamp[t] != idx and owned[t]:  # a positive with no active feature: only its bias learns
-            _step(u, t, _sigmoid(u[t]) - 1.0, lr, 0.0, uhist)
+            ug[t] += _sigmoid(u[t]) - 1.0
             seen[t] += 1
         _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist)
         for i in range(nt):
             w = touched[i]
-            if grad[w] != 0.0:
-                _step(u, w, grad[w], lr, 0.0, uhist)
+            ug[w] += grad[w]
         nb += 1
         if nb == block or idx == n - 1:
             for w in range(V):
                 m = nb - seen[w]
-                if owned[w] and m > 0:
-                    _step(u, w, alpha * m * _sigmoid(u[w]), lr, 0.0, uhist)
+                if owned[w]:
+                    g = ug[w] + (alpha * m * _sigmoid(u[w]) if m > 0 else 0.0)
+                    if g != 0.0:
+                        _step(u, w, g, lr, 0.0, uhist)
+                ug[w] = 0.0
                 seen[w] = 0
             nb = 0
 
