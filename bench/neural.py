@@ -63,7 +63,7 @@ def machine() -> dict:
 
 
 # --- 1. profile ------------------------------------------------------------------------------
-def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200) -> dict:
+def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200, bf16=False) -> dict:
     """Time each part of a full-softmax SGD step of the feed-forward model (same work as a real step)."""
     from sampledlm.models import FFNN
     from sampledlm.objectives import make_objective
@@ -81,10 +81,12 @@ def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200) -> dict:
     keys = list(parts)
     for i in range(steps + 3):
         t = [time.perf_counter()]
-        ctx = model(hist)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            ctx = model(hist)
         ctx_leaf = ctx.detach().requires_grad_(True)
         t.append(time.perf_counter())
-        loss = obj(model, ctx_leaf, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = obj(model, ctx_leaf, y)
         t.append(time.perf_counter())
         g = torch.autograd.grad(loss, [ctx_leaf] + out_params)
         for p, gp in zip(out_params, g[1:]):
@@ -101,7 +103,7 @@ def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200) -> dict:
             for k, a, b in zip(keys, t, t[1:]):
                 parts[k] += b - a
     total = sum(parts.values())
-    return {"model": f"FFNN n={order} d={d} h={h} V={V}", "batch": batch, "steps": steps,
+    return {"model": f"FFNN n={order} d={d} h={h} V={V}", "batch": batch, "steps": steps, "bf16": bf16,
             "tokens_per_s": batch * steps / total, "step_ms": 1000 * total / steps,
             "parts_ms": {k: 1000 * v / steps for k, v in parts.items()},
             "output_share": (parts[keys[1]] + parts[keys[2]] + parts[keys[4]]) / total}
@@ -243,7 +245,7 @@ def acceptance(args, meta) -> list[dict]:
 TARGETS = {"ffnn3": (155, 135), "gru": (130, None), "ffnn5": (None, None)}
 
 
-def write_report(meta, prof, gru, acc, args, kill=None) -> None:
+def write_report(meta, prof, gru, acc, args, kill=None, prof_bf16=None) -> None:
     cmd = "python bench/neural.py " + " ".join(sys.argv[1:])
     L = ["# Neural LMs: PTB acceptance runs and full-softmax cost", "",
          f"Machine: {meta['cpu']}, {meta['cores']} cores (shared with other engineers' jobs; load average "
@@ -279,7 +281,10 @@ def write_report(meta, prof, gru, acc, args, kill=None) -> None:
     L += [f"| {k} | {v:.2f} | {100 * v / tot:.1f}% |" for k, v in prof["parts_ms"].items()]
     L += ["", f"The output layer (its forward pass over all V words, its backward pass and its update) takes "
           f"**{100 * prof['output_share']:.0f}%** of the step: that is the part the sampled objectives remove.", "",
-          f"{gru['model']}, batch {gru['batch']}: {gru['tokens_per_s']:.0f} tokens/s; output layer forward+backward "
+          f"With `--bf16` (forward pass under bfloat16 autocast, AVX512-BF16): **{prof_bf16['tokens_per_s']:.0f} "
+          f"tokens/s** ({prof_bf16['step_ms']:.1f} ms/step), output layer {100 * prof_bf16['output_share']:.0f}% of "
+          "the step.", "",
+          f"{gru['model']}, batch {gru['batch']} (float32): {gru['tokens_per_s']:.0f} tokens/s; output layer forward+backward "
           f"{100 * gru['output_share_fwd_bwd']:.0f}% of the step.", "",
           "The profile splits one ordinary step at the hidden/output boundary (the hidden state is detached, the "
           "output layer's gradients taken with `torch.autograd.grad`, then the hidden layers' backward run from "
@@ -295,7 +300,8 @@ def write_report(meta, prof, gru, acc, args, kill=None) -> None:
     with open(os.path.join(RESULTS, "neural.md"), "w") as f:
         f.write("\n".join(L))
     with open(os.path.join(RESULTS, "neural.json"), "w") as f:
-        json.dump({"machine": meta, "command": cmd, "profile": prof, "gru_throughput": gru, "runs": acc,
+        json.dump({"machine": meta, "command": cmd, "profile": prof, "profile_bf16": prof_bf16, "gru_throughput": gru,
+                   "runs": acc,
                    "kill9_resume": kill}, f, indent=2)
 
 
@@ -311,6 +317,7 @@ def main() -> None:
     os.makedirs(RESULTS, exist_ok=True)
     meta = machine()
     prof = profile_ffnn(steps=10 if args.quick else 30)
+    prof_bf16 = profile_ffnn(steps=10 if args.quick else 30, bf16=True)
     gru = throughput_gru(steps=3 if args.quick else 10)
     acc = []
     kill = kill9_resume(args.ptb, os.path.join(args.runs_dir, "kill9")) if os.path.isdir(args.ptb) else None
@@ -318,7 +325,7 @@ def main() -> None:
         if not os.path.isdir(args.ptb):
             raise SystemExit(f"PTB not found at {args.ptb} (pass --ptb DIR)")
         acc = acceptance(args, meta)
-    write_report(meta, prof, gru, acc, args, kill)
+    write_report(meta, prof, gru, acc, args, kill, prof_bf16)
     print(os.path.join(RESULTS, "neural.md"))
 
 
