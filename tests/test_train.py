@@ -208,3 +208,18 @@ def test_resume_with_fewer_epochs_stops_and_finalizes(corpus):
     st = r.train()
     assert st.finalized and len(st.metrics) == 1
     assert runs.load_tensors(str(corpus / "f" / "model.safetensors"))[1]["finalized"] == "true"
+
+
+@pytest.mark.parametrize("objective,options", [("neg", {"samples": 5}), ("binary", {"neg_rate": 0.3})])
+def test_resume_is_exact_with_sampled_objectives(corpus, objective, options):
+    """Sparse output gradients, SparseAdam and the objectives' own randomness survive an interrupt."""
+    config, vocab = config_for(corpus, optimizer="adam", lr=0.01, epochs=2)
+    config["objective"] = {"name": objective, "options": options}
+    new_run(str(corpus / "a"), config, vocab).train()
+    t = new_run(str(corpus / "b"), config, vocab)
+    t.interrupt_at_step = t.data.num_batches() + 2
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    resume_run(str(corpus / "b")).train()
+    (wa, ma), (wb, mb) = final_numbers(corpus / "a"), final_numbers(corpus / "b")
+    assert ma == mb and all(torch.equal(wa[k], wb[k]) for k in wa)
