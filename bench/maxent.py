@@ -116,6 +116,8 @@ def plan(args) -> list[dict]:
     runs.append({**base, "name": "binary MELM, Feat-II", "objective": "binary", "alpha": 1.0, "features": "feat-ii",
                  "epochs": args.feat2_epochs})
     runs += [binary_curve(a) for a in (0.05, 0.02)]
+    runs.append({**base, "name": f"binary MELM, Feat-II, up to {args.feat2_long_epochs} epochs", "objective": "binary",
+                 "alpha": 1.0, "features": "feat-ii", "epochs": args.feat2_long_epochs})
     for obj, label in (("binary", "binary"), ("softmax", "standard")):  # the paper's standard MELM is L2-regularised
         runs.append({**base, "name": f"{label} MELM, Feat-I, L2 {args.l2:g}", "objective": obj, "alpha": 1.0,
                      "features": "feat-i", "l2": args.l2, "lr": args.lr if obj == "binary" else args.softmax_lr})
@@ -203,6 +205,7 @@ def main() -> None:
     ap.add_argument("--speed-epochs", type=int, default=1)
     ap.add_argument("--curve-epochs", type=int, default=3)
     ap.add_argument("--feat2-epochs", type=int, default=5)
+    ap.add_argument("--feat2-long-epochs", type=int, default=12)
     ap.add_argument("--l2", type=float, default=0.5, help="L2 strength of the regularised Feat-I runs.")
     ap.add_argument("--resume", action="store_true", help="Keep the runs already in docs/results/maxent.json.")
     ap.add_argument("--lr", type=float, default=1.0)
