@@ -121,6 +121,9 @@ def plan(args) -> list[dict]:
     for obj, label in (("binary", "binary"), ("softmax", "standard")):  # the paper's standard MELM is L2-regularised
         runs.append({**base, "name": f"{label} MELM, Feat-I, L2 {args.l2:g}", "objective": obj, "alpha": 1.0,
                      "features": "feat-i", "l2": args.l2, "lr": args.lr if obj == "binary" else args.softmax_lr})
+    for a in (0.01, 0.1):  # the subsampled binary models trained as long as the main one (alpha 1: "binary MELM, Feat-I")
+        runs.append({**base, "name": f"binary MELM, Feat-I, alpha {a:g}, up to {args.epochs} epochs", "objective": "binary",
+                     "alpha": a, "features": "feat-i", "long_curve": True})
     if args.quick:
         runs = [r for r in runs if r["name"] in ("binary MELM, Feat-I", "standard MELM, Feat-I") or r.get("speed")]
     return runs
