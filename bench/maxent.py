@@ -56,7 +56,7 @@ def worker(spec: dict) -> dict:
     rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     tr = model.info["training"]
     return {**spec, "valid_ppl": model.perplexity(ids["valid"]), "test_ppl": model.perplexity(ids["test"]),
-            "features": model.features.pair_counts(), "epochs_run": len(tr["epochs"]) - 1,
+            "features": model.features.pair_counts(), "feature_counts": model.features.pair_counts(), "epochs_run": len(tr["epochs"]) - 1,
             "epoch_log": tr["epochs"], "wall_s": wall, "peak_rss_mb": rss / 1024, "weights_checksum": theta_sum}
 
 
@@ -129,20 +129,36 @@ def plan(args) -> list[dict]:
     return runs
 
 
-def plot(rows: list[dict], path: str, args) -> None:
+def feat_i(r: dict) -> bool:
+    f = r.get("features")  # the spec name, or (older rows) the feature counts
+    return f == "feat-i" or (isinstance(f, dict) and "skip-bigram" not in f)
+
+
+def plot(rows: list[dict], path: str, args, kn: dict | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for obj, label, mark in (("binary", f"binary MELM, negatives at rate alpha ({args.curve_epochs} epochs)", "o-"),
-                             ("softmax", f"standard MELM, fraction alpha of the data (<= {args.epochs} epochs)", "s--")):
-        pts = sorted((r["alpha"], r["test_ppl"]) for r in rows
-                     if r.get("objective") == obj and r.get("features") == "feat-i" and "test_ppl" in r
-                     and not r.get("l2") and (r.get("curve") or (obj == "softmax" and r["alpha"] == 1.0)))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+
+    def points(keep):
+        return sorted((r["alpha"], r["test_ppl"]) for r in rows if "test_ppl" in r and feat_i(r)
+                      and not r.get("l2") and not r.get("speed") and keep(r))
+
+    series = [
+        (f"binary MELM, negatives at rate alpha, {args.curve_epochs} epochs", "o-",
+         points(lambda r: r["objective"] == "binary" and r.get("curve"))),
+        (f"binary MELM, negatives at rate alpha, <= {args.epochs} epochs", "o-",
+         points(lambda r: r["objective"] == "binary" and (r.get("long_curve") or r["name"] == "binary MELM, Feat-I"))),
+        (f"standard MELM, fraction alpha of the data, <= {args.epochs} epochs", "s--",
+         points(lambda r: r["objective"] == "softmax" and (r.get("curve") or r["alpha"] == 1.0))),
+    ]
+    for label, mark, pts in series:
         if pts:
             ax.plot([100 * a for a, _ in pts], [p for _, p in pts], mark, label=label)
+    if kn:
+        ax.axhline(kn["test_ppl"], color="gray", lw=0.8, ls=":", label="KN3 (ours)")
     ax.set_xscale("log")
     ax.set_xlabel("alpha (% of negatives / of training positions)")
     ax.set_ylabel("PTB test perplexity")
@@ -185,7 +201,8 @@ def markdown(rows: list[dict], kn: dict | None, args) -> str:
         if "test_ppl" not in r:
             out.append(f"| {r['name']} | | | | failed: {r.get('error')} | | | |")
             continue
-        feats = r["features"]["total"] if isinstance(r["features"], dict) else r["features"]
+        counts = r.get("feature_counts") or r["features"]
+        feats = counts["total"]
         out.append(f"| {r['name']} | {feats:,} | {r['epochs_run']} | {r['valid_ppl']:.2f} | {r['test_ppl']:.2f} | "
                    f"{100 * (r['test_ppl'] / ref - 1):+.1f}% | {r['wall_s']:.0f} | {r['peak_rss_mb']:.0f} |")
     out.append("")
@@ -239,7 +256,7 @@ def main() -> None:
         rows.append(run_child(spec))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "epoch_log"}), file=sys.stderr, flush=True)
         body = markdown(rows, kn, args)
-        plot(rows, os.path.join(RESULTS, "maxent.png"), args)
+        plot(rows, os.path.join(RESULTS, "maxent.png"), args, kn)
         write_results("maxent", "Maximum-entropy LMs on PTB: binary vs standard MELM", meta,
                       {"kn3": kn, "runs": rows}, body + "\n\n![subsampling curve](maxent.png)\n")
 
