@@ -42,7 +42,7 @@ RUNS = {
             "--bf16 --seed 1 --threads 1"),
     "ffnn5": ("FFNN 5-gram d=50 h=200, softmax",
               "--model ffnn --order 5 -d 50 --hidden 200 --dropout 0.2 --objective softmax --optimizer adam --lr 0.002 "
-              "--batch-size 256 --epochs 12 --max-halvings 3 --min-improvement 0.003 --bf16 --seed 1 --threads 1"),
+              "--batch-size 256 --epochs 6 --max-halvings 3 --min-improvement 0.003 --bf16 --seed 1 --threads 1"),
 }
 
 
