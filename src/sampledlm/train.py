@@ -449,6 +449,7 @@ def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
     opts.check()
     torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
     model, objective = runs.build_from_config(config, vocab)
+    objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
     train_ids, valid_ids = _load_streams(config, vocab)
     if len(train_ids) == 0 or len(valid_ids) == 0:
         raise UserError(f"{config['data']['train'] if len(train_ids) == 0 else config['data']['valid']}: no sentences")
