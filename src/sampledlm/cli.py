@@ -138,6 +138,7 @@ def _register_commands() -> None:
     from .ngram.cli import ngram; cli.add_command(ngram)  # noqa: E702
     from .neural_cli import eval_cmd, train; cli.add_command(train); cli.add_command(eval_cmd)  # noqa: E702
     from .maxent.cli import maxent; cli.add_command(maxent)  # noqa: E702
+    from .bench_cli import bench; cli.add_command(bench)  # noqa: E702
 
 
 _register_commands()

@@ -1,0 +1,47 @@
+"""`sampledlm bench`: the framework (list, errors) and each synthetic experiment's --quick run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from sampledlm.cli import cli
+from sampledlm.experiments import EXPERIMENTS
+
+
+def bench(*args):
+    return CliRunner().invoke(cli, ["bench", *args])
+
+
+def test_list_and_unknown():
+    r = bench("--list")
+    assert r.exit_code == 0 and all(name in r.output for name in EXPERIMENTS)
+    r = bench("nope")
+    assert r.exit_code != 0 and "available" in str(r.exception)
+
+
+def test_bad_data_dir(tmp_path):
+    r = bench("css-estimates", "--quick", "--data", str(tmp_path), "--out", str(tmp_path))
+    assert r.exit_code != 0 and "train.txt" in str(r.exception)
+
+
+def run_quick(name, tmp_path):
+    r = bench(name, "--quick", "--out", str(tmp_path))
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    for ext in ("md", "json", "png"):
+        assert (tmp_path / f"{name}.{ext}").stat().st_size > 0
+    page = json.loads((tmp_path / f"{name}.json").read_text())
+    assert {"meta", "data"} <= set(page) and page["meta"]["command"].startswith(f"sampledlm bench {name} --quick")
+    assert "Against the paper" in (tmp_path / f"{name}.md").read_text()
+    return page["data"]
+
+
+def test_css_estimates(tmp_path):
+    data = run_quick("css-estimates", tmp_path)
+    by = {(r["method"], r["samples"]): r for r in data["stats"]}
+    for S in data["setup"]["samples"]:
+        assert by[("css-is", S)]["mean_abs_error"] * 10 < by[("is", S)]["mean_abs_error"]
+        assert by[("css-bernoulli", S)]["mean_abs_error"] * 10 < by[("is", S)]["mean_abs_error"]
+        assert by[("css-is", S)]["share_above_1"] == 0 and by[("is", S)]["share_above_1"] > 0.2
