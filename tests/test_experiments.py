@@ -45,3 +45,23 @@ def test_css_estimates(tmp_path):
         assert by[("css-is", S)]["mean_abs_error"] * 10 < by[("is", S)]["mean_abs_error"]
         assert by[("css-bernoulli", S)]["mean_abs_error"] * 10 < by[("is", S)]["mean_abs_error"]
         assert by[("css-is", S)]["share_above_1"] == 0 and by[("is", S)]["share_above_1"] > 0.2
+
+
+def test_css_softmax_regression(tmp_path):
+    data = run_quick("css-softmax-regression", tmp_path)
+    exact = [v for _, v in data["methods"]["exact softmax"]["curve"]]
+    assert exact[-1] > exact[0] + 3 and exact[-1] > data["true_model_ll"]
+    for m in ("CSS-IS", "CSS-Bernoulli"):
+        assert data["methods"][m]["final"] > exact[-1] - 0.5
+    assert 0.3 < data["setup"]["bernoulli_power"] < 1.0
+
+
+def test_scaling(tmp_path):
+    data = run_quick("scaling", tmp_path)
+    names = {r["objective"] for r in data["rows"]}
+    assert names == set(__import__("sampledlm.objectives", fromlist=["x"]).OBJECTIVES)
+    big = max(data["setup"]["sizes"])
+    for r in data["rows"]:
+        assert r["tokens_per_s"] > 0
+        if r["V"] == big and r["objective"] != "softmax":
+            assert r["fraction_of_softmax_cost"] < 0.5
