@@ -232,6 +232,11 @@ def acceptance(rows: list[dict], ref: float) -> list[str]:
         d = rel(low["test_ppl"], b1["test_ppl"])
         out.append(f"- the same, trained as long as the main run: {d:+.1f} % ({low['test_ppl']:.2f} vs "
                    f"{b1['test_ppl']:.2f}): {'met' if d <= 2 else 'NOT met'}")
+    var = next((r for r in by.values() if r.get("neg_subset") == "variable" and r["alpha"] == 0.01), None)
+    if b1 and var:
+        d = rel(var["test_ppl"], b1["test_ppl"])
+        out.append(f"- the same with new negatives every epoch (variable): {d:+.1f} % ({var['test_ppl']:.2f} vs "
+                   f"{b1['test_ppl']:.2f}): {'met' if d <= 2 else 'NOT met'}")
     return out
 
 

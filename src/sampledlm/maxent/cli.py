@@ -35,8 +35,9 @@ def maxent():
               help="binary: independent logistic classifiers (renormalised, eq. 8). softmax: standard MELM.")
 @click.option("--neg-rate", "alpha", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
               help="binary: fraction alpha of negatives kept. softmax: fraction of training positions used.")
-@click.option("--neg-subset", type=click.Choice(["fixed", "variable"]), default="fixed", show_default=True,
-              help="binary: keep the same negatives every epoch (the paper's MELM runs) or draw new ones.")
+@click.option("--neg-subset", type=click.Choice(["fixed", "variable"]), default="variable", show_default=True,
+              help="binary: draw new negatives every epoch, or keep the same ones (the paper's MELM runs; worse on "
+                   "PTB at small rates, see docs/results/maxent.md).")
 @click.option("--lr", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True, help="Initial learning rate.")
 @click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad", show_default=True,
               help="adagrad: per-weight steps lr g / sqrt(1 + sum g^2). sgd: plain SGD (the paper: lr 0.1).")

@@ -38,7 +38,7 @@ class TrainConfig:
     seed: int = 1
     block: int = 32  # positions per update of the dense unigram weights
     adagrad: bool = True  # per-parameter step sizes (False: plain SGD, as in the paper)
-    fixed_negatives: bool = True  # binary: the same negative subset every epoch (the paper's MELM runs)
+    fixed_negatives: bool = False  # binary: True keeps the same negative subset every epoch (the paper's MELM runs)
 
 
 def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:
