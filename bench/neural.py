@@ -150,6 +150,7 @@ def kill9_resume(ptb: str, work: str) -> dict:
     import signal
 
     from sampledlm import runs
+    from sampledlm.errors import UserError
 
     os.makedirs(work, exist_ok=True)
     small = {}
@@ -168,7 +169,10 @@ def kill9_resume(ptb: str, work: str) -> dict:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     killed_at = None
     while proc.poll() is None:
-        st = run_state(b) if os.path.exists(os.path.join(b, "checkpoint.json")) else None
+        try:  # the trainer may be replacing its checkpoint right now: then look again
+            st = run_state(b) if os.path.exists(os.path.join(b, "checkpoint.json")) else None
+        except UserError:
+            st = None
         if st and st["epoch"] == 1 and st["batch"] > 0:
             proc.send_signal(signal.SIGKILL)
             killed_at = st["step"]
@@ -266,7 +270,9 @@ def write_report(meta, prof, gru, acc, args, kill=None, prof_bf16=None) -> None:
         for r in acc:
             t_alone, t_int = TARGETS.get(r["name"], (None, None))
             ok = lambda v, t: "" if t is None else (f"<= {t} {'met' if v <= t else 'NOT met'}")  # noqa: E731
-            L.append(f"| {r['title']} | {r['epochs']}{'' if r['finished'] else ' (unfinished)'} | {r['test_ppl']:.1f} | "
+            vp = [m["valid_ppl"] for m in r["metrics"]]
+            capped = " (stopped by the epoch cap, valid ppl still improving)" if vp and vp[-1] == min(vp) else ""
+            L.append(f"| {r['title']} | {r['epochs']}{'' if r['finished'] else ' (unfinished)'}{capped} | {r['test_ppl']:.1f} | "
                      f"{ok(r['test_ppl'], t_alone)} | {r['interp_ppl']:.1f} (w={r['weight']:.2f}) | {ok(r['interp_ppl'], t_int)} | "
                      f"{r['train_hours'] * 60:.0f} min |")
         L += ["", f"Our modified Kneser-Ney trigram alone: test ppl {acc[0]['kn3_ppl']:.1f}. "
