@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -33,6 +32,8 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import REPO, RESULTS, stamp, write_results  # noqa: E402
+
+from sampledlm.experiments.scaling import interleaved as scaling_interleaved  # noqa: E402
 
 from sampledlm.models.output import OutputLayer  # noqa: E402
 from sampledlm.objectives import make_objective  # noqa: E402
@@ -84,18 +85,9 @@ def zipf_counts(V: int) -> np.ndarray:
 
 
 def interleaved(steps: dict, rounds: int, warmup: int = 3) -> dict:
-    """Median seconds per step of each ``steps[key]`` (and the number timed), timed in interleaved
-    rounds (one step of each per round) so that load from other processes spreads evenly."""
-    for step in steps.values():
-        for _ in range(warmup):
-            step()  # sampler tables, allocator, first sparse update
-    times: dict = {k: [] for k in steps}
-    for _ in range(rounds):
-        for key, step in steps.items():
-            t0 = time.perf_counter()
-            step()
-            times[key].append(time.perf_counter() - t0)
-    return {k: (statistics.median(v), len(v)) for k, v in times.items()}
+    """``{key: (median seconds per step, steps timed)}``, timed in interleaved rounds (one step of each
+    per round) so that load from other processes spreads evenly: the loop of ``sampledlm bench scaling``."""
+    return {k: (sec, rounds) for k, sec in scaling_interleaved(steps, rounds, warmup).items()}
 
 
 def synthetic(sizes: list[int], quick: bool) -> list[dict]:
