@@ -296,14 +296,17 @@ class Trainer:
             if n == 0:
                 return 0.0, 0
             loss = objective(model, ctx, targets)
+        loss_value = float(loss.detach())
+        if not math.isfinite(loss_value):
+            return loss_value, n  # nothing applied: no NaN/inf ever reaches the weights; the caller stops
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=True)
         loss.backward()
-        if self.opts.clip > 0:
-            clip_gradients(self.params, self.opts.clip)
+        if self.opts.clip > 0 and not math.isfinite(clip_gradients(self.params, self.opts.clip)):
+            return float("nan"), n  # a non-finite gradient: skip the update, the caller stops
         for opt in self.optimizers:
             opt.step()
-        return float(loss.detach()), n
+        return loss_value, n
 
     def valid_perplexity(self) -> float:
         eb = self.opts.eval_batch
@@ -327,7 +330,8 @@ class Trainer:
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
                         if not math.isfinite(loss):
                             raise UserError(f"training diverged at epoch {st.epoch + 1}, step {st.step + 1} "
-                                            f"(loss {loss}); try a smaller --lr or --clip")
+                                            f"(loss {loss}); the weights were left as they were and the last "
+                                            f"checkpoint in {self.run_dir} is intact; try a smaller --lr or --clip")
                         st.batch += 1
                         st.step += 1
                         st.loss_sum += loss * n

@@ -1,0 +1,55 @@
+"""A diverging step (its known failure with importance sampling) never writes NaN or inf into the weights."""
+
+import os
+
+import pytest
+import torch
+
+from sampledlm.errors import UserError
+from sampledlm.models import build_model
+from sampledlm.objectives.softmax import SoftmaxObjective
+from sampledlm.train import Trainer, TrainOptions
+from test_train import config_for, corpus  # noqa: F401  (fixture)
+
+
+class DivergesAtStep(SoftmaxObjective):
+    """The exact softmax loss, but infinite (or with an infinite gradient) from call ``at`` on."""
+
+    def __init__(self, at: int, how: str):
+        super().__init__()
+        self.at, self.how, self.calls = at, how, 0
+
+    def forward(self, scorer, ctx, targets):
+        self.calls += 1
+        loss = super().forward(scorer, ctx, targets)
+        if self.calls < self.at:
+            return loss
+        if self.how == "loss":
+            return loss * float("inf")
+        return loss + torch.sqrt((ctx * 0).sum().abs())  # adds 0 to the loss, but its gradient is not finite
+
+
+@pytest.mark.parametrize("how,clip", [("loss", 0.0), ("grad", 1.0)])
+def test_divergence_stops_with_finite_untouched_weights(corpus, how, clip):  # noqa: F811
+    from sampledlm.corpus import load_ids
+
+    config, vocab = config_for(corpus)
+    model = build_model(config["model"], len(vocab))
+    ids = load_ids(str(corpus / "train.txt"), vocab, cache=False)
+    os.makedirs(corpus / "div")
+    opts = TrainOptions(lr=0.1, batch_size=8, epochs=1, clip=clip)
+    trainer = Trainer(str(corpus / "div"), model, DivergesAtStep(3, how), ids, ids[:40], opts)
+    snapshots = []
+    real_step = trainer.step
+
+    def step(batch):
+        snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return real_step(batch)
+
+    trainer.step = step
+    with pytest.raises(UserError, match="diverged.*intact"):
+        trainer.train()
+    after = model.state_dict()
+    assert all(torch.isfinite(v).all() for v in after.values())
+    assert all(torch.equal(after[k], snapshots[-1][k]) for k in after)  # the diverging step applied nothing
+    assert not all(torch.equal(after[k], snapshots[0][k]) for k in after)  # the good steps did train
