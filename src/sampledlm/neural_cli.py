@@ -13,7 +13,7 @@ from .cli import CONTEXT, text_options
 from .errors import UserError
 
 #: objective flags -> make_objective keyword (passed only when the user gave them)
-OBJECTIVE_FLAGS = ("samples", "noise_power", "neg_rate", "neg_subset", "margin", "sample_mode", "sampler", "learn_norm",
+OBJECTIVE_FLAGS = ("samples", "noise_power", "neg_rate", "neg_subset", "neg_groups", "margin", "sample_mode", "sampler", "learn_norm",
                    "exclude_true")
 RESUME_OVERRIDES = ("epochs", "max_halvings")
 
@@ -46,6 +46,8 @@ def _echo(msg: str) -> None:
 @click.option("--noise-power", type=float, default=None, help="Objective option: noise = unigram^power.")
 @click.option("--neg-rate", type=float, default=None, help="Objective option: share alpha of negatives kept (binary).")
 @click.option("--neg-subset", default=None, help="Objective option: fixed or variable negative subsets (binary).")
+@click.option("--neg-groups", type=click.IntRange(min=1), default=None,
+              help="Objective option: negative subsets drawn per mini-batch, example i uses subset i mod G (binary, variable) [8].")
 @click.option("--margin", type=float, default=None, help="Objective option: ranking margin.")
 @click.option("--sample-mode", default=None, help="Objective option: how candidates are drawn / shared.")
 @click.option("--sampler", default=None, help="Objective option: how noise words are drawn (e.g. alias).")
