@@ -2,7 +2,6 @@
 
 import json
 import math
-import random
 import shutil
 
 import numpy as np
@@ -17,14 +16,7 @@ from sampledlm.evaluate import (em_weight, interpolate, perplexity, score_senten
 from sampledlm.models import FFNN, RNNLM
 from sampledlm.objectives import make_objective
 
-WORDS = "the a cat dog sat ran on under mat log big small red".split()
-
-
-def write_corpus(path, n, seed):
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for _ in range(n):
-            f.write(" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 8))) + "\n")
+from test_train import WORDS, write_corpus  # noqa: F401  (one synthetic corpus for the trainer's tests)
 
 
 def run_cli(args, capsys):
