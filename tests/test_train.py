@@ -223,3 +223,40 @@ def test_resume_is_exact_with_sampled_objectives(corpus, objective, options):
     resume_run(str(corpus / "b")).train()
     (wa, ma), (wb, mb) = final_numbers(corpus / "a"), final_numbers(corpus / "b")
     assert ma == mb and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.mark.parametrize("model", ["ffnn", "gru"])
+def test_train_eval_records_exact_training_perplexity(corpus, model):
+    from sampledlm.corpus import load_ids
+    from sampledlm.evaluate import perplexity
+
+    config, vocab = config_for(corpus, model, epochs=2, train_eval=50)
+    st = new_run(str(corpus / "te"), config, vocab).train()
+    assert all(m["train_ppl"] > 1 for m in st.metrics) and len(st.metrics) == 2
+    # the figure is the exact perplexity of the training prefix under the weights at the epoch's end
+    m, obj, _, _ = runs.load_run(str(corpus / "te"))
+    ids = load_ids(str(corpus / "train.txt"), vocab, cache=False)
+    best = min(st.metrics, key=lambda r: r["valid_ppl"])
+    assert best["train_ppl"] == pytest.approx(perplexity(m, obj, ids[:50]), rel=1e-5)
+
+
+def test_data_fraction_fixed_and_variable_shares():
+    from sampledlm.train import FeedForwardData
+
+    ids = np.arange(1, 1001, dtype=np.int32) % 50
+    full = FeedForwardData(ids, 3, 50, 10, seed=3)
+    assert sorted(full.order_of(0)) == list(range(1000))
+    fixed = FeedForwardData(ids, 3, 50, 10, seed=3, fraction=0.1, fixed=True)
+    var = FeedForwardData(ids, 3, 50, 10, seed=3, fraction=0.1)
+    assert fixed.num_batches() == var.num_batches() == 10
+    f0, f1 = fixed.order_of(0), fixed.order_of(1)
+    assert len(f0) == 100 and set(f0) == set(f1) and list(f0) != list(f1)  # same share, new order
+    v0, v1 = var.order_of(0), var.order_of(1)
+    assert len(set(v0)) == 100 and len(set(v0) & set(v1)) < 50  # a fresh share each epoch
+
+
+def test_data_fraction_is_refused_for_recurrent_models(corpus):
+    config, vocab = config_for(corpus, "gru", data_fraction=0.5)
+    with pytest.raises(UserError, match="feed-forward"):
+        new_run(str(corpus / "df"), config, vocab)
+    assert not (corpus / "df").exists()

@@ -61,8 +61,9 @@ def builtin_sentences() -> list[list[str]]:
     return sents
 
 
-def prepare(directory: str, seed: int = 1) -> DemoData:
-    """Write train/valid/test files into ``directory``, build the vocabulary and encode them."""
+def write_builtin_corpus(directory: str) -> dict[str, str]:
+    """Write the built-in corpus as ``directory/{train,valid,test}.txt`` (one sentence per line:
+    every 10th sentence to test, every 10th with offset 1 to valid); returns the three paths."""
     sents = builtin_sentences()
     split = {"train": [], "valid": [], "test": []}
     for i, s in enumerate(sents):
@@ -72,6 +73,12 @@ def prepare(directory: str, seed: int = 1) -> DemoData:
         paths[name] = os.path.join(directory, f"{name}.txt")
         with atomic_write(paths[name]) as f:
             f.write("".join(" ".join(s) + "\n" for s in ss))
+    return paths
+
+
+def prepare(directory: str, seed: int = 1) -> DemoData:
+    """Write train/valid/test files into ``directory``, build the vocabulary and encode them."""
+    paths = write_builtin_corpus(directory)
     vocab = build_vocab(paths["train"], min_count=2)
     vocab.save(os.path.join(directory, "vocab.txt"))
     ids = {k: load_ids(p, vocab, cache=False) for k, p in paths.items()}

@@ -69,13 +69,19 @@ def _echo(msg: str) -> None:
 @click.option("--eval-batch", type=click.IntRange(min=1), default=None, help="Evaluation batch [ffnn 1024 histories, rnn 1 row].")
 @click.option("--bf16", is_flag=True, help="Run the training forward pass in bfloat16 (autocast; ~2x faster on CPUs "
                                           "with AVX512-BF16). Weights, updates and evaluation stay float32.")
+@click.option("--data-fraction", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0, show_default=True,
+              metavar="ALPHA", help="ffnn: train each epoch on this random share of the training positions.")
+@click.option("--data-subset", type=click.Choice(["fixed", "variable"]), default="variable", show_default=True,
+              help="ffnn, with --data-fraction: the same share every epoch, or a fresh one.")
+@click.option("--train-eval", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="After each epoch also report the exact perplexity of the first N training tokens (0: off).")
 @click.option("--seed", type=int, default=1, show_default=True, help="One seed for all randomness.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default]; 1 is often fastest on a busy machine.")
 @text_options
 def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_count, max_size, model_type, order,
           context_size, embed_dim, hidden, direct, deep_output, layers, proj, tie, dropout, objective, optimizer, lr,
           momentum, weight_decay, clip, batch_size, bptt, epochs, max_halvings, min_improvement, checkpoint_every,
-          eval_batch, bf16, seed, threads, **objective_flags):
+          eval_batch, bf16, data_fraction, data_subset, train_eval, seed, threads, **objective_flags):
     """Train a feed-forward or recurrent neural LM into a run directory.
 
     \b
@@ -115,7 +121,8 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
                                   optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay, clip=clip,
                                   batch_size=batch_size, bptt=bptt, epochs=epochs, max_halvings=max_halvings,
                                   min_improvement=min_improvement, seed=seed, checkpoint_every=checkpoint_every,
-                                  eval_batch=eval_batch, bf16=bf16))
+                                  eval_batch=eval_batch, bf16=bf16, train_eval=train_eval,
+                                  data_fraction=data_fraction, data_subset=data_subset))
         trainer = new_run(run_dir, config["config"], config["vocab"], log=_echo)
         resume_dir = run_dir
     state = trainer.train()

@@ -77,6 +77,9 @@ class TrainOptions:
     checkpoint_every: int = 0  # steps; 0 = only at epoch ends (and on interrupt)
     eval_batch: int | None = None
     bf16: bool = False  # autocast the training forward pass to bfloat16 (weights, updates and evaluation stay float32)
+    train_eval: int = 0  # > 0: after each epoch also the exact perplexity of the first N training tokens
+    data_fraction: float = 1.0  # ffnn: train each epoch on this share of the training positions (seed 000 §3.2)
+    data_subset: str = "variable"  # "fixed": the same random share every epoch; "variable": a fresh one each epoch
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "config.json") -> "TrainOptions":
@@ -91,6 +94,8 @@ class TrainOptions:
             raise UserError(f"unknown optimizer {self.optimizer!r}: use sgd or adam")
         if self.lr <= 0 or self.batch_size < 1 or self.bptt < 1 or self.epochs < 1 or self.max_halvings < 0:
             raise UserError("--lr, --batch-size, --bptt and --epochs must be positive, --max-halvings >= 0")
+        if not 0.0 < self.data_fraction <= 1.0 or self.data_subset not in ("fixed", "variable"):
+            raise UserError("--data-fraction must lie in (0, 1] and --data-subset be fixed or variable")
 
 
 @dataclass
@@ -115,21 +120,39 @@ class TrainState:
 
 # --- data ----------------------------------------------------------------------------------
 class FeedForwardData:
-    """Shuffled n-gram mini-batches; the order of epoch e depends only on (seed, e)."""
+    """Shuffled n-gram mini-batches; the order of epoch e depends only on (seed, e).
 
-    def __init__(self, ids: np.ndarray, order: int, bos_id: int, batch_size: int, seed: int):
+    ``fraction < 1`` trains each epoch on a random share of the positions, the standard model's
+    subsampling in seed 000 (tables 4-7): ``fixed=True`` draws the share once (the same positions
+    every epoch, in a new order), otherwise a fresh share each epoch.
+    """
+
+    def __init__(self, ids: np.ndarray, order: int, bos_id: int, batch_size: int, seed: int,
+                 fraction: float = 1.0, fixed: bool = False):
         self.ids = np.asarray(ids)
         self.positions = sentence_positions(self.ids)
         self.order, self.bos_id, self.batch_size, self.seed = order, bos_id, batch_size, seed
+        self.size = max(1, round(fraction * len(self.ids))) if fraction < 1.0 else len(self.ids)
+        self.fixed = fixed
         self._perm_epoch, self._perm = None, None
 
     def num_batches(self) -> int:
-        return (len(self.ids) + self.batch_size - 1) // self.batch_size
+        return (self.size + self.batch_size - 1) // self.batch_size
+
+    def order_of(self, epoch: int) -> np.ndarray:
+        """The positions epoch ``epoch`` visits, in order."""
+        n = len(self.ids)
+        perm = np.random.default_rng([self.seed, epoch]).permutation(n)
+        if self.size == n:
+            return perm
+        if self.fixed:  # one share for the whole run, visited in an order that changes per epoch
+            share = np.random.default_rng([self.seed, 2**32 - 1]).permutation(n)[: self.size]
+            return share[np.random.default_rng([self.seed, epoch]).permutation(self.size)]
+        return perm[: self.size]
 
     def batch(self, epoch: int, b: int):
         if self._perm_epoch != epoch:
-            self._perm = np.random.default_rng([self.seed, epoch]).permutation(len(self.ids))
-            self._perm_epoch = epoch
+            self._perm, self._perm_epoch = self.order_of(epoch), epoch
         at = self._perm[b * self.batch_size : (b + 1) * self.batch_size]
         hist = ngram_histories(self.ids, self.positions, self.order, self.bos_id, at)
         return torch.from_numpy(hist), torch.from_numpy(self.ids[at].astype(np.int64))
@@ -227,12 +250,16 @@ class Trainer:
                  opts: TrainOptions, log=None):
         self.run_dir, self.model, self.objective, self.opts = run_dir, model, objective, opts
         self.valid_ids = np.asarray(valid_ids)
+        self.train_ids = np.asarray(train_ids)
         self.log = log or (lambda msg: None)
         self.recurrent = getattr(model, "kind", "") == "rnn"
         if self.recurrent:
+            if opts.data_fraction < 1.0:
+                raise UserError("--data-fraction applies to feed-forward models only")
             self.data = RecurrentData(train_ids, opts.batch_size, opts.bptt)
         else:
-            self.data = FeedForwardData(train_ids, model.order, model.num_words, opts.batch_size, opts.seed)
+            self.data = FeedForwardData(train_ids, model.order, model.num_words, opts.batch_size, opts.seed,
+                                        opts.data_fraction, opts.data_subset == "fixed")
         self.optimizers = make_optimizers(model, objective, opts)
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
         self.state = TrainState(lr=opts.lr)
@@ -363,6 +390,10 @@ class Trainer:
         st, opts = self.state, self.opts
         t0 = time.perf_counter()
         valid = self.valid_perplexity()
+        train_ppl = None
+        if opts.train_eval > 0:  # the exact training likelihood (seed 001 fig. 3), on a prefix to bound its cost
+            train_ppl = perplexity(self.model, self.objective, self.train_ids[:opts.train_eval],
+                                   batch_size=opts.eval_batch)
         st.wall_seconds += time.perf_counter() - t0
         improved = valid < st.best_valid * (1.0 - opts.min_improvement)
         if valid < st.best_valid:
@@ -373,6 +404,8 @@ class Trainer:
             "valid_ppl": valid, "lr": st.lr, "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
             "wall_s": st.wall_seconds,
         }
+        if train_ppl is not None:
+            record["train_ppl"] = train_ppl
         st.metrics.append(record)
         self.log(f"epoch {st.epoch + 1}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {st.lr:g}  "
                  f"{record['tokens_per_s']:.0f} tok/s")
@@ -423,6 +456,8 @@ def plot_learning_curve(metrics: list[dict], path: str) -> None:
     ep = [m["epoch"] for m in metrics]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(ep, [m["valid_ppl"] for m in metrics], "o-", color="C0", label="valid perplexity (exact)")
+    if all("train_ppl" in m for m in metrics):
+        ax.plot(ep, [m["train_ppl"] for m in metrics], "^:", color="C2", label="train perplexity (exact, prefix)")
     ax.set_xlabel("epoch")
     ax.set_ylabel("valid perplexity", color="C0")
     ax2 = ax.twinx()
@@ -451,6 +486,8 @@ def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
         raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
     opts = TrainOptions.from_dict(config["train"])
     opts.check()
+    if opts.data_fraction < 1.0 and config["model"]["type"] != "ffnn":
+        raise UserError("--data-fraction applies to feed-forward models only")
     torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
     model, objective = runs.build_from_config(config, vocab)
     objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own

@@ -134,3 +134,47 @@ def data_files(data_dir: str) -> dict[str, str]:
             return dict(zip(("train", "valid", "test"), paths))
     raise UserError(f"{data_dir}: expected ptb.train.txt, ptb.valid.txt, ptb.test.txt "
                     "or train.txt, valid.txt, test.txt in it")
+
+
+def default_ptb() -> str:
+    """Where the experiments look for PTB when no --data is given: ``$SAMPLEDLM_PTB``, else
+    ``../shared/data/ptb`` beside the repository holding this package (a development checkout)."""
+    repo = os.path.dirname(os.path.dirname(PACKAGE_DIR))
+    return os.environ.get("SAMPLEDLM_PTB") or os.path.join(os.path.dirname(repo), "shared", "data", "ptb")
+
+
+def lm_data(data_dir: str | None, quick: bool, scratch: str) -> tuple[dict[str, str], str]:
+    """The train/valid/test files of an experiment that trains a language model, and a label.
+
+    ``--data DIR`` wins. Otherwise ``--quick`` uses the built-in corpus (Python's pydoc topics, about
+    55k training words; written into ``scratch``), so a smoke test needs no data, and the full
+    setting uses PTB (:func:`default_ptb`); without it the full setting asks for --data.
+    """
+    if data_dir is not None:
+        return data_files(data_dir), data_dir
+    if quick:
+        from ..demo import write_builtin_corpus
+
+        os.makedirs(scratch, exist_ok=True)
+        return write_builtin_corpus(scratch), "built-in corpus (pydoc topics)"
+    ptb = default_ptb()
+    if not os.path.isdir(ptb):
+        raise UserError(f"PTB not found at {ptb}: give --data DIR (train/valid/test files), set $SAMPLEDLM_PTB, "
+                        "or use --quick (built-in corpus)")
+    return data_files(ptb), "PTB"
+
+
+def work_dir(name: str, quick: bool) -> str:
+    """Where an experiment keeps its training runs: ``$SAMPLEDLM_CACHE/bench/<name>`` (default
+    ``~/.cache/sampledlm``). Finished runs there are reused, so a full experiment can be stopped and
+    started again, or its page rebuilt, without retraining; delete the folder to start afresh.
+    ``--quick`` uses ``bench/<name>-quick``, emptied first, so a smoke test always trains."""
+    import shutil
+
+    from ..corpus import cache_dir
+
+    path = os.path.join(cache_dir(), "bench", name + ("-quick" if quick else ""))
+    if quick:
+        shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path, exist_ok=True)
+    return path
