@@ -9,9 +9,11 @@ Runs, each in its own process (so wall time and peak memory are the run's own):
 - speed-up: binary Feat-I at alpha = 5 % for a fixed number of epochs on 1 and on 2 local ranks
   (the two models must be identical).
 
-Writes docs/results/maxent.{md,json} and maxent.png; partial results are written after every run.
+Writes docs/results/maxent.{md,json} and maxent.png (or into --out); partial results are written after
+every run. The runs themselves (worker, KN3, child processes, the plot) are
+:mod:`sampledlm.experiments.melm_runs`, shared with ``sampledlm bench xu-melm``.
 
-    python bench/maxent.py [--quick] [--data ../shared/data/ptb] [--epochs 20]
+    python bench/maxent.py [--quick] [--data ../shared/data/ptb] [--out DIR] [--epochs 20]
 """
 
 from __future__ import annotations
@@ -19,84 +21,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _report import REPO, RESULTS, stamp, write_results  # noqa: E402
+from _report import REPO, RESULTS, stamp  # noqa: E402
+
+from sampledlm.errors import UserError  # noqa: E402
+from sampledlm.experiments import report  # noqa: E402
+from sampledlm.experiments.melm_runs import curve_figure, feat_i, run_child  # noqa: E402
 
 ALPHAS = (1.0, 0.1, 0.05, 0.02, 0.01)
 
 
-def worker(spec: dict) -> dict:
-    """Train and evaluate one configuration in this process; returns the measured row."""
-    import numpy as np
-
-    from sampledlm.corpus import build_vocab, load_ids
-    from sampledlm.maxent import FeatureSpec, MaxEntModel, TrainConfig
-    from sampledlm.maxent.shard import ShardJob, train_sharded
-
-    d = spec["data"]
-    vocab = build_vocab(os.path.join(d, "ptb.train.txt"))
-    ids = {k: np.asarray(load_ids(os.path.join(d, f"ptb.{k}.txt"), vocab)) for k in ("train", "valid", "test")}
-    t0 = time.perf_counter()
-    cfg = TrainConfig(objective=spec["objective"], alpha=spec["alpha"], lr=spec["lr"], epochs=spec["epochs"],
-                      min_gain=spec.get("min_gain", 0.003), l2=spec.get("l2", 0.0), seed=1,
-                      adagrad=spec.get("adagrad", True), fixed_negatives=spec.get("neg_subset", "fixed") == "fixed")
-    with tempfile.TemporaryDirectory() as tmp:
-        job = ShardJob(ids["train"], ids["valid"], vocab.counts, FeatureSpec.parse(spec["features"]), cfg,
-                       out_dir=tmp, vocab=vocab, log=True)
-        train_sharded(job, spec.get("ranks", 1))
-        wall = time.perf_counter() - t0
-        model, _ = MaxEntModel.load(tmp)
-        theta_sum = float(np.abs(model.theta).sum()) + float(np.abs(model.u).sum())
-    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    tr = model.info["training"]
-    ctx = model.context(ids["train"])
-    f = model.features
-    pairs = int((f.gptr[ctx.hfeat.astype(np.int64) + 1] - f.gptr[ctx.hfeat]).sum())
-    return {**spec, "valid_ppl": model.perplexity(ids["valid"]), "test_ppl": model.perplexity(ids["test"]),
-            "features": model.features.pair_counts(), "feature_counts": model.features.pair_counts(), "epochs_run": len(tr["epochs"]) - 1,
-            "epoch_log": tr["epochs"], "wall_s": wall, "pairs_per_position": pairs / len(ids["train"]), "peak_rss_mb": rss / 1024, "weights_checksum": theta_sum}
-
-
-def kn3(data: str) -> dict | None:
-    """Our KN3 (``sampledlm ngram``) test perplexity, or None when the command is not available."""
-    with tempfile.TemporaryDirectory() as tmp:
-        arpa = os.path.join(tmp, "kn3.arpa")
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", os.path.join(data, "ptb.train.txt"),
-                            "--order", "3", "-o", arpa], capture_output=True, text=True, cwd=REPO)
-        if r.returncode != 0:
-            print("KN3 unavailable:", r.stderr.strip()[-300:], file=sys.stderr)
-            return None
-        wall = time.perf_counter() - t0
-        out = {}
-        for split in ("valid", "test"):
-            r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "eval", arpa, "--test",
-                                os.path.join(data, f"ptb.{split}.txt"), "--json"], capture_output=True, text=True, cwd=REPO)
-            if r.returncode != 0:
-                print("KN3 eval failed:", r.stderr.strip()[-300:], file=sys.stderr)
-                return None
-            out[f"{split}_ppl"] = json.loads(r.stdout.strip().splitlines()[-1])["perplexity"]
-    return {"name": "KN3 (sampledlm ngram, modified KN)", **out, "wall_s": wall}
-
-
-def run_child(spec: dict) -> dict:
-    """Run :func:`worker` in a fresh interpreter; its stderr (epoch log) goes to ours."""
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)], stdout=subprocess.PIPE,
-                       text=True, cwd=REPO)
-    if r.returncode != 0:
-        return {**spec, "error": f"exit status {r.returncode}"}
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
 def plan(args) -> list[dict]:
     """The runs, most important first (a cut-off bench still reports the main comparisons)."""
-    base = {"data": args.data, "lr": args.lr, "epochs": args.epochs}
+    base = {"files": report.data_files(args.data), "lr": args.lr, "epochs": args.epochs}
     curve = {**base, "epochs": args.curve_epochs, "features": "feat-i", "curve": True}
 
     def binary_curve(a):
@@ -134,22 +73,12 @@ def plan(args) -> list[dict]:
     return runs
 
 
-def feat_i(r: dict) -> bool:
-    f = r.get("features")  # the spec name, or (older rows) the feature counts
-    return f == "feat-i" or (isinstance(f, dict) and "skip-bigram" not in f)
-
-
-def plot(rows: list[dict], path: str, args, kn: dict | None = None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def plot(rows: list[dict], args, kn: dict | None = None):
+    """The subsampling curves (cf. the paper's fig. 2) as a matplotlib figure."""
 
     def points(keep):
-        return sorted((r["alpha"], r["test_ppl"]) for r in rows if "test_ppl" in r and feat_i(r)
-                      and not r.get("l2") and not r.get("speed") and keep(r))
+        return [(r["alpha"], r["test_ppl"]) for r in rows if "test_ppl" in r and feat_i(r)
+                and not r.get("l2") and not r.get("speed") and keep(r)]
 
     series = [
         (f"binary MELM, negatives at rate alpha, {args.curve_epochs} epochs", "o-",
@@ -159,21 +88,8 @@ def plot(rows: list[dict], path: str, args, kn: dict | None = None) -> None:
         (f"standard MELM, fraction alpha of the data, <= {args.epochs} epochs", "s--",
          points(lambda r: r["objective"] == "softmax" and (r.get("curve") or r["alpha"] == 1.0))),
     ]
-    for label, mark, pts in series:
-        if pts:
-            ax.plot([100 * a for a, _ in pts], [p for _, p in pts], mark, label=label)
-    if kn:
-        ax.axhline(kn["test_ppl"], color="gray", lw=0.8, ls=":", label="KN3 (ours)")
-    ax.set_xscale("log")
-    ax.set_xlabel("alpha (% of negatives / of training positions)")
-    ax.set_ylabel("PTB test perplexity")
-    ax.set_title("Subsampled binary vs standard MELM, Feat-I (cf. Xu et al. fig. 2)")
-    if ax.lines:
-        ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return curve_figure(series, kn["test_ppl"] if kn else None, "Subsampled binary vs standard MELM, Feat-I "
+                        "(cf. Xu et al. fig. 2)", "PTB test perplexity")
 
 
 NOTES = """How the models were trained (all runs): SGD over shuffled positions with per-parameter AdaGrad step
@@ -271,9 +187,17 @@ def markdown(rows: list[dict], kn: dict | None, args) -> str:
     return "\n".join(out)
 
 
+def kn3(data: str) -> dict | None:
+    """Our KN3 (``sampledlm ngram``) on ``data``, or None when it failed."""
+    row = run_child({"kind": "kn3", "name": "KN3 (sampledlm ngram, modified KN)", "files": report.data_files(data)})
+    return None if "error" in row else row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(REPO), "shared", "data", "ptb"))
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(REPO), "shared", "data", "ptb"),
+                    help="Directory with ptb.{train,valid,test}.txt or {train,valid,test}.txt.")
+    ap.add_argument("--out", default=RESULTS, help="Where to write maxent.md/.json/.png.")
     ap.add_argument("--quick", action="store_true", help="Feat-I binary and standard, and the speed-up runs only.")
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--speed-epochs", type=int, default=1)
@@ -281,21 +205,19 @@ def main() -> None:
     ap.add_argument("--feat2-epochs", type=int, default=5)
     ap.add_argument("--feat2-long-epochs", type=int, default=12)
     ap.add_argument("--l2", type=float, default=0.5, help="L2 strength of the regularised Feat-I runs.")
-    ap.add_argument("--resume", action="store_true", help="Keep the runs already in docs/results/maxent.json.")
+    ap.add_argument("--resume", action="store_true", help="Keep the runs already in OUT/maxent.json.")
     ap.add_argument("--lr", type=float, default=1.0)
     ap.add_argument("--softmax-lr", type=float, default=1.0)
-    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
-        return
-    if not os.path.exists(os.path.join(args.data, "ptb.train.txt")):
-        sys.exit(f"PTB not found at {args.data}")
+    try:
+        report.data_files(args.data)
+    except UserError as e:
+        sys.exit(f"maxent: {e}")
     meta = stamp()
     done: dict[str, dict] = {}
     kn = None
-    if args.resume and os.path.exists(os.path.join(RESULTS, "maxent.json")):
-        with open(os.path.join(RESULTS, "maxent.json"), encoding="utf-8") as f:
+    if args.resume and os.path.exists(os.path.join(args.out, "maxent.json")):
+        with open(os.path.join(args.out, "maxent.json"), encoding="utf-8") as f:
             old = json.load(f)
         done = {r["name"]: r for r in old["data"]["runs"] if "test_ppl" in r}
         kn = old["data"]["kn3"]
@@ -316,9 +238,9 @@ def main() -> None:
 def write(rows: list[dict], kn: dict | None, meta: dict, args) -> None:
     """The results page, its JSON and the plot, from the runs so far."""
     body = markdown(rows, kn, args)
-    plot(rows, os.path.join(RESULTS, "maxent.png"), args, kn)
-    write_results("maxent", "Maximum-entropy LMs on PTB: binary vs standard MELM", meta,
-                  {"kn3": kn, "runs": rows}, body + "\n\n![subsampling curve](maxent.png)\n")
+    report.write_page(args.out, "maxent", "Maximum-entropy LMs on PTB: binary vs standard MELM", meta,
+                      {"kn3": kn, "runs": rows}, body + "\n\n![subsampling curve](maxent.png)\n",
+                      figure=plot(rows, args, kn))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "css-estimates": Experiment("css_estimates", "seed 001 fig. 1: p(c=1|x) by IS, CSS-IS, CSS-Bernoulli, C = 10,000"),
     "css-softmax-regression": Experiment(
         "css_softmax_regression", "seed 001 fig. 2: synthetic softmax regression, exact LL per iteration"),
+    "xu-melm": Experiment("xu_melm", "seed 000 table 1, fig. 2: KN3, standard vs binary MELM, subsampling curve",
+                          trains_lm=True),
     "scaling": Experiment("scaling", "tokens/s against V (10k-1M) for every objective, vs the full softmax"),
 }
 

@@ -1,0 +1,49 @@
+"""`sampledlm bench xu-melm --quick`: seed 000 table 1 / fig. 2 on the built-in corpus, and its run cache."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from test_experiments import run_quick
+
+from sampledlm.experiments import melm_runs, xu_melm
+
+
+def test_xu_melm_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    data = run_quick("xu-melm", tmp_path)
+    runs = {r["id"]: r for r in data["runs"]}
+    assert {"kn3", "standard", "binary", "binary-feat2", "binary-a0.01", "standard-a0.01"} <= set(runs)
+    for r in runs.values():
+        assert "error" not in r and r.get("status") != "not run", r
+        assert math.isfinite(r["test_ppl"]) and math.isfinite(r["valid_ppl"]) and r["test_ppl"] > 1, r
+        assert r["wall_s"] > 0 and r["peak_rss_mb"] > 0
+    kn, std, bi = (runs[k]["test_ppl"] for k in ("kn3", "standard", "binary"))
+    # binary and standard MELM with the same features are comparable models; both in KN3's league
+    assert 1 / 1.5 < bi / std < 1.5 and 1 / 2 < bi / kn < 2
+    # training on 1 % of the positions hurts the standard MELM far more than 1 % of the negatives hurts the binary one
+    assert runs["standard-a0.01"]["test_ppl"] / std > runs["binary-a0.01"]["test_ppl"] / bi
+    head = {h["method"]: h for h in data["headline"]}
+    assert len(head) == 5 and head["KN3 (interpolated modified Kneser-Ney)"]["relative_cost"] is None
+    assert head["standard MELM, Feat-I"]["relative_cost"] == 1.0
+    for h in data["headline"]:
+        assert isinstance(h["note"], str) and math.isfinite(h["test_ppl"])
+    # every finished run is cached under its spec's key, and a cached row is reused without training
+    spec = {k: v for k, v in runs["kn3"].items() if k not in ("valid_ppl", "test_ppl", "wall_s", "peak_rss_mb")}
+    cache = tmp_path / "cache" / "bench" / "xu-melm-quick"
+    assert json.loads((cache / f"{melm_runs.spec_key(spec)}.json").read_text())["test_ppl"] == kn
+    assert melm_runs.run_child(spec, cache=str(cache))["test_ppl"] == kn
+
+
+def test_page_with_unfinished_runs(tmp_path):
+    files = {k: str(tmp_path / f"{k}.txt") for k in ("train", "valid", "test")}
+    specs = xu_melm.plan(False, files, str(tmp_path / "vocab.txt"))
+    assert [s["alpha"] for s in specs if s["id"].startswith("standard-a")] == [0.1, 0.05, 0.02, 0.01]
+    meta = {"machine": "m", "date": "d", "commit": "c", "python": "3", "torch": "t", "torch_threads": 1, "numpy": "n",
+            "command": "sampledlm bench xu-melm"}
+    rows = {"kn3": {**specs[0], "valid_ppl": 160.0, "test_ppl": 150.0, "wall_s": 5.0, "peak_rss_mb": 100.0}}
+    data = xu_melm.write(str(tmp_path), meta, "PTB", False, specs, rows)
+    md = (tmp_path / "xu-melm.md").read_text()
+    assert "not run" in md and "Against the paper" in md and (tmp_path / "xu-melm.png").stat().st_size > 0
+    assert [h["method"] for h in data["headline"]] == ["KN3 (interpolated modified Kneser-Ney)"]
