@@ -164,17 +164,22 @@ def lm_data(data_dir: str | None, quick: bool, scratch: str) -> tuple[dict[str, 
     return data_files(ptb), "PTB"
 
 
+_EMPTIED: set[str] = set()
+
+
 def work_dir(name: str, quick: bool) -> str:
     """Where an experiment keeps its training runs: ``$SAMPLEDLM_CACHE/bench/<name>`` (default
     ``~/.cache/sampledlm``). Finished runs there are reused, so a full experiment can be stopped and
     started again, or its page rebuilt, without retraining; delete the folder to start afresh.
-    ``--quick`` uses ``bench/<name>-quick``, emptied first, so a smoke test always trains."""
+    ``--quick`` uses ``bench/<name>-quick``, emptied on its first use by a process, so a smoke test
+    trains with the code at hand (and quick experiments run in one process share their runs)."""
     import shutil
 
     from ..corpus import cache_dir
 
     path = os.path.join(cache_dir(), "bench", name + ("-quick" if quick else ""))
-    if quick:
+    if quick and path not in _EMPTIED:
         shutil.rmtree(path, ignore_errors=True)
+        _EMPTIED.add(path)
     os.makedirs(path, exist_ok=True)
     return path
