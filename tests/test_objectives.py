@@ -466,3 +466,15 @@ def test_prepare_starts_biases_at_the_log_unigram():
     out = OutputLayer(V, 3)
     make_objective("softmax", COUNTS).prepare(out)  # no-op by default
     assert torch.all(out.bias == 0)
+
+
+def test_binary_reads_files_from_before_the_fixed_subset_buffer():
+    from sampledlm.runs import load_state_into
+
+    obj = make_objective("binary", COUNTS, neg_rate=0.1)
+    old = {"calibrated": torch.tensor(True), "neg_base": torch.zeros(0, dtype=torch.bool),
+           "neg_offset": torch.zeros(0, dtype=torch.long)}
+    load_state_into(obj, old, "objective.safetensors")
+    assert bool(obj.calibrated)
+    with pytest.raises(UserError, match="unexpected"):
+        load_state_into(make_objective("binary", COUNTS), {**old, "stray": torch.zeros(1)}, "objective.safetensors")

@@ -91,6 +91,15 @@ class Binary(OutputObjective):
         self.neg_fixed = torch.rand(self.neg_groups, num_words) < self.neg_rate
         self._fixed_words = None
 
+    def upgrade_state(self, tensors: dict) -> dict:
+        """Read files from before ``neg_fixed`` (buffers ``neg_base``/``neg_offset``): inference never
+        uses the training negatives, so they are dropped and this objective's own subsets kept
+        (resuming such a fixed-subset run would continue with new subsets)."""
+        if "neg_base" in tensors or "neg_offset" in tensors:
+            tensors.pop("neg_base", None), tensors.pop("neg_offset", None)
+            tensors.setdefault("neg_fixed", self.neg_fixed)
+        return tensors
+
     def start_epoch(self, epoch: int) -> None:
         """Nothing to redraw: variable subsets are fresh every mini-batch, fixed ones never change."""
 
