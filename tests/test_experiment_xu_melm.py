@@ -30,7 +30,8 @@ def test_xu_melm_quick(tmp_path, monkeypatch):
     for h in data["headline"]:
         assert isinstance(h["note"], str) and math.isfinite(h["test_ppl"])
     # every finished run is cached under its spec's key, and a cached row is reused without training
-    spec = {k: v for k, v in runs["kn3"].items() if k not in ("valid_ppl", "test_ppl", "wall_s", "peak_rss_mb")}
+    measured = ("valid_ppl", "test_ppl", "wall_s", "peak_rss_mb", "reused")
+    spec = {k: v for k, v in runs["kn3"].items() if k not in measured}
     cache = tmp_path / "cache" / "bench" / "xu-melm-quick"
     assert json.loads((cache / f"{melm_runs.spec_key(spec)}.json").read_text())["test_ppl"] == kn
     assert melm_runs.run_child(spec, cache=str(cache))["test_ppl"] == kn
