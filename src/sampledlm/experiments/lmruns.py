@@ -102,7 +102,7 @@ def evaluate(rd: str, files: dict, arpa: str | None) -> dict:
 
 def summary(rd: str, files: dict, arpa: str | None) -> dict:
     """One table row for a finished run: exact test ppl (alone, + n-gram), epochs, time to the best
-    validation epoch, median training tokens/s, and the per-epoch curve."""
+    validation epoch, median and fastest-epoch training tokens/s, and the per-epoch curve."""
     recs = epochs(rd)
     best = min(recs, key=lambda m: m["valid_ppl"])
     ev = evaluate(rd, files, arpa)
@@ -110,6 +110,7 @@ def summary(rd: str, files: dict, arpa: str | None) -> dict:
         "epochs": len(recs), "best_epoch": best["epoch"], "valid_ppl": best["valid_ppl"], "test_ppl": ev["ppl"],
         "test_ppl_interp": ev.get("interpolated_ppl"), "interp_weight": ev.get("weight"),
         "train_s_to_best": best["wall_s"], "tokens_per_s": statistics.median(m["tokens_per_s"] for m in recs),
+        "tokens_per_s_max": max(m["tokens_per_s"] for m in recs),
         "curve": [{k: m[k] for k in ("epoch", "valid_ppl", "train_loss", "wall_s", "train_ppl") if k in m} for m in recs],
     }
 
@@ -154,3 +155,9 @@ def status_note(plan: list[Run], rows: dict, failures: dict) -> str:
     if waiting:
         out.append("Runs not finished when this page was written: " + ", ".join(waiting) + ".")
     return "\n\n".join(out)
+
+
+def relative_cost(run: dict, reference: dict) -> float:
+    """Training time per token of ``run`` relative to ``reference``, from each run's fastest epoch
+    (on a shared machine the least disturbed by other jobs; the median is in the tables)."""
+    return reference["tokens_per_s_max"] / run["tokens_per_s_max"]

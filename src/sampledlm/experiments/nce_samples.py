@@ -91,13 +91,13 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             k = r["name"].removeprefix("nce-k")
             body_rows.append([r["name"], k if k.isdigit() else "-", f"{r['test_ppl']:.2f}",
                               f"{r['test_ppl_interp']:.2f}", f"{r['epochs']} ({r['best_epoch']})",
-                              f"{r['train_s_to_best']:.0f} s", f"{r['tokens_per_s']:.0f}",
+                              f"{r['train_s_to_best']:.0f} s", f"{r['tokens_per_s']:.0f} / {r['tokens_per_s_max']:.0f}",
                               f"{PAPER[int(k)]}" if k.isdigit() and int(k) in PAPER else ""])
         headline = []
         best = min((r for r in rows.values() if r["name"].startswith("nce-")), key=lambda r: r["test_ppl"], default=None)
         if best and soft:
             headline.append({"method": f"FFNN trigram, NCE k = {best['name'].removeprefix('nce-k')}",
-                             "test_ppl": best["test_ppl"], "relative_cost": soft["tokens_per_s"] / best["tokens_per_s"],
+                             "test_ppl": best["test_ppl"], "relative_cost": lmruns.relative_cost(best, soft),
                              "note": f"+ KN3 {best['test_ppl_interp']:.1f}; {NAME}"})
         result.clear()
         result.update({"setup": {"data": label, "files": files, "quick": quick, "plan": [r.name for r in runs]},
@@ -108,7 +108,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             "unigram distribution (power 1), shared by the mini-batch, normaliser fixed to 1; the evaluation "
             "renormalises over V (exact). `+ KN3`: interpolation with our modified Kneser-Ney trigram, weight by EM "
             "on validation.", "",
-            table(["run", "k", "test ppl", "+ KN3", "epochs (best)", "train time to best", "tokens/s (median)",
+            table(["run", "k", "test ppl", "+ KN3", "epochs (best)", "train time to best", "tokens/s (median / fastest epoch)",
                    "paper (Brown)"], body_rows), "",
             f"![test perplexity against k]({NAME}.png)", "",
             lmruns.status_note(runs, rows, failures), "",
