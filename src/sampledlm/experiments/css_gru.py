@@ -16,11 +16,10 @@ exact log-likelihood per token measured after every epoch on the first 100,000 t
 from __future__ import annotations
 
 import math
-import os
 
 from . import lmruns
 from .lmruns import Run
-from .report import lm_data, pyplot, stamp, table, work_dir, write_page
+from .report import pyplot, table, write_page
 
 NAME = "css-gru"
 ALPHAS = (0.75, 1.0)
@@ -99,9 +98,8 @@ def against_paper(rows: dict, failures: dict, label: str) -> str:
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
-    meta = stamp()
-    work = work_dir("lm-runs", quick)
-    files, label = lm_data(data_dir, quick, os.path.join(work, "data"))
+    st = lmruns.setting(quick, data_dir, with_kn3=False)
+    label = st.label
     runs = plan(quick)
     result: dict = {}
     failures: dict = {}
@@ -124,7 +122,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             headline.insert(0, {"method": "GRU 128, full softmax", "test_ppl": soft["test_ppl"], "relative_cost": 1.0,
                                 "note": NAME})
         result.clear()
-        result.update({"setup": {"data": label, "files": files, "quick": quick, "plan": [r.name for r in runs]},
+        result.update({"setup": st.describe(runs),
                        "rows": list(rows.values()), "failures": failures, "headline": headline})
         body = [
             f"Data: {label}. GRU LM (seed 001 §6.2): {' '.join((QUICK_MODEL if quick else MODEL)[2:])}, training "
@@ -138,8 +136,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             lmruns.status_note(runs, rows, failures), "",
             "## Against the paper", "", against_paper(rows, failures, label),
         ]
-        write_page(out_dir, NAME, "CSS fig. 3: GRU LM, exact training log-likelihood per epoch", meta, result,
+        write_page(out_dir, NAME, "CSS fig. 3: GRU LM, exact training log-likelihood per epoch", st.meta, result,
                    "\n".join(body), figure=figure(rows))
 
-    write(lmruns.run_all(work, files, runs, None, after_each=write, failures=failures))
+    write(lmruns.run_all(st.work, st.files, runs, None, after_each=write, failures=failures))
     return result

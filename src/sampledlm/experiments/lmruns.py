@@ -27,6 +27,36 @@ import click
 from ..errors import UserError
 
 
+@dataclass
+class Setting:
+    """What every LM experiment starts from: the stamp, the run folder, the data and (optionally) KN3."""
+
+    meta: dict
+    work: str
+    files: dict
+    label: str  # the data, in words
+    quick: bool
+    arpa: str | None = None
+    kn3_ppl: float | None = None
+
+    def describe(self, plan: list["Run"]) -> dict:
+        """The ``setup`` entry of the experiment's JSON."""
+        return {"data": self.label, "files": self.files, "quick": self.quick, "plan": [r.name for r in plan]}
+
+
+def setting(quick: bool, data_dir: str | None, with_kn3: bool = True) -> Setting:
+    """Stamp the page, find the data (:func:`report.lm_data`) and train/evaluate KN3 when asked."""
+    from .report import lm_data, stamp, work_dir
+
+    meta = stamp()
+    work = work_dir("lm-runs", quick)
+    files, label = lm_data(data_dir, quick, os.path.join(work, "data"))
+    s = Setting(meta, work, files, label, quick)
+    if with_kn3:
+        s.arpa, s.kn3_ppl = kn3(work, files)
+    return s
+
+
 @dataclass(frozen=True)
 class Run:
     name: str  # label; also the prefix of the run directory

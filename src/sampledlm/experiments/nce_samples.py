@@ -10,11 +10,9 @@ scores renormalised over V), alone and interpolated with our KN3.
 
 from __future__ import annotations
 
-import os
-
 from . import lmruns
 from .lmruns import Run
-from .report import lm_data, pyplot, stamp, table, work_dir, write_page
+from .report import pyplot, table, write_page
 from .xu_nnlm import MODEL, QUICK_MODEL, QUICK_TRAIN, TRAIN, setting
 
 NAME = "nce-samples"
@@ -76,10 +74,8 @@ def against_paper(rows: dict, kn3_ppl: float, label: str) -> str:
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
-    meta = stamp()
-    work = work_dir("lm-runs", quick)
-    files, label = lm_data(data_dir, quick, os.path.join(work, "data"))
-    arpa, kn3_ppl = lmruns.kn3(work, files)
+    st = lmruns.setting(quick, data_dir)
+    kn3_ppl, label = st.kn3_ppl, st.label
     runs = plan(quick)
     result: dict = {}
     failures: dict = {}
@@ -100,7 +96,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
                              "test_ppl": best["test_ppl"], "relative_cost": lmruns.relative_cost(best, soft),
                              "note": f"+ KN3 {best['test_ppl_interp']:.1f}; {NAME}"})
         result.clear()
-        result.update({"setup": {"data": label, "files": files, "quick": quick, "plan": [r.name for r in runs]},
+        result.update({"setup": st.describe(runs),
                        "kn3_test_ppl": kn3_ppl, "rows": list(rows.values()), "paper": PAPER,
                        "paper_trigram": PAPER_TRIGRAM, "headline": headline})
         body = [
@@ -114,8 +110,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             lmruns.status_note(runs, rows, failures), "",
             "## Against the paper", "", against_paper(rows, kn3_ppl, label),
         ]
-        write_page(out_dir, NAME, "NCE: test perplexity against the number of noise samples", meta, result,
+        write_page(out_dir, NAME, "NCE: test perplexity against the number of noise samples", st.meta, result,
                    "\n".join(body), figure=figure(rows, kn3_ppl))
 
-    write(lmruns.run_all(work, files, runs, arpa, after_each=write, failures=failures))
+    write(lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures))
     return result

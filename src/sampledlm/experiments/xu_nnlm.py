@@ -14,11 +14,9 @@ run reached 154.4); the cost column is the median training tokens/s relative to 
 
 from __future__ import annotations
 
-import os
-
 from . import lmruns
 from .lmruns import Run
-from .report import lm_data, pyplot, stamp, table, work_dir, write_page
+from .report import pyplot, table, write_page
 
 NAME = "xu-nnlm"
 RATES = (0.2, 0.1, 0.05)
@@ -160,10 +158,8 @@ def against_paper(rows: dict, kn3_ppl: float) -> str:
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
-    meta = stamp()
-    work = work_dir("lm-runs", quick)
-    files, label = lm_data(data_dir, quick, os.path.join(work, "data"))
-    arpa, kn3_ppl = lmruns.kn3(work, files)
+    st = lmruns.setting(quick, data_dir)
+    kn3_ppl, label = st.kn3_ppl, st.label
     runs = plan(quick)
     result: dict = {}
     failures: dict = {}
@@ -181,7 +177,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
                                  "relative_cost": lmruns.relative_cost(r, soft),
                                  "note": f"+ KN3 {r['test_ppl_interp']:.1f}; {NAME}"})
         result.clear()
-        result.update({"setup": {"data": label, "files": files, "quick": quick, "plan": [r.name for r in runs]},
+        result.update({"setup": st.describe(runs),
                        "kn3_test_ppl": kn3_ppl, "rows": list(rows.values()), "paper": {
                            f"{m}-{s}": {f"{k:g}": v for k, v in d.items()} for (m, s), d in PAPER.items()},
                        "headline": headline})
@@ -196,9 +192,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             lmruns.status_note(runs, rows, failures),
             "", "## Against the paper", "", against_paper(rows, kn3_ppl),
         ]
-        write_page(out_dir, NAME, "Xu et al. tables 4-7: standard vs binary NNLM under subsampling", meta, result,
+        write_page(out_dir, NAME, "Xu et al. tables 4-7: standard vs binary NNLM under subsampling", st.meta, result,
                    "\n".join(body), figure=figure(rows, kn3_ppl))
 
-    rows = lmruns.run_all(work, files, runs, arpa, after_each=write, failures=failures)
+    rows = lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures)
     write(rows)
     return result
