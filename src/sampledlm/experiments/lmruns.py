@@ -64,13 +64,21 @@ class Run:
 
 
 def cli(*args: str, log: str | None = None) -> str:
-    """Run ``python -m sampledlm ARGS``; its stdout (stderr appended to ``log``). UserError on failure."""
-    p = subprocess.run([sys.executable, "-m", "sampledlm", *args], capture_output=True, text=True)
-    if log:
+    """Run ``python -m sampledlm ARGS`` and return its stdout; its stderr (progress, epoch lines) is
+    appended to ``log`` as it comes (``tail -f`` it), or captured. UserError on failure."""
+    cmd = [sys.executable, "-m", "sampledlm", *args]
+    if log is None:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        err = p.stderr
+    else:
         with open(log, "a") as f:
-            f.write(p.stderr)
+            start = f.tell()
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=f, text=True)
+        with open(log) as f:
+            f.seek(start)
+            err = f.read()
     if p.returncode:
-        raise UserError(f"`sampledlm {' '.join(args)}` failed: {p.stderr.strip()[-600:]}")
+        raise UserError(f"`sampledlm {' '.join(args)}` failed: {err.strip()[-600:]}")
     return p.stdout
 
 
