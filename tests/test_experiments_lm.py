@@ -94,3 +94,21 @@ def test_every_experiment_has_a_quick_test():
     text = "".join(p.read_text() for p in pathlib.Path(__file__).parent.glob("test_experiment*.py"))
     for name in EXPERIMENTS:
         assert f'run_quick("{name}"' in text, f"no --quick test for experiment {name}"
+
+
+def test_no_train_rebuilds_the_page_from_finished_runs_only(tmp_path, monkeypatch):
+    from test_experiments import bench
+    from test_train import write_corpus
+
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    for name, n, seed in (("train", 60, 1), ("valid", 15, 2), ("test", 15, 3)):
+        write_corpus(tmp_path / f"{name}.txt", n, seed)
+    r = bench("nce-samples", "--no-train", "--data", str(tmp_path), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    page = (tmp_path / "out" / "nce-samples.md").read_text()
+    assert "Runs not finished when this page was written: softmax, nce-k5" in page
+    assert not list((tmp_path / "cache" / "bench" / "lm-runs").glob("softmax-*"))  # nothing trained
+    r = bench("css-estimates", "--no-train", "--out", str(tmp_path / "out"))
+    assert r.exit_code != 0 and "not available" in str(r.exception)
+    r = bench("nce-samples", "--no-train", "--quick", "--out", str(tmp_path / "out"))
+    assert r.exit_code != 0 and "--quick" in str(r.exception)

@@ -36,8 +36,10 @@ def _synthetic_note() -> str:
                    "experiments that train a language model. " + _synthetic_note())
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, metavar="DIR",
               help="Where to write EXPERIMENT.md, .json and .png.")
+@click.option("--no-train", is_flag=True,
+              help="Rebuild the page from the runs already finished (in ~/.cache/sampledlm/bench); train nothing.")
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
-def bench(experiment, quick, data_dir, out_dir, list_only):
+def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
     """Reproduce a paper's experiment: write OUT/EXPERIMENT.md, .json and .png.
 
     \b
@@ -60,16 +62,18 @@ def bench(experiment, quick, data_dir, out_dir, list_only):
     if experiment is None:
         raise UserError(f"name an experiment ({', '.join(experiments.EXPERIMENTS)}) or use --list")
     exp = experiments.get(experiment)
+    if no_train and quick:
+        raise UserError("--no-train rebuilds a page from full-setting runs; --quick always trains afresh")
     if data_dir is not None:
         report.data_files(data_dir)
         if not exp.trains_lm:
             click.echo(f"sampledlm: note: {experiment} is synthetic and trains no language model; --data is ignored",
                        err=True)
-    argv = ["sampledlm", "bench", experiment] + (["--quick"] if quick else [])
+    argv = ["sampledlm", "bench", experiment] + (["--quick"] if quick else []) + (["--no-train"] if no_train else [])
     argv += (["--data", data_dir] if data_dir else []) + (["--out", out_dir] if out_dir != DEFAULT_OUT else [])
     report.set_command(argv)
     t0 = time.time()
-    experiments.run(experiment, quick=quick, data_dir=data_dir, out_dir=out_dir)
+    experiments.run(experiment, quick=quick, data_dir=data_dir, out_dir=out_dir, train=not no_train)
     click.echo(f"{experiment}: wrote {os.path.join(out_dir, experiment)}.md/.json/.png in {time.time() - t0:.0f} s",
                err=True)
 

@@ -44,8 +44,16 @@ def get(name: str) -> Experiment:
     return EXPERIMENTS[name]
 
 
-def run(name: str, quick: bool, data_dir: str | None, out_dir: str) -> dict:
-    """Run experiment ``name`` and return its results (the ``data`` of its JSON page)."""
+def run(name: str, quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+    """Run experiment ``name`` and return its results (the ``data`` of its JSON page).
+    ``train=False``: rebuild the page from the finished runs, train nothing (experiments whose
+    ``run`` takes a ``train`` argument)."""
     exp = get(name)
     module = importlib.import_module(f"{__name__}.{exp.module}")
+    if not train:
+        import inspect
+
+        if "train" not in inspect.signature(module.run).parameters:
+            raise UserError(f"{name}: --no-train is not available for this experiment")
+        return module.run(quick=quick, data_dir=data_dir, out_dir=out_dir, train=False)
     return module.run(quick=quick, data_dir=data_dir, out_dir=out_dir)

@@ -97,7 +97,7 @@ def against_paper(rows: dict, failures: dict, label: str) -> str:
     return "\n\n".join(text)
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
     st = lmruns.setting(quick, data_dir, with_kn3=False)
     label = st.label
     runs = plan(quick)
@@ -139,5 +139,5 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         write_page(out_dir, NAME, "CSS fig. 3: GRU LM, exact training log-likelihood per epoch", st.meta, result,
                    "\n".join(body), figure=figure(rows))
 
-    write(lmruns.run_all(st.work, st.files, runs, None, after_each=write, failures=failures))
+    write(lmruns.run_all(st.work, st.files, runs, None, after_each=write, failures=failures, train_new=train))
     return result

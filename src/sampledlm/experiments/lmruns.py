@@ -165,13 +165,15 @@ def kn3(work: str, files: dict) -> tuple[str, float]:
 
 
 def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_each=None,
-            failures: dict | None = None) -> dict[str, dict]:
+            failures: dict | None = None, train_new: bool = True) -> dict[str, dict]:
     """Train and summarise every run of ``plan`` in order; ``after_each(rows)`` (e.g. writing the
     page) is called after each, so a long experiment shows partial results. A run that fails
     (e.g. importance sampling diverging) is recorded in ``failures`` (name -> message) and the
-    experiment goes on."""
+    experiment goes on. ``train_new=False`` summarises the finished runs only."""
     rows: dict[str, dict] = {}
     for i, run in enumerate(plan, 1):
+        if not train_new and not finished(run_dir(work, files, run)):
+            continue
         click.echo(f"[{i}/{len(plan)}] {run.name}", err=True)
         try:
             rd = train(work, files, run)

@@ -73,7 +73,7 @@ def against_paper(rows: dict, kn3_ppl: float, label: str) -> str:
     return " ".join(text)
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
     st = lmruns.setting(quick, data_dir)
     kn3_ppl, label = st.kn3_ppl, st.label
     runs = plan(quick)
@@ -113,5 +113,5 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         write_page(out_dir, NAME, "NCE: test perplexity against the number of noise samples", st.meta, result,
                    "\n".join(body), figure=figure(rows, kn3_ppl))
 
-    write(lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures))
+    write(lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train))
     return result

@@ -157,7 +157,7 @@ def against_paper(rows: dict, kn3_ppl: float) -> str:
     return "\n".join(lines)
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
     st = lmruns.setting(quick, data_dir)
     kn3_ppl, label = st.kn3_ppl, st.label
     runs = plan(quick)
@@ -195,6 +195,6 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         write_page(out_dir, NAME, "Xu et al. tables 4-7: standard vs binary NNLM under subsampling", st.meta, result,
                    "\n".join(body), figure=figure(rows, kn3_ppl))
 
-    rows = lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures)
+    rows = lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train)
     write(rows)
     return result
