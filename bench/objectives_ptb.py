@@ -31,6 +31,8 @@ from sampledlm.experiments.xu_nnlm import MODEL, TRAIN  # noqa: E402
 
 ALL = ["softmax", "binary", "is", "css-is", "css-bernoulli", "nce", "neg", "blackout", "ranking"]
 TARGET = {"binary": 0.03, "css-is": 0.05, "blackout": 0.05}
+#: extra rows: name -> (objective, options appended to the shared ones; a later option wins)
+VARIANTS = {"css-is-lr0.001": ("css-is", ("--lr", "0.001"))}
 
 
 def objective_options(obj: str) -> tuple[str, ...]:
@@ -43,28 +45,35 @@ def objective_options(obj: str) -> tuple[str, ...]:
 
 
 def plan(objectives: list[str]) -> list[lmruns.Run]:
-    """The same run names and options as xu-nnlm's (softmax, binary-0.05-variable), so they are shared."""
+    """The same run names and options as xu-nnlm's (softmax, binary-0.05-variable), so they are shared;
+    then the :data:`VARIANTS`."""
     names = {"binary": "binary-0.05-variable"}
     return [lmruns.Run(names.get(o, o if o == "softmax" else f"{o}-s250"), (*MODEL, *objective_options(o), *TRAIN))
-            for o in objectives]
+            for o in objectives] + [lmruns.Run(f"{name}-s250", (*MODEL, *objective_options(o), *TRAIN, *extra))
+                                    for name, (o, extra) in VARIANTS.items()]
+
+
+def labels() -> list[tuple[str, str]]:
+    """(row label, objective) in the order of :func:`plan`."""
+    return [(o, o) for o in ALL] + [(name, o) for name, (o, _) in VARIANTS.items()]
 
 
 def table(rows: dict, runs: list[lmruns.Run], kn3: float) -> str:
     soft = rows.get("softmax")
     out = ["| objective | options | epochs (best) | valid ppl | test ppl | test ppl + KN3 | train time to best | "
            "tokens/s (median) | vs softmax | target |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for obj, run in zip(ALL, runs):
+    for (label, obj), run in zip(labels(), runs):
         r = rows.get(run.name)
-        opts = " ".join(objective_options(obj)[2:])
+        opts = " ".join(objective_options(obj)[2:] + VARIANTS.get(label, (None, ()))[1])
         if r is None:
-            out.append(f"| {obj} | {opts} | not run | | | | | | | |")
+            out.append(f"| {label} | {opts} | not run | | | | | | | |")
             continue
         rel = f"{100 * (r['test_ppl'] / soft['test_ppl'] - 1):+.1f} %" if soft else "n/a"
         tgt = TARGET.get(obj)
         verdict = ""
         if tgt is not None and soft:
             verdict = f"within {100 * tgt:.0f} %: " + ("yes" if r["test_ppl"] <= soft["test_ppl"] * (1 + tgt) else "**no**")
-        out.append(f"| {obj} | {opts} | {r['epochs']} ({r['best_epoch']}) | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
+        out.append(f"| {label} | {opts} | {r['epochs']} ({r['best_epoch']}) | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
                    f"{r['test_ppl_interp']:.1f} | {r['train_s_to_best']:.0f} s | {r['tokens_per_s']:.0f} | {rel} | "
                    f"{verdict} |")
     return "\n".join(out)
@@ -72,7 +81,8 @@ def table(rows: dict, runs: list[lmruns.Run], kn3: float) -> str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--objectives", default=",".join(ALL), help="which to train (comma-separated; default all)")
+    ap.add_argument("--objectives", default=",".join(ALL), help="which to train (comma-separated; default all; "
+                    f"the variants: {', '.join(VARIANTS)})")
     ap.add_argument("--table-only", action="store_true", help="do not train; tabulate finished runs")
     args = ap.parse_args()
     meta = stamp()
@@ -80,7 +90,7 @@ def main():
     files, label = report.lm_data(None, False, os.path.join(work, "data"))
     arpa, kn3 = lmruns.kn3(work, files)
     runs = plan(ALL)
-    wanted = [r for o, r in zip(ALL, runs) if o in args.objectives.split(",")]
+    wanted = [r for (label, _), r in zip(labels(), runs) if label in args.objectives.split(",")]
     failures: dict = {}
 
     def write(rows: dict) -> None:
