@@ -52,6 +52,7 @@ def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
     Example:
       sampledlm bench css-estimates --quick --out /tmp/results
       sampledlm bench css-softmax-regression        # full setting, writes docs/results/
+      sampledlm bench xu-nnlm --data mycorpus/      # your train.txt, valid.txt, test.txt
     """
     from . import experiments
     from .experiments import report

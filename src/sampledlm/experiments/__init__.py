@@ -23,16 +23,16 @@ class Experiment:
 
 
 EXPERIMENTS: dict[str, Experiment] = {
-    "css-estimates": Experiment("css_estimates", "seed 001 fig. 1: p(c=1|x) by IS, CSS-IS, CSS-Bernoulli, C = 10,000"),
+    "css-estimates": Experiment("css_estimates", "Botev et al. fig. 1: p(c=1|x) by IS, CSS-IS, CSS-Bernoulli, C = 10,000"),
     "css-softmax-regression": Experiment(
-        "css_softmax_regression", "seed 001 fig. 2: synthetic softmax regression, exact LL per iteration"),
-    "xu-nnlm": Experiment("xu_nnlm", "seed 000 tables 4-7: standard vs binary FFNN LM at 100/20/10/5 %, PTB",
+        "css_softmax_regression", "Botev et al. fig. 2: synthetic softmax regression, exact LL per iteration"),
+    "xu-nnlm": Experiment("xu_nnlm", "Xu et al. tables 4-7: standard vs binary FFNN LM at 100/20/10/5 %",
                           trains_lm=True),
-    "xu-melm": Experiment("xu_melm", "seed 000 table 1, fig. 2: KN3, standard vs binary MELM, subsampling curve",
+    "xu-melm": Experiment("xu_melm", "Xu et al. table 1, fig. 2: KN3, standard vs binary MaxEnt LM, subsampling",
                           trains_lm=True),
-    "nce-samples": Experiment("nce_samples", "seed 003: FFNN LM test perplexity against NCE noise samples k",
+    "nce-samples": Experiment("nce_samples", "NCE slides: FFNN LM test perplexity against noise samples k",
                               trains_lm=True),
-    "css-gru": Experiment("css_gru", "seed 001 fig. 3: GRU LM, exact training LL per epoch per objective",
+    "css-gru": Experiment("css_gru", "Botev et al. fig. 3: GRU LM, exact training LL per epoch, per objective",
                           trains_lm=True),
     "scaling": Experiment("scaling", "tokens/s against V (10k-1M) for every objective, vs the full softmax"),
 }
