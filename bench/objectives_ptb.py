@@ -95,7 +95,7 @@ def main():
 
     def write(rows: dict) -> None:
         body = [
-            f"Data: {label}. Feed-forward trigram NNLM (d = 50, h = 200, tanh, dropout 0.2; seed 000 §3.2), trained "
+            f"Data: {label}. Feed-forward trigram NNLM (d = 50, h = 200, tanh, dropout 0.2; Xu et al. §3.2), trained "
             f"with each objective: `sampledlm train {' '.join(MODEL)} --objective OBJ ... {' '.join(TRAIN)}` (Adam, "
             "lr halving on validation, at most 12 epochs). Exact test perplexity over every word and </s>; `+ KN3`: "
             f"linear interpolation with our interpolated modified Kneser-Ney trigram (test ppl {kn3:.1f}), weight by "

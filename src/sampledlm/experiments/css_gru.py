@@ -125,7 +125,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         result.update({"setup": st.describe(runs),
                        "rows": list(rows.values()), "failures": failures, "headline": headline})
         body = [
-            f"Data: {label}. GRU LM (seed 001 §6.2): {' '.join((QUICK_MODEL if quick else MODEL)[2:])}, training "
+            f"Data: {label}. GRU LM (Botev et al. §6.2): {' '.join((QUICK_MODEL if quick else MODEL)[2:])}, training "
             f"`{' '.join(QUICK_TRAIN if quick else TRAIN)}`; sampled objectives with "
             f"{'20' if quick else '250'} samples shared by the mini-batch from unigram^alpha. The exact training "
             "log-likelihood per token (natural log; higher is better) is measured after every epoch on a "

@@ -100,7 +100,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
                        "kn3_test_ppl": kn3_ppl, "rows": list(rows.values()), "paper": PAPER,
                        "paper_trigram": PAPER_TRIGRAM, "headline": headline})
         body = [
-            f"Data: {label}. Model: {setting(quick)}; objective NCE (seed 003) with k noise samples from the "
+            f"Data: {label}. Model: {setting(quick)}; objective NCE (as in the NCE slides) with k noise samples from the "
             "unigram distribution (power 1), shared by the mini-batch, normaliser fixed to 1; the evaluation "
             "renormalises over V (exact). `+ KN3`: interpolation with our modified Kneser-Ney trigram, weight by EM "
             "on validation.", "",

@@ -65,8 +65,8 @@ def setting(quick: bool) -> str:
     if quick:
         return ("a small feed-forward trigram NNLM (d = 16, h = 32; the --quick smoke-test setting), Adam (lr 0.005, "
                 "batch 128), 2 epochs")
-    return ("the feed-forward trigram NNLM of seed 000 §3.2 (d = 50, h = 200, tanh, dropout 0.2), Adam (lr 0.002, "
-            "batch 256) with the lr-halving schedule of seed 000 §3.1 (halve when the validation perplexity gains "
+    return ("the feed-forward trigram NNLM of Xu et al. §3.2 (d = 50, h = 200, tanh, dropout 0.2), Adam (lr 0.002, "
+            "batch 256) with the lr-halving schedule of Xu et al. §3.1 (halve when the validation perplexity gains "
             "less than 0.3 %, stop after 3 halvings, at most 12 epochs), bf16 forward pass, 1 thread")
 
 
