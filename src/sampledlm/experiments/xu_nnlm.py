@@ -189,6 +189,12 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
             "", paper_tables(rows), "", f"![test perplexity against alpha]({NAME}.png)", "",
             "All runs (cost: the full softmax's training tokens/s over this run's, each from its fastest epoch, the "
             "least disturbed by other jobs on this shared 2-core CPU; a rough ratio):", "", detail(rows, soft), "",
+            "Cost of the binary runs: a batch scores the union of its G = 8 negative subsets (`--neg-groups`, "
+            "which keeps the negatives of different examples independent enough to train well), about "
+            + ", ".join(f"{100 * (1 - (1 - r) ** 8):.0f} % of V at alpha = {100 * r:g} %" for r in RATES)
+            + ", so the saving per token is smaller than alpha alone suggests; `--neg-groups 1` scores alpha V "
+            "columns but trains worse (see `sampledlm/objectives/binary.py`). The standard runs at alpha cost the "
+            "same per token as the full softmax but see alpha of the tokens per epoch.", "",
             lmruns.status_note(runs, rows, failures),
             "", "## Against the paper", "", against_paper(rows, kn3_ppl),
         ]
