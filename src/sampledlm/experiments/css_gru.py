@@ -53,18 +53,25 @@ def loglik(rec: dict) -> float:
 def figure(rows: dict):
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    values = [loglik(c) for r in rows.values() for c in r["curve"]]
+    # a diverged run (IS) would squash the others: the axis spans at most 4 nats below the best value
+    floor = max(min(values), max(values) - 4.0) if values else None
     for ax, alpha in zip(axes, ALPHAS):
         for i, (m, label) in enumerate(METHODS.items()):
             r = rows.get(f"{m}-a{alpha:g}")
             if r:
-                ax.plot([c["epoch"] for c in r["curve"]], [loglik(c) for c in r["curve"]], "o-", color=f"C{i + 1}",
-                        label=label)
+                ll = [loglik(c) for c in r["curve"]]
+                below = floor is not None and min(ll) < floor - 0.1
+                ax.plot([c["epoch"] for c in r["curve"]], ll, "o-", color=f"C{i + 1}",
+                        label=label + (f" (min {min(ll):.3g}, partly below the axis)" if below else ""))
         if "softmax" in rows:
             c = rows["softmax"]["curve"]
             ax.plot([e["epoch"] for e in c], [loglik(e) for e in c], "k--", label="exact softmax")
         ax.set_title(f"noise unigram^{alpha:g}")
         ax.set_xlabel("epoch")
         ax.set_ylabel("exact training log-likelihood per token")
+        if floor is not None:
+            ax.set_ylim(floor - 0.1, max(values) + 0.1)
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
