@@ -261,16 +261,33 @@ def test_binary_fixed_subsets_stay_fixed_and_are_saved():
     obj = make_objective("binary", counts, neg_rate=0.1, neg_subset="fixed")
     t = torch.tensor([5, 5, 9])
     c1, c2 = obj.draw(t, 400), obj.draw(t, 400)
-    assert torch.equal(c1.words, c2.words) and torch.equal(c1.keep, c2.keep)
-    assert torch.equal(c1.keep[0], c1.keep[1]) and not torch.equal(c1.keep[0], c1.keep[2])
-    assert abs(int(c1.keep[0].sum()) - 40) < 20 and not bool(c1.keep[0][c1.words == 5].any())
+    assert torch.equal(c1.words, c2.words)
+    assert torch.equal(c1.words[0], c1.words[1]) and not torch.equal(c1.words[0], c1.words[2])
+    assert abs(c1.words.shape[1] - 40) < 20
     other = make_objective("binary", counts, neg_rate=0.1, neg_subset="fixed")
     other.load_state_dict(obj.state_dict())
-    c3 = other.draw(t, 400)
-    assert torch.equal(c3.words, c1.words) and torch.equal(c3.keep, c1.keep)
-    # each (target, classifier) pair is a negative with probability alpha
-    rate = np.mean([int(obj.draw(torch.tensor([y]), 400).keep.sum()) for y in range(400)]) / 400
-    assert rate == pytest.approx(0.1, rel=0.3)
+    assert torch.equal(other.draw(t, 400).words, c1.words)
+
+
+@pytest.mark.parametrize("subset", ["fixed", "variable"])
+def test_binary_every_classifier_sees_alpha_of_the_negatives(subset):
+    """Each (example, classifier) pair is a negative with probability alpha, so every classifier w
+    is a negative for about alpha of the targets: none is left with positives only."""
+    torch.manual_seed(0)
+    V, alpha = 300, 0.1
+    obj = make_objective("binary", np.ones(V, dtype=np.int64), neg_rate=alpha, neg_subset=subset)
+    targets = torch.arange(V).repeat(4)
+    share = torch.zeros(V)  # per classifier: the share of examples it is a negative for, over 20 batches
+    for _ in range(20):  # (variable subsets: one batch holds only G subsets; fixed ones never change)
+        cand = obj.draw(targets, V)
+        neg = torch.zeros(len(targets), V)
+        if cand.words.dim() == 1:
+            neg[:, cand.words] = cand.keep.float()
+        else:
+            neg.scatter_(1, cand.words, cand.keep.float())
+        share += neg.mean(0) / 20
+    assert share.mean().item() == pytest.approx(alpha, rel=0.15)
+    assert (share > alpha / 4).float().mean().item() > 0.95
 
 
 def test_binary_calibration_shifts_log_odds_by_log_alpha_exactly_once():
@@ -468,13 +485,12 @@ def test_prepare_starts_biases_at_the_log_unigram():
     assert torch.all(out.bias == 0)
 
 
-def test_binary_reads_files_from_before_the_fixed_subset_buffer():
+def test_binary_reads_files_with_other_fixed_subset_buffers():
     from sampledlm.runs import load_state_into
 
     obj = make_objective("binary", COUNTS, neg_rate=0.1)
-    old = {"calibrated": torch.tensor(True), "neg_base": torch.zeros(0, dtype=torch.bool),
-           "neg_offset": torch.zeros(0, dtype=torch.long)}
-    load_state_into(obj, old, "objective.safetensors")
+    other = {"calibrated": torch.tensor(True), "neg_fixed": torch.zeros(8, len(COUNTS), dtype=torch.bool)}
+    load_state_into(obj, other, "objective.safetensors")
     assert bool(obj.calibrated)
     with pytest.raises(UserError, match="unexpected"):
-        load_state_into(make_objective("binary", COUNTS), {**old, "stray": torch.zeros(1)}, "objective.safetensors")
+        load_state_into(make_objective("binary", COUNTS), {**other, "stray": torch.zeros(1)}, "objective.safetensors")

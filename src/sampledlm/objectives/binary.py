@@ -26,11 +26,12 @@ across a mini-batch while keeping every (example, classifier) pair a negative wi
   688 → 482 for the softmax), while G = 8 tracked the softmax (784 → 541) and G = N (independent
   per example) did no better (642 → 534); hence the default G = 8.
 * ``neg_subset="fixed"`` (tables 4-5): a pair's inclusion never changes during training. Without an
-  example id we key it on the true word: G subsets ``R_g`` (each word independently with probability
-  α) are drawn once (buffer ``neg_fixed`` ``[G, V]``, saved with the model), and an example with
-  target y has the negatives ``R_{y mod G} \\ {y}``. Every (target, classifier) pair is a negative
-  with probability α and stays so for the whole run (cluster sampling by target word rather than by
-  example); the batch shares one dense product over ``R_1 ∪ .. ∪ R_G``, as for variable subsets.
+  example id we key it on the true word: a base subset B (each word with probability α) and an
+  offset o(y) per word are drawn once (buffers ``neg_base``, ``neg_offset``, saved with the model),
+  and an example with target y has the negatives ``{(b + o(y)) mod V : b in B} \\ {y}``. Every
+  (target, classifier) pair is a negative with probability α and stays so for the whole run
+  (cluster sampling by target word rather than by example). Cost: a per-example gather of about
+  α V rows (``score_each``), so it is slower than the shared ``variable`` subsets.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ class Binary(OutputObjective):
         self.neg_subset = neg_subset
         self.log_alpha = math.log(self.neg_rate)
         self.register_buffer("calibrated", torch.tensor(False))
-        self.register_buffer("neg_fixed", torch.zeros(0, 0, dtype=torch.bool))
-        self._fixed_words = None  # the union of the fixed subsets, computed on first use
+        self.register_buffer("neg_base", torch.zeros(0, dtype=torch.bool))
+        self.register_buffer("neg_offset", torch.zeros(0, dtype=torch.long))
         self._sampler = None
         # uncalibrated log-odds of a word with probability p are about log p - log alpha (eq. 9)
         self._init_bias = unigram_bias(counts, -self.log_alpha)
@@ -88,16 +89,19 @@ class Binary(OutputObjective):
 
     # -- negatives ---------------------------------------------------------------------------
     def _draw_fixed(self, num_words: int) -> None:
-        self.neg_fixed = torch.rand(self.neg_groups, num_words) < self.neg_rate
-        self._fixed_words = None
+        self.neg_base = torch.rand(num_words) < self.neg_rate
+        self.neg_offset = torch.randint(num_words, (num_words,))
 
     def upgrade_state(self, tensors: dict) -> dict:
-        """Read files from before ``neg_fixed`` (buffers ``neg_base``/``neg_offset``): inference never
-        uses the training negatives, so they are dropped and this objective's own subsets kept
-        (resuming such a fixed-subset run would continue with new subsets)."""
-        if "neg_base" in tensors or "neg_offset" in tensors:
-            tensors.pop("neg_base", None), tensors.pop("neg_offset", None)
-            tensors.setdefault("neg_fixed", self.neg_fixed)
+        """Read files that hold another version's buffers for the fixed subsets (``neg_fixed``, a
+        short-lived grouped scheme that left most classifiers without negatives): inference never
+        uses the training negatives, so foreign buffers are dropped and this objective's own kept."""
+        own = self.state_dict()
+        for k in ("neg_fixed", "neg_base", "neg_offset"):
+            if k not in own:
+                tensors.pop(k, None)
+            elif k not in tensors:
+                tensors[k] = own[k]
         return tensors
 
     def start_epoch(self, epoch: int) -> None:
@@ -121,14 +125,11 @@ class Binary(OutputObjective):
             group_of = torch.arange(len(targets)) % groups
             keep = member[group_of].to(targets.device) & (words.to(targets.device).unsqueeze(0) != targets.unsqueeze(1))
             return Candidates(words.to(targets.device), keep)
-        if self.neg_fixed.shape[1:] != (num_words,):
+        if self.neg_base.numel() != num_words:
             self._draw_fixed(num_words)
-        if self._fixed_words is None:
-            self._fixed_words = torch.nonzero(self.neg_fixed.any(0)).flatten()
-        words = self._fixed_words.to(targets.device)
-        member = self.neg_fixed[:, self._fixed_words].to(targets.device)
-        keep = member[targets % self.neg_fixed.shape[0]] & (words.unsqueeze(0) != targets.unsqueeze(1))
-        return Candidates(words, keep)
+        base = torch.nonzero(self.neg_base).flatten()
+        words = (base.unsqueeze(0) + self.neg_offset[targets].unsqueeze(1)) % num_words
+        return Candidates(words, words != targets.unsqueeze(1))
 
     def prepare(self, scorer: Scorer) -> None:
         """Start each classifier's bias at its unigram log-odds under subsampling, ``log p(w) - log α``
