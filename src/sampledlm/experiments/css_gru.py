@@ -117,7 +117,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         for r in rows.values():
             lls = " ".join(f"{loglik(c):.3f}" for c in r["curve"])
             cost = f"{lmruns.relative_cost(r, soft):.2f}" if soft else "?"
-            body_rows.append([r["name"], lls, f"{r['valid_ppl']:.1f}", f"{r['test_ppl']:.1f}", f"{r['tokens_per_s']:.0f} / {r['tokens_per_s_max']:.0f}",
+            body_rows.append([lmruns.label(r), lls, f"{r['valid_ppl']:.1f}", f"{r['test_ppl']:.1f}", f"{r['tokens_per_s']:.0f} / {r['tokens_per_s_max']:.0f}",
                               cost])
         headline = []
         for m, label_m in (("css-is", "CSS-IS"), ("blackout", "BlackOut")):

@@ -169,10 +169,15 @@ def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_eac
     """Train and summarise every run of ``plan`` in order; ``after_each(rows)`` (e.g. writing the
     page) is called after each, so a long experiment shows partial results. A run that fails
     (e.g. importance sampling diverging) is recorded in ``failures`` (name -> message) and the
-    experiment goes on. ``train_new=False`` summarises the finished runs only."""
+    experiment goes on. ``train_new=False`` trains nothing: finished runs are summarised, and so are
+    unfinished ones that have saved a model (their best epoch so far, marked ``partial``)."""
     rows: dict[str, dict] = {}
     for i, run in enumerate(plan, 1):
-        if not train_new and not finished(run_dir(work, files, run)):
+        rd = run_dir(work, files, run)
+        if not train_new and not finished(rd):
+            if os.path.exists(os.path.join(rd, "model.safetensors")):
+                rows[run.name] = {"name": run.name, "options": " ".join(run.options), "dir": rd, "partial": True,
+                                  **summary(rd, files, arpa)}
             continue
         click.echo(f"[{i}/{len(plan)}] {run.name}", err=True)
         try:
@@ -191,6 +196,10 @@ def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_eac
 def status_note(plan: list[Run], rows: dict, failures: dict) -> str:
     """A line naming the runs of ``plan`` that failed or had not finished when the page was written."""
     out = [f"Run {name} failed: {msg}" for name, msg in failures.items()]
+    partial = [f"{name} ({r['epochs']} epochs)" for name, r in rows.items() if r.get("partial")]
+    if partial:
+        out.append("Unfinished runs, reported at their best epoch so far (marked * in the tables): "
+                   + ", ".join(partial) + ".")
     waiting = [r.name for r in plan if r.name not in rows and r.name not in failures]
     if waiting:
         out.append("Runs not finished when this page was written: " + ", ".join(waiting) + ".")
@@ -201,3 +210,8 @@ def relative_cost(run: dict, reference: dict) -> float:
     """Training time per token of ``run`` relative to ``reference``, from each run's fastest epoch
     (on a shared machine the least disturbed by other jobs; the median is in the tables)."""
     return reference["tokens_per_s_max"] / run["tokens_per_s_max"]
+
+
+def label(row: dict) -> str:
+    """A run's name for tables: ``*`` marks an unfinished run."""
+    return row["name"] + ("*" if row.get("partial") else "")

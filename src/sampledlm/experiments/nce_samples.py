@@ -85,7 +85,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         body_rows = [["KN3 (ours)", "", f"{kn3_ppl:.2f}", "", "", "", "", ""]]
         for r in rows.values():
             k = r["name"].removeprefix("nce-k")
-            body_rows.append([r["name"], k if k.isdigit() else "-", f"{r['test_ppl']:.2f}",
+            body_rows.append([lmruns.label(r), k if k.isdigit() else "-", f"{r['test_ppl']:.2f}",
                               f"{r['test_ppl_interp']:.2f}", f"{r['epochs']} ({r['best_epoch']})",
                               f"{r['train_s_to_best']:.0f} s", f"{r['tokens_per_s']:.0f} / {r['tokens_per_s_max']:.0f}",
                               f"{PAPER[int(k)]}" if k.isdigit() and int(k) in PAPER else ""])

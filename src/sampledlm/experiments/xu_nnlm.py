@@ -72,7 +72,7 @@ def setting(quick: bool) -> str:
 
 def cell(rows: dict, name: str, key: str) -> str:
     r = rows.get(name)
-    return f"{r[key]:.1f}" if r and r.get(key) is not None else "not run"
+    return f"{r[key]:.1f}{'*' if r.get('partial') else ''}" if r and r.get(key) is not None else "not run"
 
 
 def paper_tables(rows: dict) -> str:
@@ -101,7 +101,7 @@ def detail(rows: dict, soft: dict | None) -> str:
     body = []
     for r in rows.values():
         cost = f"{lmruns.relative_cost(r, soft):.2f}" if soft else "?"
-        body.append([r["name"], f"{r['epochs']} ({r['best_epoch']})", f"{r['valid_ppl']:.1f}", f"{r['test_ppl']:.2f}",
+        body.append([lmruns.label(r), f"{r['epochs']} ({r['best_epoch']})", f"{r['valid_ppl']:.1f}", f"{r['test_ppl']:.2f}",
                      f"{r['test_ppl_interp']:.2f} (w={r['interp_weight']:.2f})", f"{r['train_s_to_best']:.0f} s",
                      f"{r['tokens_per_s']:.0f} / {r['tokens_per_s_max']:.0f}", cost])
     return table(["run", "epochs (best)", "valid ppl", "test ppl", "+ KN3 (neural weight)", "train time to best",
