@@ -102,6 +102,11 @@ def main():
             "EM on validation. Sampled objectives draw S = 250 words per step from unigram^0.75, shared by the "
             "mini-batch.", "", table(rows, runs, kn3), "",
             lmruns.status_note(wanted, rows, failures), "",
+            "Reading the table: `neg` (negative sampling, with its 1/S scale) and `ranking` (margin ranking) do not "
+            "train the scores to be log-probabilities, so the softmax of their scores, which the exact evaluation "
+            "takes, is far from the data; they serve embeddings and reranking, not perplexity. `is` (standard "
+            "importance sampling, the true word not summed exactly) is the unstable estimator Botev et al. describe: "
+            "see its best epoch and valid ppl. `css-is-lr0.001` is CSS-IS with half the shared Adam learning rate.", "",
             "Paper figures for reference (Xu et al. tables 6-7, variable subsets, their PTB split): standard NNLM "
             "154.3 (132.7 with KN3), binary NNLM 5 % 152.1 (132.2); KN trigram 153.0.", "",
             "Times were taken on a shared 2-core machine with other jobs running, so they are inflated and noisy; "
