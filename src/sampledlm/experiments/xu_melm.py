@@ -86,6 +86,10 @@ def plan(quick: bool, files: dict[str, str], vocab: str) -> list[dict]:
         runs.append(binary(0.01, "fixed"))
         runs.append({**base, "id": "standard-feat2", "name": "standard MELM, Feat-II", "objective": "softmax",
                      "features": "feat-ii", "epochs": s["feat2_epochs"]})
+        # the paper trains its binary MELM without regularisation; a light L2 helps here (issue 6 exploration)
+        runs.append({**binary(1.0), "id": "binary-l2", "name": "binary MELM, Feat-I, L2 0.1", "l2": 0.1})
+        runs.append({**base, "id": "binary-feat2-l2", "name": "binary MELM, Feat-II, L2 0.1", "objective": "binary",
+                     "features": "feat-ii", "epochs": s["feat2_epochs"], "l2": 0.1})
     return runs
 
 
