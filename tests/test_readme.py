@@ -40,3 +40,11 @@ def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert tests.strip() in ci.splitlines()
     assert "sampledlm demo" in install
+
+
+def test_headline_table_is_generated_from_the_results():
+    from sampledlm.experiments import headline
+
+    rows = headline.collect(str(REPO / "docs" / "results"))
+    assert rows and all(r["test_ppl"] > 1 for r in rows)
+    assert headline.main(["--check", "--readme", str(REPO / "README.md"), "--results", str(REPO / "docs" / "results")]) == 0
