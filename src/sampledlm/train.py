@@ -142,13 +142,10 @@ class FeedForwardData:
     def order_of(self, epoch: int) -> np.ndarray:
         """The positions epoch ``epoch`` visits, in order."""
         n = len(self.ids)
-        perm = np.random.default_rng([self.seed, epoch]).permutation(n)
-        if self.size == n:
-            return perm
-        if self.fixed:  # one share for the whole run, visited in an order that changes per epoch
+        if self.fixed and self.size < n:  # one share for the whole run, visited in an order that changes per epoch
             share = np.random.default_rng([self.seed, 2**32 - 1]).permutation(n)[: self.size]
             return share[np.random.default_rng([self.seed, epoch]).permutation(self.size)]
-        return perm[: self.size]
+        return np.random.default_rng([self.seed, epoch]).permutation(n)[: self.size]
 
     def batch(self, epoch: int, b: int):
         if self._perm_epoch != epoch:
