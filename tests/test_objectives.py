@@ -255,18 +255,41 @@ def test_binary_subsampled_by_hand_and_variable_rate():
     assert np.mean(sizes) == pytest.approx(200, rel=0.05)
 
 
+def _negatives_of(cand, i):
+    """Example i's negative words, as a sorted list, from shared or per-example candidates."""
+    words = cand.words if cand.words.dim() == 1 else cand.words[i]
+    return sorted(words[cand.keep[i]].tolist())
+
+
 def test_binary_fixed_subsets_stay_fixed_and_are_saved():
     torch.manual_seed(0)
     counts = np.ones(400, dtype=np.int64)
     obj = make_objective("binary", counts, neg_rate=0.1, neg_subset="fixed")
     t = torch.tensor([5, 5, 9])
     c1, c2 = obj.draw(t, 400), obj.draw(t, 400)
-    assert torch.equal(c1.words, c2.words)
-    assert torch.equal(c1.words[0], c1.words[1]) and not torch.equal(c1.words[0], c1.words[2])
-    assert abs(c1.words.shape[1] - 40) < 20
+    sets = [_negatives_of(c1, i) for i in range(3)]
+    assert sets == [_negatives_of(c2, i) for i in range(3)]
+    assert sets[0] == sets[1] and sets[0] != sets[2] and 5 not in sets[0] and 9 not in sets[2]
+    assert abs(len(sets[0]) - 40) < 20
+    assert _negatives_of(obj.draw(torch.tensor([7, 9]), 400), 1) == sets[2]  # independent of the batch
     other = make_objective("binary", counts, neg_rate=0.1, neg_subset="fixed")
     other.load_state_dict(obj.state_dict())
-    assert torch.equal(other.draw(t, 400).words, c1.words)
+    assert [_negatives_of(other.draw(t, 400), i) for i in range(3)] == sets
+
+
+def test_binary_fixed_union_gives_the_per_example_loss():
+    """Training scores the union of the batch's fixed subsets densely; the loss must equal the one
+    from each example's own subset."""
+    torch.manual_seed(0)
+    V = 300
+    obj = make_objective("binary", np.ones(V, dtype=np.int64), neg_rate=0.1, neg_subset="fixed")
+    out = OutputLayer(V, 6, sparse=True)
+    h, t = torch.randn(5, 6), torch.tensor([3, 3, 40, 299, 0])
+    shared = obj._fixed_candidates(t, V, shared=True)
+    each = obj._fixed_candidates(t, V, shared=False)
+    assert shared.words.dim() == 1 and each.words.dim() == 2
+    assert [_negatives_of(shared, i) for i in range(5)] == [_negatives_of(each, i) for i in range(5)]
+    assert obj(out, h, t, shared).item() == pytest.approx(obj(out, h, t, each).item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("subset", ["fixed", "variable"])

@@ -30,8 +30,12 @@ across a mini-batch while keeping every (example, classifier) pair a negative wi
   offset o(y) per word are drawn once (buffers ``neg_base``, ``neg_offset``, saved with the model),
   and an example with target y has the negatives ``{(b + o(y)) mod V : b in B} \\ {y}``. Every
   (target, classifier) pair is a negative with probability α and stays so for the whole run
-  (cluster sampling by target word rather than by example). Cost: a per-example gather of about
-  α V rows (``score_each``), so it is slower than the shared ``variable`` subsets.
+  (cluster sampling by target word rather than by example). A batch's examples have different
+  targets, hence different subsets: we score the union of the batch's subsets with one dense
+  product and mask each example's row (a per-example gather of its α V rows moves N α V h floats
+  and measured several times slower on CPU). With many distinct targets the union is most of the
+  vocabulary, so a fixed-subset step costs about what a full-softmax step costs; the saving the
+  paper reports for fixed subsets assumes per-example sparse updates, which we do not reproduce.
 """
 
 from __future__ import annotations
@@ -127,9 +131,20 @@ class Binary(OutputObjective):
             return Candidates(words.to(targets.device), keep)
         if self.neg_base.numel() != num_words:
             self._draw_fixed(num_words)
-        base = torch.nonzero(self.neg_base).flatten()
-        words = (base.unsqueeze(0) + self.neg_offset[targets].unsqueeze(1)) % num_words
-        return Candidates(words, words != targets.unsqueeze(1))
+        return self._fixed_candidates(targets, num_words, shared=True)
+
+    def _fixed_candidates(self, targets: torch.Tensor, num_words: int, shared: bool) -> Candidates:
+        """The fixed negatives of a batch: per example ``[N, M]`` (``shared=False``), or their union
+        ``[U]`` with the membership mask ``[N, U]`` (``shared=True``, what training uses)."""
+        base = torch.nonzero(self.neg_base).flatten().to(targets.device)
+        offset = self.neg_offset.to(targets.device)[targets]  # [N]
+        if not shared:
+            words = (base.unsqueeze(0) + offset.unsqueeze(1)) % num_words
+            return Candidates(words, words != targets.unsqueeze(1))
+        # w is a negative of example i iff (w - o(y_i)) mod V is in the base subset
+        words = torch.unique((base.unsqueeze(0) + torch.unique(offset).unsqueeze(1)) % num_words)
+        member = self.neg_base.to(targets.device)[(words.unsqueeze(0) - offset.unsqueeze(1)) % num_words]
+        return Candidates(words, member & (words.unsqueeze(0) != targets.unsqueeze(1)))
 
     def prepare(self, scorer: Scorer) -> None:
         """Start each classifier's bias at its unigram log-odds under subsampling, ``log p(w) - log α``
