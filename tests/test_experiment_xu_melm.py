@@ -29,6 +29,9 @@ def test_xu_melm_quick(tmp_path, monkeypatch):
     assert head["standard MELM, Feat-I"]["relative_cost"] == 1.0
     for h in data["headline"]:
         assert isinstance(h["note"], str) and math.isfinite(h["test_ppl"])
+    # sharded training: 1 and 2 ranks give the same model; the page reports the speed-up
+    assert runs["speed-1"]["weights_checksum"] == runs["speed-2"]["weights_checksum"]
+    assert data["sharding"]["identical"] is True and data["sharding"]["speedup_wall"] > 0
     # every finished run is cached under its spec's key, and a cached row is reused without training
     measured = ("valid_ppl", "test_ppl", "wall_s", "peak_rss_mb", "reused")
     spec = {k: v for k, v in runs["kn3"].items() if k not in measured}
@@ -48,3 +51,19 @@ def test_page_with_unfinished_runs(tmp_path):
     md = (tmp_path / "xu-melm.md").read_text()
     assert "not run" in md and "Against the paper" in md and (tmp_path / "xu-melm.png").stat().st_size > 0
     assert [h["method"] for h in data["headline"]] == ["KN3 (interpolated modified Kneser-Ney)"]
+
+
+def test_a_run_stopped_by_its_rule_counts_for_a_higher_cap(tmp_path):
+    """Training is deterministic, so a run that stopped by the halving rule before its epoch cap is
+    also the run with a higher cap; a run that reached its cap is not."""
+    spec = {"id": "b", "objective": "binary", "alpha": 1.0, "lr": 1.0, "epochs": 8, "features": "feat-i"}
+    row = {**spec, "valid_ppl": 10.0, "test_ppl": 11.0, "epochs_run": 6, "wall_s": 1.0, "peak_rss_mb": 1.0}
+    (tmp_path / f"{melm_runs.spec_key(spec)}.json").write_text(json.dumps(row))
+    higher = {**spec, "epochs": 20}
+    assert melm_runs.cached(higher, str(tmp_path))["test_ppl"] == 11.0
+    assert melm_runs.cached(higher, str(tmp_path))["epochs"] == 20
+    assert melm_runs.cached({**higher, "l2": 0.1}, str(tmp_path)) is None  # another spec
+    assert melm_runs.cached({**higher, "min_gain": -1.0}, str(tmp_path)) is None  # no rule to stop it
+    capped = {**spec, "id": "c"}
+    (tmp_path / f"{melm_runs.spec_key(capped)}.json").write_text(json.dumps({**row, **capped, "epochs_run": 8}))
+    assert melm_runs.cached({**capped, "epochs": 20}, str(tmp_path)) is None

@@ -19,7 +19,8 @@ Kneser-Ney trigram by ``sampledlm ngram train/eval``.
 Row fields added by a run: ``valid_ppl``, ``test_ppl`` (exact, every word and ``</s>``), ``wall_s``
 (training, including building the features), ``peak_rss_mb`` (the worker's maximum resident set,
 or its children's for KN3), and for MaxEnt ``feature_counts``, ``epochs_run``, ``epoch_log``,
-``pairs_per_position``, ``weights_checksum``; a failed run has ``error`` instead.
+``pairs_per_position``, ``weights_checksum``, ``loadavg`` (the 1-minute load average when training
+started); a failed run has ``error`` instead.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def maxent_worker(spec: dict) -> dict:
 
     vocab = _vocab(spec)
     ids = {k: np.asarray(load_ids(p, vocab)) for k, p in spec["files"].items()}
+    load = os.getloadavg()[0]  # how busy the machine was: wall times compare only at similar loads
     t0 = time.perf_counter()
     cfg = TrainConfig(objective=spec["objective"], alpha=spec["alpha"], lr=spec["lr"], epochs=spec["epochs"],
                       min_gain=spec.get("min_gain", 0.003), l2=spec.get("l2", 0.0), seed=1,
@@ -78,7 +80,7 @@ def maxent_worker(spec: dict) -> dict:
     return {**spec, "valid_ppl": model.perplexity(ids["valid"]), "test_ppl": model.perplexity(ids["test"]),
             "feature_counts": f.pair_counts(), "epochs_run": len(epochs) - 1, "epoch_log": epochs, "wall_s": wall,
             "pairs_per_position": pairs / len(ids["train"]), "peak_rss_mb": _peak_rss_mb(),
-            "weights_checksum": checksum}
+            "weights_checksum": checksum, "loadavg": load}
 
 
 def _sampledlm(*args: str) -> str:
@@ -112,13 +114,37 @@ def spec_key(spec: dict) -> str:
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode("utf-8")).hexdigest()[:20]
 
 
+#: Fields a run adds to its spec (the rest of a row is the spec).
+RESULT_FIELDS = frozenset({"valid_ppl", "test_ppl", "feature_counts", "epochs_run", "epoch_log", "wall_s",
+                           "pairs_per_position", "peak_rss_mb", "weights_checksum", "loadavg", "reused", "error"})
+
+
+def _stopped_early(row: dict, spec: dict) -> bool:
+    """Whether ``row`` is also ``spec``'s result: the same spec but a lower epoch cap that the
+    stopping rule never reached (training is deterministic, so a higher cap changes nothing)."""
+    old = {k: v for k, v in row.items() if k not in RESULT_FIELDS}
+    cap = old.get("epochs")
+    return (isinstance(cap, int) and isinstance(spec.get("epochs"), int) and cap < spec["epochs"]
+            and old == {**spec, "epochs": cap} and spec.get("min_gain", 0.003) >= 0
+            and "test_ppl" in row and row.get("epochs_run", cap) < cap)
+
+
 def cached(spec: dict, cache: str) -> dict | None:
-    """The finished row of ``spec`` in folder ``cache``, or None."""
+    """The finished row of ``spec`` in folder ``cache``, or None. A row of the same spec with a lower
+    epoch cap counts when its stopping rule ended it before that cap (see :func:`_stopped_early`)."""
     path = os.path.join(cache, spec_key(spec) + ".json")
-    if not os.path.exists(path):
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    if not os.path.isdir(cache):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    for name in sorted(os.listdir(cache)):
+        if name.endswith(".json"):
+            with open(os.path.join(cache, name), encoding="utf-8") as f:
+                row = json.load(f)
+            if isinstance(row, dict) and _stopped_early(row, spec):
+                return {**row, "epochs": spec["epochs"]}
+    return None
 
 
 def run_child(spec: dict, cache: str | None = None) -> dict:
