@@ -31,6 +31,8 @@ NAME = "xu-melm"
 #: Seed 000, table 1 (PTB, their split: sections 00-20 train, 972K tokens; 23-24 test).
 PAPER_TABLE1 = {"kn3": 153.0, "standard": 154.2, "binary": 153.7, "standard-feat2": 140.2, "binary-feat2": 141.1}
 ALPHAS = (1.0, 0.1, 0.05, 0.02, 0.01)
+#: L2 strengths tried on the binary Feat-I MELM (the paper used none); the page picks one on validation
+L2_SWEEP = (0.1, 0.2, 0.3)
 QUICK_ALPHAS = (1.0, 0.01)
 
 
@@ -89,6 +91,8 @@ def plan(quick: bool, files: dict[str, str], vocab: str) -> list[dict]:
                      "features": "feat-ii", "epochs": s["feat2_epochs"]})
         # the paper trains its binary MELM without regularisation; a light L2 helps here (issue 6 exploration)
         runs.append({**binary(1.0), "id": "binary-l2", "name": "binary MELM, Feat-I, L2 0.1", "l2": 0.1})
+        runs += [{**binary(1.0), "id": f"binary-l2-{l2:g}", "name": f"binary MELM, Feat-I, L2 {l2:g}", "l2": l2}
+                 for l2 in L2_SWEEP[1:]]
         runs.append({**base, "id": "binary-feat2-l2", "name": "binary MELM, Feat-II, L2 0.1", "objective": "binary",
                      "features": "feat-ii", "epochs": s["feat2_epochs"], "l2": 0.1})
     runs += speed_runs(base, s["speed_epochs"])
@@ -250,7 +254,14 @@ def against(by: dict) -> str:
         out.append(f"We do not reproduce \"the binary MELM is able to match both standard MELM and the Kneser-Ney "
                    f"model\": ours is {d_b:+.1f} % from KN3 and {d_bs:+.1f} % from the standard MELM (paper: "
                    f"{_rel(P['binary'], P['standard']):+.1f} %). We attribute the gap to training rather than to "
-                   f"the model: {why} (the 'L2 0.1' runs test the regularisation the paper did not use).")
+                   f"the model: {why}.")
+        l2 = best_l2(by)
+        if l2:
+            tried = ", ".join(f"{by[k]['l2']:g}: valid {by[k]['valid_ppl']:.2f}" for k in sorted(
+                (k for k in by if k.startswith("binary-l2") and done(by[k])), key=lambda k: by[k]["l2"]))
+            out.append(f"An L2 prior, which the paper did not use, narrows the gap: chosen on validation among the "
+                       f"strengths tried ({tried}), L2 {by[l2]['l2']:g} gives {g[l2]:.2f} ({_rel(g[l2], kn):+.1f} % from "
+                       f"KN3, {_rel(g[l2], st):+.1f} % from the unregularised standard MELM).")
     if f2 is not None:
         d2 = _rel(f2, kn)
         if d2 <= -5:
@@ -322,6 +333,12 @@ def sharding(by: dict) -> tuple[str, dict | None]:
     return text, fig
 
 
+def best_l2(by: dict) -> str | None:
+    """The id of the finished L2-regularised binary Feat-I run with the lowest validation perplexity."""
+    ids = [k for k, r in by.items() if k.startswith("binary-l2") and done(r)]
+    return min(ids, key=lambda k: by[k]["valid_ppl"]) if ids else None
+
+
 def targets(by: dict) -> list[str]:
     """Issue 6's acceptance targets, each with the measured figure and met / NOT met (computed)."""
     g = {k: (r["test_ppl"] if done(r) else None) for k, r in by.items()}
@@ -331,11 +348,15 @@ def targets(by: dict) -> list[str]:
 
     def line(what, ppl, ref, ok):
         d = _rel(ppl, ref)
-        return f"- {what}: {d:+.1f} % ({ppl:.2f} vs {ref:.2f}): {'met' if ok(d) else 'NOT met'}"
+        return f"- {what}: {d:+.2f} % ({ppl:.2f} vs {ref:.2f}): {'met' if ok(d) else 'NOT met'}"
 
-    feat1 = [k for k in ("binary", "binary-l2") if g.get(k) is not None]
-    for k in feat1:
-        out.append(line(f"{by[k]['name']} within 2 % of KN3", g[k], kn, lambda d: abs(d) <= 2))
+    if g.get("binary") is not None:
+        out.append(line(f"{by['binary']['name']} (no regularisation, as the paper) within 2 % of KN3", g["binary"], kn,
+                        lambda d: abs(d) <= 2))
+    l2 = best_l2(by)
+    if l2:
+        out.append(line(f"{by[l2]['name']} (the L2 with the best validation ppl) within 2 % of KN3", g[l2], kn,
+                        lambda d: abs(d) <= 2))
     for k in ("binary-feat2", "binary-feat2-l2"):
         if g.get(k) is not None:
             out.append(line(f"{by[k]['name']} at least 5 % below KN3", g[k], kn, lambda d: d <= -5))
