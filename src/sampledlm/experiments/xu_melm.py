@@ -32,7 +32,7 @@ NAME = "xu-melm"
 PAPER_TABLE1 = {"kn3": 153.0, "standard": 154.2, "binary": 153.7, "standard-feat2": 140.2, "binary-feat2": 141.1}
 ALPHAS = (1.0, 0.1, 0.05, 0.02, 0.01)
 #: L2 strengths tried on the binary Feat-I MELM (the paper used none); the page picks one on validation
-L2_SWEEP = (0.1, 0.2, 0.3)
+L2_SWEEP = (0.1, 0.2, 0.3, 0.5)
 QUICK_ALPHAS = (1.0, 0.01)
 
 
