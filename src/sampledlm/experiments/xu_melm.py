@@ -394,10 +394,10 @@ def write(out_dir: str, meta: dict, label: str, quick: bool, specs: list[dict], 
     for r in runs:
         if done(r):
             run_lines.append([r["name"], _f(r["valid_ppl"]), _f(r["test_ppl"]), r.get("epochs_run", "-"),
-                              _f(r["wall_s"], ".0f"), _f(epoch_seconds(r), ".1f", "-"), _f(r["peak_rss_mb"], ".0f"),
-                              "earlier (run cache)" if r.get("reused") else "this command"])
+                              _f(r["wall_s"], ".0f"), _f(epoch_seconds(r), ".1f", "-"), _f(r.get("loadavg"), ".1f", "-"),
+                              _f(r["peak_rss_mb"], ".0f"), "earlier (run cache)" if r.get("reused") else "this command"])
         else:
-            run_lines.append([r["name"], r.get("error", "not run"), "", "", "", "", "", ""])
+            run_lines.append([r["name"], r.get("error", "not run"), "", "", "", "", "", "", ""])
     body = f"""Seed 000 (Xu, Gunawardana & Khudanpur, *Efficient subsampling for training complex language models*),
 table 1 and fig. 2, on {label}{" (--quick: a few epochs and a subset of the runs; not the figures)" if quick else ""}.
 Exact perplexity: every word and `</s>` is a prediction; the binary models are renormalised over the
@@ -436,10 +436,11 @@ training positions (features from those only). Train time relative to the standa
 
 ## Every run
 
-"Trained by": this command, or an earlier run of it with the same spec whose result was kept in the run
+"Load at start": the machine's 1-minute load average when the run began (recorded since the sharding runs; "-"
+before), a guide to how much other work shared its 2 cores. "Trained by": this command, or an earlier run of it with the same spec whose result was kept in the run
 cache (`~/.cache/sampledlm/bench/{NAME}`, see `sampledlm.experiments.report.work_dir`) and reused.
 
-{report.table(["run", "valid ppl", "test ppl", "epochs", "train wall s", "s/epoch", "peak MB",
+{report.table(["run", "valid ppl", "test ppl", "epochs", "train wall s", "s/epoch", "load at start", "peak MB",
                 "trained by"], run_lines)}
 
 {against(by)}
