@@ -145,10 +145,10 @@ def test_gradient_matches_finite_differences(objective):
         targets = ids.astype(np.int64)
         E = np.zeros(0)  # no AdaGrad accumulators: plain SGD
         if objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, m.u, m.theta, 1.0, E, 1, E, E)
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, m.u, m.theta, 1.0, E, 1, E, E, E, E, 0)
         else:
             kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot,
-                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, E, 1.0, 0, 0, 1, E, E)
+                                 m.u, m.theta, np.ones(m.num_words, bool), 1.0, E, 1.0, 0, 0, 1, E, E, E, E, 0)
         grad_u, grad_th = u - m.u, th - m.theta
         m.u, m.theta = u, th
         eps = 1e-6
@@ -161,6 +161,59 @@ def test_gradient_matches_finite_differences(objective):
                 lm = _loss(m, ctx, k, t)
                 vec[i] = old
                 assert (lp - lm) / (2 * eps) == pytest.approx(grad[i], abs=1e-6), (name, i, k)
+
+
+@pytest.mark.parametrize("objective", ["softmax", "binary"])
+def test_averaged_parameters_are_the_mean_over_positions(objective):
+    """The kernels' sparse accumulators give the mean of the parameters after each position."""
+    m, ids = models(objective, spec="feat-i")
+    ctx, f, targets = m.context(ids), m.features, ids.astype(np.int64)
+    hist, uhist = np.zeros(len(m.theta)), np.zeros(m.num_words)  # AdaGrad, so steps differ per position
+    l2g = np.full(f.num_history_features, 0.1)
+    order = np.random.default_rng(4).permutation(len(ids))[:40].astype(np.int64)
+    u, th = m.u.copy(), m.theta.copy()
+    uavg, avg = np.zeros_like(u), np.zeros_like(th)
+    E = np.zeros(0)
+
+    def epoch(order, u, th, uavg, avg, age, hist, uhist):
+        if objective == "softmax":
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, u, th, 0.5, l2g,
+                                  1, uhist, hist, uavg, avg, age)
+        else:
+            kernels.binary_epoch(order, np.arange(len(ids)), ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword,
+                                 f.kernel_slot, u, th, np.ones(m.num_words, bool), 0.5, l2g, 0.5, 3, 1, 1, uhist, hist,
+                                 uavg, avg, age)
+
+    age0 = 7  # the average already holds 7 positions (all at the starting values)
+    uavg[:] = 0.0
+    epoch(order, u, th, uavg, avg, age0, hist.copy(), uhist.copy())
+    got_u, got_th = kernels.averaged(u, uavg, age0 + len(order)), kernels.averaged(th, avg, age0 + len(order))
+    # the same pass one position at a time (block 1 flushes u after every position), snapshotting each
+    u2, th2, h2, uh2 = m.u.copy(), m.theta.copy(), hist.copy(), uhist.copy()
+    snaps_u, snaps_th = [u2.copy()] * age0, [th2.copy()] * age0
+    for k in order:
+        epoch(np.array([k], np.int64), u2, th2, E, E, 0, h2, uh2)
+        snaps_u.append(u2.copy())
+        snaps_th.append(th2.copy())
+    np.testing.assert_allclose(u, u2, rtol=0, atol=1e-12)  # averaging does not change the trajectory
+    np.testing.assert_allclose(got_u, np.mean(snaps_u, axis=0), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got_th, np.mean(snaps_th, axis=0), rtol=0, atol=1e-10)
+    assert not np.allclose(got_th, th)  # the average differs from the last value
+
+
+@pytest.mark.parametrize("average", ["epoch", "run"])
+def test_training_with_averaging(average):
+    ids = random_stream(n_sent=300, seed=1)
+    valid = random_stream(n_sent=60, seed=2)
+    fs = FeatureSet.build(ids, 12, FeatureSpec.parse("feat-i"))
+    m = MaxEntModel(fs, "binary", 1.0)
+    m.init_unigram(np.bincount(ids, minlength=12))
+    before = m.perplexity(valid)
+    hist = train(m, ids, valid, TrainConfig(objective="binary", epochs=3, seed=3, average=average))
+    assert m.perplexity(valid) < before
+    assert m.perplexity(valid) == pytest.approx(min(h["valid_ppl"] for h in hist))  # the model kept is the best one
+    with pytest.raises(ValueError, match="average"):
+        TrainConfig(average="polyak")
 
 
 def test_negative_sampling_is_a_hash():

@@ -11,7 +11,7 @@ MaxEnt spec (see :class:`sampledlm.maxent.TrainConfig`)::
     {"name": str, "files": {"train", "valid", "test": path}, "vocab": path (optional: built from
      train), "objective": "binary" | "softmax", "alpha": float, "features": "feat-i" | "feat-ii",
      "lr": float, "epochs": int, "min_gain", "l2", "adagrad", "neg_subset": "fixed" | "variable",
-     "ranks": int}
+     "average": "none" | "epoch" | "run", "ranks": int}
 
 KN3 spec: ``{"kind": "kn3", "files": ..., "vocab": path (optional)}``: interpolated modified
 Kneser-Ney trigram by ``sampledlm ngram train/eval``.
@@ -65,7 +65,8 @@ def maxent_worker(spec: dict) -> dict:
     t0 = time.perf_counter()
     cfg = TrainConfig(objective=spec["objective"], alpha=spec["alpha"], lr=spec["lr"], epochs=spec["epochs"],
                       min_gain=spec.get("min_gain", 0.003), l2=spec.get("l2", 0.0), seed=1,
-                      adagrad=spec.get("adagrad", True), fixed_negatives=spec.get("neg_subset", "fixed") == "fixed")
+                      adagrad=spec.get("adagrad", True), fixed_negatives=spec.get("neg_subset", "fixed") == "fixed",
+                      average=spec.get("average", "none"))
     with tempfile.TemporaryDirectory() as tmp:
         job = ShardJob(ids["train"], ids["valid"], vocab.counts, FeatureSpec.parse(spec["features"]), cfg,
                        out_dir=tmp, vocab=vocab, log=True)

@@ -41,6 +41,8 @@ def maxent():
 @click.option("--lr", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True, help="Initial learning rate.")
 @click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad", show_default=True,
               help="adagrad: per-weight steps lr g / sqrt(1 + sum g^2). sgd: plain SGD (the paper: lr 0.1).")
+@click.option("--average", type=click.Choice(["none", "epoch", "run"]), default="none", show_default=True,
+              help="Evaluate and keep averaged weights: the mean over each epoch, or over every epoch from the 2nd.")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Most epochs.")
 @click.option("--min-gain", type=float, default=0.003, show_default=True,
               help="Halve lr once validation improves by less than this (relative); stop at the next such epoch.")
@@ -54,7 +56,8 @@ def maxent():
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
 @text_options
-def train(train_path, valid_path, out_dir, vocab_path, features, objective, alpha, neg_subset, lr, optimizer, epochs, min_gain,
+def train(train_path, valid_path, out_dir, vocab_path, features, objective, alpha, neg_subset, lr, optimizer, average,
+          epochs, min_gain,
           l2, hash_size, trigger_window, trigger_gap, trigger_pairs, trigger_min_count, ranks, distributed, seed, opts):
     """Train a maximum-entropy LM on TRAIN, with lr halving on VALID perplexity.
 
@@ -80,7 +83,7 @@ def train(train_path, valid_path, out_dir, vocab_path, features, objective, alph
     train_ids = np.asarray(load_ids(train_path, vocab, opts))
     valid_ids = np.asarray(load_ids(valid_path, vocab, opts))
     cfg = TrainConfig(objective=objective, alpha=alpha, lr=lr, epochs=epochs, min_gain=min_gain, l2=l2, seed=seed,
-                      fixed_negatives=neg_subset == "fixed", adagrad=optimizer == "adagrad")
+                      fixed_negatives=neg_subset == "fixed", adagrad=optimizer == "adagrad", average=average)
     job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir, vocab, log=True,
                    info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path)})
     if distributed:

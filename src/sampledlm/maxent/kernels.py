@@ -95,20 +95,36 @@ def _gather(k, mark, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touch
 
 
 @njit(cache=True, inline="always")
-def _step(param, i, g, lr, l2, hist):
+def _step(param, i, g, lr, l2, hist, avg, age):
     """``param[i] -= lr * g'`` with ``g' = g + l2 param[i]``: plain SGD when ``hist`` is empty, else
     AdaGrad (Duchi et al. 2011) started at 1: ``hist[i] += g'^2``, step divided by ``sqrt(1 + hist[i])``
-    (plain SGD while a parameter's gradients are small, smaller steps once they have added up)."""
+    (plain SGD while a parameter's gradients are small, smaller steps once they have added up).
+
+    ``avg`` (empty: no averaging) accumulates ``age * step`` for the averaged parameters (see
+    :func:`averaged`); ``age`` = positions already averaged before the one that made this step."""
     g += l2 * param[i]
-    if hist.shape[0] == 0:
-        param[i] -= lr * g
-    else:
+    d = lr * g
+    if hist.shape[0] > 0:
         hist[i] += g * g
-        param[i] -= lr * g / math.sqrt(1.0 + hist[i])
+        d /= math.sqrt(1.0 + hist[i])
+    param[i] -= d
+    if avg.shape[0] > 0:
+        avg[i] -= age * d
+
+
+def averaged(param: np.ndarray, avg: np.ndarray, count: int) -> np.ndarray:
+    """The mean of ``param`` over the last ``count`` positions (Polyak-Ruppert averaging).
+
+    With theta_t the value after position t of the averaging window and d_s the (summed) step
+    made at position s, ``mean_{t=1..T} theta_t = theta_T - (1/T) sum_s (s - 1) d_s``: the kernels
+    keep ``avg = sum_s (s - 1) d_s`` beside each parameter array, which costs one multiply-add per
+    step and keeps updates sparse (Xu 2011, "Towards optimal one pass large scale learning with
+    averaged stochastic gradient descent")."""
+    return param - avg / count if count > 0 else param.copy()
 
 
 @njit(cache=True, inline="always")
-def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist):
+def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist, avg, age):
     hashed = slot.shape[0] > 0
     for j in range(hptr[k], hptr[k + 1]):
         g = hfeat[j]
@@ -116,15 +132,18 @@ def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist)
         for p in range(gptr[g], gptr[g + 1]):
             gw = grad[gword[p]]
             if gw != 0.0:
-                _step(theta, slot[p] if hashed else p, gw, lr, l2, hist)
+                _step(theta, slot[p] if hashed else p, gw, lr, l2, hist, avg, age)
 
 
 @njit(cache=True)
-def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2g, block, uhist, hist):
+def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2g, block, uhist, hist,
+                  uavg, avg, age0):
     """One SGD pass over positions ``order`` of the standard MELM; returns the summed -log p(y|h).
 
     ``uhist``, ``hist``: AdaGrad accumulators of u and theta, or empty arrays for plain SGD.
-    ``l2g [G]``: L2 strength of each update of a pair of history feature g (empty: none)."""
+    ``l2g [G]``: L2 strength of each update of a pair of history feature g (empty: none).
+    ``uavg``, ``avg``: averaging accumulators of u and theta (empty: none), ``age0`` the positions
+    averaged before this pass (see :func:`averaged`)."""
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
@@ -162,11 +181,11 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
         else:
             loss += math.log(z) - u[t]
             ug[t] -= 1.0
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist)
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist, avg, age0 + idx)
         nb += 1
         if nb == block or idx == n - 1:
             for w in range(V):
-                _step(u, w, ug[w] + eu[w] * (r - rc[w]), lr, 0.0, uhist)
+                _step(u, w, ug[w] + eu[w] * (r - rc[w]), lr, 0.0, uhist, uavg, age0 + idx)
                 ug[w] = 0.0
                 rc[w] = 0.0
             eu = np.exp(u)
@@ -178,8 +197,9 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
 
 @njit(cache=True)
 def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, theta, owned,
-                 lr, l2g, alpha, seed, epoch, block, uhist, hist):
-    """One SGD pass of the binarized MELM over ``order``; ``positions[k]`` is k's stream position (hash key)."""
+                 lr, l2g, alpha, seed, epoch, block, uhist, hist, uavg, avg, age0):
+    """One SGD pass of the binarized MELM over ``order``; ``positions[k]`` is k's stream position (hash key).
+    Optimiser and averaging arguments as in :func:`softmax_epoch`."""
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
@@ -206,7 +226,7 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
         if stamp[t] != idx and owned[t]:  # a positive with no active feature: only its bias learns
             ug[t] += _sigmoid(u[t]) - 1.0
             seen[t] += 1
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist)
+        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist, avg, age0 + idx)
         for i in range(nt):
             w = touched[i]
             ug[w] += grad[w]
@@ -217,7 +237,7 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
                 if owned[w]:
                     g = ug[w] + (alpha * m * _sigmoid(u[w]) if m > 0 else 0.0)
                     if g != 0.0:
-                        _step(u, w, g, lr, 0.0, uhist)
+                        _step(u, w, g, lr, 0.0, uhist, uavg, age0 + idx)
                 ug[w] = 0.0
                 seen[w] = 0
             nb = 0

@@ -5,6 +5,12 @@ compute the exact validation perplexity; when it fails to improve by ``min_gain`
 halve the learning rate each following epoch (weights that made validation worse are rolled
 back to the best ones), and stop when it fails to improve again, or after ``epochs``.
 
+Averaging (``average``, off by default): the model evaluated after an epoch, and kept, can be the
+mean of the parameters over that epoch's positions (``epoch``) or over every position since the
+start of epoch 2 (``run``; the first epoch moves far from the unigram start), Polyak-Ruppert
+averaging computed sparsely by the kernels (see :func:`.kernels.averaged`). Training itself
+continues from the raw (last) parameters; a rollback restores them and the averages together.
+
 ``binary`` keeps every position, each one a positive for its word and a negative, kept at rate
 ``alpha``, for every other word. ``softmax`` at ``alpha < 1`` trains on a fixed random fraction
 alpha of the positions (the paper's subsampled standard MELM, fig. 2): see :func:`train_positions`.
@@ -39,6 +45,14 @@ class TrainConfig:
     block: int = 32  # positions per update of the dense unigram weights
     adagrad: bool = True  # per-parameter step sizes (False: plain SGD, as in the paper)
     fixed_negatives: bool = False  # binary: True keeps the same negative subset every epoch (the paper's MELM runs)
+    average: str = "none"  # "none" | "epoch" | "run": which parameter average is evaluated and kept (see above)
+
+    def __post_init__(self):
+        if self.average not in AVERAGES:
+            raise ValueError(f"average must be one of {', '.join(AVERAGES)}, not {self.average!r}")
+
+
+AVERAGES = ("none", "epoch", "run")
 
 
 def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:
@@ -77,30 +91,46 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
     l2g = cfg.l2 / np.maximum(np.bincount(ctx.hfeat, minlength=f.num_history_features), 1) if cfg.l2 > 0 else np.zeros(0)
     uhist = np.zeros(V if cfg.adagrad else 0)
     hist = np.zeros(len(model.theta) if cfg.adagrad else 0)
+    # the kernels move the raw parameters; the model holds what is evaluated (raw, or their average)
+    raw = [model.u.copy(), model.theta.copy()]
+    averaging = cfg.average != "none"
+    sums = [np.zeros(V if averaging else 0), np.zeros(len(model.theta) if averaging else 0)]
+    age = 0  # positions in the current average
+
+    def state():
+        return [raw[0].copy(), raw[1].copy(), sums[0].copy(), sums[1].copy(), age]
+
     lr, halving = cfg.lr, False
     best = valid_ppl()
-    best_params = (model.u.copy(), model.theta.copy())
+    best_state, best_params = state(), (model.u.copy(), model.theta.copy())
     history = [{"epoch": 0, "lr": lr, "valid_ppl": best, "seconds": 0.0}]
     log(f"epoch 0: valid ppl {best:.2f}")
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
+        if cfg.average == "epoch" or (cfg.average == "run" and epoch <= 2):
+            sums[0][:], sums[1][:], age = 0.0, 0.0, 0
         order = rng.permutation(len(at)).astype(np.int64)
         if cfg.objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, model.u, model.theta,
-                                  lr, l2g, cfg.block, uhist, hist)
+            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, raw[0], raw[1],
+                                  lr, l2g, cfg.block, uhist, hist, sums[0], sums[1], age)
         else:
-            kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, model.u,
-                                 model.theta, owned, lr, l2g, cfg.alpha, cfg.seed,
-                                 0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist)
+            kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, raw[0],
+                                 raw[1], owned, lr, l2g, cfg.alpha, cfg.seed,
+                                 0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist, sums[0], sums[1], age)
+        if averaging and not (cfg.average == "run" and epoch == 1):
+            age += len(order)
+            model.u[:], model.theta[:] = kernels.averaged(raw[0], sums[0], age), kernels.averaged(raw[1], sums[1], age)
+        else:
+            model.u[:], model.theta[:] = raw
         ppl = valid_ppl()
         secs = time.perf_counter() - t0
         history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
         log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")
         gained = ppl < best * (1.0 - cfg.min_gain)
         if ppl < best:
-            best, best_params = ppl, (model.u.copy(), model.theta.copy())
-        else:
-            model.u[:], model.theta[:] = best_params
+            best, best_state, best_params = ppl, state(), (model.u.copy(), model.theta.copy())
+        else:  # roll back to the best epoch's weights (and its averages)
+            (raw[0][:], raw[1][:], sums[0][:], sums[1][:], age) = best_state
         if not gained:
             if halving:
                 break
