@@ -201,7 +201,7 @@ def test_averaged_parameters_are_the_mean_over_positions(objective):
     assert not np.allclose(got_th, th)  # the average differs from the last value
 
 
-@pytest.mark.parametrize("average", ["epoch", "run"])
+@pytest.mark.parametrize("average", ["epoch", "run", "auto"])
 def test_training_with_averaging(average):
     ids = random_stream(n_sent=300, seed=1)
     valid = random_stream(n_sent=60, seed=2)

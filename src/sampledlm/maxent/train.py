@@ -6,10 +6,14 @@ halve the learning rate each following epoch (weights that made validation worse
 back to the best ones), and stop when it fails to improve again, or after ``epochs``.
 
 Averaging (``average``, off by default): the model evaluated after an epoch, and kept, can be the
-mean of the parameters over that epoch's positions (``epoch``) or over every position since the
-start of epoch 2 (``run``; the first epoch moves far from the unigram start), Polyak-Ruppert
-averaging computed sparsely by the kernels (see :func:`.kernels.averaged`). Training itself
-continues from the raw (last) parameters; a rollback restores them and the averages together.
+mean of the parameters over that epoch's positions (``epoch``), over every position since the
+start of epoch 2 (``run``; the first epoch moves far from the unigram start), or (``auto``) over
+every position since the last epoch end at which the last iterate scored better on validation
+than the average (the average then restarts there: it stops holding early, far-off iterates,
+so it starts in effect once the last iterate has slowed down; one more validation pass per epoch).
+Polyak-Ruppert averaging, computed sparsely by the kernels (see :func:`.kernels.averaged`).
+Training itself continues from the raw (last) parameters; a rollback restores them and the
+averages together.
 
 ``binary`` keeps every position, each one a positive for its word and a negative, kept at rate
 ``alpha``, for every other word. ``softmax`` at ``alpha < 1`` trains on a fixed random fraction
@@ -45,14 +49,14 @@ class TrainConfig:
     block: int = 32  # positions per update of the dense unigram weights
     adagrad: bool = True  # per-parameter step sizes (False: plain SGD, as in the paper)
     fixed_negatives: bool = False  # binary: True keeps the same negative subset every epoch (the paper's MELM runs)
-    average: str = "none"  # "none" | "epoch" | "run": which parameter average is evaluated and kept (see above)
+    average: str = "none"  # "none" | "epoch" | "run" | "auto": which parameter average is evaluated and kept (see above)
 
     def __post_init__(self):
         if self.average not in AVERAGES:
             raise ValueError(f"average must be one of {', '.join(AVERAGES)}, not {self.average!r}")
 
 
-AVERAGES = ("none", "epoch", "run")
+AVERAGES = ("none", "epoch", "run", "auto")
 
 
 def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:
@@ -120,9 +124,19 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         if averaging and not (cfg.average == "run" and epoch == 1):
             age += len(order)
             model.u[:], model.theta[:] = kernels.averaged(raw[0], sums[0], age), kernels.averaged(raw[1], sums[1], age)
+            ppl = valid_ppl()
+            if cfg.average == "auto":
+                avg_params = (model.u.copy(), model.theta.copy())
+                model.u[:], model.theta[:] = raw
+                last = valid_ppl()
+                if last < ppl:  # the average lags: restart it from here
+                    ppl, age = last, 0
+                    sums[0][:], sums[1][:] = 0.0, 0.0
+                else:
+                    model.u[:], model.theta[:] = avg_params
         else:
             model.u[:], model.theta[:] = raw
-        ppl = valid_ppl()
+            ppl = valid_ppl()
         secs = time.perf_counter() - t0
         history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
         log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")
