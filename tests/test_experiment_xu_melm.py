@@ -67,3 +67,29 @@ def test_a_run_stopped_by_its_rule_counts_for_a_higher_cap(tmp_path):
     capped = {**spec, "id": "c"}
     (tmp_path / f"{melm_runs.spec_key(capped)}.json").write_text(json.dumps({**row, **capped, "epochs_run": 8}))
     assert melm_runs.cached({**capped, "epochs": 20}, str(tmp_path)) is None
+
+
+def test_averaged_runs_on_the_page(tmp_path):
+    """The averaged-weights section pairs each run with its last-iterate twin; the targets use both."""
+    files = {k: str(tmp_path / f"{k}.txt") for k in ("train", "valid", "test")}
+    specs = {s["id"]: s for s in xu_melm.plan(False, files, str(tmp_path / "vocab.txt"))}
+    log = [{"epoch": 0, "valid_ppl": 300.0}, {"epoch": 1, "valid_ppl": 200.0}, {"epoch": 2, "valid_ppl": 199.9}]
+
+    def row(key, valid, test):
+        return {**specs[key], "valid_ppl": valid, "test_ppl": test, "wall_s": 1.0, "peak_rss_mb": 1.0,
+                "epochs_run": 2, "epoch_log": log}
+
+    by = {"kn3": row("kn3", 160.0, 150.0), "binary": row("binary", 170.0, 160.0),
+          "avg-run-binary": row("avg-run-binary", 168.0, 158.0), "binary-a0.01": row("binary-a0.01", 180.0, 170.0),
+          "avg-run-binary-a0.01": row("avg-run-binary-a0.01", 170.0, 160.0),
+          "standard": row("standard", 165.0, 155.0), "avg-run-standard": row("avg-run-standard", 166.0, 156.0)}
+    text = xu_melm.averaging(by)
+    assert "| binary MELM, Feat-I | run | 168.00 | 158.00 | -1.25 | 2 |" in text
+    assert "standard MELM, Feat-I, averaging run: worse than the last iterate (+0.65 %)" in text
+    lines = xu_melm.targets(by)
+    assert "- the same with averaged weights (run) for both: +1.27 % (160.00 vs 158.00): met" in lines
+    assert "- binary MELM at 1 % of the negatives within 2 % of its own 100 %: +6.25 % (170.00 vs 160.00): NOT met" \
+        in lines
+    assert xu_melm.best_binary(by) == "avg-run-binary"
+    assert any(line.startswith("- binary MELM, Feat-I, averaged weights (run) (the binary Feat-I run with the best")
+               for line in lines)

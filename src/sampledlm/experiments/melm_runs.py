@@ -11,7 +11,7 @@ MaxEnt spec (see :class:`sampledlm.maxent.TrainConfig`)::
     {"name": str, "files": {"train", "valid", "test": path}, "vocab": path (optional: built from
      train), "objective": "binary" | "softmax", "alpha": float, "features": "feat-i" | "feat-ii",
      "lr": float, "epochs": int, "min_gain", "l2", "adagrad", "neg_subset": "fixed" | "variable",
-     "average": "none" | "epoch" | "run", "ranks": int}
+     "average": "none" (default) | "epoch" | "run" | "auto", "ranks": int}
 
 KN3 spec: ``{"kind": "kn3", "files": ..., "vocab": path (optional)}``: interpolated modified
 Kneser-Ney trigram by ``sampledlm ngram train/eval``.

@@ -399,10 +399,10 @@ def averaging(by: dict) -> str:
             if d is not None and d > 0:
                 log = [e["valid_ppl"] for e in r["epoch_log"]]
                 gains = ", ".join(f"{100 * (1 - b / a):.2f} %" for a, b in zip(log[-3:-1], log[-2:]))
-                notes.append(f"{last['name']}, averaging {how}: worse than the last iterate ({d:+.2f} %); its last "
-                             f"epochs still gained {gains} on validation, just below the "
-                             f"{100 * r.get('min_gain', 0.003):.1f} % of the stopping rule, "
-                             f"so it stopped while the average was still catching up.")
+                notes.append(f"{last['name']}, averaging {how}: worse than the last iterate ({d:+.2f} %); its last two "
+                             f"epochs gained {gains} on validation, the last below the "
+                             f"{100 * r.get('min_gain', 0.003):.1f} % of the stopping rule, so it stopped while still "
+                             f"improving.")
     if not rows:
         return "No averaged run has finished."
     text = ("The paper's binary MELM is trained by plain SGD and kept as the last iterate. Averaging the weights "

@@ -41,9 +41,10 @@ def maxent():
 @click.option("--lr", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True, help="Initial learning rate.")
 @click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad", show_default=True,
               help="adagrad: per-weight steps lr g / sqrt(1 + sum g^2). sgd: plain SGD (the paper: lr 0.1).")
-@click.option("--average", type=click.Choice(["none", "epoch", "run", "auto"]), default="none", show_default=True,
-              help="Evaluate and keep averaged weights: the mean over each epoch; over every epoch from the 2nd; or "
-                   "(auto) since the last epoch at which the last weights did better on VALID.")
+@click.option("--average", type=click.Choice(["none", "epoch", "run", "auto"]), default="run", show_default=True,
+              help="Evaluate and keep averaged weights: none (the last weights, as the paper); the mean over each "
+                   "epoch; over every epoch from the 2nd (run); or (auto) since the last epoch at which the last "
+                   "weights did better on VALID.")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Most epochs.")
 @click.option("--min-gain", type=float, default=0.003, show_default=True,
               help="Halve lr once validation improves by less than this (relative); stop at the next such epoch.")
