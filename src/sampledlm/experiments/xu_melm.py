@@ -398,18 +398,18 @@ def averaging(by: dict) -> str:
     rows, pairs, notes = [], [], []
     for k in dict.fromkeys(k for how in AVERAGE_HOW for k in AVERAGED[how]):
         last = by.get(k)
-        for how in ("none",) + AVERAGE_HOW + ("run, stop at 0.1 %",):
-            r = last if how == "none" else by.get(f"avg-run-{k}-gain0.1" if how.startswith("run,") else f"avg-{how}-{k}")
-            if how.startswith("run,") and k not in LONGER or how in AVERAGED and k not in AVERAGED[how]:
-                continue
+        variants = ([("none (last iterate)", k)] + [(how, f"avg-{how}-{k}") for how in AVERAGE_HOW if k in AVERAGED[how]]
+                    + ([("run, stop at 0.1 %", f"avg-run-{k}-gain0.1")] if k in LONGER else []))
+        for how, key in variants:
+            r = by.get(key)
             if not done(r):
                 rows.append([k if last is None else last["name"], how, "not run", "", "", ""])
                 continue
-            d = _rel(r["test_ppl"], last["test_ppl"]) if how != "none" and done(last) else None
+            d = _rel(r["test_ppl"], last["test_ppl"]) if key != k and done(last) else None
             if d is not None:
                 pairs.append(d)
-            rows.append([last["name"] if last else k, "none (last iterate)" if how == "none" else how,
-                         _f(r["valid_ppl"]), _f(r["test_ppl"]), _f(d, "+.2f", "-"), str(r.get("epochs_run", "-"))])
+            rows.append([last["name"] if last else k, how, _f(r["valid_ppl"]), _f(r["test_ppl"]), _f(d, "+.2f", "-"),
+                         str(r.get("epochs_run", "-"))])
             if d is not None and d > 0:
                 log = [e["valid_ppl"] for e in r["epoch_log"]]
                 gains = ", ".join(f"{100 * (1 - b / a):.2f} %" for a, b in zip(log[-3:-1], log[-2:]))

@@ -6,8 +6,8 @@ halve the learning rate each following epoch (weights that made validation worse
 back to the best ones), and stop when it fails to improve again, or after ``epochs``.
 
 Averaging (``average``; default ``run``, which improved every unregularised model measured in
-docs/results/maxent.md by 0.9-1.6 %; ``none`` is the paper's last iterate): the model evaluated after an epoch, and kept, can be the
-mean of the parameters over that epoch's positions (``epoch``), over every position since the
+docs/results/maxent.md by 0.9-1.6 %; ``none`` is the paper's last iterate): the model evaluated
+after an epoch, and kept, can be the mean of the parameters over that epoch's positions (``epoch``), over every position since the
 start of epoch 2 (``run``; the first epoch moves far from the unigram start), or (``auto``) over
 every position since the last epoch end at which the last iterate scored better on validation
 than the average (the average then restarts there: it stops holding early, far-off iterates,
@@ -112,17 +112,19 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
     log(f"epoch 0: valid ppl {best:.2f}")
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
-        if cfg.average == "epoch" or (cfg.average == "run" and epoch <= 2):
+        averaged_now = averaging and not (cfg.average == "run" and epoch == 1)
+        if cfg.average == "epoch" or (cfg.average == "run" and epoch == 2):
             sums[0][:], sums[1][:], age = 0.0, 0.0, 0
+        acc = sums if averaged_now else [np.zeros(0), np.zeros(0)]
         order = rng.permutation(len(at)).astype(np.int64)
         if cfg.objective == "softmax":
             kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, raw[0], raw[1],
-                                  lr, l2g, cfg.block, uhist, hist, sums[0], sums[1], age)
+                                  lr, l2g, cfg.block, uhist, hist, acc[0], acc[1], age)
         else:
             kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, raw[0],
                                  raw[1], owned, lr, l2g, cfg.alpha, cfg.seed,
-                                 0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist, sums[0], sums[1], age)
-        if averaging and not (cfg.average == "run" and epoch == 1):
+                                 0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist, acc[0], acc[1], age)
+        if averaged_now:
             age += len(order)
             model.u[:], model.theta[:] = kernels.averaged(raw[0], sums[0], age), kernels.averaged(raw[1], sums[1], age)
             ppl = valid_ppl()
