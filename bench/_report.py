@@ -1,5 +1,5 @@
 """Stamping and writing benchmark results for the scripts in bench/: a thin layer over
-:mod:`sampledlm.experiments.report` (the same code stamps ``sampledlm bench`` pages).
+:mod:`sampledlm.bench.report` (the same code stamps ``sampledlm bench`` pages).
 
 Usage from a bench script::
 
@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "docs", "results")
 sys.path.insert(0, os.path.join(REPO, "src"))
 
-from sampledlm.experiments import report  # noqa: E402
+from sampledlm.bench import report  # noqa: E402
 
 
 def stamp() -> dict:

@@ -19,7 +19,7 @@ import time
 
 from _report import REPO, stamp, write_results
 
-from sampledlm.corpus import build_vocab, encode_file, load_ids
+from sampledlm.data.corpus import build_vocab, encode_file, load_ids
 
 
 def best_of(n: int, fn):

@@ -1,6 +1,6 @@
 """Maximum-entropy LMs on PTB (issue 6): binary vs standard MELM, subsampling, sharded training.
 
-The same runs and page as ``sampledlm bench xu-melm`` (module :mod:`sampledlm.experiments.xu_melm`:
+The same runs and page as ``sampledlm bench xu-melm`` (module :mod:`sampledlm.bench.xu_melm`:
 seed 000 table 1 and fig. 2, the L2 rows, the 2-rank speed-up and the issue's targets), written
 as docs/results/maxent.{md,json,png}. Runs are kept in ``~/.cache/sampledlm/bench/xu-melm`` and
 shared with ``sampledlm bench xu-melm``, so either command reuses what the other trained.
@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import RESULTS, stamp  # noqa: E402
 
 from sampledlm.errors import UserError  # noqa: E402
-from sampledlm.experiments import report, xu_melm  # noqa: E402
+from sampledlm.bench import report, xu_melm  # noqa: E402
 
 
 def main() -> None:

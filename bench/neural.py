@@ -65,7 +65,7 @@ def machine() -> dict:
 # --- 1. profile ------------------------------------------------------------------------------
 def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200, bf16=False) -> dict:
     """Time each part of a full-softmax SGD step of the feed-forward model (same work as a real step)."""
-    from sampledlm.models import FFNN
+    from sampledlm.neural.registry import FFNN
     from sampledlm.objectives import make_objective
 
     torch.manual_seed(0)
@@ -110,7 +110,7 @@ def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200, bf16=False)
 
 
 def throughput_gru(V=10000, batch=32, bptt=35, steps=10, hidden=256, proj=200) -> dict:
-    from sampledlm.models import RNNLM
+    from sampledlm.neural.registry import RNNLM
     from sampledlm.objectives import make_objective
 
     torch.manual_seed(0)

@@ -27,7 +27,7 @@ import time
 
 from _report import REPO, stamp, write_results
 
-from sampledlm.corpus import build_vocab, load_ids
+from sampledlm.data.corpus import build_vocab, load_ids
 from sampledlm.ngram import DESCRIPTIONS, read_arpa, train_ngram
 
 LMPLZ = {3: 148.28, 5: 141.19}  # lmplz -o N, same files, <unk> renamed (issue 3); published 5-gram: 141.2

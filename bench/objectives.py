@@ -8,7 +8,7 @@ Sampled objectives use S = 250 shared samples from unigram^0.75; ``binary`` uses
 250 / V (the same number of negatives). Criteria: a sampled objective's time per token grows
 at most 1.5x from V = 10k to 1M, and at V = 100k it is >= 20x faster than the softmax.
 
-Part 2 (PTB): the feed-forward trigram model of sampledlm.models.ffnn (d = 50, h = 200, V = 10k)
+Part 2 (PTB): the feed-forward trigram model of sampledlm.neural.ffnn (d = 50, h = 200, V = 10k)
 on real PTB histories, same step, tokens/s per objective (skipped when the model or the data
 is missing).
 
@@ -33,11 +33,11 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import REPO, RESULTS, stamp, write_results  # noqa: E402
 
-from sampledlm.experiments.scaling import interleaved as scaling_interleaved  # noqa: E402
+from sampledlm.bench.scaling import interleaved as scaling_interleaved  # noqa: E402
 
-from sampledlm.models.output import OutputLayer  # noqa: E402
+from sampledlm.objectives.output import OutputLayer  # noqa: E402
 from sampledlm.objectives import make_objective  # noqa: E402
-from sampledlm.sampling import SAMPLERS, noise_distribution  # noqa: E402
+from sampledlm.objectives.sampling import SAMPLERS, noise_distribution  # noqa: E402
 
 H, N, S, EMB = 256, 128, 250, 64
 PTB = os.path.join(os.path.dirname(REPO), "shared", "data", "ptb")
@@ -134,10 +134,10 @@ def sampler_times(V: int) -> list[dict]:
 def ptb_rows(quick: bool) -> tuple[list[dict], str]:
     """Tokens/s of the PTB feed-forward model (d=50, h=200, trigram) per objective."""
     try:
-        from sampledlm.batching import ngram_histories, sentence_positions
-        from sampledlm.corpus import build_vocab, load_ids
-        from sampledlm.models.ffnn import FFNN
-        from sampledlm.tokenizer import TextOptions
+        from sampledlm.data.batches import ngram_histories, sentence_positions
+        from sampledlm.data.corpus import build_vocab, load_ids
+        from sampledlm.neural.ffnn import FFNN
+        from sampledlm.data.tokenizer import TextOptions
     except ImportError as e:
         return [], f"skipped: {e}"
     train = os.path.join(PTB, "ptb.train.txt")
@@ -243,7 +243,7 @@ def markdown(syn, samp, ptb, ptb_note, sizes, load_note) -> tuple[str, dict]:
     body += [f"| {r['V']:,} | {r['sampler']} | {r['build_s']:.3f} | {r['us_per_draw_call']:.1f} |" for r in samp]
     body += ["", "The alias method costs O(1) per draw after an O(V) build; `torch.multinomial` rescans the O(V) "
              "cumulative distribution on every call, so its cost grows with V. The alias sampler is the default.", ""]
-    body += ["## PTB feed-forward model", "", f"`sampledlm.models.ffnn.FFNN` (trigram, d = 50, h = 200), {ptb_note}."]
+    body += ["## PTB feed-forward model", "", f"`sampledlm.neural.ffnn.FFNN` (trigram, d = 50, h = 200), {ptb_note}."]
     if ptb:
         soft = next(r for r in ptb if r["objective"] == "softmax")["us_per_token"]
         body += ["", "| objective | tokens/s | µs/token | speed-up vs softmax |", "|---|---|---|---|"]

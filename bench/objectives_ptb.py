@@ -7,7 +7,7 @@ and reports the exact test perplexity alone and interpolated with KN3 (weight by
 and the training time to the best validation epoch. Targets: binary (alpha = 5 %, variable
 subsets) within 3 % of the full softmax; CSS-IS and BlackOut with S = 250 within 5 %.
 
-The runs go through :mod:`sampledlm.experiments.lmruns`: they live in
+The runs go through :mod:`sampledlm.bench.lmruns`: they live in
 ``~/.cache/sampledlm/bench/lm-runs`` and are shared with ``sampledlm bench xu-nnlm`` and
 ``nce-samples`` (same options, same directory), reused when finished and resumed when not, so the
 script can be stopped and started again.
@@ -26,8 +26,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import stamp, write_results  # noqa: E402
 
-from sampledlm.experiments import lmruns, report  # noqa: E402
-from sampledlm.experiments.xu_nnlm import MODEL, TRAIN  # noqa: E402
+from sampledlm.bench import lmruns, report  # noqa: E402
+from sampledlm.bench.xu_nnlm import MODEL, TRAIN  # noqa: E402
 
 ALL = ["softmax", "binary", "is", "css-is", "css-bernoulli", "nce", "neg", "blackout", "ranking"]
 TARGET = {"binary": 0.03, "css-is": 0.05, "blackout": 0.05}

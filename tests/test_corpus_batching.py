@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from sampledlm.batching import NgramBatches, bptt_batches, bptt_rows, ngram_histories, sentence_positions
-from sampledlm.corpus import build_vocab, encode_file, load_ids, sentence_count
+from sampledlm.data.batches import NgramBatches, bptt_batches, bptt_rows, ngram_histories, sentence_positions
+from sampledlm.data.corpus import build_vocab, encode_file, load_ids, sentence_count
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 import math
 
-from sampledlm.demo import builtin_sentences, run_demo
+from sampledlm.data.builtin import builtin_sentences
+from sampledlm.demo import run_demo
 
 
 def test_builtin_corpus_is_deterministic_and_sizeable():

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from sampledlm import runs
+from sampledlm.neural import rundir as runs
 from sampledlm.cli import main
 from sampledlm.errors import UserError
-from sampledlm.evaluate import (em_weight, interpolate, perplexity, score_sentences, sentence_scores,
+from sampledlm.neural.evaluate import (em_weight, interpolate, perplexity, score_sentences, sentence_scores,
                                 stream_logprobs)
-from sampledlm.models import FFNN, RNNLM
+from sampledlm.neural.registry import FFNN, RNNLM
 from sampledlm.objectives import make_objective
 
 from test_train import WORDS, write_corpus  # noqa: F401  (one synthetic corpus for the trainer's tests)
@@ -103,7 +103,7 @@ def test_eval_cli_exact_interpolated_and_per_sentence(trained, capsys, monkeypat
     assert code == 0
     res = json.loads(out)
     model, objective, vocab, _ = runs.load_run(run)
-    from sampledlm.corpus import load_ids
+    from sampledlm.data.corpus import load_ids
 
     ids = load_ids(str(trained / "test.txt"), vocab)
     assert res["predictions"] == len(ids) and res["ppl"] == pytest.approx(perplexity(model, objective, ids))

@@ -7,7 +7,7 @@ import math
 
 from test_experiments import run_quick
 
-from sampledlm.experiments import melm_runs, xu_melm
+from sampledlm.bench import melm_runs, xu_melm
 
 
 def test_xu_melm_quick(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from sampledlm.cli import cli
-from sampledlm.experiments import EXPERIMENTS
+from sampledlm.bench import EXPERIMENTS
 
 
 def bench(*args):

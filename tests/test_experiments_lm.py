@@ -8,7 +8,7 @@ import math
 import pytest
 from test_experiments import run_quick
 
-from sampledlm.experiments import EXPERIMENTS, lmruns
+from sampledlm.bench import EXPERIMENTS, lmruns
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_runs_are_reused_and_failures_recorded(cache, tmp_path):
     finished run is reused, not retrained."""
     import os
 
-    from sampledlm.experiments import report, xu_nnlm
+    from sampledlm.bench import report, xu_nnlm
 
     work = report.work_dir("lm-runs", quick=True)
     files, _ = report.lm_data(None, True, os.path.join(work, "data"))

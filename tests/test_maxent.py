@@ -8,7 +8,7 @@ import torch
 
 from sampledlm.maxent import FeatureSet, FeatureSpec, MaxEntModel, TrainConfig, train
 from sampledlm.maxent import kernels
-from sampledlm.vocab import Vocab
+from sampledlm.data.vocab import Vocab
 
 WORDS = ["</s>", "<unk>", "a", "b", "c", "d", "e"]
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from sampledlm.errors import UserError
-from sampledlm.evaluate import batch_log_probs
-from sampledlm.models import FFNN, RNNLM, build_model, model_spec
+from sampledlm.neural.evaluate import batch_log_probs
+from sampledlm.neural.registry import FFNN, RNNLM, build_model, model_spec
 from sampledlm.objectives import make_objective
 
 V = 11

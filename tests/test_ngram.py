@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import synthetic_sentences
 
-from sampledlm.ngram import SMOOTHINGS, read_arpa, train_ngram
+from sampledlm.ngram import SMOOTHINGS, read_arpa, write_arpa, train_ngram
 from sampledlm.ngram.counts import count_ngrams
 from sampledlm.ngram.kneser_ney import adjusted_counts, discounts
 from sampledlm.ngram.tables import lookup_grams
-from sampledlm.vocab import Vocab
+from sampledlm.data.vocab import Vocab
 
 
 def encode(vocab: Vocab, sents: list[list[str]]) -> np.ndarray:
@@ -180,7 +180,7 @@ def test_stream_logprobs_maps_words_by_string(small, tmp_path):
     vocab, train, valid = small
     lm = train_ngram(train, vocab, 3)
     path = tmp_path / "m.arpa"
-    lm.write_arpa(str(path))
+    write_arpa(lm, str(path))
     other_words = ["</s>", "<unk>"] + list(reversed(vocab.words[2:])) + ["not-in-model"]
     other = Vocab(other_words, [0] * len(other_words))
     remap = np.array([other.index[w] for w in vocab.words], dtype=np.int32)

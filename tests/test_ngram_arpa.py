@@ -7,8 +7,8 @@ import pytest
 from conftest import synthetic_sentences
 
 from sampledlm.errors import UserError
-from sampledlm.ngram import SMOOTHINGS, read_arpa, train_ngram
-from sampledlm.vocab import Vocab
+from sampledlm.ngram import SMOOTHINGS, read_arpa, write_arpa, train_ngram
+from sampledlm.data.vocab import Vocab
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +34,7 @@ def test_round_trip_gives_identical_probabilities(data, tmp_path, smoothing, ord
     vocab, train, valid = data
     lm = train_ngram(train, vocab, order, smoothing, valid_ids=valid)
     path = str(tmp_path / "m.arpa")
-    lm.write_arpa(path)
+    write_arpa(lm, path)
     back = read_arpa(path)
     assert back.words == lm.words and back.counts() == lm.counts()
     for a, b in zip(lm.tables, back.tables):
@@ -130,7 +130,7 @@ def test_kenlm_reads_our_file_and_agrees(data, tmp_path):
     vocab, train, valid = data
     lm = train_ngram(train, vocab, 4)
     path = str(tmp_path / "m.arpa")
-    lm.write_arpa(path)
+    write_arpa(lm, path)
     km = kenlm.Model(path)
     ours = lm.stream_logprobs(valid, vocab) / np.log(10)
     ends = np.flatnonzero(valid == 0)
@@ -144,7 +144,7 @@ def test_kenlm_reads_our_file_and_agrees(data, tmp_path):
 def test_error_in_a_bulk_parsed_section_names_the_line(data, tmp_path):
     vocab, train, _ = data
     path = tmp_path / "m.arpa"
-    train_ngram(train, vocab, 3).write_arpa(str(path))
+    write_arpa(train_ngram(train, vocab, 3), str(path))
     lines = path.read_text().split("\n")
     at = lines.index("\\2-grams:") + 5
     lines[at] = lines[at].replace("\t", "\tnot-a-word ", 1)
@@ -156,11 +156,11 @@ def test_error_in_a_bulk_parsed_section_names_the_line(data, tmp_path):
 def test_parsed_files_are_cached_until_they_change(data, tmp_path):
     vocab, train, valid = data
     path = tmp_path / "m.arpa"
-    train_ngram(train, vocab, 3).write_arpa(str(path))
+    write_arpa(train_ngram(train, vocab, 3), str(path))
     first = read_arpa(str(path))
     assert list((tmp_path / "cache").glob("m.arpa.*.safetensors"))
     again = read_arpa(str(path))
     assert again.words == first.words and again.info == first.info
     np.testing.assert_array_equal(again.stream_logprobs(valid, vocab), first.stream_logprobs(valid, vocab))
-    train_ngram(train, vocab, 2).write_arpa(str(path))  # a different model at the same path
+    write_arpa(train_ngram(train, vocab, 2), str(path))  # a different model at the same path
     assert read_arpa(str(path)).order == 2

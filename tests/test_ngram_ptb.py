@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from sampledlm.corpus import build_vocab, load_ids
-from sampledlm.ngram import read_arpa, train_ngram
+from sampledlm.data.corpus import build_vocab, load_ids
+from sampledlm.ngram import read_arpa, write_arpa, train_ngram
 
 LMPLZ_TRIGRAM = 148.28  # lmplz -o 3 on ptb.train, <unk> renamed to an ordinary word; test perplexity
 
@@ -24,7 +24,7 @@ def test_modified_kneser_ney_trigram_matches_lmplz(ptb_dir, tmp_path, monkeypatc
     ppl = math.exp(-lnp.mean())
     assert abs(ppl - LMPLZ_TRIGRAM) / LMPLZ_TRIGRAM < 0.005, ppl
     path = str(tmp_path / "kn3.arpa")
-    lm.write_arpa(path)
+    write_arpa(lm, path)
     monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
     np.testing.assert_array_equal(read_arpa(path).stream_logprobs(test, vocab), lnp)
     kenlm = pytest.importorskip("kenlm")

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from sampledlm.errors import UserError
-from sampledlm.models.output import OutputLayer
+from sampledlm.objectives.output import OutputLayer
 from sampledlm.objectives import OBJECTIVES, SampledOutput, make_objective
 from sampledlm.objectives.sampled import Candidates
 
@@ -509,7 +509,7 @@ def test_prepare_starts_biases_at_the_log_unigram():
 
 
 def test_binary_reads_files_with_other_fixed_subset_buffers():
-    from sampledlm.runs import load_state_into
+    from sampledlm.neural.rundir import load_state_into
 
     obj = make_objective("binary", COUNTS, neg_rate=0.1)
     other = {"calibrated": torch.tensor(True), "neg_fixed": torch.zeros(8, len(COUNTS), dtype=torch.bool)}

@@ -1,7 +1,7 @@
 """Integration on the real Penn Treebank (skipped with a reason when ../shared/data/ptb is absent)."""
 
-from sampledlm.corpus import build_vocab, load_ids, sentence_count
-from sampledlm.stats import corpus_stats
+from sampledlm.data.corpus import build_vocab, load_ids, sentence_count
+from sampledlm.data.stats import corpus_stats
 
 
 def test_ptb_vocabulary_and_counts(ptb_dir, tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from sampledlm.sampling import (AliasSampler, BernoulliSampler, MultinomialSampler, bernoulli_probs, first_k_not,
+from sampledlm.objectives.sampling import (AliasSampler, BernoulliSampler, MultinomialSampler, bernoulli_probs, first_k_not,
                                 noise_distribution)
 
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from sampledlm.errors import UserError
-from sampledlm.textio import atomic_write, check_writable, iter_chunks, iter_lines
+from sampledlm.data.textio import atomic_write, check_writable, iter_chunks, iter_lines
 
 
 def test_plain_gz_xz_read_the_same(tmp_path):
@@ -40,7 +40,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 
 
 def test_invalid_utf8_line_number_across_chunks(tmp_path, monkeypatch):
-    import sampledlm.textio as textio
+    import sampledlm.data.textio as textio
 
     monkeypatch.setattr(textio, "CHUNK_BYTES", 16)
     p = tmp_path / "bad.txt"

@@ -1,4 +1,4 @@
-from sampledlm.tokenizer import TextOptions, iter_sentences, split_sentences, tokenize_raw
+from sampledlm.data.tokenizer import TextOptions, iter_sentences, split_sentences, tokenize_raw
 
 
 def test_raw_tokenizer_splits_punctuation_keeps_word_internal_marks():

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from sampledlm import runs
+from sampledlm.neural import rundir as runs
 from sampledlm.errors import UserError
-from sampledlm.models import model_spec
+from sampledlm.neural.registry import model_spec
 from sampledlm.objectives.base import OutputObjective
-from sampledlm.train import (RecurrentData, Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
+from sampledlm.neural.trainer import (RecurrentData, Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
                              resume_run)
 
 WORDS = "the a cat dog sat ran on under mat log big small red".split()
@@ -34,8 +34,8 @@ def corpus(tmp_path):
 
 
 def config_for(corpus, model="ffnn", **train):
-    from sampledlm.corpus import build_vocab
-    from sampledlm.tokenizer import TextOptions
+    from sampledlm.data.corpus import build_vocab
+    from sampledlm.data.tokenizer import TextOptions
 
     vocab = build_vocab(str(corpus / "train.txt"))
     spec = model_spec("ffnn", order=3, embed_dim=6, hidden=[8]) if model == "ffnn" else \
@@ -155,8 +155,8 @@ class SparseToy(OutputObjective):
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_sparse_objective_trains_with_sparse_optimisers(corpus, optimizer):
-    from sampledlm.corpus import load_ids
-    from sampledlm.models import build_model
+    from sampledlm.data.corpus import load_ids
+    from sampledlm.neural.registry import build_model
 
     config, vocab = config_for(corpus)
     obj = SparseToy()
@@ -227,8 +227,8 @@ def test_resume_is_exact_with_sampled_objectives(corpus, objective, options):
 
 @pytest.mark.parametrize("model", ["ffnn", "gru"])
 def test_train_eval_records_exact_training_perplexity(corpus, model):
-    from sampledlm.corpus import load_ids
-    from sampledlm.evaluate import perplexity
+    from sampledlm.data.corpus import load_ids
+    from sampledlm.neural.evaluate import perplexity
 
     config, vocab = config_for(corpus, model, epochs=2, train_eval=50)
     st = new_run(str(corpus / "te"), config, vocab).train()
@@ -241,7 +241,7 @@ def test_train_eval_records_exact_training_perplexity(corpus, model):
 
 
 def test_data_fraction_fixed_and_variable_shares():
-    from sampledlm.train import FeedForwardData
+    from sampledlm.neural.trainer import FeedForwardData
 
     ids = np.arange(1, 1001, dtype=np.int32) % 50
     full = FeedForwardData(ids, 3, 50, 10, seed=3)

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from sampledlm.errors import UserError
-from sampledlm.models import build_model
+from sampledlm.neural.registry import build_model
 from sampledlm.objectives.softmax import SoftmaxObjective
-from sampledlm.train import Trainer, TrainOptions
+from sampledlm.neural.trainer import Trainer, TrainOptions
 from test_train import config_for, corpus  # noqa: F401  (fixture)
 
 
@@ -31,7 +31,7 @@ class DivergesAtStep(SoftmaxObjective):
 
 @pytest.mark.parametrize("how,clip", [("loss", 0.0), ("grad", 1.0)])
 def test_divergence_stops_with_finite_untouched_weights(corpus, how, clip):  # noqa: F811
-    from sampledlm.corpus import load_ids
+    from sampledlm.data.corpus import load_ids
 
     config, vocab = config_for(corpus)
     model = build_model(config["model"], len(vocab))

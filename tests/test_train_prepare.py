@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from sampledlm import runs
-from sampledlm.train import new_run, resume_run
+from sampledlm.neural import rundir as runs
+from sampledlm.neural.trainer import new_run, resume_run
 from test_train import config_for, corpus  # noqa: F401  (fixture)
 
 

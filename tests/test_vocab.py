@@ -2,9 +2,9 @@ from collections import Counter
 
 import pytest
 
-from sampledlm.corpus import build_vocab
+from sampledlm.data.corpus import build_vocab
 from sampledlm.errors import UserError
-from sampledlm.vocab import BOS, EOS, UNK, Vocab
+from sampledlm.data.vocab import BOS, EOS, UNK, Vocab
 
 
 def write(tmp_path, name, data):
@@ -56,7 +56,7 @@ def test_invalid_bytes_error_or_replace(tmp_path):
     path = write(tmp_path, "bad.txt", b"ok line\nbad \xfe\n")
     with pytest.raises(UserError, match=r"bad\.txt:2"):
         build_vocab(path)
-    from sampledlm.tokenizer import TextOptions
+    from sampledlm.data.tokenizer import TextOptions
 
     v = build_vocab(path, TextOptions(encoding_errors="replace"))
     assert "\ufffd" in v.index

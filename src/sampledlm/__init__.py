@@ -2,13 +2,13 @@
 
 Layers, bottom up:
 
-- :mod:`sampledlm.textio`    reading text (plain, .gz, .xz, stdin) with file:line errors; atomic writes
-- :mod:`sampledlm.tokenizer`  whitespace and raw-text tokenisation, Project Gutenberg stripping
-- :mod:`sampledlm.vocab`     counting, cut-offs, the specials ``</s>``, ``<unk>``, ``<s>``
-- :mod:`sampledlm.corpus`    text -> int32 id streams, cached as memory-mapped ``.npy``
-- :mod:`sampledlm.batching`  n-gram windows and BPTT streams over id streams
+- :mod:`sampledlm.data.textio`    reading text (plain, .gz, .xz, stdin) with file:line errors; atomic writes
+- :mod:`sampledlm.data.tokenizer`  whitespace and raw-text tokenisation, Project Gutenberg stripping
+- :mod:`sampledlm.data.vocab`     counting, cut-offs, the specials ``</s>``, ``<unk>``, ``<s>``
+- :mod:`sampledlm.data.corpus`    text -> int32 id streams, cached as memory-mapped ``.npy``
+- :mod:`sampledlm.data.batches`  n-gram windows and BPTT streams over id streams
 - :mod:`sampledlm.ngram`     count-based n-gram models and ARPA files
-- :mod:`sampledlm.models`    neural and maximum-entropy *scorers*
+- :mod:`sampledlm.neural.registry`    neural and maximum-entropy *scorers*
 - :mod:`sampledlm.objectives` interchangeable *output objectives* (softmax, binary, IS, CSS, NCE, ...)
 """
 

@@ -41,9 +41,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..batching import ngram_histories, sentence_positions
+from ..data.batches import ngram_histories, sentence_positions
 from ..errors import UserError
-from ..vocab import EOS_ID
+from ..data.vocab import EOS_ID
 
 FEAT_I = "unigram,bigram,trigram"
 FEAT_II = "unigram,bigram,trigram,skip-bigram,skip-trigram,trigger"
@@ -311,7 +311,7 @@ class FeatureSet:
 def _context_keys(ids: np.ndarray, at: np.ndarray, spec: FeatureSpec, V: int) -> list[np.ndarray]:
     """Packed context keys ``sum_j w_j (V+1)^j`` of every fixed context type, each ``[len(at)]`` int64.
 
-    The histories are ``<s>``-padded at sentence starts (``bos = V``), as in :mod:`sampledlm.batching`.
+    The histories are ``<s>``-padded at sentence starts (``bos = V``), as in :mod:`sampledlm.data.batches`.
     """
     order = spec.max_back + 1
     if order < 2:

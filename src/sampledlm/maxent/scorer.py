@@ -29,8 +29,8 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..textio import atomic_write
-from ..vocab import Vocab
+from ..data.textio import atomic_write
+from ..data.vocab import Vocab
 from . import kernels
 from .features import FeatureSet, FeatureSpec
 

@@ -40,8 +40,8 @@ import re
 import numpy as np
 
 from ..errors import UserError
-from ..textio import atomic_write, iter_chunks
-from ..vocab import BOS, EOS, UNK
+from ..data.textio import atomic_write, iter_chunks
+from ..data.vocab import BOS, EOS, UNK
 from .model import NgramLM, NgramTable
 from .tables import lookup_grams
 

@@ -1,7 +1,7 @@
 """A parsed ARPA file, cached as safetensors: the second read of the same file takes a fraction of a second.
 
 Parsing text costs seconds for a large model (a PTB 5-gram is 2.3 M lines). Like
-:func:`sampledlm.corpus.load_ids` for corpora, :func:`cached_read` keeps the parsed tables in
+:func:`sampledlm.data.corpus.load_ids` for corpora, :func:`cached_read` keeps the parsed tables in
 ``$SAMPLEDLM_CACHE`` (default ``~/.cache/sampledlm``), keyed by the file's absolute path, size
 and modification time, so an edited file is parsed again. The cache entry is one safetensors
 file (``keys_k``, ``logp_k``, ``bow_k`` per order; the word list and info as JSON metadata),
@@ -17,9 +17,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..corpus import cache_dir
+from ..data.corpus import cache_dir
 from ..errors import UserError
-from ..textio import atomic_write
+from ..data.textio import atomic_write
 from .model import NgramLM, NgramTable
 
 FORMAT = "sampledlm-ngram-1"

@@ -1,6 +1,6 @@
 """Stage 1, count: every n-gram of orders 1..N in an id stream, with raw counts.
 
-Each sentence of the stream (see :mod:`sampledlm.corpus`) is read as ``<s> w_1 ... w_m </s>``
+Each sentence of the stream (see :mod:`sampledlm.data.corpus`) is read as ``<s> w_1 ... w_m </s>``
 with ONE ``<s>`` (KenLM's and SRILM's convention). The order-k table holds every k-gram
 that occurs inside a padded sentence; so near a sentence start the n-grams are shorter and
 begin with ``<s>`` (``<s> w_1`` is a bigram, ``<s> w_1 w_2`` a trigram).
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..vocab import EOS_ID
+from ..data.vocab import EOS_ID
 
 
 @dataclass

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..errors import UserError
-from ..vocab import BOS, Vocab
+from ..data.vocab import BOS, Vocab
 from .counts import NgramCounts, count_ngrams
 from .jelinek_mercer import jelinek_mercer
 from .kneser_ney import kneser_ney

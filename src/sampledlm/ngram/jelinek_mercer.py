@@ -33,7 +33,7 @@ BUCKETS = 16
 
 def _levels(counts: NgramCounts, valid_ids: np.ndarray):
     """Per order: (ML of each held-out token [N], bucket [N] (-1: context unseen)); and per-order tables."""
-    from ..batching import ngram_histories, sentence_positions  # lazily: batching imports torch
+    from ..data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
     ids = np.asarray(valid_ids)
     pos = sentence_positions(ids)
     n = counts.order

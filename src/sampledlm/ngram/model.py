@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..vocab import BOS, EOS, EOS_ID, UNK, Vocab
+from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
 from .tables import context_and_gram_indices
 
 LN10 = math.log(10.0)
@@ -99,11 +99,11 @@ class NgramLM:
     def stream_logprobs(self, ids: np.ndarray, vocab: Vocab) -> np.ndarray:
         """Natural-log P(token | up to n-1 previous tokens of its sentence, <s>-padded), float64 [len(ids)].
 
-        ``ids`` is an id stream of ``vocab`` (:func:`sampledlm.corpus.load_ids`): every token,
+        ``ids`` is an id stream of ``vocab`` (:func:`sampledlm.data.corpus.load_ids`): every token,
         words and ``</s>``, is one prediction. Words are matched to the model by string; a
         ``vocab`` word the model lacks gets the model's ``<unk>`` probability.
         """
-        from ..batching import ngram_histories, sentence_positions  # lazily: batching imports torch
+        from ..data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
         ids = np.asarray(ids)
         m = self.map_vocab(vocab)
         pos = sentence_positions(ids, vocab.eos_id)
@@ -141,13 +141,6 @@ class NgramLM:
         """exp(-mean ln p) over every prediction of an id stream (words and ``</s>``)."""
         lp = self.stream_logprobs(ids, vocab)
         return math.exp(-lp.mean()) if len(lp) else float("nan")
-
-    # --- files ---------------------------------------------------------------------------
-    def write_arpa(self, path: str) -> None:
-        """Write the model as an ARPA file (log10 probabilities and back-off weights); atomic."""
-        from .arpa import write_arpa
-
-        write_arpa(self, path)
 
 
 def sentence_scores10(logprobs_ln: np.ndarray, ids: np.ndarray) -> np.ndarray:

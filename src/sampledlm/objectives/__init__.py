@@ -22,48 +22,7 @@ name               class (module)                                 paper
 
 from __future__ import annotations
 
-import inspect
-
-import numpy as np
-
-from ..errors import UserError
 from .base import OutputObjective, Scorer  # noqa: F401
-from .binary import Binary
-from .nce import NCE, BlackOut, NegativeSampling
-from .ranking import Ranking
-from .sampled import CSSBernoulli, CSSImportance, ImportanceSampling
-from .module import SampledOutput  # noqa: F401  (user-facing module; imports make_objective lazily)
-from .softmax import SoftmaxObjective
-
-OBJECTIVES: dict[str, type[OutputObjective]] = {
-    "softmax": SoftmaxObjective,
-    "binary": Binary,
-    "is": ImportanceSampling,
-    "css-is": CSSImportance,
-    "css-bernoulli": CSSBernoulli,
-    "nce": NCE,
-    "neg": NegativeSampling,
-    "blackout": BlackOut,
-    "ranking": Ranking,
-}
-
-
-def objective_options(cls: type[OutputObjective]) -> dict[str, object]:
-    """The keyword options a class accepts, with their defaults."""
-    sig = inspect.signature(cls.__init__)
-    return {k: p.default for k, p in sig.parameters.items()
-            if k not in ("self", "counts") and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-
-
-def make_objective(name: str, counts: np.ndarray | None = None, **options) -> OutputObjective:
-    """Build objective ``name``; ``options`` (None values are ignored) must be ones it accepts."""
-    if name not in OBJECTIVES:
-        raise UserError(f"unknown objective {name!r}; choose from {', '.join(OBJECTIVES)}")
-    cls = OBJECTIVES[name]
-    accepted = objective_options(cls)
-    given = {k: v for k, v in options.items() if v is not None}
-    wrong = sorted(set(given) - set(accepted))
-    if wrong:
-        flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
-        raise UserError(f"{flags} do(es) not apply to objective {name!r}")
-    return cls(counts=counts, **given)
+from .module import SampledOutput  # noqa: F401
+from .output import OutputLayer  # noqa: F401
+from .registry import OBJECTIVES, make_objective, objective_options  # noqa: F401

@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import UserError
-from ..sampling import BernoulliSampler
+from .sampling import BernoulliSampler
 from .base import OutputObjective, Scorer
 from .sampled import Candidates, masked_fill, unigram_bias
 

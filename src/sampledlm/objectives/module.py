@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..models.output import OutputLayer
+from .output import OutputLayer
+from .registry import make_objective
 
 
 class SampledOutput(nn.Module):
@@ -14,7 +15,7 @@ class SampledOutput(nn.Module):
     PyTorch has :class:`torch.nn.AdaptiveLogSoftmaxWithLoss` but no sampled softmax, NCE or
     negative-sampling loss; this module gives all of them behind one interface. It owns the
     output embeddings ``weight [V, h]`` and biases ``bias [V, 1]`` (an
-    :class:`~sampledlm.models.output.OutputLayer`, scores ``a_w(h) = W_w . h + b_w``) and an
+    :class:`~sampledlm.objectives.output.OutputLayer`, scores ``a_w(h) = W_w . h + b_w``) and an
     output objective that decides how those scores are trained:
 
     ================== ====================================================================
@@ -79,8 +80,6 @@ class SampledOutput(nn.Module):
 
     def __init__(self, in_features: int, num_words: int, objective: str = "css-is", counts=None, **options):
         super().__init__()
-        from . import make_objective  # (import cycle: the registry imports this module)
-
         if counts is not None and len(counts) != num_words:
             raise ValueError(f"counts has {len(counts)} entries, expected num_words={num_words}")
         self.objective = make_objective(objective, counts, **options)

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..sampling import SAMPLERS, BernoulliSampler, bernoulli_probs, first_k_not, noise_distribution
+from .sampling import SAMPLERS, BernoulliSampler, bernoulli_probs, first_k_not, noise_distribution
 from .base import OutputObjective, Scorer
 
 NEG_INF = float("-inf")
@@ -237,7 +237,7 @@ class CSSBernoulli(SampledObjective):
     ``Z~ = exp a_y + sum_{d != y, s_d = 1} exp(a_d) / b_d``; ``s_d ~ Bernoulli(b_d)`` independent,
     ``b = min(1, λ q)`` with ``sum b = S`` (``samples >= V`` gives b = 1: the exact softmax).
 
-    Shared mode: one joint draw for the batch (O(S), see :class:`~sampledlm.sampling.BernoulliSampler`);
+    Shared mode: one joint draw for the batch (O(S), see :class:`~sampledlm.objectives.sampling.BernoulliSampler`);
     example i drops its own target from it, which leaves an exact Bernoulli draw over its
     complement. ``sample_mode="each"`` draws an independent ``[N, V]`` mask (O(N V): for checks only).
     """

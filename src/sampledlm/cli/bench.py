@@ -1,0 +1,82 @@
+"""``sampledlm bench``: run one reproduction experiment and write its results page."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+
+import click
+
+from .common import CONTEXT
+from ..errors import UserError
+
+DEFAULT_OUT = os.path.join("docs", "results")
+
+
+def _list_text() -> str:
+    from ..bench import EXPERIMENTS
+
+    width = max(len(n) for n in EXPERIMENTS)
+    return "\n".join(f"  {n:<{width}}  {e.summary}" for n, e in EXPERIMENTS.items())
+
+
+def _synthetic_note() -> str:
+    from ..bench import EXPERIMENTS
+
+    names = [n for n, e in EXPERIMENTS.items() if not e.trains_lm]
+    return f"Synthetic, ignore it: {', '.join(names)}." if names else ""
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("experiment", required=False, metavar="EXPERIMENT")
+@click.option("--quick", is_flag=True, help="Smaller setting that finishes in seconds (a smoke test, not the figures).")
+@click.option("--data", "data_dir", default=None, metavar="DIR",
+              help="Directory with ptb.{train,valid,test}.txt or {train,valid,test}.txt: the corpus of "
+                   "experiments that train a language model. " + _synthetic_note())
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, metavar="DIR",
+              help="Where to write EXPERIMENT.md, .json and .png.")
+@click.option("--no-train", is_flag=True,
+              help="Rebuild the page from the runs already finished (in ~/.cache/sampledlm/bench); train nothing.")
+@click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
+def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
+    """Reproduce a paper's experiment: write OUT/EXPERIMENT.md, .json and .png.
+
+    \b
+    Each page is stamped with machine, date, git commit and this command, and ends
+    by comparing the figures with the paper's. The experiments (sampledlm bench --list):
+
+    {list}
+
+    \b
+    Example:
+      sampledlm bench css-estimates --quick --out /tmp/results
+      sampledlm bench css-softmax-regression        # full setting, writes docs/results/
+      sampledlm bench xu-nnlm --data mycorpus/      # your train.txt, valid.txt, test.txt
+    """
+    from .. import bench as experiments
+    from ..bench import report
+
+    if list_only:
+        click.echo(_list_text())
+        return
+    if experiment is None:
+        raise UserError(f"name an experiment ({', '.join(experiments.EXPERIMENTS)}) or use --list")
+    exp = experiments.get(experiment)
+    if no_train and quick:
+        raise UserError("--no-train rebuilds a page from full-setting runs; --quick always trains afresh")
+    if data_dir is not None:
+        report.data_files(data_dir)
+        if not exp.trains_lm:
+            click.echo(f"sampledlm: note: {experiment} is synthetic and trains no language model; --data is ignored",
+                       err=True)
+    argv = ["sampledlm", "bench", experiment] + (["--quick"] if quick else []) + (["--no-train"] if no_train else [])
+    argv += (["--data", data_dir] if data_dir else []) + (["--out", out_dir] if out_dir != DEFAULT_OUT else [])
+    report.set_command(argv)
+    t0 = time.time()
+    experiments.run(experiment, quick=quick, data_dir=data_dir, out_dir=out_dir, train=not no_train)
+    click.echo(f"{experiment}: wrote {os.path.join(out_dir, experiment)}.md/.json/.png in {time.time() - t0:.0f} s",
+               err=True)
+
+
+bench.help = inspect.cleandoc(bench.help).replace("{list}", "\b\n" + _list_text())

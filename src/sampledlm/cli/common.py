@@ -1,0 +1,38 @@
+"""What every command shares: click context settings and the text-reading flags."""
+
+from __future__ import annotations
+
+import click
+
+from ..data.tokenizer import TextOptions
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def text_options(f):
+    """The flags that say how to read text; the command receives ``opts: TextOptions``."""
+    decorators = [
+        click.option("--tokenizer", type=click.Choice(["whitespace", "raw"]), default="whitespace", show_default=True,
+                     help="whitespace: pre-tokenised text (PTB). raw: split punctuation off words."),
+        click.option("--lowercase", is_flag=True, help="Lower-case all text."),
+        click.option("--numbers", is_flag=True, help="Replace every number by <num>."),
+        click.option("--gutenberg", is_flag=True, help="Keep only the text between the Project Gutenberg START/END markers."),
+        click.option("--sentences", type=click.Choice(["lines", "split"]), default=None,
+                     help="lines: one sentence per line. split: join paragraphs and cut after . ! ? "
+                          "[default: lines for whitespace, split for raw]"),
+        click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True,
+                     help="strict: stop at invalid UTF-8 naming file and line. replace: use U+FFFD."),
+    ]
+
+    def wrapper(**kw):
+        opts = TextOptions(
+            tokenizer=kw.pop("tokenizer"), lowercase=kw.pop("lowercase"), numbers=kw.pop("numbers"),
+            gutenberg=kw.pop("gutenberg"), sentences=kw.pop("sentences"), encoding_errors=kw.pop("encoding_errors"),
+        )
+        return f(opts=opts, **kw)
+
+    wrapper.__name__ = f.__name__
+    wrapper.__doc__ = f.__doc__
+    for d in reversed(decorators):
+        wrapper = d(wrapper)
+    return wrapper

@@ -1,0 +1,117 @@
+"""``sampledlm ngram train|eval``: estimate an n-gram model into an ARPA file; exact perplexity of a text."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import click
+
+from .common import CONTEXT, text_options
+from ..errors import UserError
+
+
+@click.group(context_settings=CONTEXT)
+def ngram():
+    """Count-based n-gram models: Kneser-Ney family, Witten-Bell, Jelinek-Mercer, Katz, add-k; ARPA files.
+
+    \b
+    Example:
+      sampledlm ngram train --train train.txt --order 3 -o kn3.arpa
+      sampledlm ngram eval kn3.arpa --test test.txt
+    """
+
+
+@ngram.command(context_settings=CONTEXT)
+@click.option("--train", "train_path", required=True, help="Training text, one sentence per line (.gz/.xz ok).")
+@click.option("--order", type=click.IntRange(min=1), default=3, show_default=True, help="n-gram order.")
+@click.option("--smoothing", type=click.Choice(["mkn", "kn", "wb", "jm", "katz", "addk"]), default="mkn", show_default=True,
+              help="mkn: interpolated modified Kneser-Ney; kn: interpolated Kneser-Ney; wb: Witten-Bell; "
+                   "jm: Jelinek-Mercer (weights tuned on --valid); katz: Good-Turing back-off; addk: add-k.")
+@click.option("-o", "--output", required=True, help="ARPA file to write (- for stdout).")
+@click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
+@click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
+@click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
+@text_options
+def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, opts):
+    """Estimate an n-gram model from TRAIN and write it as an ARPA file.
+
+    \b
+    Counting follows KenLM/SRILM: one <s> before each sentence, </s> predicted, <s> never;
+    the model holds every vocabulary word (unseen ones get back-off mass).
+    Example:
+      sampledlm ngram train --train ptb.train.txt --order 5 -o kn5.arpa
+      sampledlm ngram train --train train.txt --smoothing jm --valid valid.txt -o jm3.arpa
+      sampledlm ngram train --train train.txt --order 2 --smoothing addk --k 1 -o addone.arpa
+    """
+    from ..data.corpus import build_vocab, load_ids
+    from ..data.textio import check_writable
+    from ..data.vocab import Vocab
+    from ..ngram import DESCRIPTIONS, train_ngram, write_arpa
+
+    check_writable(output)
+    if smoothing == "jm" and not valid_path:
+        raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
+    if add_k <= 0:
+        raise UserError(f"--k {add_k}: must be > 0")
+    t0 = time.perf_counter()
+    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
+    train_ids = load_ids(train_path, vocab, opts)
+    valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
+    lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, k=add_k)
+    write_arpa(lm, output)
+    msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
+           f"vocabulary {len(vocab):,}; {time.perf_counter() - t0:.1f} s")
+    if valid_ids is not None and len(valid_ids):
+        msg += f"; valid perplexity {lm.perplexity(valid_ids, vocab):.2f}"
+    click.echo(msg, err=True)
+
+
+@ngram.command(name="eval", context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL.arpa")
+@click.option("--test", "test_path", required=True, help="Text to score, one sentence per line.")
+@click.option("--per-sentence", is_flag=True, help="Print each sentence's total log10 probability (one per line, "
+                                                    "</s> included); the summary then goes to stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@text_options
+def eval_(model, test_path, per_sentence, as_json, opts):
+    """Exact perplexity of TEST under an ARPA model (ours or another tool's).
+
+    \b
+    Every word and every </s> is one prediction (<s> is not); words the model lacks are
+    scored as <unk> and counted as OOV. Perplexity = 10^(-sum log10 p / predictions).
+    Example:
+      sampledlm ngram eval kn5.arpa --test ptb.test.txt
+      sampledlm ngram eval kn5.arpa --test test.txt --per-sentence > scores.txt
+    """
+    from ..data.corpus import count_words, load_ids
+    from ..data.vocab import BOS, EOS, UNK, Vocab
+    from ..ngram import read_arpa
+    from ..ngram.model import sentence_scores10
+
+    t0 = time.perf_counter()
+    lm = read_arpa(model)
+    t_load = time.perf_counter() - t0
+    vocab = Vocab([EOS, UNK] + [w for w in lm.words if w not in (EOS, UNK, BOS)],
+                  [0] * (len(lm.words) - 1))
+    ids = load_ids(test_path, vocab, opts)
+    if len(ids) == 0:
+        raise UserError(f"{test_path}: no sentences to score")
+    t1 = time.perf_counter()
+    lnp = lm.stream_logprobs(ids, vocab)
+    t_score = time.perf_counter() - t1
+    wc = count_words(test_path, opts)
+    oov = sum(c for w, c in wc.counts.items() if w not in lm.index)
+    log10_total = float(lnp.sum() / math.log(10))
+    summary = {"model": model, "test": test_path, "order": lm.order, "perplexity": math.exp(-lnp.mean()),
+               "log10_prob": log10_total, "predictions": int(len(ids)), "sentences": wc.sentences, "oov": oov,
+               "seconds_load": round(t_load, 3), "seconds_score": round(t_score, 3)}
+    if per_sentence:
+        click.echo("".join(f"{s:.6f}\n" for s in sentence_scores10(lnp, ids).tolist()), nl=False)
+    if as_json:
+        text = json.dumps(summary)
+    else:
+        text = (f"perplexity {summary['perplexity']:.2f}  log10 prob {log10_total:.2f}  predictions {len(ids):,} "
+                f"({wc.sentences:,} sentences)  OOV {oov:,} (scored as <unk>)")
+    click.echo(text, err=per_sentence)

@@ -1,0 +1,49 @@
+"""``sampledlm demo``: the whole pipeline on a built-in corpus, as a list of steps that grows.
+
+The corpus is the documentation text of the Python installation running the demo
+(``pydoc_data.topics``: about 65k words of English prose and code), so the demo needs no
+download and no data. It is tokenised with the raw-text tokeniser, split into sentences, and
+every 10th sentence goes to test, every 10th (offset 1) to valid, the rest to train.
+
+Each step is a function ``step(data) -> list[Result]``; :data:`STEPS` lists them in order.
+A new model family adds one step.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Callable
+
+import click
+
+from ..data.stats import corpus_stats, format_stats
+from .common import DemoData, Result, prepare
+from .maxent import maxent_step
+from .neural import ffnn_step
+from .ngram import addone_bigram_step, kneser_ney_step
+
+#: the demo's steps, in order; a new capability adds one
+STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, maxent_step, ffnn_step]
+
+
+def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
+    """Run every step of :data:`STEPS` and print a results table."""
+    with tempfile.TemporaryDirectory(prefix="sampledlm-demo-") as tmp:
+        directory = out_dir or tmp
+        os.makedirs(directory, exist_ok=True)
+        data = prepare(directory, seed)
+        click.echo("== corpus (built in: Python's pydoc topics) ==")
+        for name in ("train", "valid", "test"):
+            click.echo(format_stats(corpus_stats(getattr(data, name), vocab=data.vocab, top_k=(100, 1000))))
+            click.echo("")
+        click.echo(f"vocabulary: {len(data.vocab):,} entries (min count 2), written to {os.path.join(directory, 'vocab.txt')}"
+                   if out_dir else f"vocabulary: {len(data.vocab):,} entries (min count 2)")
+        results: list[Result] = []
+        for step in STEPS:
+            results.extend(step(data))
+        click.echo("\n== models (exact perplexity; </s> counted, <s> not) ==")
+        click.echo(f"{'model':<40} {'valid ppl':>10} {'test ppl':>10} {'seconds':>8}")
+        for r in results:
+            click.echo(f"{r.model:<40} {r.valid_ppl:>10.2f} {r.test_ppl:>10.2f} {r.seconds:>8.1f}  {r.note}")
+    return results

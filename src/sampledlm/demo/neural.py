@@ -1,0 +1,70 @@
+"""The demo's neural step: a small feed-forward trigram LM trained with the exact softmax and with a
+sampled objective (CSS-IS, S = 100 words per step instead of all V), both evaluated exactly; and,
+when the n-gram step left a KN3 ARPA file, the softmax model's linear interpolation with it (weight
+tuned by EM on valid)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from .common import DemoData, Result
+from ..neural.evaluate import em_weight, interpolate, perplexity_of, stream_logprobs
+from ..neural.registry import build_model, model_spec
+from ..objectives import make_objective
+from ..neural.trainer import Trainer, TrainOptions
+
+
+def ffnn_step(data: DemoData) -> list[Result]:
+    """Train a feed-forward trigram (d=32, h=64, softmax, Adam, 2 epochs) on the demo corpus."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small matrices: one thread is as fast, and far faster on a busy machine
+    try:
+        return _ffnn_step(data)
+    finally:
+        torch.set_num_threads(threads)
+
+
+OBJECTIVES = [("softmax", {}, "softmax"), ("css-is", {"samples": 100}, "CSS-IS, S=100")]
+
+
+def _train(data: DemoData, name: str, options: dict, label: str):
+    """Train one FFNN trigram with objective ``name``; returns (model, objective, log-probs, Result)."""
+    t0 = time.perf_counter()
+    torch.manual_seed(data.seed)
+    vocab = data.vocab
+    objective = make_objective(name, counts=vocab.counts, **options)
+    model = build_model(model_spec("ffnn", order=3, embed_dim=32, hidden=[64]), len(vocab),
+                        sparse_output=objective.sparse_output)
+    objective.prepare(model)
+    run_dir = os.path.join(data.directory, f"ffnn3-{name}")
+    os.makedirs(run_dir, exist_ok=True)
+    opts = TrainOptions(optimizer="adam", lr=3e-3, batch_size=128, epochs=2, seed=data.seed)
+    Trainer(run_dir, model, objective, data.ids["train"], data.ids["valid"], opts).train()
+    lp = {k: stream_logprobs(model, objective, data.ids[k]) for k in ("valid", "test")}
+    result = Result(f"FFNN trigram d=32 h=64 ({label})", perplexity_of(lp["valid"]), perplexity_of(lp["test"]),
+                    time.perf_counter() - t0, "2 epochs, Adam")
+    return lp, result
+
+
+def _ffnn_step(data: DemoData) -> list[Result]:
+    t0 = time.perf_counter()
+    results, logprobs = [], {}
+    for name, options, label in OBJECTIVES:
+        logprobs[name], result = _train(data, name, options, label)
+        results.append(result)
+    arpa = data.extra.get("kn3_arpa")
+    if arpa:
+        from ..ngram import read_arpa
+
+        lp = logprobs["softmax"]
+        lm = read_arpa(arpa)
+        ng = {k: lm.stream_logprobs(data.ids[k], data.vocab) for k in ("valid", "test")}
+        w = em_weight(lp["valid"], ng["valid"])
+        results.append(Result("FFNN trigram (softmax) + KN3 (linear)",
+                              perplexity_of(interpolate(lp["valid"], ng["valid"], w)),
+                              perplexity_of(interpolate(lp["test"], ng["test"], w)), time.perf_counter() - t0,
+                              f"weight {w:.2f} by EM on valid"))
+    return results
