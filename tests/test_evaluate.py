@@ -11,7 +11,8 @@ import torch
 from sampledlm.neural import rundir as runs
 from sampledlm.cli import main
 from sampledlm.errors import UserError
-from sampledlm.neural.evaluate import (em_weight, interpolate, perplexity, score_sentences, sentence_scores,
+from sampledlm.lm import em_weight, interpolate, sentence_scores
+from sampledlm.neural.lm import (perplexity, score_sentences,
                                 stream_logprobs)
 from sampledlm.neural.registry import FFNN, RNNLM
 from sampledlm.objectives import make_objective
@@ -85,19 +86,16 @@ def test_interpolation_and_em():
     assert em_weight(a, a - 5.0) > 0.95  # the much better model takes nearly all the weight
 
 
-class FakeNgram:
-    """Stands in for sampledlm.ngram.read_arpa(...): a uniform model over V."""
-
-    def __init__(self, V):
-        self.V = V
-
-    def stream_logprobs(self, ids, vocab):
-        return np.full(len(ids), -math.log(self.V))
+def write_uniform_arpa(path, vocab) -> str:
+    """A unigram ARPA model giving every word of ``vocab`` (and </s>) probability 1/V."""
+    lp = -math.log10(len(vocab))
+    lines = ["\\data\\", f"ngram 1={len(vocab) + 1}", "", "\\1-grams:", "-99\t<s>"]
+    lines += [f"{lp:.7f}\t{w}" for w in vocab.words]
+    path.write_text("\n".join(lines + ["", "\\end\\", ""]), encoding="utf-8")
+    return str(path)
 
 
 def test_eval_cli_exact_interpolated_and_per_sentence(trained, capsys, monkeypatch):
-    import sampledlm.ngram as ngram
-
     run = str(trained / "run")
     code, out, err = run_cli(["eval", run, "--test", str(trained / "test.txt"), "--json"], capsys)
     assert code == 0
@@ -108,15 +106,15 @@ def test_eval_cli_exact_interpolated_and_per_sentence(trained, capsys, monkeypat
     ids = load_ids(str(trained / "test.txt"), vocab)
     assert res["predictions"] == len(ids) and res["ppl"] == pytest.approx(perplexity(model, objective, ids))
 
-    monkeypatch.setattr(ngram, "read_arpa", lambda path: FakeNgram(len(vocab)), raising=False)
-    code, out, err = run_cli(["eval", run, "--test", str(trained / "test.txt"), "--interpolate", "x.arpa",
-                              "--weight", "auto", "--json"], capsys)
+    arpa = write_uniform_arpa(trained / "uniform.arpa", vocab)
+    code, out, err = run_cli(["eval", run, "--test", str(trained / "test.txt"), "--interpolate", arpa,
+                              "--weights", "auto", "--json"], capsys)
     res2 = json.loads(out)
-    assert res2["ngram_ppl"] == pytest.approx(len(vocab))
-    assert 0 < res2["weight"] < 1 and res2["interpolated_ppl"] <= res["ppl"] + 1e-6
-    code, out, err = run_cli(["eval", run, "--test", str(trained / "test.txt"), "--interpolate", "x.arpa",
+    assert res2["component_ppl"][1] == pytest.approx(len(vocab))
+    assert 0 < res2["weights"][0] < 1 and res2["ppl"] <= res["ppl"] + 1e-6
+    code, out, err = run_cli(["eval", run, "--test", str(trained / "test.txt"), "--interpolate", arpa,
                               "--weight", "1.0", "--json"], capsys)
-    assert json.loads(out)["interpolated_ppl"] == pytest.approx(res["ppl"])
+    assert json.loads(out)["ppl"] == pytest.approx(res["ppl"])
 
     code, out, err = run_cli(["eval", run, "--test", str(trained / "test.txt"), "--per-sentence"], capsys)
     lines = out.strip().split("\n")

@@ -1,10 +1,11 @@
 """Neural scorers: shapes, finite-difference gradients, exact distributions, model specs."""
 
+import numpy as np
 import pytest
 import torch
 
 from sampledlm.errors import UserError
-from sampledlm.neural.evaluate import batch_log_probs
+from sampledlm.neural.lm import batch_log_probs
 from sampledlm.neural.registry import FFNN, RNNLM, build_model, model_spec
 from sampledlm.objectives import make_objective
 
@@ -98,8 +99,7 @@ def test_softmax_objective_gradient_matches_finite_differences():
 def test_exact_distribution_sums_to_one(maker):
     m = maker()
     obj = make_objective("softmax")
-    inputs = torch.tensor([[V, 2], [3, 4]]) if isinstance(m, FFNN) else torch.tensor([[0, 2, 3]])
-    lp = batch_log_probs(m, obj, inputs)
+    lp = batch_log_probs(m, obj, np.array([2, 3, 4, 0, 5, 0]))  # an id stream of two sentences
     assert lp.shape[1] == V
     torch.testing.assert_close(lp.exp().sum(1), torch.ones(lp.shape[0]), atol=1e-5, rtol=0)
 
@@ -128,7 +128,7 @@ def test_rnn_state_carries():
 def test_model_spec_defaults_and_errors():
     spec = model_spec("ffnn", hidden=[100, 50])
     assert spec == {"type": "ffnn", "order": 3, "embed_dim": 50, "hidden": [100, 50], "direct": False,
-                    "deep_output": None, "dropout": 0.0}
+                    "deep_output": None, "dropout": 0.2}
     m = build_model(spec, V)
     assert isinstance(m, FFNN) and len(m.hidden) == 2
     with pytest.raises(UserError, match="tie"):
@@ -136,7 +136,7 @@ def test_model_spec_defaults_and_errors():
     with pytest.raises(UserError, match="unknown model"):
         model_spec("transformer")
     with pytest.raises(UserError, match="gru"):
-        build_model(model_spec("gru", embed_dim=3, hidden=5, tie=True), V)
+        build_model(model_spec("gru", embed_dim=3, hidden=5, proj=4, tie=True), V)
     assert isinstance(build_model(model_spec("lstm"), V), RNNLM)
 
 

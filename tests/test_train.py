@@ -12,7 +12,8 @@ from sampledlm.neural import rundir as runs
 from sampledlm.errors import UserError
 from sampledlm.neural.registry import model_spec
 from sampledlm.objectives.base import OutputObjective
-from sampledlm.neural.trainer import (RecurrentData, Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
+from sampledlm.neural.rnn import RecurrentData
+from sampledlm.neural.trainer import (Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
                              resume_run)
 
 WORDS = "the a cat dog sat ran on under mat log big small red".split()
@@ -137,7 +138,7 @@ def test_rnn_state_reset_at_epoch_start_and_carried_within(corpus):
 def test_recurrent_data_covers_every_prediction():
     ids = np.arange(1, 24, dtype=np.int32)
     d = RecurrentData(ids, batch_size=3, bptt=4)
-    got = torch.cat([y[m] for _, y, m in (d.batch(0, b) for b in range(d.num_batches()))])
+    got = torch.cat([y[m] for _, y, m, _ in (d.batch(0, b) for b in range(d.num_batches()))])
     assert sorted(got.tolist()) == sorted(ids.tolist())
 
 
@@ -167,8 +168,9 @@ def test_sparse_objective_trains_with_sparse_optimisers(corpus, optimizer):
     t = Trainer(str(corpus / "sp"), model, obj, ids, ids[:50], opts)
     assert [type(o).__name__ for o in t.optimizers] == (["SGD"] if optimizer == "sgd" else ["Adam", "SparseAdam"])
     before = model.output.weight.detach().clone()
-    hist, targets = t.data.batch(0, 0)
-    t.step((hist, targets))
+    batch = t.data.batch(0, 0)
+    hist, targets, _ = batch
+    t.step(batch)
     assert model.output.weight.grad.is_sparse
     touched = set(targets.tolist()) | {0, 1, 2}
     changed = set(torch.nonzero((model.output.weight.detach() != before).any(1)).flatten().tolist())
@@ -187,7 +189,7 @@ def test_clip_gradients_dense_and_sparse():
 
 def test_new_run_refuses_an_existing_run(corpus):
     config, vocab = config_for(corpus, epochs=1)
-    new_run(str(corpus / "x"), config, vocab)
+    new_run(str(corpus / "x"), config, vocab).train()
     with pytest.raises(UserError, match="--resume"):
         new_run(str(corpus / "x"), config, vocab)
 
@@ -228,7 +230,7 @@ def test_resume_is_exact_with_sampled_objectives(corpus, objective, options):
 @pytest.mark.parametrize("model", ["ffnn", "gru"])
 def test_train_eval_records_exact_training_perplexity(corpus, model):
     from sampledlm.data.corpus import load_ids
-    from sampledlm.neural.evaluate import perplexity
+    from sampledlm.neural.lm import perplexity
 
     config, vocab = config_for(corpus, model, epochs=2, train_eval=50)
     st = new_run(str(corpus / "te"), config, vocab).train()
@@ -241,7 +243,7 @@ def test_train_eval_records_exact_training_perplexity(corpus, model):
 
 
 def test_data_fraction_fixed_and_variable_shares():
-    from sampledlm.neural.trainer import FeedForwardData
+    from sampledlm.neural.ffnn import FeedForwardData
 
     ids = np.arange(1, 1001, dtype=np.int32) % 50
     full = FeedForwardData(ids, 3, 50, 10, seed=3)

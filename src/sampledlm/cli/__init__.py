@@ -40,7 +40,8 @@ def _register_commands() -> None:
     from .corpus import stats, vocab
     from .demo import demo
     from .maxent import maxent
-    from .neural import eval_cmd, train
+    from .eval import eval_cmd
+    from .neural import train
     from .ngram import ngram
 
     for command in (vocab, stats, train, eval_cmd, ngram, maxent, demo, bench):

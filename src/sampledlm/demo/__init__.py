@@ -17,11 +17,15 @@ from typing import Callable
 
 import click
 
+from ..errors import UserError
 from ..data.stats import corpus_stats, format_stats
 from .common import DemoData, Result, prepare
 from .maxent import maxent_step
 from .neural import ffnn_step
 from .ngram import addone_bigram_step, kneser_ney_step
+
+#: a file that marks a directory as a demo run's (so that -o DIR may be reused, and nothing else overwritten)
+MARKER = ".sampledlm-demo"
 
 #: the demo's steps, in order; a new capability adds one
 STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, maxent_step, ffnn_step]
@@ -29,9 +33,19 @@ STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ne
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
     """Run every step of :data:`STEPS` and print a results table."""
+    if out_dir and os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.exists(os.path.join(out_dir, MARKER)):
+        raise UserError(f"{out_dir}: exists and is not empty (nor an earlier demo run); the demo writes train.txt, "
+                        "valid.txt, test.txt, vocab.txt and model directories there: choose a new directory")
     with tempfile.TemporaryDirectory(prefix="sampledlm-demo-") as tmp:
         directory = out_dir or tmp
+        if out_dir and os.path.isdir(out_dir):  # an earlier demo run: its models are replaced
+            import shutil
+
+            for name in os.listdir(out_dir):
+                p = os.path.join(out_dir, name)
+                shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
         os.makedirs(directory, exist_ok=True)
+        open(os.path.join(directory, MARKER), "w").close()
         data = prepare(directory, seed)
         click.echo("== corpus (built in: Python's pydoc topics) ==")
         for name in ("train", "valid", "test"):

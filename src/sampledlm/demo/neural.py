@@ -10,11 +10,15 @@ import time
 
 import torch
 
+import dataclasses
+
+from ..data.tokenizer import TextOptions
+from ..lm import em_weight, interpolate, perplexity_of
+from ..neural.lm import stream_logprobs
+from ..neural.registry import model_spec
+from ..neural.rundir import make_config
+from ..neural.trainer import TrainOptions, new_run
 from .common import DemoData, Result
-from ..neural.evaluate import em_weight, interpolate, perplexity_of, stream_logprobs
-from ..neural.registry import build_model, model_spec
-from ..objectives import make_objective
-from ..neural.trainer import Trainer, TrainOptions
 
 
 def ffnn_step(data: DemoData) -> list[Result]:
@@ -33,16 +37,14 @@ OBJECTIVES = [("softmax", {}, "softmax"), ("css-is", {"samples": 100}, "CSS-IS, 
 def _train(data: DemoData, name: str, options: dict, label: str):
     """Train one FFNN trigram with objective ``name``; returns (model, objective, log-probs, Result)."""
     t0 = time.perf_counter()
-    torch.manual_seed(data.seed)
-    vocab = data.vocab
-    objective = make_objective(name, counts=vocab.counts, **options)
-    model = build_model(model_spec("ffnn", order=3, embed_dim=32, hidden=[64]), len(vocab),
-                        sparse_output=objective.sparse_output)
-    objective.prepare(model)
     run_dir = os.path.join(data.directory, f"ffnn3-{name}")
-    os.makedirs(run_dir, exist_ok=True)
     opts = TrainOptions(optimizer="adam", lr=3e-3, batch_size=128, epochs=2, seed=data.seed)
-    Trainer(run_dir, model, objective, data.ids["train"], data.ids["valid"], opts).train()
+    spec = model_spec("ffnn", order=3, embed_dim=32, hidden=[64], dropout=0.0)
+    files = {"train": data.train, "valid": data.valid, "text_options": TextOptions().to_dict()}
+    config = make_config(spec, name, options, dataclasses.asdict(opts), files, data.vocab)
+    trainer = new_run(run_dir, config, data.vocab)  # a complete run directory: 'sampledlm eval' opens it
+    trainer.train()
+    model, objective = trainer.model, trainer.objective
     lp = {k: stream_logprobs(model, objective, data.ids[k]) for k in ("valid", "test")}
     result = Result(f"FFNN trigram d=32 h=64 ({label})", perplexity_of(lp["valid"]), perplexity_of(lp["test"]),
                     time.perf_counter() - t0, "2 epochs, Adam")

@@ -14,10 +14,24 @@ from ..objectives.output import OutputLayer
 
 
 class NeuralScorer(nn.Module):
-    """Base class: subclasses set ``self.output = OutputLayer(V, h, sparse)`` and define ``forward``."""
+    """Base class: subclasses set ``self.output = OutputLayer(V, h, sparse)`` and define ``forward``.
+
+    A model also says how it reads an id stream, so that the trainer and the evaluator never ask
+    which kind of model they hold:
+
+    - ``Config``: its settings dataclass (:mod:`sampledlm.config`), ``from_config(cfg, V, sparse)``;
+    - ``train_defaults``: training settings that suit it (they override :class:`TrainOptions`' own);
+    - ``train_data(ids, opts)``: an object with ``num_batches()`` and ``batch(epoch, b)``;
+    - ``train_contexts(batch, carry) -> (ctx [N, h], targets [N], positions [N], carry)``: ``carry`` is
+      whatever the model passes from one batch to the next within an epoch (a recurrent state;
+      None at the start of each epoch), a tensor or tuple of tensors;
+    - ``eval_contexts(ids, batch_size, independent)``: yields ``(ctx, targets, positions)`` covering
+      every token of the stream exactly once.
+    """
 
     output: OutputLayer
-    kind: str = "neural"
+    Config: type
+    train_defaults: dict = {}
 
     @property
     def num_words(self) -> int:

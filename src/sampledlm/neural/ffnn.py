@@ -1,4 +1,4 @@
-"""Feed-forward n-gram neural LM (Bengio et al. 2003; Schwenk 2007; seed 002, seed 004, seed 000 §2.3).
+"""Feed-forward n-gram neural LM (Bengio et al. 2003; Schwenk 2007; Monz's lecture; Xu et al. 2011 §2.3).
 
 For a history of the ``n-1`` previous words ``w_{i-n+1} .. w_{i-1}`` (``<s>``-padded)::
 
@@ -8,25 +8,49 @@ For a history of the ``n-1`` previous words ``w_{i-n+1} .. w_{i-1}`` (``<s>``-pa
     ctx = [z; x] with direct connections, else z
     a_w = W_w · ctx + b_w      the OutputLayer: W [V, h_out], b [V]
 
-With ``direct=True`` this is Bengio's ``y = b + W x + U tanh(d + H x)`` (seed 004, skip
+With ``direct=True`` this is Bengio's ``y = b + W x + U tanh(d + H x)`` (skip
 connections from the projection layer to the output): concatenating ``x`` to the hidden state lets
 the one OutputLayer hold both ``U`` and ``W``, so every objective sees an ordinary ``ctx [N, h_out]``.
-``P(w | h) = softmax_w(a_w)`` under the softmax objective (seed 000 eq. 11).
+``P(w | h) = softmax_w(a_w)`` under the softmax objective (Xu et al. 2011 eq. 11).
 
 Shapes: ``histories [N, n-1]`` int64 (oldest first, ``<s>`` = V) -> ``ctx [N, h_out]``.
+
+Training reads shuffled n-gram mini-batches (Schwenk's *bunch mode*, :class:`FeedForwardData`);
+evaluation reads the stream in order. A history never crosses a sentence boundary, so running text
+and independent sentences give the same numbers.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 from torch import nn
 
-from .base import NeuralScorer
+from ..config import option
+from ..data.batches import ngram_histories, sentence_positions
 from ..objectives.output import OutputLayer
+from .base import NeuralScorer
+
+
+@dataclass
+class FFNNConfig:
+    """The feed-forward model's settings (``--model ffnn``); defaults: the PTB results pages' model."""
+
+    order: int = option(3, "n-gram order n (a history of n-1 words)", min=2)
+    embed_dim: int = option(50, "word embedding size d", min=1, short="-d")
+    hidden: list[int] = option([200], "hidden layer sizes (repeat the flag for more tanh layers)", min=1, multiple=True)
+    direct: bool = option(False, "direct (skip) connections from the projection layer to the output")
+    deep_output: int | None = option(None, "a linear projection of this size before the output layer", min=1)
+    dropout: float = option(0.2, "dropout rate", min=0.0, max=0.99)
 
 
 class FFNN(NeuralScorer):
-    kind = "ffnn"
+    Config = FFNNConfig
+    #: training settings the results pages use for this model (Adam converges in fewer epochs than SGD)
+    train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 256, "epochs": 12, "max_halvings": 3,
+                      "min_improvement": 0.003}
 
     def __init__(self, num_words: int, order: int = 3, embed_dim: int = 50, hidden: tuple[int, ...] = (200,),
                  direct: bool = False, deep_output: int | None = None, dropout: float = 0.0,
@@ -58,3 +82,65 @@ class FFNN(NeuralScorer):
         if self.deep is not None:
             h = self.deep(h)
         return torch.cat([h, x], dim=1) if self.direct else h
+
+    @classmethod
+    def from_config(cls, cfg: FFNNConfig, num_words: int, sparse_output: bool = False) -> "FFNN":
+        return cls(num_words, order=cfg.order, embed_dim=cfg.embed_dim, hidden=tuple(cfg.hidden), direct=cfg.direct,
+                   deep_output=cfg.deep_output, dropout=cfg.dropout, sparse_output=sparse_output)
+
+    # --- reading id streams ------------------------------------------------------------------
+    def train_data(self, ids: np.ndarray, opts) -> "FeedForwardData":
+        return FeedForwardData(ids, self.order, self.num_words, opts.batch_size, opts.seed, opts.data_fraction,
+                               opts.data_subset == "fixed")
+
+    def train_contexts(self, batch, carry):
+        hist, targets, positions = batch
+        return self(hist), targets, positions, None
+
+    def eval_contexts(self, ids: np.ndarray, batch_size: int | None = None, independent: bool = False):
+        """Yield ``(ctx [n, h], targets [n], stream positions [n])`` over the whole stream, in order."""
+        ids = np.asarray(ids)
+        n, B = len(ids), batch_size or 1024
+        positions = sentence_positions(ids)
+        targets = torch.from_numpy(ids.astype(np.int64))
+        for s in range(0, n, B):
+            at = np.arange(s, min(n, s + B))
+            hist = torch.from_numpy(ngram_histories(ids, positions, self.order, self.num_words, at))
+            yield self(hist), targets[s : s + len(at)], at
+
+
+class FeedForwardData:
+    """Shuffled n-gram mini-batches; the order of epoch e depends only on (seed, e).
+
+    ``fraction < 1`` trains each epoch on a random share of the positions, the standard model's
+    data subsampling in Xu et al. 2011 (tables 4-7): ``fixed=True`` draws the share once (the same
+    positions every epoch, in a new order), otherwise a fresh share each epoch. A batch is
+    ``(histories [B, n-1], targets [B], stream positions [B])``.
+    """
+
+    def __init__(self, ids: np.ndarray, order: int, bos_id: int, batch_size: int, seed: int,
+                 fraction: float = 1.0, fixed: bool = False):
+        self.ids = np.asarray(ids)
+        self.positions = sentence_positions(self.ids)
+        self.order, self.bos_id, self.batch_size, self.seed = order, bos_id, batch_size, seed
+        self.size = max(1, round(fraction * len(self.ids))) if fraction < 1.0 else len(self.ids)
+        self.fixed = fixed
+        self._perm_epoch, self._perm = None, None
+
+    def num_batches(self) -> int:
+        return (self.size + self.batch_size - 1) // self.batch_size
+
+    def order_of(self, epoch: int) -> np.ndarray:
+        """The positions epoch ``epoch`` visits, in order."""
+        n = len(self.ids)
+        if self.fixed and self.size < n:  # one share for the whole run, visited in an order that changes per epoch
+            share = np.random.default_rng([self.seed, 2**32 - 1]).permutation(n)[: self.size]
+            return share[np.random.default_rng([self.seed, epoch]).permutation(self.size)]
+        return np.random.default_rng([self.seed, epoch]).permutation(n)[: self.size]
+
+    def batch(self, epoch: int, b: int):
+        if self._perm_epoch != epoch:
+            self._perm, self._perm_epoch = self.order_of(epoch), epoch
+        at = self._perm[b * self.batch_size : (b + 1) * self.batch_size]
+        hist = ngram_histories(self.ids, self.positions, self.order, self.bos_id, at)
+        return torch.from_numpy(hist), torch.from_numpy(self.ids[at].astype(np.int64)), torch.from_numpy(at.astype(np.int64))

@@ -1,57 +1,65 @@
-"""Scorers: models that give a score a_w(h) for any word after any history (see objectives.base).
+"""The ``--model`` names (adding a model = one file + one line in :data:`MODELS`).
 
-:func:`build_model` turns the ``"model"`` section of a run's config.json into a model::
+A model's section of ``config.json`` is ``{"type": NAME, **its Config fields}``, e.g.::
 
-    {"type": "ffnn", "order": 3, "embed_dim": 50, "hidden": [200], "direct": false, "deep_output": null, "dropout": 0.0}
-    {"type": "gru" | "lstm", "embed_dim": 200, "hidden": 200, "layers": 1, "dropout": 0.0, "proj": null, "tie": false}
+    {"type": "ffnn", "order": 3, "embed_dim": 50, "hidden": [200], "direct": false, "deep_output": null, "dropout": 0.2}
+    {"type": "gru", "embed_dim": 200, "hidden": 256, "layers": 1, "dropout": 0.25, "proj": 200, "tie": true}
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from .. import config as cfgmod
 from ..errors import UserError
-from .base import NeuralScorer  # noqa: F401
+from .base import NeuralScorer
 from .ffnn import FFNN
-from ..objectives.output import OutputLayer  # noqa: F401
-from .rnn import RNNLM
+from .rnn import GRULM, LSTMLM, RNNLM  # noqa: F401
 
-MODEL_TYPES = ("ffnn", "gru", "lstm")
-
-#: every key a model section may hold, with its default
-MODEL_DEFAULTS = {
-    "ffnn": {"order": 3, "embed_dim": 50, "hidden": [200], "direct": False, "deep_output": None, "dropout": 0.0},
-    "gru": {"embed_dim": 200, "hidden": 200, "layers": 1, "dropout": 0.0, "proj": None, "tie": False},
+MODELS: dict[str, type[NeuralScorer]] = {
+    "ffnn": FFNN,
+    "gru": GRULM,
+    "lstm": LSTMLM,
 }
-MODEL_DEFAULTS["lstm"] = MODEL_DEFAULTS["gru"]
+
+
+def model_class(type_: str) -> type[NeuralScorer]:
+    if type_ not in MODELS:
+        raise UserError(f"unknown model type {type_!r}; choose from {', '.join(MODELS)}")
+    return MODELS[type_]
 
 
 def model_spec(type_: str, **options) -> dict:
-    """A complete model section: defaults filled in, unknown keys refused (None values mean 'default')."""
-    if type_ not in MODEL_TYPES:
-        raise UserError(f"unknown model type {type_!r}; choose from {', '.join(MODEL_TYPES)}")
-    defaults = MODEL_DEFAULTS[type_]
-    unknown = sorted(k for k, v in options.items() if k not in defaults and v is not None)
+    """A complete model section: defaults filled in, unknown keys and bad values refused (None = default)."""
+    cls = model_class(type_)
+    names = {f.name for f in dataclasses.fields(cls.Config)}
+    unknown = sorted(k for k, v in options.items() if k not in names and v is not None)
     if unknown:
-        raise UserError(f"option(s) {', '.join(unknown)} do not apply to model {type_!r}")
-    spec = {"type": type_}
-    for k, d in defaults.items():
-        v = options.get(k)
-        spec[k] = d if v is None else v
-    if type_ == "ffnn":
-        spec["hidden"] = [int(h) for h in (spec["hidden"] if isinstance(spec["hidden"], (list, tuple)) else [spec["hidden"]])]
-    return spec
+        raise UserError(f"option(s) {', '.join('--' + u.replace('_', '-') for u in unknown)} do not apply to model {type_!r}")
+    given = {k: v for k, v in options.items() if v is not None}
+    if "hidden" in given and isinstance(given["hidden"], (list, tuple)) and cls.Config.__dataclass_fields__["hidden"].type == "int":
+        if len(given["hidden"]) > 1:
+            raise UserError(f"--hidden is given once for a {type_} model (use --layers for depth)")
+        given["hidden"] = given["hidden"][0]
+    if "hidden" in given and isinstance(given["hidden"], int) and cls.Config.__dataclass_fields__["hidden"].type != "int":
+        given["hidden"] = [given["hidden"]]
+    if isinstance(given.get("hidden"), tuple):
+        given["hidden"] = list(given["hidden"])
+    cfg = cfgmod.from_dict(cls.Config, given, f"model {type_}")
+    return {"type": type_, **dataclasses.asdict(cfg)}
 
 
 def build_model(spec: dict, num_words: int, sparse_output: bool = False) -> NeuralScorer:
-    """Build the model a (complete) model section describes, for V = ``num_words``."""
+    """Build the model a model section describes, for V = ``num_words``."""
+    if not isinstance(spec, dict):
+        raise UserError("config.json: the model section should be a JSON object")
     spec = dict(spec)
     type_ = spec.pop("type", None)
+    cls = model_class(type_)
     full = model_spec(type_, **spec)
     full.pop("type")
+    cfg = cls.Config(**full)
     try:
-        if type_ == "ffnn":
-            return FFNN(num_words, order=full["order"], embed_dim=full["embed_dim"], hidden=tuple(full["hidden"]),
-                        direct=full["direct"], deep_output=full["deep_output"], dropout=full["dropout"],
-                        sparse_output=sparse_output)
-        return RNNLM(num_words, cell=type_, sparse_output=sparse_output, **full)
+        return cls.from_config(cfg, num_words, sparse_output=sparse_output)
     except ValueError as e:
         raise UserError(f"model {type_}: {e}") from None

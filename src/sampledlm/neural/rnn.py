@@ -1,10 +1,10 @@
-"""Recurrent neural LM: GRU or LSTM with an output projection (seed 001 §6.2).
+"""Recurrent neural LM: GRU or LSTM with an output projection (Botev et al. 2017 §6.2).
 
 For the input stream ``x_1 .. x_T`` (``</s>`` first, see :mod:`sampledlm.data.batches`)::
 
     e_t       = E[x_t]                              input embedding, E [V+1, e]
     h_t, s_t  = GRU/LSTM(e_t, s_{t-1})              ``layers`` stacked cells of size ``hidden``
-    ctx_t     = P h_t   (when ``proj`` is set)      projection P [proj, hidden] (seed 001: s_t(c) = w_c^T P h_t)
+    ctx_t     = P h_t   (when ``proj`` is set)      projection P [proj, hidden] (Botev et al.: s_t(c) = w_c^T P h_t)
     a_w       = W_w · ctx_t + b_w                   the OutputLayer, W [V, h_out]
 
 With ``tie=True`` the input embedding of word w *is* the output row ``W_w`` (Press & Wolf 2017;
@@ -15,6 +15,11 @@ State: ``forward(x [B, T], state) -> (hidden [B, T, h_out], state)``; ``state=No
 (the recurrent state starts at zero). The trainer carries the state across the BPTT segments
 of an epoch (detached, so gradients stop at the segment boundary) and resets it to zero at the
 start of every epoch and of every evaluation pass.
+
+Evaluation reads either running text (``independent=False``: the stream as one row, the state
+carried across sentences, the convention of the PTB tables) or independent sentences
+(``independent=True``: each sentence from a zero state with ``</s>`` as its first input, as n-best
+and per-sentence scoring need; sentences are sorted by length into bunches and padded).
 """
 
 from __future__ import annotations
@@ -23,14 +28,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import NeuralScorer
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import option
+from ..data.batches import bptt_rows
+from ..data.vocab import EOS_ID
+from ..errors import UserError
+from ..lm import sentence_bounds
 from ..objectives.output import OutputLayer
+from .base import NeuralScorer
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 
+@dataclass
+class RNNConfig:
+    """The recurrent models' settings (``--model gru|lstm``); defaults: the PTB results pages' GRU."""
+
+    embed_dim: int = option(200, "word embedding size d", min=1, short="-d")
+    hidden: int = option(256, "recurrent state size", min=1)
+    layers: int = option(1, "stacked recurrent layers", min=1)
+    dropout: float = option(0.25, "dropout rate", min=0.0, max=0.99)
+    proj: int | None = option(None, "project the state to this size before the output layer (0: none) "
+                                    "[default: embed_dim when tied and hidden differs, else none]", min=0)
+    tie: bool = option(True, "tie input and output embeddings (Press & Wolf 2017)")
+
+
 class RNNLM(NeuralScorer):
-    kind = "rnn"
+    Config = RNNConfig
+    #: training settings the results pages use for this model
+    train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 32, "bptt": 35, "clip": 1.0, "epochs": 8,
+                      "max_halvings": 3, "min_improvement": 0.003}
+    cell_type = "gru"
 
     def __init__(self, num_words: int, cell: str = "gru", embed_dim: int = 200, hidden: int = 200, layers: int = 1,
                  dropout: float = 0.0, proj: int | None = None, tie: bool = False, sparse_output: bool = False):
@@ -66,6 +97,89 @@ class RNNLM(NeuralScorer):
         if self.proj is not None:
             out = self.proj(out)
         return out, state
+
+
+    @classmethod
+    def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False) -> "RNNLM":
+        return cls(num_words, cell=cls.cell_type, embed_dim=cfg.embed_dim, hidden=cfg.hidden, layers=cfg.layers,
+                   dropout=cfg.dropout, proj=cls.projection(cfg), tie=cfg.tie, sparse_output=sparse_output)
+
+    @staticmethod
+    def projection(cfg: RNNConfig) -> int | None:
+        """The output projection's size: as configured, or (tied, unset) the embedding size when needed."""
+        if cfg.proj is None:
+            return cfg.embed_dim if cfg.tie and cfg.hidden != cfg.embed_dim else None
+        return cfg.proj or None
+
+    # --- reading id streams ------------------------------------------------------------------
+    def train_data(self, ids: np.ndarray, opts) -> "RecurrentData":
+        if opts.data_fraction < 1.0:
+            raise UserError("--data-fraction applies to feed-forward models only")
+        return RecurrentData(ids, opts.batch_size, opts.bptt)
+
+    def train_contexts(self, batch, carry):
+        """One BPTT segment: the state ``carry`` comes in from the previous segment and leaves detached."""
+        x, y, mask, positions = batch
+        hidden, state = self(x, carry)
+        return hidden[mask], y[mask], positions[mask], detach_state(state)
+
+    def eval_contexts(self, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
+                      bptt: int = 64):
+        """Yield ``(ctx [n, h], targets [n], stream positions [n])`` covering the stream once."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if not independent:
+            B = batch_size or 1
+            x, y, mask = bptt_rows(ids, B)
+            pos = torch.arange(x.numel()).reshape(x.shape)
+            state = None
+            for t in range(0, x.shape[1], bptt):
+                hidden, state = self(x[:, t : t + bptt], state)
+                m = mask[:, t : t + bptt]
+                yield hidden[m], y[:, t : t + bptt][m], pos[:, t : t + bptt][m].numpy()
+            return
+        starts, ends = sentence_bounds(ids)
+        order = np.argsort(ends - starts, kind="stable")
+        B = batch_size or 64
+        for k in range(0, len(order), B):
+            sel = order[k : k + B]
+            length = int((ends[sel] - starts[sel]).max()) + 1
+            x = torch.full((len(sel), length), EOS_ID, dtype=torch.int64)
+            y = torch.full((len(sel), length), EOS_ID, dtype=torch.int64)
+            mask = torch.zeros((len(sel), length), dtype=torch.bool)
+            pos = torch.zeros((len(sel), length), dtype=torch.int64)
+            for r, i in enumerate(sel):
+                s, e = int(starts[i]), int(ends[i]) + 1
+                n = e - s
+                y[r, :n] = torch.from_numpy(ids[s:e])
+                x[r, 1:n] = torch.from_numpy(ids[s : e - 1])
+                mask[r, :n] = True
+                pos[r, :n] = torch.arange(s, e)
+            hidden, _ = self(x)
+            yield hidden[mask], y[mask], pos[mask].numpy()
+
+
+class GRULM(RNNLM):
+    cell_type = "gru"
+
+
+class LSTMLM(RNNLM):
+    cell_type = "lstm"
+
+
+class RecurrentData:
+    """BPTT segments ``(x, y, mask, stream positions) [B, T]`` of the stream, in order."""
+
+    def __init__(self, ids: np.ndarray, batch_size: int, bptt: int):
+        self.x, self.y, self.mask = bptt_rows(ids, batch_size)
+        self.positions = torch.arange(self.x.numel()).reshape(self.x.shape)
+        self.bptt = bptt
+
+    def num_batches(self) -> int:
+        return (self.x.shape[1] + self.bptt - 1) // self.bptt
+
+    def batch(self, epoch: int, b: int):
+        s = slice(b * self.bptt, (b + 1) * self.bptt)
+        return self.x[:, s], self.y[:, s], self.mask[:, s], self.positions[:, s]
 
 
 def detach_state(state: State | None) -> State | None:

@@ -2,11 +2,15 @@
 
 Layout of ``RUN_DIR``::
 
-    config.json              model, objective, training options, data, vocabulary fingerprint (see below)
+    config.json              the envelope of :mod:`sampledlm.store` (format, family "neural", version,
+                             vocabulary fingerprint) + model, objective, training options, data
     vocab.txt                the vocabulary (word<TAB>count), ids in file order
-    model.safetensors        the model to use: best validation perplexity so far; after training ends,
-                             the best weights after ``objective.finalize`` (e.g. log-alpha calibration)
-    objective.safetensors    the objective's parameters and buffers that go with model.safetensors
+    model.safetensors        the model to use, with its objective's parameters and buffers in the same
+                             file (``model/...``, ``objective/...``), so the two can never disagree:
+                             best validation perplexity so far; after training ends, the best
+                             weights after ``objective.finalize`` (e.g. log-alpha calibration),
+                             marked ``finalized`` in the file's metadata. (Runs written before this
+                             layout keep the objective in ``objective.safetensors``; they still load.)
     metrics.jsonl            one JSON object per epoch (epoch, step, train loss, valid ppl, lr, tokens/s, wall time)
     learning_curve.png       train loss and valid perplexity per epoch
     checkpoint.json          {"path": "checkpoints/ckpt-000001234"}: the latest complete training checkpoint
@@ -24,126 +28,52 @@ silently wrong numbers. Weights are read with safetensors only: no pickle, nothi
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 
 import numpy as np
 import torch
 
-from ..errors import UserError
-from ..data.textio import atomic_write
 from ..data.vocab import Vocab
+from ..errors import UserError
+from ..store import (load_state_into, load_tensors, load_vocab_checked, read_json, save_tensors,  # noqa: F401
+                     write_json)
+from .. import store
 
-FORMAT = "sampledlm-run"
-VERSION = 1
-CONFIG_KEYS = {"format", "version", "model", "objective", "train", "data", "vocab"}
-
-
-# --- safetensors with a checksum ------------------------------------------------------------
-def _digest(tensors: dict[str, torch.Tensor]) -> str:
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        h.update(name.encode())
-        h.update(str(t.dtype).encode())
-        h.update(str(tuple(t.shape)).encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
-
-
-def save_tensors(path: str, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
-    """Write ``tensors`` to a safetensors file atomically, with a checksum in its metadata."""
-    from safetensors.torch import save
-
-    clean = {k: v.detach().cpu().contiguous().clone() for k, v in tensors.items()}
-    meta = dict(metadata or {})
-    meta["sha256"] = _digest(clean)
-    data = save(clean, metadata=meta)
-    with atomic_write(path, "wb") as f:
-        f.write(data)
-
-
-def load_tensors(path: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """Read a safetensors file written by :func:`save_tensors`; refuse a damaged one."""
-    from safetensors import safe_open
-
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such file")
-    try:
-        with safe_open(path, framework="pt") as f:
-            meta = dict(f.metadata() or {})
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as e:  # safetensors raises its own error types for bad headers / truncation
-        raise UserError(f"{path}: not a readable safetensors file ({e}); the file is damaged or truncated") from None
-    want = meta.pop("sha256", None)
-    if want is None:
-        raise UserError(f"{path}: no checksum in the file header; not written by sampledlm")
-    if _digest(tensors) != want:
-        raise UserError(f"{path}: checksum mismatch: the file is damaged")
-    return tensors, meta
-
-
-def load_state_into(module: torch.nn.Module, tensors: dict[str, torch.Tensor], path: str) -> None:
-    """``module.load_state_dict`` with a clear error when names or shapes differ from the config's model."""
-    own = module.state_dict()
-    if hasattr(module, "upgrade_state"):  # files written by an earlier version of the module
-        tensors = module.upgrade_state(dict(tensors))
-    missing = sorted(set(own) - set(tensors))
-    extra = sorted(set(tensors) - set(own))
-    bad = sorted(k for k in set(own) & set(tensors) if tuple(own[k].shape) != tuple(tensors[k].shape))
-    if missing or extra or bad:
-        parts = []
-        if missing:
-            parts.append(f"missing {', '.join(missing[:4])}")
-        if extra:
-            parts.append(f"unexpected {', '.join(extra[:4])}")
-        if bad:
-            k = bad[0]
-            parts.append(f"{k} has shape {tuple(tensors[k].shape)}, config.json says {tuple(own[k].shape)}")
-        raise UserError(f"{path}: weights do not match the model in config.json ({'; '.join(parts)})")
-    module.load_state_dict(tensors)
-
-
-# --- json ------------------------------------------------------------------------------------
-def write_json(path: str, obj) -> None:
-    with atomic_write(path) as f:
-        json.dump(obj, f, indent=2, sort_keys=False)
-        f.write("\n")
-
-
-def read_json(path: str):
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: not valid JSON ({e})") from None
+LEGACY_FORMAT = "sampledlm-run"
+CONFIG_KEYS = {"format", "family", "version", "model", "objective", "train", "data", "vocab"}
 
 
 # --- config ----------------------------------------------------------------------------------
 def make_config(model_spec: dict, objective: str, objective_options: dict, train: dict, data: dict, vocab: Vocab) -> dict:
     return {
-        "format": FORMAT, "version": VERSION,
+        **store.envelope("neural", vocab),
         "model": model_spec,
         "objective": {"name": objective, "options": {k: v for k, v in objective_options.items() if v is not None}},
         "train": train,
         "data": data,
-        "vocab": {"size": len(vocab), "fingerprint": vocab.fingerprint()},
     }
 
 
 def check_config(config, path: str) -> dict:
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise UserError(f"{path}: not a sampledlm run config (format should be {FORMAT!r})")
-    if config.get("version") != VERSION:
-        raise UserError(f"{path}: config version {config.get('version')!r} is not supported (expected {VERSION})")
+    """A neural run's config.json (current or legacy format), its sections' JSON types checked."""
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a sampledlm run config (a JSON object is expected)")
+    if config.get("format") == LEGACY_FORMAT and config.get("version") == 1:
+        config = {**config, "format": store.FORMAT, "family": "neural", "version": store.VERSION}
+    elif config.get("format") != store.FORMAT or config.get("family") != "neural":
+        raise UserError(f"{path}: not a neural model (format {config.get('format')!r}, family {config.get('family')!r})")
+    elif config.get("version") != store.VERSION:
+        raise UserError(f"{path}: config version {config.get('version')!r} is not supported (expected {store.VERSION})")
     unknown = sorted(set(config) - CONFIG_KEYS)
     missing = sorted(CONFIG_KEYS - set(config))
     if unknown or missing:
         raise UserError(f"{path}: unknown keys {unknown} / missing keys {missing}")
+    for key in ("model", "objective", "train", "data", "vocab"):
+        store.check_type(config, key, dict, path)
+    store.check_type(config["objective"], "name", str, f"{path}: objective")
+    if not isinstance(config["objective"].get("options", {}), dict):
+        raise UserError(f"{path}: objective options should be a JSON object")
     return config
 
 
@@ -159,29 +89,44 @@ def build_from_config(config: dict, vocab: Vocab):
 
 
 def save_model_files(run_dir: str, model: torch.nn.Module, objective: torch.nn.Module, finalized: bool) -> None:
-    """The usable model: objective first, then model weights (each file atomic)."""
-    meta = {"finalized": "true" if finalized else "false"}
-    save_tensors(os.path.join(run_dir, "objective.safetensors"), objective.state_dict(), meta)
-    save_tensors(os.path.join(run_dir, "model.safetensors"), model.state_dict(), meta)
+    """The usable model: weights and objective in ONE file, written atomically."""
+    tensors = {f"model/{k}": v for k, v in model.state_dict().items()}
+    tensors.update({f"objective/{k}": v for k, v in objective.state_dict().items()})
+    save_tensors(os.path.join(run_dir, "model.safetensors"), tensors, {"finalized": "true" if finalized else "false"})
+    legacy = os.path.join(run_dir, "objective.safetensors")
+    if os.path.exists(legacy):
+        os.remove(legacy)
 
 
-def load_vocab_checked(run_dir: str, config: dict) -> Vocab:
-    path = os.path.join(run_dir, "vocab.txt")
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such file")
-    vocab = Vocab.load(path)
-    want = config["vocab"]
-    if len(vocab) != want.get("size") or vocab.fingerprint() != want.get("fingerprint"):
-        raise UserError(f"{path}: vocabulary does not match config.json (size {len(vocab)} vs {want.get('size')}, "
-                        f"fingerprint {vocab.fingerprint()} vs {want.get('fingerprint')})")
-    return vocab
+def read_model_files(path: str) -> tuple[dict, dict | None, dict]:
+    """``(model tensors, objective tensors or None when in a separate legacy file, metadata)``."""
+    tensors, meta = load_tensors(path)
+    if any(k.startswith("model/") for k in tensors):
+        model = {k[6:]: v for k, v in tensors.items() if k.startswith("model/")}
+        obj = {k[10:]: v for k, v in tensors.items() if k.startswith("objective/")}
+        return model, obj, meta
+    return tensors, None, meta
+
+
+def load_model_files(path: str, model: torch.nn.Module, objective: torch.nn.Module) -> dict:
+    """Load weights (and the objective's state) from ``path``; returns the file's metadata."""
+    model_t, obj_t, meta = read_model_files(path)
+    load_state_into(model, model_t, path)
+    if obj_t is None:  # a run written before model and objective shared one file
+        obj_path = os.path.join(os.path.dirname(path), "objective.safetensors")
+        if os.path.exists(obj_path) or objective.state_dict():
+            obj_t, _ = load_tensors(obj_path)
+            load_state_into(objective, obj_t, obj_path)
+    else:
+        load_state_into(objective, obj_t, path)
+    return meta
 
 
 def load_run(run_dir: str, weights: str | None = None):
     """Load a run directory: ``(model, objective, vocab, config)``, model in eval mode.
 
-    ``weights``: a weights file to use instead of ``RUN_DIR/model.safetensors`` (its objective
-    file beside it). When training never finished an epoch, the latest checkpoint is used.
+    ``weights``: a weights file to use instead of ``RUN_DIR/model.safetensors``. When training
+    never finished an epoch, the latest checkpoint is used.
     """
     if not os.path.isdir(run_dir):
         raise UserError(f"{run_dir}: no such run directory")
@@ -196,12 +141,7 @@ def load_run(run_dir: str, weights: str | None = None):
             if ckpt is None:
                 raise UserError(f"{run_dir}: no model.safetensors and no checkpoint: training has not saved a model yet")
             weights = os.path.join(ckpt, "model.safetensors")
-    tensors, _ = load_tensors(weights)
-    load_state_into(model, tensors, weights)
-    obj_path = os.path.join(os.path.dirname(weights), "objective.safetensors")
-    if os.path.exists(obj_path) or objective.state_dict():
-        obj_tensors, _ = load_tensors(obj_path)
-        load_state_into(objective, obj_tensors, obj_path)
+    load_model_files(weights, model, objective)
     model.eval()
     return model, objective, vocab, config
 

@@ -47,9 +47,11 @@ import torch
 
 from . import rundir as runs
 from ..data.batches import bptt_rows, ngram_histories, sentence_positions
+from .. import config as cfgmod
+from .. import store
+from ..config import option
 from ..errors import UserError
-from .evaluate import perplexity
-from .rnn import detach_state
+from .lm import perplexity
 from ..progress import bar, enabled as progress_enabled
 from ..data.textio import atomic_write
 
@@ -63,39 +65,47 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 @dataclass
 class TrainOptions:
-    optimizer: str = "sgd"  # "sgd" | "adam"
-    lr: float = 0.1
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    clip: float = 0.0  # max total gradient norm; 0 = no clipping
-    batch_size: int = 128
-    bptt: int = 35
-    epochs: int = 20
-    max_halvings: int = 4
-    min_improvement: float = 0.0  # relative improvement of valid ppl that counts as "improving"
-    seed: int = 1
-    checkpoint_every: int = 0  # steps; 0 = only at epoch ends (and on interrupt)
-    eval_batch: int | None = None
-    bf16: bool = False  # autocast the training forward pass to bfloat16 (weights, updates and evaluation stay float32)
-    train_eval: int = 0  # > 0: after each epoch also the exact perplexity of the first N training tokens
-    data_fraction: float = 1.0  # ffnn: train each epoch on this share of the training positions (seed 000 §3.2)
-    data_subset: str = "variable"  # "fixed": the same random share every epoch; "variable": a fresh one each epoch
+    """Training settings. A model class may override these defaults (``train_defaults``)."""
+
+    optimizer: str = option("sgd", "sgd (the papers' choice) or adam", choices=("sgd", "adam"))
+    lr: float = option(0.1, "learning rate (of the mean batch loss)", min=0.0, min_open=True)
+    momentum: float = option(0.0, "SGD momentum", min=0.0, max=0.999)
+    weight_decay: float = option(0.0, "L2 weight decay", min=0.0)
+    clip: float = option(0.0, "clip the total gradient norm to this (0: off)", min=0.0)
+    batch_size: int = option(128, "n-grams per batch (feed-forward) or BPTT rows (recurrent)", min=1, short="-b")
+    bptt: int = option(35, "recurrent models: BPTT segment length", min=1)
+    epochs: int = option(20, "maximum epochs", min=1)
+    max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
+                               min=0)
+    min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
+                                    max=1.0)
+    seed: int = option(1, "one seed for all randomness", min=0)
+    checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
+    eval_batch: int | None = option(None, "evaluation batch (histories, rows or sentences)", min=1)
+    bf16: bool = option(False, "run the training forward pass in bfloat16 autocast (about 2x faster on CPUs with "
+                               "AVX512-BF16); weights, updates and evaluation stay float32")
+    train_eval: int = option(0, "after each epoch also report the exact perplexity of the first N training tokens",
+                             min=0)
+    data_fraction: float = option(1.0, "feed-forward: train each epoch on this random share of the positions",
+                                  min=0.0, min_open=True, max=1.0)
+    data_subset: str = option("variable", "with --data-fraction: the same share every epoch (fixed) or a fresh one",
+                              choices=("fixed", "variable"))
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "config.json") -> "TrainOptions":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise UserError(f"{path}: unknown training options {unknown}")
-        return cls(**d)
+        return cfgmod.from_dict(cls, d, f"{path}: train")
 
     def check(self) -> None:
-        if self.optimizer not in ("sgd", "adam"):
-            raise UserError(f"unknown optimizer {self.optimizer!r}: use sgd or adam")
-        if self.lr <= 0 or self.batch_size < 1 or self.bptt < 1 or self.epochs < 1 or self.max_halvings < 0:
-            raise UserError("--lr, --batch-size, --bptt and --epochs must be positive, --max-halvings >= 0")
-        if not 0.0 < self.data_fraction <= 1.0 or self.data_subset not in ("fixed", "variable"):
-            raise UserError("--data-fraction must lie in (0, 1] and --data-subset be fixed or variable")
+        cfgmod.check(self)
+
+
+def train_options_for(model_type: str, given: dict) -> TrainOptions:
+    """The training options of a new run: the model kind's defaults, then the user's (None = default)."""
+    from .registry import model_class
+
+    values = dict(model_class(model_type).train_defaults)
+    values.update({k: v for k, v in given.items() if v is not None})
+    return TrainOptions.from_dict(values, "training options")
 
 
 @dataclass
@@ -116,58 +126,6 @@ class TrainState:
     epoch_seconds: float = 0.0
     wall_seconds: float = 0.0
     metrics: list = field(default_factory=list)
-
-
-# --- data ----------------------------------------------------------------------------------
-class FeedForwardData:
-    """Shuffled n-gram mini-batches; the order of epoch e depends only on (seed, e).
-
-    ``fraction < 1`` trains each epoch on a random share of the positions, the standard model's
-    subsampling in seed 000 (tables 4-7): ``fixed=True`` draws the share once (the same positions
-    every epoch, in a new order), otherwise a fresh share each epoch.
-    """
-
-    def __init__(self, ids: np.ndarray, order: int, bos_id: int, batch_size: int, seed: int,
-                 fraction: float = 1.0, fixed: bool = False):
-        self.ids = np.asarray(ids)
-        self.positions = sentence_positions(self.ids)
-        self.order, self.bos_id, self.batch_size, self.seed = order, bos_id, batch_size, seed
-        self.size = max(1, round(fraction * len(self.ids))) if fraction < 1.0 else len(self.ids)
-        self.fixed = fixed
-        self._perm_epoch, self._perm = None, None
-
-    def num_batches(self) -> int:
-        return (self.size + self.batch_size - 1) // self.batch_size
-
-    def order_of(self, epoch: int) -> np.ndarray:
-        """The positions epoch ``epoch`` visits, in order."""
-        n = len(self.ids)
-        if self.fixed and self.size < n:  # one share for the whole run, visited in an order that changes per epoch
-            share = np.random.default_rng([self.seed, 2**32 - 1]).permutation(n)[: self.size]
-            return share[np.random.default_rng([self.seed, epoch]).permutation(self.size)]
-        return np.random.default_rng([self.seed, epoch]).permutation(n)[: self.size]
-
-    def batch(self, epoch: int, b: int):
-        if self._perm_epoch != epoch:
-            self._perm, self._perm_epoch = self.order_of(epoch), epoch
-        at = self._perm[b * self.batch_size : (b + 1) * self.batch_size]
-        hist = ngram_histories(self.ids, self.positions, self.order, self.bos_id, at)
-        return torch.from_numpy(hist), torch.from_numpy(self.ids[at].astype(np.int64))
-
-
-class RecurrentData:
-    """BPTT segments ``(x, y, mask) [B, T]`` of the stream, in order."""
-
-    def __init__(self, ids: np.ndarray, batch_size: int, bptt: int):
-        self.x, self.y, self.mask = bptt_rows(ids, batch_size)
-        self.bptt = bptt
-
-    def num_batches(self) -> int:
-        return (self.x.shape[1] + self.bptt - 1) // self.bptt
-
-    def batch(self, epoch: int, b: int):
-        s = slice(b * self.bptt, (b + 1) * self.bptt)
-        return self.x[:, s], self.y[:, s], self.mask[:, s]
 
 
 # --- optimiser -----------------------------------------------------------------------------
@@ -249,28 +207,21 @@ class Trainer:
         self.valid_ids = np.asarray(valid_ids)
         self.train_ids = np.asarray(train_ids)
         self.log = log or (lambda msg: None)
-        self.recurrent = getattr(model, "kind", "") == "rnn"
-        if self.recurrent:
-            if opts.data_fraction < 1.0:
-                raise UserError("--data-fraction applies to feed-forward models only")
-            self.data = RecurrentData(train_ids, opts.batch_size, opts.bptt)
-        else:
-            self.data = FeedForwardData(train_ids, model.order, model.num_words, opts.batch_size, opts.seed,
-                                        opts.data_fraction, opts.data_subset == "fixed")
+        self.data = model.train_data(self.train_ids, opts)
         self.optimizers = make_optimizers(model, objective, opts)
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
         self.state = TrainState(lr=opts.lr)
-        self.rnn_state = None
+        self.lock = None  # the run directory's lock, held while this trainer writes into it
+        self.carry = None  # what the model passes from batch to batch within an epoch (a recurrent state)
         self.interrupt_at_step: int | None = None  # tests: simulate Ctrl-C after this many steps
 
     # --- checkpoints ---
     def save_checkpoint(self) -> None:
         opt_tensors, opt_meta = runs.optimizer_to_files(self.optimizers)
         rng_tensors, rng_meta = runs.rng_to_files()
-        if self.rnn_state is not None:
-            st = self.rnn_state if isinstance(self.rnn_state, tuple) else (self.rnn_state,)
-            for i, s in enumerate(st):
-                rng_tensors[f"rnn_state/{i}"] = s
+        if self.carry is not None:
+            for i, t in enumerate(self.carry if isinstance(self.carry, tuple) else (self.carry,)):
+                rng_tensors[f"carry/{i}"] = t
         files = {
             "model.safetensors": self.model.state_dict(),
             "objective.safetensors": self.objective.state_dict(),
@@ -300,26 +251,23 @@ class Trainer:
                                   runs.read_json(os.path.join(path, "optimizer.json")), f)
         rng_tensors, _ = runs.load_tensors(os.path.join(path, "rng.safetensors"))
         runs.rng_from_files(rng_tensors, runs.read_json(os.path.join(path, "rng.json")))
-        st = [rng_tensors[k] for k in sorted(k for k in rng_tensors if k.startswith("rnn_state/"))]
-        self.rnn_state = None if not st else (tuple(st) if len(st) > 1 else st[0])
+        # "rnn_state/" in checkpoints written before the model owned its carried state
+        st = [rng_tensors[k] for k in sorted(k for k in rng_tensors if k.startswith(("carry/", "rnn_state/")))]
+        self.carry = None if not st else (tuple(st) if len(st) > 1 else st[0])
         set_lr(self.optimizers, self.state.lr)
 
     # --- one step ---
     def step(self, batch) -> tuple[float, int]:
         model, objective = self.model, self.objective
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.opts.bf16):
-            if self.recurrent:
-                x, y, mask = batch
-                hidden, state = model(x, self.rnn_state)
-                self.rnn_state = detach_state(state)
-                ctx, targets = hidden[mask], y[mask]
-            else:
-                hist, targets = batch
-                ctx = model(hist)
+            ctx, targets, positions, self.carry = model.train_contexts(batch, self.carry)
             n = int(targets.shape[0])
             if n == 0:
                 return 0.0, 0
-            loss = objective(model, ctx, targets)
+            if objective.uses_positions:
+                loss = objective(model, ctx, targets, positions=positions)
+            else:
+                loss = objective(model, ctx, targets)
         loss_value = float(loss.detach())
         if not math.isfinite(loss_value):
             return loss_value, n  # nothing applied: no NaN/inf ever reaches the weights; the caller stops
@@ -337,7 +285,18 @@ class Trainer:
         return perplexity(self.model, self.objective, self.valid_ids, batch_size=eb)
 
     # --- the loop ---
+    def release_lock(self) -> None:
+        lock, self.lock = getattr(self, "lock", None), None
+        if lock is not None:
+            lock.__exit__(None, None, None)
+
     def train(self) -> TrainState:
+        try:
+            return self._train()
+        finally:
+            self.release_lock()
+
+    def _train(self) -> TrainState:
         st, opts = self.state, self.opts
         nb = self.data.num_batches()
         with interrupt_flag() as flag:
@@ -345,7 +304,7 @@ class Trainer:
                 if st.batch == 0:
                     seed_everything(opts.seed, st.epoch)
                     self.objective.start_epoch(st.epoch)
-                    self.rnn_state = None  # recurrent state reset at the start of each epoch
+                    self.carry = None  # e.g. a recurrent state: reset at the start of each epoch
                     st.loss_sum, st.loss_count, st.epoch_tokens, st.epoch_seconds = 0.0, 0, 0, 0.0
                 self.model.train()
                 t_last = last_log = time.perf_counter()
@@ -353,9 +312,7 @@ class Trainer:
                     while st.batch < nb:
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
                         if not math.isfinite(loss):
-                            raise UserError(f"training diverged at epoch {st.epoch + 1}, step {st.step + 1} "
-                                            f"(loss {loss}); the weights were left as they were and the last "
-                                            f"checkpoint in {self.run_dir} is intact; try a smaller --lr or --clip")
+                            raise UserError(self.diverged_message(loss))
                         st.batch += 1
                         st.step += 1
                         st.loss_sum += loss * n
@@ -382,6 +339,15 @@ class Trainer:
                 t_last = time.perf_counter()
         self.finish()
         return st
+
+    def diverged_message(self, loss: float) -> str:
+        st = self.state
+        where = f"training diverged at epoch {st.epoch + 1}, step {st.step + 1} (loss {loss}); "
+        if runs.latest_checkpoint(self.run_dir) is None:
+            return (where + f"no checkpoint had been written yet, so {self.run_dir} holds no model; run the same "
+                    "command with a smaller --lr or a --clip to start it again")
+        return (where + f"the weights were left as they were and the last checkpoint in {self.run_dir} is intact "
+                f"(--resume {self.run_dir} would diverge again); start a new run with a smaller --lr or a --clip")
 
     def end_epoch(self) -> None:
         st, opts = self.state, self.opts
@@ -432,26 +398,24 @@ class Trainer:
         if st.finalized:
             return
         best = os.path.join(self.run_dir, "model.safetensors")
-        if os.path.exists(best):
-            runs.load_state_into(self.model, runs.load_tensors(best)[0], best)
-            obj = os.path.join(self.run_dir, "objective.safetensors")
-            runs.load_state_into(self.objective, runs.load_tensors(obj)[0], obj)
+        meta = runs.load_model_files(best, self.model, self.objective) if os.path.exists(best) else {}
         self.model.eval()
-        self.objective.finalize(self.model)
-        runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True)
+        # A kill after the final model was written but before the checkpoint recorded it leaves a
+        # finalized model.safetensors: it is complete (one file), so it is not finalized twice.
+        if meta.get("finalized") != "true":
+            self.objective.finalize(self.model)
+            runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True)
         st.finalized = True
         self.save_checkpoint()
 
 
 def plot_learning_curve(metrics: list[dict], path: str) -> None:
     """Train loss and validation perplexity per epoch, as a PNG (matplotlib, Agg backend)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # a Figure object: never switches the user's matplotlib backend
 
     ep = [m["epoch"] for m in metrics]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     ax.plot(ep, [m["valid_ppl"] for m in metrics], "o-", color="C0", label="valid perplexity (exact)")
     if all("train_ppl" in m for m in metrics):
         ax.plot(ep, [m["train_ppl"] for m in metrics], "^:", color="C2", label="train perplexity (exact, prefix)")
@@ -461,10 +425,11 @@ def plot_learning_curve(metrics: list[dict], path: str) -> None:
     ax2.plot(ep, [m["train_loss"] for m in metrics], "s--", color="C1", label="train loss")
     ax2.set_ylabel("train loss (objective)", color="C1")
     ax.set_title("learning curve")
+    lines = ax.get_lines() + ax2.get_lines()
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="upper right", fontsize=8)
     fig.tight_layout()
     with atomic_write(path, "wb") as f:
         fig.savefig(f, format="png", dpi=100)
-    plt.close(fig)
 
 
 # --- starting and resuming runs --------------------------------------------------------------
@@ -479,8 +444,10 @@ def _load_streams(config: dict, vocab):
 
 def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
     """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``."""
-    if os.path.exists(os.path.join(run_dir, "config.json")):
+    if os.path.exists(os.path.join(run_dir, "config.json")) and runs.latest_checkpoint(run_dir) is not None:
         raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
+    # A directory with a config but no checkpoint is a run that stopped before its first checkpoint
+    # (killed or diverged in epoch 1): it holds nothing worth keeping, so it is started again.
     opts = TrainOptions.from_dict(config["train"])
     opts.check()
     if opts.data_fraction < 1.0 and config["model"]["type"] != "ffnn":
@@ -495,19 +462,50 @@ def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
         os.makedirs(run_dir, exist_ok=True)
     except OSError as e:
         raise UserError(f"{run_dir}: cannot create run directory ({e.strerror})") from None
+    lock = _hold_lock(run_dir)
+    for stale in ("model.safetensors", "objective.safetensors", "metrics.jsonl"):
+        if os.path.exists(os.path.join(run_dir, stale)):
+            os.remove(os.path.join(run_dir, stale))
     vocab.save(os.path.join(run_dir, "vocab.txt"))
     runs.write_json(os.path.join(run_dir, "config.json"), config)
-    return Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log)
+    try:
+        trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log)
+    except BaseException:
+        lock.__exit__(None, None, None)
+        raise
+    trainer.lock = lock
+    return trainer
 
 
-def resume_run(run_dir: str, overrides: dict | None = None, log=None) -> Trainer:
+def _hold_lock(run_dir: str):
+    """Take the run directory's lock for the rest of this process (released when it exits)."""
+    lock = store.lock_directory(run_dir)
+    lock.__enter__()
+    return lock
+
+
+def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_finished: bool = False) -> Trainer:
     """A trainer that continues ``run_dir`` from its latest checkpoint.
 
     ``overrides`` may change ``epochs`` and ``max_halvings`` (to train longer); the rest of the
     configuration is the run's own.
     """
     cfg_path = os.path.join(run_dir, "config.json")
+    if not os.path.isdir(run_dir):
+        raise UserError(f"{run_dir}: no such run directory")
     config = runs.check_config(runs.read_json(cfg_path), cfg_path)
+    if runs.latest_checkpoint(run_dir) is None:
+        raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
+                        f"start it again with the same 'sampledlm train ... -o {run_dir}' command")
+    lock = _hold_lock(run_dir)
+    try:
+        return _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished)
+    except BaseException:
+        lock.__exit__(None, None, None)
+        raise
+
+
+def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished) -> Trainer:
     for k, v in (overrides or {}).items():
         if v is not None:
             config["train"][k] = v
@@ -520,6 +518,10 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None) -> Trainer
     if ckpt is None:
         raise UserError(f"{run_dir}: no checkpoint to resume from (checkpoint.json missing)")
     trainer.load_checkpoint(ckpt)
+    trainer.lock = lock
+    if refuse_finished and trainer.state.finalized:  # before config.json is touched
+        raise UserError(f"{run_dir}: training already finished (best valid ppl {trainer.state.best_valid:.2f}); "
+                        "start a new run to train longer")
     if overrides and any(v is not None for v in overrides.values()):
         runs.write_json(cfg_path, config)
         st = trainer.state

@@ -58,6 +58,9 @@ class OutputObjective(nn.Module):
     #: True when the objective touches only a candidate set, so the model should build its
     #: OutputLayer with sparse=True (and the trainer use an optimiser that takes sparse gradients).
     sparse_output: ClassVar[bool] = False
+    #: True when :meth:`forward` takes ``positions [N]``, each example's position in the training
+    #: stream (e.g. to key per-example negative subsets); the trainer passes it only then.
+    uses_positions: ClassVar[bool] = False
 
     def __init__(self, counts: "np.ndarray | None" = None):
         """``counts``: training unigram counts ``[V]`` (``vocab.counts``), for noise distributions.

@@ -6,9 +6,11 @@ import inspect
 
 import numpy as np
 
+from ..config import check_value
 from ..errors import UserError
 from .base import OutputObjective
 from .binary import Binary
+from .options import OPTION_HELP
 from .nce import NCE, BlackOut, NegativeSampling
 from .ranking import Ranking
 from .sampled import CSSBernoulli, CSSImportance, ImportanceSampling
@@ -45,4 +47,6 @@ def make_objective(name: str, counts: np.ndarray | None = None, **options) -> Ou
     if wrong:
         flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
         raise UserError(f"{flags} do(es) not apply to objective {name!r}")
+    for k, v in given.items():
+        check_value(k, v, OPTION_HELP.get(k, {}))
     return cls(counts=counts, **given)

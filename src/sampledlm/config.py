@@ -1,0 +1,112 @@
+"""Configuration as data: dataclass fields that carry their default, help text and valid range.
+
+Every model, objective and training setting is declared once, as a dataclass field made with
+:func:`option`; the command line generates its flags from these fields
+(:mod:`sampledlm.cli.options`), ``config.json`` is their serialisation (:func:`to_dict`,
+:func:`from_dict`), and :func:`check` enforces the ranges whether the values came from flags,
+from a file or from Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from typing import Any
+
+from .errors import UserError
+
+
+def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
+           min_open: bool = False, choices: tuple | None = None, flag: str | None = None, short: str | None = None,
+           multiple: bool = False):
+    """A dataclass field with its help text and range (``min``/``max`` inclusive unless ``min_open``)."""
+    meta = {"help": help, "min": min, "max": max, "min_open": min_open, "choices": choices, "flag": flag,
+            "short": short, "multiple": multiple}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def flag_name(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def check_value(name: str, value: Any, meta: dict) -> None:
+    """Refuse a value outside the field's range or choices (the message names the flag)."""
+    flag = meta.get("flag") or "--" + name.replace("_", "-")
+    if value is None:
+        return
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for v in values:
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)):
+            if not math.isfinite(v):
+                raise UserError(f"{flag} {v}: must be a finite number")
+            lo, hi = meta.get("min"), meta.get("max")
+            if lo is not None and (v < lo or (meta.get("min_open") and v == lo)):
+                raise UserError(f"{flag} {v}: must be {'>' if meta.get('min_open') else '>='} {lo:g}")
+            if hi is not None and v > hi:
+                raise UserError(f"{flag} {v}: must be <= {hi:g}")
+        choices = meta.get("choices")
+        if choices and v not in choices:
+            raise UserError(f"{flag} {v!r}: choose from {', '.join(map(str, choices))}")
+
+
+def check(obj) -> None:
+    """Check every field of a dataclass instance against its declared range."""
+    for f in dataclasses.fields(obj):
+        check_value(f.name, getattr(obj, f.name), f.metadata)
+
+
+def _coerce(f: dataclasses.Field, value: Any, where: str, hints: dict):
+    """JSON -> field type, refusing values of the wrong JSON type with a one-line message."""
+    kind = hints.get(f.name, Any)
+    origin = typing.get_origin(kind)
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if value is None:
+        if type(None) in typing.get_args(kind) or kind is Any:
+            return None
+        raise UserError(f"{where}: {f.name!r} may not be null")
+    base = args[0] if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1 else kind
+    b_origin = typing.get_origin(base)
+    if b_origin in (list, tuple):
+        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise UserError(f"{where}: {f.name!r} should be a list of numbers, found {value!r}")
+        return list(value)
+    if base is bool:
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: {f.name!r} should be true or false, found {value!r}")
+        return value
+    if base is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"{where}: {f.name!r} should be an integer, found {value!r}")
+        return value
+    if base is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(f"{where}: {f.name!r} should be a number, found {value!r}")
+        return float(value)
+    if base is str:
+        if not isinstance(value, str):
+            raise UserError(f"{where}: {f.name!r} should be a string, found {value!r}")
+        return value
+    return value
+
+
+def from_dict(cls, d: Any, where: str):
+    """An instance of dataclass ``cls`` from a JSON object: unknown keys, wrong types and ranges refused."""
+    if not isinstance(d, dict):
+        raise UserError(f"{where}: expected a JSON object, found {type(d).__name__}")
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - set(names))
+    if unknown:
+        raise UserError(f"{where}: unknown option(s) {', '.join(unknown)}")
+    hints = typing.get_type_hints(cls)
+    obj = cls(**{k: _coerce(names[k], v, where, hints) for k, v in d.items()})
+    check(obj)
+    return obj
+
+
+def to_dict(obj) -> dict:
+    return dataclasses.asdict(obj)

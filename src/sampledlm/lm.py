@@ -1,0 +1,176 @@
+"""One interface for every language model, and what is written once against it: perplexity,
+sentence scores, linear interpolation of any models and its EM weights.
+
+Counting convention (the one KenLM, SRILM and the published PTB tables use): text is one sentence
+per line; every sentence ends with ``</s>``, which is predicted and counted; ``<s>`` pads the history
+and is never predicted; words outside the vocabulary are ``<unk>``. An *id stream* holds every
+predicted token (words and ``</s>``) of a text, so for N tokens::
+
+    ppl = exp(-(1/N) sum_i ln P(w_i | h_i))
+
+Every number comes from the model's exact, normalised distribution (a sampled training objective
+never enters evaluation).
+
+Interpolation of K models with weights lam_k >= 0, sum_k lam_k = 1 (per token)::
+
+    P(w|h) = sum_k lam_k P_k(w|h)
+
+EM on held-out text: with posteriors ``r_ki = lam_k p_ki / sum_j lam_j p_ji``, iterate
+``lam_k <- mean_i r_ki``; each iteration never lowers the held-out likelihood.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from .data.vocab import EOS_ID, Vocab
+from .errors import UserError
+
+
+class LanguageModel(ABC):
+    """What every family answers: its vocabulary and exact natural-log probabilities of an id stream.
+
+    ``ids`` is always an id stream of ``self.vocab`` (:func:`sampledlm.data.corpus.load_ids`).
+    ``independent=True`` scores each sentence from a fresh start (n-best and per-sentence scoring);
+    ``False`` reads the stream as running text. Only models whose history crosses sentence
+    boundaries (recurrent ones) give different numbers for the two.
+    """
+
+    family: ClassVar[str] = "base"
+    vocab: Vocab
+    #: how the model's training text was read (a :class:`~sampledlm.data.tokenizer.TextOptions`
+    #: dict), so that test text is read the same way; None when the model does not know
+    text_options: dict | None = None
+
+    @abstractmethod
+    def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
+        """``ln P(w_i | h_i)`` for every token of ``ids``: float64 ``[len(ids)]``."""
+
+    def perplexity(self, ids: np.ndarray, *, independent: bool = False) -> float:
+        return perplexity_of(self.logprobs(ids, independent=independent))
+
+    def describe(self) -> str:
+        """One line for summaries: family and size."""
+        return f"{self.family} LM, V={len(self.vocab)}"
+
+
+# --- numbers written once ----------------------------------------------------------------------
+def perplexity_of(logprobs: np.ndarray) -> float:
+    """``exp(-mean ln p)``; nan for an empty stream."""
+    return math.exp(-float(np.mean(logprobs))) if len(logprobs) else float("nan")
+
+
+def sentence_bounds(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` (inclusive) of each sentence of an id stream; a last sentence without ``</s>`` counts."""
+    ids = np.asarray(ids)
+    ends = np.flatnonzero(ids == EOS_ID)
+    if len(ids) and (len(ends) == 0 or ends[-1] != len(ids) - 1):
+        ends = np.append(ends, len(ids) - 1)
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    return starts, ends
+
+
+def sentence_scores(logprobs: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence: ``(total ln-prob [S], predictions [S])`` (each sentence's words and its ``</s>``)."""
+    starts, ends = sentence_bounds(ids)
+    csum = np.concatenate([[0.0], np.cumsum(logprobs)])
+    return csum[ends + 1] - csum[starts], (ends + 1 - starts)
+
+
+def mix_logprobs(component_logprobs: np.ndarray, weights: Sequence[float]) -> np.ndarray:
+    """``ln sum_k w_k exp(lp_k)`` per token; ``component_logprobs [K, N]``; zero weights drop out."""
+    lp = np.asarray(component_logprobs, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    keep = w > 0
+    with np.errstate(divide="ignore"):
+        terms = np.log(w[keep])[:, None] + lp[keep]
+    return np.logaddexp.reduce(terms, axis=0)
+
+
+def interpolate(lp_a: np.ndarray, lp_b: np.ndarray, weight: float) -> np.ndarray:
+    """Two models: ``ln(weight * exp(lp_a) + (1 - weight) * exp(lp_b))`` per token."""
+    return mix_logprobs(np.stack([lp_a, lp_b]), [weight, 1.0 - weight])
+
+
+def em_weights(component_logprobs: np.ndarray, iters: int = 500, tol: float = 1e-7) -> np.ndarray:
+    """EM estimate of the interpolation weights of K models from their held-out log-probs ``[K, N]``."""
+    lp = np.asarray(component_logprobs, dtype=np.float64)
+    k = lp.shape[0]
+    lam = np.full(k, 1.0 / k)
+    for _ in range(iters):
+        mix = mix_logprobs(lp, lam)
+        with np.errstate(divide="ignore"):
+            new = np.exp(np.log(lam)[:, None] + lp - mix).mean(axis=1)
+        new = np.clip(new, 1e-6, None)
+        new /= new.sum()
+        if np.max(np.abs(new - lam)) < tol:
+            return new
+        lam = new
+    return lam
+
+
+def em_weight(lp_a: np.ndarray, lp_b: np.ndarray) -> float:
+    """Two models: the EM weight of model a."""
+    return float(em_weights(np.stack([lp_a, lp_b]))[0])
+
+
+# --- mixtures -------------------------------------------------------------------------------------
+def vocabulary_map(src: Vocab, dst: Vocab) -> np.ndarray:
+    """Id in ``dst`` of every id of ``src`` (``<s>`` included); the two must hold the same words."""
+    missing = [w for w in src.words if w not in dst.index]
+    extra = len(dst) - (len(src) - len(missing))
+    if missing or extra:
+        show = ", ".join(repr(w) for w in missing[:3])
+        raise UserError(f"the models' vocabularies differ ({len(missing)} word(s) of the first model missing from "
+                        f"another{': ' + show if show else ''}; {extra} extra); interpolating them would mix "
+                        "distributions over different events: build both models on one vocabulary (--vocab FILE)")
+    return np.array([dst.index[w] for w in src.words] + [dst.bos_id], dtype=np.int64)
+
+
+class Mixture(LanguageModel):
+    """Linear interpolation of any language models over one vocabulary (see module docstring).
+
+    The models may order their vocabularies differently; ids are mapped by word. Models whose
+    word sets differ are refused (a mixture must be a distribution over one set of events).
+    """
+
+    family = "mixture"
+
+    def __init__(self, models: Sequence[LanguageModel], weights: Sequence[float] | None = None):
+        if len(models) < 2:
+            raise ValueError("a mixture needs at least two models")
+        self.models = list(models)
+        self.vocab = self.models[0].vocab
+        self.text_options = self.models[0].text_options
+        self.maps = [None] + [vocabulary_map(self.vocab, m.vocab) for m in self.models[1:]]
+        self.weights = np.full(len(models), 1.0 / len(models)) if weights is None else self.check_weights(weights)
+
+    def check_weights(self, weights) -> np.ndarray:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(self.models),) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise UserError(f"interpolation weights {list(weights)}: give {len(self.models)} non-negative numbers")
+        if abs(w.sum() - 1.0) > 1e-6:
+            raise UserError(f"interpolation weights {list(weights)} sum to {w.sum():g}, not 1")
+        return w
+
+    def component_logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
+        """``[K, N]``: every model's log-probs of the stream."""
+        ids = np.asarray(ids)
+        return np.stack([m.logprobs(ids if mp is None else mp[ids], independent=independent)
+                         for m, mp in zip(self.models, self.maps)])
+
+    def fit_weights(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
+        """Set the weights by EM on held-out ids; returns them."""
+        self.weights = em_weights(self.component_logprobs(ids, independent=independent))
+        return self.weights
+
+    def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
+        return mix_logprobs(self.component_logprobs(ids, independent=independent), self.weights)
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{w:.3f} x {m.describe()}" for m, w in zip(self.models, self.weights))
+        return f"mixture of {len(self.models)}: {parts}"

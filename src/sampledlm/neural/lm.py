@@ -1,0 +1,91 @@
+"""Exact evaluation of neural models and the neural :class:`~sampledlm.lm.LanguageModel`.
+
+Every number uses the objective's *exact* inference rule, ``objective.log_prob_targets(model, ctx, y)``
+(the softmax over all V words; the renormalised calibrated sigmoids for binary-trained models),
+never the training approximation. The model says how it reads a stream (``eval_contexts``), so this
+module never asks which kind of model it holds. Counting convention: see :mod:`sampledlm.lm`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..data.vocab import EOS_ID
+from ..lm import LanguageModel, perplexity_of
+
+
+@torch.no_grad()
+def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
+                    **kw) -> np.ndarray:
+    """Natural-log probability of every token of ``ids`` (``float64 [len(ids)]``), exact.
+
+    ``batch_size``: histories (feed-forward; default 1024), BPTT rows (recurrent running text;
+    default 1: every token conditioned on the whole stream before it) or sentences (recurrent,
+    ``independent``; default 64). ``independent``: each sentence from a fresh state.
+    """
+    ids = np.asarray(ids)
+    out = np.zeros(len(ids), dtype=np.float64)
+    if len(ids) == 0:
+        return out
+    was_training = model.training
+    model.eval()
+    try:
+        for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent, **kw):
+            out[positions] = objective.log_prob_targets(model, ctx, targets).double().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def perplexity(model, objective, ids: np.ndarray, **kw) -> float:
+    """Exact perplexity of a stream (every word and ``</s>`` counted)."""
+    return perplexity_of(stream_logprobs(model, objective, ids, **kw))
+
+
+@torch.no_grad()
+def batch_log_probs(model, objective, ids: np.ndarray) -> torch.Tensor:
+    """Exact ``log P(w | h)`` over all V words for every token of a stream, ``[N, V]`` (tests, small inputs)."""
+    model.eval()
+    rows = [None] * len(ids)
+    for ctx, _, positions in model.eval_contexts(np.asarray(ids)):
+        for p, r in zip(positions, objective.log_prob(model, ctx)):
+            rows[int(p)] = r
+    return torch.stack(rows)
+
+
+def score_sentences(model, objective, vocab, sentences: list[list[str]]) -> list[float]:
+    """Natural-log probability of each tokenised sentence (its ``</s>`` included), each read on its own."""
+    ids = np.array([i for words in sentences for i in vocab.encode(words) + [EOS_ID]], dtype=np.int64)
+    lp = stream_logprobs(model, objective, ids, independent=True)
+    ends = np.flatnonzero(ids == EOS_ID)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    return [float(lp[s : e + 1].sum()) for s, e in zip(starts, ends)]
+
+
+class NeuralLM(LanguageModel):
+    """A trained neural model with the objective that defines its inference rule."""
+
+    family = "neural"
+
+    def __init__(self, model, objective, vocab, config: dict | None = None, batch_size: int | None = None):
+        self.model, self.objective, self.vocab = model, objective, vocab
+        self.config = config or {}
+        self.text_options = self.config.get("data", {}).get("text_options")
+        self.batch_size = batch_size
+
+    def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
+        return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent)
+
+    def describe(self) -> str:
+        m = self.config.get("model", {})
+        obj = self.config.get("objective", {}).get("name", "?")
+        return f"neural {m.get('type', '?')} (trained with {obj}), V={len(self.vocab)}"
+
+
+def load_neural(path: str, config: dict | None = None, device: str | None = None) -> NeuralLM:
+    """Open a neural run directory as a :class:`NeuralLM` (``config`` as read by :func:`sampledlm.store.read_config`)."""
+    from .rundir import load_run
+
+    model, objective, vocab, config = load_run(path)
+    return NeuralLM(model, objective, vocab, config)

@@ -1,0 +1,27 @@
+"""Help text and valid range of every objective option (the defaults live in each objective's ``__init__``).
+
+The command line generates one flag per option name that some objective accepts
+(:func:`sampledlm.objectives.registry.objective_options`); a test checks that every such option
+has an entry here.
+"""
+
+from __future__ import annotations
+
+#: option name -> click-free description: help, and the range :func:`sampledlm.config.check_value` enforces
+OPTION_HELP: dict[str, dict] = {
+    "samples": {"help": "candidates drawn per step (S); at most V - 1", "min": 1, "type": int},
+    "noise_power": {"help": "noise distribution = unigram^power (0: uniform, 1: unigram)", "min": 0.0, "max": 2.0,
+                    "type": float},
+    "neg_rate": {"help": "binary: share alpha of the negatives kept, in (0, 1]", "min": 0.0, "min_open": True,
+                 "max": 1.0, "type": float},
+    "neg_subset": {"help": "binary: fixed or variable negative subsets", "choices": ("fixed", "variable"), "type": str},
+    "neg_groups": {"help": "binary, variable subsets: subsets drawn per mini-batch (example i uses subset i mod G)",
+                   "min": 1, "type": int},
+    "margin": {"help": "ranking: the margin (default log(V-1))", "min": 0.0, "type": float},
+    "sample_mode": {"help": "how candidates are drawn and shared: shared (one bag per batch) or each (per example)",
+                    "choices": ("shared", "each"), "type": str},
+    "sampler": {"help": "how noise words are drawn: alias (Walker's alias method) or multinomial",
+                "choices": ("alias", "multinomial"), "type": str},
+    "learn_norm": {"help": "NCE: learn the log normaliser instead of fixing it to 0", "type": bool},
+    "exclude_true": {"help": "drop the true word from the negatives", "type": bool, "negatable": "include-true"},
+}

@@ -1,0 +1,200 @@
+"""One model-directory envelope for every trained family, and the file primitives under it.
+
+A model directory (what ``sampledlm train``, ``sampledlm maxent train`` and the demo write, and what
+:func:`sampledlm.load.load_model` opens) holds::
+
+    config.json        {"format": "sampledlm-model", "family": "neural" | "maxent", "version": 2,
+                        "vocab": {"size": V, "fingerprint": ...}, ...the family's own sections...}
+    vocab.txt          word<TAB>count, ids in file order (see sampledlm.data.vocab)
+    *.safetensors      tensors with a SHA-256 of their content in the header (checked on load)
+    metrics.jsonl      one JSON object per epoch, when the family trains in epochs
+
+Directories written before the envelope existed still load: ``"format": "sampledlm-run"`` (version 1)
+is a neural run and ``"format": "sampledlm-maxent-1"`` a maxent model (:data:`LEGACY_FORMATS`).
+
+Nothing here runs code from a file: JSON and safetensors only, never pickle. Every write goes
+through :func:`sampledlm.data.textio.atomic_write` (a temporary file renamed into place).
+A directory being written is locked (:func:`lock_directory`) so that two processes given the
+same output directory cannot interleave their files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+
+import numpy as np
+import torch
+
+from .data.textio import atomic_write
+from .data.vocab import Vocab
+from .errors import UserError
+
+FORMAT = "sampledlm-model"
+VERSION = 2
+LEGACY_FORMATS = {"sampledlm-run": "neural", "sampledlm-maxent-1": "maxent"}
+FAMILIES = ("neural", "maxent")
+
+
+# --- safetensors with a checksum ------------------------------------------------------------
+def _digest(tensors: dict[str, torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        h.update(name.encode())
+        h.update(str(t.dtype).encode())
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def save_tensors(path: str, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    """Write ``tensors`` to a safetensors file atomically, with a checksum in its metadata."""
+    from safetensors.torch import save
+
+    clean = {k: v.detach().cpu().contiguous().clone() for k, v in tensors.items()}
+    meta = dict(metadata or {})
+    meta["sha256"] = _digest(clean)
+    data = save(clean, metadata=meta)
+    with atomic_write(path, "wb") as f:
+        f.write(data)
+
+
+def load_tensors(path: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Read a safetensors file written by :func:`save_tensors`; refuse a damaged one."""
+    from safetensors import safe_open
+
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such file")
+    try:
+        with safe_open(path, framework="pt") as f:
+            meta = dict(f.metadata() or {})
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:  # safetensors raises its own error types for bad headers / truncation
+        raise UserError(f"{path}: not a readable safetensors file ({e}); the file is damaged or truncated") from None
+    want = meta.pop("sha256", None)
+    if want is None:
+        raise UserError(f"{path}: no checksum in the file header; not written by sampledlm")
+    if _digest(tensors) != want:
+        raise UserError(f"{path}: checksum mismatch: the file is damaged")
+    return tensors, meta
+
+
+def load_state_into(module: torch.nn.Module, tensors: dict[str, torch.Tensor], path: str) -> None:
+    """``module.load_state_dict`` with a clear error when names or shapes differ from the config's model."""
+    own = module.state_dict()
+    if hasattr(module, "upgrade_state"):  # files written by an earlier version of the module
+        tensors = module.upgrade_state(dict(tensors))
+    missing = sorted(set(own) - set(tensors))
+    extra = sorted(set(tensors) - set(own))
+    bad = sorted(k for k in set(own) & set(tensors) if tuple(own[k].shape) != tuple(tensors[k].shape))
+    if missing or extra or bad:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing[:4])}")
+        if extra:
+            parts.append(f"unexpected {', '.join(extra[:4])}")
+        if bad:
+            k = bad[0]
+            parts.append(f"{k} has shape {tuple(tensors[k].shape)}, config.json says {tuple(own[k].shape)}")
+        raise UserError(f"{path}: weights do not match the model in config.json ({'; '.join(parts)})")
+    module.load_state_dict(tensors)
+
+
+# --- json ------------------------------------------------------------------------------------
+def write_json(path: str, obj) -> None:
+    with atomic_write(path) as f:
+        json.dump(obj, f, indent=2, sort_keys=False)
+        f.write("\n")
+
+
+def read_json(path: str):
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: not valid JSON ({e})") from None
+
+
+
+# --- the envelope ----------------------------------------------------------------------------
+def envelope(family: str, vocab: Vocab) -> dict:
+    """The fields every model directory's config.json starts with."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}")
+    return {"format": FORMAT, "family": family, "version": VERSION,
+            "vocab": {"size": len(vocab), "fingerprint": vocab.fingerprint()}}
+
+
+def read_config(model_dir: str) -> tuple[dict, str]:
+    """``(config, family)`` of a model directory; a clear error for anything else."""
+    if not os.path.isdir(model_dir):
+        raise UserError(f"{model_dir}: no such model directory")
+    path = os.path.join(model_dir, "config.json")
+    config = read_json(path)
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a sampledlm model config (a JSON object is expected)")
+    fmt = config.get("format")
+    if fmt in LEGACY_FORMATS:
+        return config, LEGACY_FORMATS[fmt]
+    if fmt != FORMAT:
+        raise UserError(f"{path}: not a sampledlm model (format {fmt!r}; expected {FORMAT!r})")
+    if config.get("version") != VERSION:
+        raise UserError(f"{path}: model format version {config.get('version')!r} is not supported by this "
+                        f"sampledlm (it reads version {VERSION})")
+    family = config.get("family")
+    if family not in FAMILIES:
+        raise UserError(f"{path}: unknown model family {family!r} (known: {', '.join(FAMILIES)})")
+    return config, family
+
+
+def load_vocab_checked(model_dir: str, config: dict) -> Vocab:
+    """``vocab.txt`` of a model directory, refused unless its size and fingerprint match config.json."""
+    path = os.path.join(model_dir, "vocab.txt")
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such file")
+    vocab = Vocab.load(path)
+    want = config.get("vocab")
+    if not isinstance(want, dict):
+        raise UserError(f"{os.path.join(model_dir, 'config.json')}: no vocabulary fingerprint")
+    if len(vocab) != want.get("size") or vocab.fingerprint() != want.get("fingerprint"):
+        raise UserError(f"{path}: vocabulary does not match config.json (size {len(vocab)} vs {want.get('size')}, "
+                        f"fingerprint {vocab.fingerprint()} vs {want.get('fingerprint')}); the file was changed")
+    return vocab
+
+
+def check_type(config: dict, key: str, kind, path: str):
+    """``config[key]``, refused with a clear message unless it is of JSON type ``kind``."""
+    value = config.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind in (int, float, (int, float)):
+        name = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise UserError(f"{path}: field {key!r} should be a {name}, found {type(value).__name__}")
+    return value
+
+
+# --- locks -----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def lock_directory(path: str):
+    """Hold an exclusive lock on ``path/.lock`` while writing into ``path``.
+
+    A second process that asks for the same directory stops at once with a clear message
+    instead of interleaving its files with the first one's. The lock is released when the
+    process ends, however it ends (an OS file lock, not a marker file).
+    """
+    import fcntl
+
+    os.makedirs(path, exist_ok=True)
+    fd = os.open(os.path.join(path, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"{path}: another sampledlm process is writing into this directory; "
+                            "wait for it to finish or choose another output") from None
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,154 @@
+"""Regression tests for defects of the neural path found by a fault campaign (wrong numbers, lost files)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from sampledlm.cli import main
+from sampledlm.data.corpus import build_vocab, load_ids
+from sampledlm.data.tokenizer import TextOptions
+from sampledlm.errors import UserError
+from sampledlm.neural import rundir
+from sampledlm.neural.lm import NeuralLM
+from sampledlm.neural.registry import build_model, model_spec
+from sampledlm.neural.trainer import TrainOptions, Trainer, new_run, resume_run
+from sampledlm.objectives import make_objective
+from sampledlm.store import lock_directory
+
+WORDS = "the a cat dog sat ran on under mat rug and".split()
+
+
+def write_corpus(path, n, seed):
+    rng = np.random.default_rng(seed)
+    path.write_text("".join(" ".join(rng.choice(WORDS, rng.integers(2, 8))) + "\n" for _ in range(n)))
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    write_corpus(tmp_path / "train.txt", 80, 1)
+    write_corpus(tmp_path / "valid.txt", 20, 2)
+    return tmp_path
+
+
+def config_for(corpus, objective="softmax", options=None, **train):
+    vocab = build_vocab(str(corpus / "train.txt"))
+    t = dict(TrainOptions(batch_size=16, epochs=2, lr=0.5).__dict__)
+    t.update(train)
+    data = {"train": str(corpus / "train.txt"), "valid": str(corpus / "valid.txt"), "text_options": TextOptions().to_dict()}
+    spec = model_spec("ffnn", order=3, embed_dim=6, hidden=[8])
+    return rundir.make_config(spec, objective, options or {}, t, data, vocab), vocab
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_gru_scores_each_sentence_from_a_fresh_state(tmp_path):
+    """A sentence scores the same alone and as the 5th line of a file (independent sentences)."""
+    torch.manual_seed(0)
+    sents = [write_corpus(tmp_path / "t.txt", 5, 3).read_text().splitlines()]
+    vocab = build_vocab(str(tmp_path / "t.txt"))
+    model = build_model(model_spec("gru", embed_dim=8, hidden=8), len(vocab))
+    lm = NeuralLM(model, make_objective("softmax"), vocab)
+    (tmp_path / "one.txt").write_text(sents[0][4] + "\n")
+    all5 = load_ids(str(tmp_path / "t.txt"), vocab, cache=False)
+    one = load_ids(str(tmp_path / "one.txt"), vocab, cache=False)
+    lp5 = lm.logprobs(all5, independent=True)
+    assert lp5[-len(one):].sum() == pytest.approx(lm.logprobs(one, independent=True).sum(), abs=1e-5)
+    running = lm.logprobs(all5)  # running text carries the state: a different number for that sentence
+    assert abs(running[-len(one):].sum() - lp5[-len(one):].sum()) > 1e-4
+    assert running[: np.flatnonzero(all5 == 0)[0] + 1].sum() == pytest.approx(
+        lp5[: np.flatnonzero(all5 == 0)[0] + 1].sum(), abs=1e-5)  # the first sentence: the same either way
+
+
+def test_a_run_that_diverged_before_its_first_checkpoint_can_be_started_again(corpus):
+    config, vocab = config_for(corpus, lr=1e30)
+    with pytest.raises(UserError, match="no checkpoint had been written yet") as e:
+        new_run(str(corpus / "r"), config, vocab).train()
+    assert "intact" not in str(e.value)
+    with pytest.raises(UserError, match="start it again"):
+        resume_run(str(corpus / "r"))
+    config, vocab = config_for(corpus, lr=0.5)
+    assert new_run(str(corpus / "r"), config, vocab).train().finalized  # the same -o works again
+
+
+def test_final_model_is_one_file_and_a_kill_before_the_last_checkpoint_does_not_calibrate_twice(corpus, monkeypatch):
+    config, vocab = config_for(corpus, "binary", {"neg_rate": 0.5})
+    new_run(str(corpus / "clean"), config, vocab).train()
+    clean = rundir.read_model_files(str(corpus / "clean" / "model.safetensors"))
+    assert clean[1] is not None and clean[2]["finalized"] == "true"  # weights and calibrated objective together
+    assert not os.path.exists(corpus / "clean" / "objective.safetensors")
+
+    t = new_run(str(corpus / "killed"), config, vocab)
+    real = Trainer.save_checkpoint
+
+    def dies_after_final_model(self):
+        if os.path.exists(os.path.join(self.run_dir, "model.safetensors")) and \
+                rundir.load_tensors(os.path.join(self.run_dir, "model.safetensors"))[1]["finalized"] == "true":
+            raise KeyboardInterrupt  # killed between the final model and the checkpoint that records it
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", dies_after_final_model)
+    with pytest.raises(KeyboardInterrupt):
+        t.train()
+    monkeypatch.setattr(Trainer, "save_checkpoint", real)
+    resume_run(str(corpus / "killed")).train()
+    killed = rundir.read_model_files(str(corpus / "killed" / "model.safetensors"))
+    for k in clean[0]:
+        torch.testing.assert_close(killed[0][k], clean[0][k])  # calibrated once, as the clean run
+
+
+def test_a_refused_resume_leaves_config_untouched(corpus, capsys):
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "done"), config, vocab).train()
+    before = (corpus / "done" / "config.json").read_bytes()
+    code, _, err = run_cli(["train", "--resume", str(corpus / "done"), "--epochs", "9"], capsys)
+    assert code == 1 and "already finished" in err
+    assert (corpus / "done" / "config.json").read_bytes() == before
+
+
+def test_a_second_process_on_the_same_output_stops(corpus, capsys):
+    with lock_directory(str(corpus / "busy")):  # another process holds the run directory
+        code, _, err = run_cli(["train", "--train", str(corpus / "train.txt"), "--valid", str(corpus / "valid.txt"),
+                                "-o", str(corpus / "busy"), "-d", "4", "--hidden", "4", "--epochs", "1"], capsys)
+    assert code == 1 and "another sampledlm process" in err
+    assert not os.path.exists(corpus / "busy" / "config.json")
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--clip", "-1"], "--clip"), (["--min-improvement", "nan"], "--min-improvement"),
+    (["--lr", "inf"], "--lr"), (["--lr", "nan"], "--lr"), (["--objective", "is", "--samples", "500"], "--samples"),
+    (["--dropout", "1.5"], "--dropout"), (["--neg-rate", "0", "--objective", "binary"], "--neg-rate"),
+])
+def test_nonsense_flags_are_refused_naming_the_flag(corpus, capsys, flags, named):
+    code, _, err = run_cli(["train", "--train", str(corpus / "train.txt"), "--valid", str(corpus / "valid.txt"),
+                            "-o", str(corpus / "x"), *flags], capsys)
+    assert code != 0 and named in err and "Traceback" not in err
+    assert not os.path.exists(corpus / "x" / "config.json")
+
+
+def test_eval_opens_a_run_and_refuses_a_tampered_vocabulary(corpus, capsys):
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "m"), config, vocab).train()
+    code, out, _ = run_cli(["eval", str(corpus / "m"), "--test", str(corpus / "valid.txt"), "--json"], capsys)
+    assert code == 0 and json.loads(out)["ppl"] > 1
+    lines = (corpus / "m" / "vocab.txt").read_text().splitlines()
+    (corpus / "m" / "vocab.txt").write_text("\n".join(lines[:2] + lines[2:][::-1]) + "\n")
+    code, _, err = run_cli(["eval", str(corpus / "m"), "--test", str(corpus / "valid.txt")], capsys)
+    assert code == 1 and "does not match config.json" in err
+
+
+def test_demo_refuses_a_users_non_empty_directory(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("my own data\n")
+    code, _, err = run_cli(["demo", "-o", str(tmp_path)], capsys)
+    assert code == 1 and "not empty" in err
+    assert (tmp_path / "train.txt").read_text() == "my own data\n"
