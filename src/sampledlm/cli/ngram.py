@@ -24,12 +24,14 @@ def ngram():
 
 
 @ngram.command(context_settings=CONTEXT)
-@click.option("--train", "train_path", required=True, help="Training text, one sentence per line (.gz/.xz ok).")
+@click.option("--train", "train_path", required=True,
+              help="Training text, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--order", type=click.IntRange(min=1), default=3, show_default=True, help="n-gram order.")
 @click.option("--smoothing", type=click.Choice(["mkn", "kn", "wb", "jm", "katz", "addk"]), default="mkn", show_default=True,
               help="mkn: interpolated modified Kneser-Ney; kn: interpolated Kneser-Ney; wb: Witten-Bell; "
                    "jm: Jelinek-Mercer (weights tuned on --valid); katz: Good-Turing back-off; addk: add-k.")
-@click.option("-o", "--output", required=True, help="ARPA file to write (- for stdout).")
+@click.option("-o", "--output", required=True,
+              help="ARPA file to write; a name ending in .gz, .bz2 or .xz is compressed (- for stdout).")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
@@ -70,48 +72,53 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, o
 
 @ngram.command(name="eval", context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL.arpa")
-@click.option("--test", "test_path", required=True, help="Text to score, one sentence per line.")
+@click.option("--test", "test_path", required=True,
+              help="Text to score, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--per-sentence", is_flag=True, help="Print each sentence's total log10 probability (one per line, "
                                                     "</s> included); the summary then goes to stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @text_options
 def eval_(model, test_path, per_sentence, as_json, opts):
-    """Exact perplexity of TEST under an ARPA model (ours or another tool's).
+    """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok).
 
     \b
-    Every word and every </s> is one prediction (<s> is not); words the model lacks are
-    scored as <unk> and counted as OOV. Perplexity = 10^(-sum log10 p / predictions).
+    Every word and every </s> is one prediction (<s> is not). As in KenLM's query, OOVs are
+    the tokens scored as <unk> (words the model lacks, and a literal <unk>); a model without
+    <unk> gives them log10 p = -100 (with a warning). Perplexity = 10^(-sum log10 p /
+    predictions) over all predictions; "excluding OOVs" leaves the OOV tokens out of sum and count.
     Example:
       sampledlm ngram eval kn5.arpa --test ptb.test.txt
       sampledlm ngram eval kn5.arpa --test test.txt --per-sentence > scores.txt
     """
-    from ..data.corpus import count_words, load_ids
-    from ..data.vocab import BOS, EOS, UNK, Vocab
-    from ..ngram import read_arpa
+    from ..data.corpus import load_ids, sentence_count
+    from ..ngram.lm import ArpaLM
     from ..ngram.model import sentence_scores10
 
     t0 = time.perf_counter()
-    lm = read_arpa(model)
+    lm = ArpaLM.open(model)
     t_load = time.perf_counter() - t0
-    vocab = Vocab([EOS, UNK] + [w for w in lm.words if w not in (EOS, UNK, BOS)],
-                  [0] * (len(lm.words) - 1))
-    ids = load_ids(test_path, vocab, opts)
+    ids = load_ids(test_path, lm.vocab, opts)
     if len(ids) == 0:
         raise UserError(f"{test_path}: no sentences to score")
     t1 = time.perf_counter()
-    lnp = lm.stream_logprobs(ids, vocab)
+    lnp = lm.logprobs(ids)
     t_score = time.perf_counter() - t1
-    wc = count_words(test_path, opts)
-    oov = sum(c for w, c in wc.counts.items() if w not in lm.index)
+    oov_mask = lm.oov_mask(ids)
+    oov = int(oov_mask.sum())
     log10_total = float(lnp.sum() / math.log(10))
+    kept = lnp[~oov_mask]
+    ppl_excl = math.exp(-kept.mean()) if len(kept) else float("nan")
+    n_sent = sentence_count(ids)
     summary = {"model": model, "test": test_path, "order": lm.order, "perplexity": math.exp(-lnp.mean()),
-               "log10_prob": log10_total, "predictions": int(len(ids)), "sentences": wc.sentences, "oov": oov,
+               "perplexity_excluding_oov": ppl_excl, "log10_prob": log10_total, "predictions": int(len(ids)),
+               "sentences": n_sent, "oov": oov, "model_has_unk": lm.has_unk,
                "seconds_load": round(t_load, 3), "seconds_score": round(t_score, 3)}
     if per_sentence:
         click.echo("".join(f"{s:.6f}\n" for s in sentence_scores10(lnp, ids).tolist()), nl=False)
     if as_json:
         text = json.dumps(summary)
     else:
+        how = "scored as <unk>" if lm.has_unk else "log10 p -100 each: the model has no <unk>"
         text = (f"perplexity {summary['perplexity']:.2f}  log10 prob {log10_total:.2f}  predictions {len(ids):,} "
-                f"({wc.sentences:,} sentences)  OOV {oov:,} (scored as <unk>)")
+                f"({n_sent:,} sentences)  OOV {oov:,} ({how}; perplexity excluding OOVs {ppl_excl:.2f})")
     click.echo(text, err=per_sentence)

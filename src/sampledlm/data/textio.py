@@ -1,49 +1,121 @@
 """Reading text files line by line, fast and with errors a person can act on; writing files atomically.
 
-Input may be plain, gzip (``.gz``) or xz (``.xz``) compressed, or ``-`` for standard input.
+Input may be plain, gzip, bzip2 or xz compressed (recognised by the file's first bytes, as KenLM
+does, so the name does not matter), or ``-`` for standard input. Standard input is read once:
+the first reader copies it to a temporary file (removed at exit) and every later reader of ``-``
+in the same process reads that copy, so a command that makes two passes over its text (count,
+then encode) sees the same text twice.
+
 Files are read in large binary chunks and decoded as UTF-8 a chunk at a time (much faster
 than decoding line by line); when a chunk fails to decode, the error names the file and the
-1-based line of the first bad byte. A NUL byte in the first chunk marks a binary file.
+1-based line of the first bad byte. A NUL byte in the first chunk marks a binary file; a
+corrupt compressed file is a :class:`~sampledlm.errors.UserError` naming it.
+
+Lines end with LF, CRLF or a lone CR (old Mac files), in any mix; a UTF-8 byte-order mark
+at the start of the file is dropped.
 
 Every file the toolkit writes goes through :func:`atomic_write`: the data goes to a temporary
 file in the destination's directory, is flushed to disk, and is renamed over the destination
-only when complete, so an interrupted or failed write never leaves a partial file behind.
+only when complete, so an interrupted or failed write (a full disk included) never leaves a
+partial file behind. A name ending in ``.gz``, ``.bz2`` or ``.xz`` is written compressed. The
+file gets the permissions of any newly created file (``0666`` less the umask).
 """
 
 from __future__ import annotations
 
+import atexit
+import bz2
 import contextlib
+import errno
 import gzip
+import hashlib
+import io
 import lzma
 import os
 import sys
 import tempfile
+import zlib
 from typing import IO, Iterator
 
 from ..errors import UserError
 
 CHUNK_BYTES = 1 << 23  # 8 MiB: large enough that per-chunk overhead vanishes
+BOM = b"\xef\xbb\xbf"
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+#: what a failing read of a damaged or truncated compressed file raises
+_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+#: errors of a write that mean "the destination cannot take the data" (reported as UserError)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+
+
+# --- standard input, read once --------------------------------------------------------------------
+_stdin_spool: tuple[object, str] | None = None  # (the stdin buffer it was copied from, the copy's path)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def stdin_path() -> str:
+    """Path of a temporary copy of standard input, made on first use (see module docstring)."""
+    global _stdin_spool
+    if sys.stdin is None:
+        raise UserError("-: there is no standard input to read")
+    src = getattr(sys.stdin, "buffer", None) or sys.stdin  # a text stream without .buffer (StringIO) too
+    if _stdin_spool is not None and _stdin_spool[0] is src:
+        return _stdin_spool[1]
+    fd, tmp = tempfile.mkstemp(prefix="sampledlm-stdin-", suffix=".txt")
+    atexit.register(_remove, tmp)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while block := src.read(CHUNK_BYTES):
+                out.write(block.encode("utf-8", "surrogateescape") if isinstance(block, str) else block)
+    except OSError as e:
+        _remove(tmp)
+        raise UserError(f"-: cannot copy standard input to {tmp}: {e.strerror or e}") from None
+    if _stdin_spool is not None:
+        _remove(_stdin_spool[1])
+    _stdin_spool = (src, tmp)
+    return tmp
+
+
+# --- reading ----------------------------------------------------------------------------------------
+def compression_of(head: bytes) -> str | None:
+    """``"gz"``, ``"bz2"``, ``"xz"`` or None, from a file's first 10 bytes."""
+    if head[:2] == b"\x1f\x8b":
+        return "gz"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
+        return "bz2"
+    return None
 
 
 def _open_binary(path: str) -> IO[bytes]:
-    if path == "-":
-        return sys.stdin.buffer
-    if os.path.isdir(path):
+    real = stdin_path() if path == "-" else path
+    if os.path.isdir(real):
         raise UserError(f"{path}: is a directory, expected a text file")
     try:
-        if path.endswith(".gz"):
-            return gzip.open(path, "rb")
-        if path.endswith(".xz"):
-            return lzma.open(path, "rb")
-        return open(path, "rb")
+        with open(real, "rb") as f:
+            kind = compression_of(f.read(10))
+        if kind == "gz":
+            return gzip.open(real, "rb")
+        if kind == "bz2":
+            return bz2.open(real, "rb")
+        if kind == "xz":
+            return lzma.open(real, "rb")
+        return open(real, "rb")
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except PermissionError:
         raise UserError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def file_size(path: str) -> int | None:
-    """Size on disk in bytes (compressed size for .gz/.xz), or None for stdin."""
+    """Size on disk in bytes (compressed size for compressed files), or None for stdin."""
     if path == "-":
         return None
     try:
@@ -52,11 +124,34 @@ def file_size(path: str) -> int | None:
         return None
 
 
+def content_hash(path: str) -> str:
+    """SHA-1 of the file's bytes as stored (compressed files are not decompressed); hex.
+
+    What caches are keyed on: unlike size and modification time it changes whenever the
+    content does, even for a file rewritten within the same second with the same size.
+    """
+    real = stdin_path() if path == "-" else path
+    try:
+        with open(real, "rb") as f:
+            return hashlib.file_digest(f, "sha1").hexdigest()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, expected a file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _last_break(data: bytes, end: int) -> int:
+    """Index of the last ``\\n`` or ``\\r`` in ``data[:end]``, -1 when none."""
+    return max(data.rfind(b"\n", 0, end), data.rfind(b"\r", 0, end))
+
+
 def iter_chunks(path: str, encoding_errors: str = "strict") -> Iterator[tuple[list[str], int]]:
     """Yield ``(lines, nbytes)`` for successive chunks of whole lines of ``path``.
 
-    ``lines`` are decoded ``str`` without their line terminators (``\\n`` or ``\\r\\n``);
-    ``nbytes`` is the number of raw bytes the chunk consumed (for progress bars).
+    ``lines`` are decoded ``str`` without their line terminators (``\\n``, ``\\r\\n`` or a lone
+    ``\\r``); ``nbytes`` is the number of raw bytes the chunk consumed (for progress bars).
     ``encoding_errors`` is ``"strict"`` (raise :class:`UserError` naming file and line) or any
     codec error handler such as ``"replace"``.
     """
@@ -68,23 +163,30 @@ def iter_chunks(path: str, encoding_errors: str = "strict") -> Iterator[tuple[li
         while True:
             try:
                 block = f.read(CHUNK_BYTES)
-            except (OSError, EOFError, lzma.LZMAError) as e:
-                raise UserError(f"{path}: cannot read: {e}") from None
+            except _READ_ERRORS as e:
+                raise UserError(f"{path}: cannot read (corrupt or truncated file?): {e}") from None
             if first:
                 first = False
+                if block.startswith(BOM):
+                    block = block[len(BOM):]
                 if b"\x00" in block[:65536]:
                     raise UserError(f"{path}: looks like a binary file (NUL byte), expected UTF-8 text")
             if not block:
                 data, tail = tail, b""
             else:
                 data = tail + block
-                cut = data.rfind(b"\n")
+                cut = _last_break(data, len(data))
+                if cut == len(data) - 1 and data[cut] == 13:  # a final \r may be the first half of \r\n
+                    cut = _last_break(data, cut)
                 if cut < 0:
                     tail = data
                     continue
                 data, tail = data[: cut + 1], data[cut + 1 :]
             if not data:
                 break
+            nbytes = len(data)
+            if b"\r" in data:
+                data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             try:
                 text = data.decode("utf-8", errors=encoding_errors)
             except UnicodeDecodeError as e:
@@ -96,15 +198,12 @@ def iter_chunks(path: str, encoding_errors: str = "strict") -> Iterator[tuple[li
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
-            if "\r" in text:
-                lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
             line_no += len(lines)
-            yield lines, len(data)
+            yield lines, nbytes
             if not block:
                 break
     finally:
-        if f is not sys.stdin.buffer:
-            f.close()
+        f.close()
 
 
 def iter_lines(path: str, encoding_errors: str = "strict") -> Iterator[str]:
@@ -113,18 +212,51 @@ def iter_lines(path: str, encoding_errors: str = "strict") -> Iterator[str]:
         yield from lines
 
 
+# --- writing ----------------------------------------------------------------------------------------
+def _umask() -> int:
+    """The process's umask: read from /proc where it can be (setting it, even briefly, races with threads)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _compressor(path: str, raw: IO[bytes]) -> IO[bytes] | None:
+    if path.endswith(".gz"):
+        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
+    if path.endswith(".bz2"):
+        return bz2.BZ2File(raw, "wb")
+    if path.endswith(".xz"):
+        return lzma.LZMAFile(raw, "wb")
+    return None
+
+
+def write_error(path: str, e: OSError) -> UserError | None:
+    """The one-line error for a write to ``path`` that failed with ``e``; None when ``e`` is not a write error."""
+    if isinstance(e, OSError) and e.errno in _WRITE_ERRNOS:
+        return UserError(f"{path}: cannot write: {e.strerror or os.strerror(e.errno)}")
+    return None
+
+
 @contextlib.contextmanager
-def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterator[IO]:
+def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: bool | None = None) -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched
-    (a previous version stays intact). ``path == "-"`` writes to standard output.
+    On any exception the temporary file is removed and ``path`` is left untouched (a
+    previous version stays intact); a write the disk refuses (full, quota, read-only) is a
+    :class:`UserError` naming ``path``. ``path == "-"`` writes to standard output.
+    ``compress``: None (the default) compresses when the name ends in ``.gz``/``.bz2``/``.xz``;
+    False never does. The file's mode is ``0666`` less the umask, like any newly created file.
     """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
+    binary = mode == "wb"
     if path == "-":
-        if "b" in mode:
-            yield sys.stdout.buffer
-        else:
-            yield sys.stdout
+        yield sys.stdout.buffer if binary else sys.stdout
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
@@ -133,15 +265,40 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8") -> Iterato
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     except OSError as e:
         raise UserError(f"{path}: cannot write: {e.strerror}") from None
+    layers: list[IO] = []  # innermost (the file) first
+    fd_open = True  # fd not yet owned by a file object
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding, "newline": "\n"})) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.fchmod(fd, 0o666 & ~_umask())
+        raw = os.fdopen(fd, "wb")
+        fd_open = False
+        layers.append(raw)
+        comp = _compressor(path, raw) if compress is not False else None
+        if comp is not None:
+            layers.append(comp)
+        if not binary:
+            layers.append(io.TextIOWrapper(layers[-1], encoding=encoding, newline="\n"))
+        yield layers[-1]
+        if not binary:
+            layers[-1].flush()
+            layers.pop().detach()  # leaves the layer below open
+        if comp is not None:
+            layers.pop().close()  # writes the compressed stream's trailer; raw stays open
+        raw.flush()
+        os.fsync(raw.fileno())
+        layers.pop().close()
+        os.replace(tmp, path)
+    except BaseException as e:
+        for layer in reversed(layers):
+            with contextlib.suppress(Exception):
+                layer.close()
+        if fd_open:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _remove(tmp)
+        err = write_error(path, e) if isinstance(e, OSError) else None
+        if err is not None:
+            raise err from None
         raise
 
 

@@ -16,6 +16,23 @@ Sentence boundaries (``--sentences``):
   ``.``, ``!``, ``?`` (closing quotes and brackets stay with their sentence). Default for ``raw``.
 
 Blank lines are never sentences (SRILM and KenLM skip them too), so they add no ``</s>``.
+Lines end with LF, CRLF or a lone CR, and a leading UTF-8 byte-order mark is dropped
+(:mod:`.textio`).
+
+Literal ``<s>`` and ``</s>`` tokens in the text are dropped, wherever they stand in a line:
+the reader adds the sentence markers itself (one ``<s>`` of history, one predicted ``</s>``
+per line), so ``<s> a b </s>`` reads as ``a b``, and a ``</s>`` inside a line never ends a
+sentence. Checked against KenLM (the ``kenlm`` module's ``full_scores``, which scores a line
+as KenLM's ``query`` does): KenLM does *not* skip a leading ``<s>``; it scores both markers
+as ordinary words of the line -- a literal ``<s>`` costs ``p(<s>)`` (log10 -99 in every
+model lmplz writes), a literal ``</s>`` is predicted and the line then goes on with
+``</s>`` as history, without starting a new sentence. Neither can be expressed in an id
+stream (there ``</s>`` always ends a sentence and ``<s>`` is never predicted), and the -99
+would swamp any perplexity, so we follow KenLM's estimator instead: ``lmplz
+--skip_symbols`` treats ``<s>`` and ``</s>`` in its input as whitespace, which is what we
+do for training and test text alike. A line ``<s> a b </s>`` thus scores exactly as KenLM
+scores ``a b``.
+
 ``gutenberg=True`` keeps only the text between the ``*** START OF ...`` and ``*** END OF ...``
 marker lines of a Project Gutenberg file (the whole file when the markers are absent).
 """
@@ -37,6 +54,16 @@ _SENT_END = {".", "!", "?"}
 _CLOSERS = {'"', "'", ")", "]", "”", "’", "»"}
 _GUTENBERG_START = re.compile(r"^\*\*\*\s*START OF (THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*\*\*\s*END OF (THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
+#: sentence markers in the text itself: dropped (module docstring)
+MARKERS = frozenset({"<s>", "</s>"})
+
+
+def split_line(line: str) -> list[str]:
+    """The whitespace tokens of one line, literal ``<s>`` and ``</s>`` dropped (module docstring)."""
+    toks = line.split()
+    if "s>" in line:  # both markers contain "s>": the common line pays one substring test
+        toks = [t for t in toks if t not in MARKERS]
+    return toks
 
 
 @dataclass(frozen=True)
@@ -131,7 +158,7 @@ class _SentenceAssembler:
         o = self.opts
         if o.tokenizer == "raw":
             return tokenize_raw(text, o.lowercase, o.numbers)
-        toks = (text.lower() if o.lowercase else text).split()
+        toks = split_line(text.lower() if o.lowercase else text)
         if o.numbers:
             toks = [NUM_TOKEN if _NUMBER_RE.match(t) else t for t in toks]
         return toks
@@ -187,7 +214,8 @@ def iter_sentence_chunks(path: str, opts: TextOptions = TextOptions()) -> Iterat
     """Yield ``(sentences, nbytes)``: lists of token lists, and the raw bytes they came from."""
     if opts.is_plain:
         for lines, nbytes in iter_chunks(path, opts.encoding_errors):
-            yield [t for t in (ln.split() for ln in lines) if t], nbytes
+            split = split_line if "s>" in "\n".join(lines) else str.split  # one C-speed test per chunk
+            yield [t for t in map(split, lines) if t], nbytes
         return
     asm = _SentenceAssembler(opts)
     for lines, nbytes in iter_chunks(path, opts.encoding_errors):

@@ -15,7 +15,7 @@ bfloat16 autocast, about twice as fast on CPUs with AVX512-BF16; master weights,
 evaluation stay float32), optimiser step (SGD -- the papers' choice -- or Adam;
 for a sampled objective the output layer's parameters get sparse gradients and SGD without
 weight decay / SparseAdam). After each epoch the exact validation perplexity is measured; when it
-does not improve by the relative ``min_improvement`` the learning rate is halved (seed 000
+does not improve by the relative ``min_improvement`` the learning rate is halved (Xu et al. 2011
 §3.1), and training stops when that happens after ``max_halvings`` halvings, or after ``epochs``.
 The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
 they are reloaded, ``objective.finalize(model)`` runs once, and the final model is saved.
@@ -354,7 +354,7 @@ class Trainer:
         t0 = time.perf_counter()
         valid = self.valid_perplexity()
         train_ppl = None
-        if opts.train_eval > 0:  # the exact training likelihood (seed 001 fig. 3), on a prefix to bound its cost
+        if opts.train_eval > 0:  # the exact training likelihood (Botev et al. 2017 fig. 3), on a prefix to bound its cost
             train_ppl = perplexity(self.model, self.objective, self.train_ids[:opts.train_eval],
                                    batch_size=opts.eval_batch)
         st.wall_seconds += time.perf_counter() - t0

@@ -13,10 +13,12 @@ API::
     lm = read_arpa("model.arpa")                           # ours or another tool's
     lnp = lm.stream_logprobs(test_ids, vocab)              # natural log, one per prediction
     ppl = math.exp(-lnp.mean())
+    lm = ArpaLM.open("model.arpa.gz")                      # the common LanguageModel interface
 """
 
 from .arpa import read_arpa, write_arpa
 from .estimate import DESCRIPTIONS, SMOOTHINGS, train_ngram
+from .lm import ArpaLM
 from .model import NgramLM
 
-__all__ = ["NgramLM", "read_arpa", "write_arpa", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]
+__all__ = ["ArpaLM", "NgramLM", "read_arpa", "write_arpa", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]

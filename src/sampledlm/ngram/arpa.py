@@ -26,8 +26,15 @@ file back gives bit-identical float64 values (other models are written with ``re
 The reader accepts any whitespace between fields, text before ``\\data\\`` and blank lines,
 n-grams in any order, and n-grams whose prefix is missing (the prefix is added with its
 back-off probability and weight 1, as KenLM does). A file without ``<unk>`` gets one with
-log10 p = -100 (KenLM's choice); one without ``<s>`` gets it with -99. Anything malformed is
-a :class:`~sampledlm.errors.UserError` naming the file and line.
+log10 p = -100, as KenLM does ("The ARPA file is missing <unk>. Substituting log10
+probability -100"); ``info["added"]`` then lists ``<unk>`` and :class:`~.lm.ArpaLM` prints
+that warning. A file without ``<s>`` gets it with -99. IRSTLM's ``<s> <s> w`` padding
+n-grams are read but, as in KenLM, never used: a sentence's history holds one ``<s>``
+(:meth:`~.model.NgramLM.logprob10_ids`). Anything malformed is a
+:class:`~sampledlm.errors.UserError` naming the file and line.
+
+Files may be gzip, bzip2 or xz compressed (read by content, :mod:`sampledlm.data.textio`);
+:func:`write_arpa` compresses when the name ends in ``.gz``, ``.bz2`` or ``.xz``.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ _COUNT_RE = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
 _SECTION_RE = re.compile(r"^\\(\d+)-grams:\s*$")
 UNK_LOGP = -100.0
 BOS_LOGP = -99.0
+MAX_COUNT = 2**63 - 1  # n-gram counts are int64
 
 
 # --- writing -------------------------------------------------------------------------------------
@@ -155,6 +163,9 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
                 if not mc:
                     raise UserError(f"{path}:{line_no}: expected 'ngram N=COUNT' or '\\1-grams:', found {s[:60]!r}")
                 k, c = int(mc.group(1)), int(mc.group(2))
+                if c > MAX_COUNT:
+                    raise UserError(f"{path}:{line_no}: ngram {mc.group(1)}={c}: a count this large does not fit "
+                                    "in 64 bits (corrupt header?)")
                 if k != len(counts) + 1:
                     raise UserError(f"{path}:{line_no}: n-gram orders in the header must be 1, 2, 3, ...; found {k}")
                 counts.append(c)

@@ -2,8 +2,10 @@
 
 Parsing text costs seconds for a large model (a PTB 5-gram is 2.3 M lines). Like
 :func:`sampledlm.data.corpus.load_ids` for corpora, :func:`cached_read` keeps the parsed tables in
-``$SAMPLEDLM_CACHE`` (default ``~/.cache/sampledlm``), keyed by the file's absolute path, size
-and modification time, so an edited file is parsed again. The cache entry is one safetensors
+``$SAMPLEDLM_CACHE`` (default ``~/.cache/sampledlm``), keyed by a hash of the file's bytes
+(:func:`~sampledlm.data.textio.content_hash`), so an edited file is parsed again -- even one
+rewritten within the same second with the same size, which a key of size and modification
+time would miss. The cache entry is one safetensors
 file (``keys_k``, ``logp_k``, ``bow_k`` per order; the word list and info as JSON metadata),
 written atomically; a cache that cannot be written or read is skipped silently.
 """
@@ -19,7 +21,7 @@ import numpy as np
 
 from ..data.corpus import cache_dir
 from ..errors import UserError
-from ..data.textio import atomic_write
+from ..data.textio import atomic_write, content_hash
 from .model import NgramLM, NgramTable
 
 FORMAT = "sampledlm-ngram-1"
@@ -51,13 +53,9 @@ def load(path: str) -> NgramLM:
 
 
 def _cache_path(path: str) -> str | None:
-    if path == "-":
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    key = json.dumps([FORMAT, os.path.abspath(path), st.st_size, st.st_mtime_ns])
+    if path == "-" or not os.path.isfile(path):
+        return None  # stdin is not cached; a missing file is reported by the parser
+    key = json.dumps([FORMAT, "sha1", content_hash(path)])
     return os.path.join(cache_dir(), f"{os.path.basename(path)}.{hashlib.sha1(key.encode()).hexdigest()[:20]}.safetensors")
 
 
@@ -66,11 +64,13 @@ def cached_read(path: str, parse: Callable[[str], NgramLM]) -> NgramLM:
     cpath = _cache_path(path)
     if cpath and os.path.exists(cpath):
         try:
-            return load(cpath)
+            lm = load(cpath)
+            lm.info["source"] = path  # the same bytes may have been cached under another name
+            return lm
         except Exception:  # a damaged or foreign cache entry: parse again and overwrite it
             pass
     lm = parse(path)
-    if cpath:
+    if cpath and _cache_path(path) == cpath:  # not rewritten while we parsed it
         try:
             os.makedirs(os.path.dirname(cpath), exist_ok=True)
             with atomic_write(cpath, "wb") as f:

@@ -74,10 +74,17 @@ class NgramLM:
     def logprob10_ids(self, hist: np.ndarray, words: np.ndarray) -> np.ndarray:
         """log10 p(word | hist) for a batch: ``hist`` [N, h] model ids oldest first, ``words`` [N] -> [N].
 
-        Only the last ``order - 1`` history words matter; ``<s>`` padding beyond a sentence
-        start is harmless (such n-grams are never stored, so the query backs off past them).
+        Only the last ``order - 1`` history words matter, and nothing before a row's last
+        ``<s>``: as in KenLM, a sentence starts from a state holding ONE ``<s>``, so the extra
+        ``<s>`` padding of a sentence's first words is no history. This matters for files that
+        store padding n-grams such as ``<s> <s> w`` (IRSTLM writes them): KenLM never uses
+        them, and neither do we.
         """
         words = np.asarray(words, dtype=np.int64)
+        hist = np.asarray(hist, dtype=np.int64)
+        if hist.ndim != 2:
+            hist = hist.reshape(len(words), -1)
+        hist = _cut_at_sentence_start(hist, self.bos)
         ctx, gram = context_and_gram_indices(self._keys, hist, words, self.width)
         out = np.zeros(len(words), dtype=np.float64)
         done = np.zeros(len(words), dtype=bool)
@@ -141,6 +148,16 @@ class NgramLM:
         """exp(-mean ln p) over every prediction of an id stream (words and ``</s>``)."""
         lp = self.stream_logprobs(ids, vocab)
         return math.exp(-lp.mean()) if len(lp) else float("nan")
+
+
+def _cut_at_sentence_start(hist: np.ndarray, bos: int) -> np.ndarray:
+    """``hist`` with every word before a row's last ``<s>`` replaced by -1 (no word: matches no n-gram)."""
+    is_bos = hist == bos
+    if hist.shape[1] < 2 or not is_bos[:, 1:].any():
+        return hist
+    cols = np.arange(hist.shape[1])
+    last = np.where(is_bos, cols, -1).max(axis=1)
+    return np.where(cols[None, :] < last[:, None], -1, hist)
 
 
 def sentence_scores10(logprobs_ln: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -59,7 +59,9 @@ def context_and_gram_indices(keys_by_order: list[np.ndarray], hist: np.ndarray, 
     """
     n = len(keys_by_order)
     word = np.asarray(word, dtype=np.int64)
-    hist = np.asarray(hist, dtype=np.int64).reshape(len(word), -1)
+    hist = np.asarray(hist, dtype=np.int64)
+    if hist.ndim != 2:
+        hist = hist.reshape(len(word), -1)
     h = min(hist.shape[1], n - 1)
     ctx = [np.zeros(len(word), dtype=np.int64)]
     gram = [word.copy()]

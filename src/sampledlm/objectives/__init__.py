@@ -3,19 +3,19 @@
 ``OBJECTIVES`` maps each ``--objective`` name to its class; :func:`make_objective` builds one
 from the user's options, refusing options that do not apply to it.
 
-=================  =============================================  =================================
+=================  =============================================  ============================
 name               class (module)                                 paper
-=================  =============================================  =================================
+=================  =============================================  ============================
 ``softmax``        :class:`SoftmaxObjective` (softmax)            exact cross-entropy, O(V h)
-``binary``         :class:`Binary` (binary)                       seed 000 eq. 5-9, α-subsampled
-``is``             :class:`ImportanceSampling` (sampled)          seed 001 eq. 11, 16
-``css-is``         :class:`CSSImportance` (sampled)               seed 001 eq. 17-21, §6.2
-``css-bernoulli``  :class:`CSSBernoulli` (sampled)                seed 001 eq. 7-9, 18, 23
-``nce``            :class:`NCE` (nce)                             seed 003; seed 001 §5.2
-``neg``            :class:`NegativeSampling` (nce)                seed 001 eq. 29
-``blackout``       :class:`BlackOut` (nce)                        seed 001 eq. 30-31
-``ranking``        :class:`Ranking` (ranking)                     seed 001 eq. 26-28
-=================  =============================================  =================================
+``binary``         :class:`Binary` (binary)                       Xu et al. 2011 eq. 5-9      
+``is``             :class:`ImportanceSampling` (sampled)          Bengio & Senécal 2003      
+``css-is``         :class:`CSSImportance` (sampled)               Botev et al. 2017 eq. 17-21
+``css-bernoulli``  :class:`CSSBernoulli` (sampled)                Botev et al. 2017 eq. 7-9  
+``nce``            :class:`NCE` (nce)                             Mnih & Teh 2012; Labeau 2014
+``neg``            :class:`NegativeSampling` (nce)                Mikolov et al. 2013        
+``blackout``       :class:`BlackOut` (nce)                        Ji et al. 2016             
+``ranking``        :class:`Ranking` (ranking)                     Collobert & Weston 2008    
+=================  =============================================  ============================
 
 :class:`SampledOutput` wraps any of them with its own output layer as a drop-in PyTorch module.
 """

@@ -27,7 +27,7 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
 
 
 class NCE(SampledObjective):
-    """Noise-contrastive estimation (Gutmann & Hyvärinen 2010; Mnih & Teh 2012; seed 003, seed 001 §5.2).
+    """Noise-contrastive estimation (Gutmann & Hyvärinen 2010; Mnih & Teh 2012; Labeau 2014, Botev et al. 2017 §5.2).
 
     The model's unnormalised probability is ``P(w|h) = exp(a_w - c)`` with ``c = log z``, fixed to 0
     ("normaliser fixed to 1", the default) or one learned scalar (``learn_norm=True``). With
@@ -37,7 +37,7 @@ class NCE(SampledObjective):
     (drawn from the whole vocabulary: the true word may be among them).
 
     Its gradient weights ``k q(y) / (P(y) + k q(y)) = 1 - σ(Δ_y)`` and ``σ(Δ_x)`` lie in [0, 1].
-    Default noise: the unigram (``noise_power=1``), which seed 003 found far better than uniform.
+    Default noise: the unigram (``noise_power=1``), which Labeau 2014 found far better than uniform.
     """
 
     name = "nce"
@@ -59,7 +59,7 @@ class NCE(SampledObjective):
 
 
 class NegativeSampling(NegativesObjective):
-    """Negative sampling (Mikolov et al. 2013) with the 1/S scale of seed 001 eq. 29:
+    """Negative sampling (Mikolov et al. 2013) with the 1/S scale of Botev et al. 2017 eq. 29:
     ``loss = -log σ(a_y) - (1/S) sum_d log(1 - σ(a_d))``, d drawn from q and (by default,
     ``exclude_true``) different from the true word. Its optimum is not the likelihood's.
     """
@@ -73,7 +73,7 @@ class NegativeSampling(NegativesObjective):
 
 
 class BlackOut(NegativesObjective):
-    """BlackOut (Ji et al. 2016; seed 001 eq. 30-31). Over the set {y} ∪ N_y (N_y: S draws from q,
+    """BlackOut (Ji et al. 2016; Botev et al. 2017 eq. 30-31). Over the set {y} ∪ N_y (N_y: S draws from q,
     none equal to y unless ``exclude_true=False``) it forms the weighted softmax
     ``p~(c) = (exp(a_c)/q(c)) / (exp(a_y)/q(y) + sum_{d in N_y} exp(a_d)/q(d))`` and the loss
     ``-log p~(y) - sum_{d in N_y} log(1 - p~(d))``.

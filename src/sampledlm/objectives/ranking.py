@@ -1,4 +1,4 @@
-"""The log-sigmoid ranking objective (Collobert & Weston 2008 made smooth; seed 001 §5.3, eq. 26)."""
+"""The log-sigmoid ranking objective (Collobert & Weston 2008 made smooth; Botev et al. 2017 §5.3, eq. 26)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class Ranking(NegativesObjective):
     ``loss = -(1/S) sum_{d in N_y} log σ(a_y - a_d - Δ)`` over S negatives d != y drawn from q.
 
     With Δ = log(V - 1) (the default, ``margin=None``) and a single uniform negative this is the
-    one-sample CSS estimate of ``log p(y|h)`` (seed 001 eq. 27-28); averaging over the S negatives
+    one-sample CSS estimate of ``log p(y|h)`` (Botev et al. 2017 eq. 27-28); averaging over the S negatives
     (the paper's sum divided by S) keeps the loss on the log-likelihood scale for any S.
     """
 

@@ -1,5 +1,5 @@
 """Sampling estimates of the softmax normaliser: importance sampling (IS) and complementary sum
-sampling (CSS-IS, CSS-Bernoulli), seed 001 (Botev, Zheng & Barber, 2017) §2-4.
+sampling (CSS-IS, CSS-Bernoulli), Botev, Zheng & Barber, 2017 §2-4.
 
 All three train the softmax model ``p(c|x) = exp a_c / Z`` by replacing ``Z = sum_c exp a_c`` in
 ``-log p(y|x) = -a_y + log Z`` with an estimate ``Z~`` built from a few candidate words:
@@ -80,7 +80,7 @@ class SampledObjective(OutputObjective):
     * ``samples`` (S): candidates per example (default 250).
     * ``noise_power`` (β): ``q(w) ∝ count(w)^β``; 0 = uniform.
     * ``sample_mode``: ``"shared"`` (one bag for the whole mini-batch: one dense product against
-      S columns, seed 001 §6.2) or ``"each"`` (an independent bag per example).
+      S columns, Botev et al. 2017 §6.2) or ``"each"`` (an independent bag per example).
     * ``sampler``: ``"alias"`` (O(1) per draw) or ``"multinomial"`` (torch.multinomial, O(V) per call).
 
     ``q`` is the buffer ``noise`` (saved with the model); :meth:`set_noise` replaces it.
@@ -153,7 +153,7 @@ class SampledObjective(OutputObjective):
     # -- drawing -----------------------------------------------------------------------------
     def extra_draws(self) -> int:
         """S' of the S + S' trick: enough spare draws that a row almost never runs short even
-        when its true word is frequent (seed 001 used S' = 10 after removing stop words)."""
+        when its true word is frequent (Botev et al. 2017 used S' = 10 after removing stop words)."""
         if self._qmax is None:
             self._qmax = float(self.noise.max())
         qmax = self._qmax
@@ -205,9 +205,9 @@ class NegativesObjective(SampledObjective):
 
 
 class ImportanceSampling(SampledObjective):
-    """Standard importance sampling of the normaliser (Bengio & Senécal; seed 001 eq. 11, 16):
+    """Standard importance sampling of the normaliser (Bengio & Senécal; Botev et al. 2017 eq. 11, 16):
     ``loss = -a_y + log (1/S) sum_s exp(a_s) / q(s)`` over a bag of S draws from q (the true word
-    may or may not be among them). Known to be unstable (seed 001 §3.1).
+    may or may not be among them). Known to be unstable (Botev et al. 2017 §3.1).
     """
 
     name = "is"
@@ -218,7 +218,7 @@ class ImportanceSampling(SampledObjective):
 
 
 class CSSImportance(SampledObjective):
-    """Complementary sum sampling with importance sampling (seed 001 eq. 17-20, "IS Correct Class"):
+    """Complementary sum sampling with importance sampling (Botev et al. 2017 eq. 17-20, "IS Correct Class"):
     ``Z~ = exp a_y + sum_{d in N_y} exp(a_d) / (S_y q_y(d))``, ``q_y(d) = q(d) / (1 - q(y))``, N_y the
     first S draws != y out of S + S' (§6.2); S_y = |N_y| (= S unless the spares ran out).
     """
@@ -233,7 +233,7 @@ class CSSImportance(SampledObjective):
 
 
 class CSSBernoulli(SampledObjective):
-    """Complementary sum sampling with Bernoulli sampling (seed 001 eq. 7-9, 18, 23):
+    """Complementary sum sampling with Bernoulli sampling (Botev et al. 2017 eq. 7-9, 18, 23):
     ``Z~ = exp a_y + sum_{d != y, s_d = 1} exp(a_d) / b_d``; ``s_d ~ Bernoulli(b_d)`` independent,
     ``b = min(1, λ q)`` with ``sum b = S`` (``samples >= V`` gives b = 1: the exact softmax).
 

@@ -8,9 +8,9 @@
   ``bench/objectives.py`` measures both; the alias method is the default (faster at every V we
   measured, and the only one whose cost does not grow with V).
 * :func:`bernoulli_probs` / :class:`BernoulliSampler` -- one joint draw of independent
-  Bernoulli variables ``s_c ~ Bernoulli(b_c)`` (CSS-Bernoulli, seed 001 eq. 7-8; the binary
-  objective's negative subsets, seed 000 §2.1) in O(expected number drawn), not O(V).
-* :func:`first_k_not` -- the S + S' trick of seed 001 §6.2: from a bag drawn with
+  Bernoulli variables ``s_c ~ Bernoulli(b_c)`` (CSS-Bernoulli, Botev et al. 2017 eq. 7-8; the binary
+  objective's negative subsets, Xu et al. 2011 §2.1) in O(expected number drawn), not O(V).
+* :func:`first_k_not` -- the S + S' trick of Botev et al. 2017 §6.2: from a bag drawn with
   replacement, keep for each example the first S draws that are not its true word.
 
 Every draw uses torch's global RNG, so one ``torch.manual_seed`` reproduces a run.
@@ -187,7 +187,7 @@ class BernoulliSampler:
 
 def first_k_not(words: torch.Tensor, targets: torch.Tensor, k: int) -> torch.Tensor:
     """Mask ``[N, M]``: for example i, the first ``k`` draws of ``words`` (``[M]`` shared, or
-    ``[N, M]``) that differ from ``targets[i]`` (seed 001 §6.2: draw S + S', keep the first S
+    ``[N, M]``) that differ from ``targets[i]`` (Botev et al. 2017 §6.2: draw S + S', keep the first S
     non-true). The kept draws are i.i.d. from q restricted to the words other than the target.
     """
     ok = words.unsqueeze(0) != targets.unsqueeze(1) if words.dim() == 1 else words != targets.unsqueeze(1)

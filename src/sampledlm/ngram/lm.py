@@ -1,0 +1,76 @@
+"""An ARPA back-off model as a :class:`sampledlm.lm.LanguageModel`.
+
+    >>> from sampledlm.ngram import ArpaLM
+    >>> lm = ArpaLM.open("kn3.arpa.gz")       # any tool's ARPA file, plain or compressed
+    >>> lm.perplexity(load_ids("test.txt", lm.vocab))
+
+The vocabulary is the ARPA file's words: ``</s>`` (id 0), ``<unk>`` (id 1), then the other
+1-grams in file order, all with count 0; ``<s>`` is the input-only id ``len(vocab)``. Words of
+a test text outside it are ``<unk>``. A file without ``<unk>`` gives them log10 probability
+-100 and a warning on stderr, exactly as KenLM does (its numbers are the cross-check).
+
+n-gram histories never cross a sentence boundary, so ``independent=True`` and ``False`` give the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..data.vocab import BOS, EOS, UNK, UNK_ID, Vocab
+from ..lm import LanguageModel
+from .arpa import UNK_LOGP, read_arpa
+from .model import NgramLM
+
+
+def missing_unk_warning(path: str) -> str:
+    return (f"sampledlm: warning: {path}: the ARPA file has no <unk>; words outside its vocabulary get "
+            f"log10 probability {UNK_LOGP:g} (as KenLM does)")
+
+
+class ArpaLM(LanguageModel):
+    """A back-off n-gram model read from an ARPA file (module docstring); ``.ngram`` is the :class:`NgramLM`."""
+
+    family = "ngram"
+
+    def __init__(self, ngram: NgramLM, path: str | None = None):
+        self.ngram = ngram
+        self.path = path
+        words = [w for w in ngram.words if w not in (EOS, UNK, BOS)]
+        self.vocab = Vocab([EOS, UNK] + words, np.zeros(len(words) + 2, dtype=np.int64))
+        self.text_options = None
+
+    @classmethod
+    def open(cls, path: str, warn: bool = True) -> "ArpaLM":
+        """Read ``path`` (plain, .gz, .bz2 or .xz; parsed tables are cached, :func:`read_arpa`).
+
+        ``warn``: print KenLM's warning on stderr when the file has no ``<unk>``.
+        """
+        lm = cls(read_arpa(path), path)
+        if warn and not lm.has_unk:
+            print(missing_unk_warning(path), file=sys.stderr)
+        return lm
+
+    @property
+    def has_unk(self) -> bool:
+        """Whether the file itself lists ``<unk>`` (otherwise it was added at log10 p = -100)."""
+        return UNK not in self.ngram.info.get("added", [])
+
+    @property
+    def order(self) -> int:
+        return self.ngram.order
+
+    def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
+        """``ln P(w_i | h_i)`` for every token of an id stream of ``self.vocab`` (both modes agree)."""
+        return self.ngram.stream_logprobs(ids, self.vocab)
+
+    def oov_mask(self, ids: np.ndarray) -> np.ndarray:
+        """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the model and literal ``<unk>``)."""
+        return np.asarray(ids) == UNK_ID
+
+    def describe(self) -> str:
+        counts = "/".join(f"{c:,}" for c in self.ngram.counts())
+        extra = "" if self.has_unk else f", no <unk> (OOV log10 p {UNK_LOGP:g})"
+        return f"ngram LM, order {self.order}, n-grams {counts}, V={len(self.vocab):,}{extra}"
