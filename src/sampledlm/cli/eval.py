@@ -102,9 +102,13 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
 
         lp = mix_logprobs(comps, mix.weights)
         result["weights"] = [float(x) for x in mix.weights]
+        result["weight"] = result["weights"][0]  # two models: MODEL's weight
+        result["ppl"] = result["component_ppl"][0]  # MODEL alone
+        result["ngram_ppl"] = result["component_ppl"][1]  # (name kept for scripts written for ARPA mixtures)
+        result["interpolated_ppl"] = perplexity_of(lp)
     else:
         lp = lm.logprobs(ids, independent=independent)
-    result["ppl"] = perplexity_of(lp)
+        result["ppl"] = perplexity_of(lp)
     if per_sentence:
         tot, cnt = sentence_scores(lp, ids)
         click.echo("ln_prob\tpredictions\tppl\tsentence")
@@ -113,7 +117,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
     else:
-        msg = f"{test_path}: {result['predictions']} predictions, ppl {result['ppl']:.2f}"
+        msg = f"{test_path}: {result['predictions']} predictions, ppl {result.get('interpolated_ppl', result['ppl']):.2f}"
         if others:
             parts = ", ".join(f"{p} {q:.2f}" for p, q in zip([model, *others], result["component_ppl"]))
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
