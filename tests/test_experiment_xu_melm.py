@@ -1,4 +1,4 @@
-"""`sampledlm bench xu-melm --quick`: seed 000 table 1 / fig. 2 on the built-in corpus, and its run cache."""
+"""`sampledlm bench xu-melm --quick`: Xu et al. 2011 table 1 / fig. 2 on the built-in corpus, and its run cache."""
 
 from __future__ import annotations
 

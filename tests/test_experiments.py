@@ -27,15 +27,18 @@ def test_bad_data_dir(tmp_path):
     assert r.exit_code != 0 and "train.txt" in str(r.exception)
 
 
-def run_quick(name, tmp_path):
+def run_quick(name, tmp_path, page=None, against="Against the paper"):
+    """Run ``sampledlm bench NAME --quick --out tmp_path``; check the page (``page``: its file name
+    when it is not the experiment's) and return its data."""
+    page = page or name
     r = bench(name, "--quick", "--out", str(tmp_path))
     assert r.exit_code == 0, r.output + repr(r.exception)
     for ext in ("md", "json", "png"):
-        assert (tmp_path / f"{name}.{ext}").stat().st_size > 0
-    page = json.loads((tmp_path / f"{name}.json").read_text())
-    assert {"meta", "data"} <= set(page) and page["meta"]["command"].startswith(f"sampledlm bench {name} --quick")
-    assert "Against the paper" in (tmp_path / f"{name}.md").read_text()
-    return page["data"]
+        assert (tmp_path / f"{page}.{ext}").stat().st_size > 0
+    doc = json.loads((tmp_path / f"{page}.json").read_text())
+    assert {"meta", "data"} <= set(doc) and doc["meta"]["command"].startswith(f"sampledlm bench {name} --quick")
+    assert against in (tmp_path / f"{page}.md").read_text()
+    return doc["data"]
 
 
 def test_css_estimates(tmp_path):
@@ -65,3 +68,6 @@ def test_scaling(tmp_path):
         assert r["tokens_per_s"] > 0
         if r["V"] == big and r["objective"] != "softmax":
             assert r["fraction_of_softmax_cost"] < 0.5
+    assert {r["sampler"] for r in data["samplers"]} == {"alias", "multinomial"}
+    assert set(data["criteria"]) == names - {"softmax"}
+    assert {r["objective"] for r in data["ffnn"]} == (names - {"binary"}) | {"binary (5%)"}

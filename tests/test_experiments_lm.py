@@ -38,7 +38,7 @@ def test_xu_nnlm_quick(cache, tmp_path):
     data = run_quick("xu-nnlm", tmp_path)
     rows = by_name(data)
     assert set(rows) == {"softmax", "binary-0.1-variable", "standard-0.1-variable"} and not data.get("failures")
-    # seed 000's point: subsampling negatives (binary) costs far less quality than subsampling the data
+    # Xu et al. 2011's point: subsampling negatives (binary) costs far less quality than subsampling the data
     assert rows["binary-0.1-variable"]["test_ppl"] < rows["standard-0.1-variable"]["test_ppl"]
     for r in rows.values():  # EM picks the weight on valid; on test the mixture is still no worse than KN3 by much
         assert r["test_ppl_interp"] < 1.05 * min(r["test_ppl"], data["kn3_test_ppl"])
@@ -62,7 +62,7 @@ def test_css_gru_quick(cache, tmp_path):
         assert [c["epoch"] for c in r["curve"]] == [1, 2] and all(c["train_ppl"] > 1 for c in r["curve"])
     soft = rows["softmax"]["curve"]
     assert soft[1]["train_ppl"] < soft[0]["train_ppl"]  # the exact training likelihood rises
-    # CSS-IS estimates the softmax's gradient; negative sampling optimises another objective (seed 001 fig. 3)
+    # CSS-IS estimates the softmax's gradient; negative sampling optimises another objective (Botev et al. 2017 fig. 3)
     assert rows["css-is-a0.75"]["curve"][-1]["train_ppl"] < rows["neg-a0.75"]["curve"][-1]["train_ppl"]
     check_headline(data)
 

@@ -1,8 +1,8 @@
-"""Reproductions of the seed papers' experiments, one module each, run by ``sampledlm bench``.
+"""Every reproduction and benchmark page of ``docs/results/``, one module each, run by ``sampledlm bench``.
 
 An experiment is a module with ``run(quick: bool, data_dir: str | None, out_dir: str) -> dict``
-that writes ``<out_dir>/<name>.md``, ``.json`` and ``.png`` (stamped by :mod:`.report`) and
-returns the JSON's ``data``. ``data_dir`` (a directory of train/valid/test files, already checked
+that writes ``<out_dir>/<page>.md``, ``.json`` and ``.png`` (stamped and written by :mod:`.report`;
+``page`` is the experiment's name unless its entry says otherwise) and returns the JSON's ``data``. ``data_dir`` (a directory of train/valid/test files, already checked
 by :func:`.report.data_files`) matters only to experiments that train a language model; the
 others ignore it. Adding an experiment = one module here + one line in ``EXPERIMENTS``.
 """
@@ -20,6 +20,10 @@ class Experiment:
     module: str  # module name inside this package
     summary: str  # one line for --list
     trains_lm: bool = False  # True: --data DIR replaces its default corpus
+    page: str | None = None  # the page's file name in OUT (default: the experiment's name)
+
+    def page_name(self, name: str) -> str:
+        return self.page or name
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -30,18 +34,36 @@ EXPERIMENTS: dict[str, Experiment] = {
                           trains_lm=True),
     "xu-melm": Experiment("xu_melm", "Xu et al. table 1, fig. 2: KN3, standard vs binary MaxEnt LM, subsampling",
                           trains_lm=True),
-    "nce-samples": Experiment("nce_samples", "NCE slides: FFNN LM test perplexity against noise samples k",
+    "nce-samples": Experiment("nce_samples", "Labeau 2014 (NCE slides): FFNN LM test perplexity against noise samples k",
                               trains_lm=True),
     "css-gru": Experiment("css_gru", "Botev et al. fig. 3: GRU LM, exact training LL per epoch, per objective",
                           trains_lm=True),
-    "scaling": Experiment("scaling", "tokens/s against V (10k-1M) for every objective, vs the full softmax"),
+    "scaling": Experiment("scaling", "tokens/s against V (10k-1M) for every objective, vs the full softmax; "
+                          "samplers; the PTB feed-forward step per objective"),
+    "objectives-ptb": Experiment("objectives_ptb", "FFNN trigram LM trained with each of the nine objectives: "
+                                 "test ppl, + KN3, time to best", trains_lm=True, page="objectives_ptb"),
+    "neural": Experiment("neural_lms", "FFNN and GRU LMs with the full softmax, + KN3; a softmax step's time "
+                         "profile; kill -9 and --resume", trains_lm=True),
+    "ngram": Experiment("ngram_bench", "n-gram LMs: agreement with KenLM lmplz, speed and memory, "
+                        "perplexity by order x smoothing", trains_lm=True),
+    "corpus": Experiment("corpus_speed", "reading, tokenising and encoding speed of the corpus pipeline",
+                         trains_lm=True),
 }
+
+#: Other names of an experiment (same runs, same page): ``sampledlm bench maxent`` = ``xu-melm``.
+ALIASES: dict[str, str] = {"maxent": "xu-melm", "objectives": "scaling", "objectives_ptb": "objectives-ptb"}
+
+
+def resolve(name: str) -> str:
+    """The experiment's own name (``name`` itself, or what the alias ``name`` stands for)."""
+    return ALIASES.get(name, name)
 
 
 def get(name: str) -> Experiment:
-    if name not in EXPERIMENTS:
-        raise UserError(f"unknown experiment {name!r}; available: {', '.join(EXPERIMENTS)}")
-    return EXPERIMENTS[name]
+    if resolve(name) not in EXPERIMENTS:
+        raise UserError(f"unknown experiment {name!r}; available: {', '.join(EXPERIMENTS)} "
+                        f"(other names: {', '.join(f'{a} = {n}' for a, n in ALIASES.items())})")
+    return EXPERIMENTS[resolve(name)]
 
 
 def run(name: str, quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
@@ -49,6 +71,7 @@ def run(name: str, quick: bool, data_dir: str | None, out_dir: str, train: bool 
     ``train=False``: rebuild the page from the finished runs, train nothing (experiments whose
     ``run`` takes a ``train`` argument)."""
     exp = get(name)
+    name = resolve(name)
     module = importlib.import_module(f"{__name__}.{exp.module}")
     if not train:
         import inspect

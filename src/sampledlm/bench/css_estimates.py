@@ -1,4 +1,4 @@
-"""``css-estimates``: seed 001 (Botev, Zheng & Barber 2017) fig. 1 -- estimating one class probability.
+"""``css-estimates``: Botev et al. 2017 (Botev, Zheng & Barber) fig. 1 -- estimating one class probability.
 
 For each trial draw scores for C = 10,000 classes: ``u(i) ~ Uniform[0, 1]`` for i > 1 and
 ``u(1) = C exp(y)``, ``y ~ N(0, 1)`` (see *Reading of the caption* below), and estimate
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from ..objectives import make_objective
-from .report import pyplot, stamp, table, write_page
+from .report import new_figure, stamp, table, write_page
 
 NAME = "css-estimates"
 METHODS = {"is": "standard IS (eq. 14)", "css-is": "CSS-IS (eq. 22)", "css-bernoulli": "CSS-Bernoulli (eq. 23)"}
@@ -116,8 +116,7 @@ def stats(exact: np.ndarray, est: np.ndarray) -> dict:
 
 
 def plot(exact: np.ndarray, est: dict, samples) -> object:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    fig, axes = new_figure(1, 3, figsize=(13, 4.2))
     colours = dict(zip(samples, ["tab:blue", "tab:orange", "tab:green"]))
     for ax, (method, label) in zip(axes, METHODS.items()):
         for S in samples:
@@ -161,7 +160,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         "points": {"exact": exact.tolist(), "estimates": {m: {str(S): v.tolist() for S, v in d.items()}
                                                          for m, d in est.items()}},
     }
-    write_page(out_dir, NAME, "CSS estimates of a class probability (seed 001, fig. 1)", meta, data,
+    write_page(out_dir, NAME, "CSS estimates of a class probability (Botev et al. 2017, fig. 1)", meta, data,
                markdown(data, rows), figure=plot(exact, est, SAMPLES))
     return data
 

@@ -1,4 +1,4 @@
-"""``css-gru``: seed 001 fig. 3: a GRU LM trained by each sampled objective, exact training
+"""``css-gru``: Botev et al. 2017 fig. 3: a GRU LM trained by each sampled objective, exact training
 log-likelihood per epoch.
 
 The seed trains a GRU (128 hidden units, 100-d word embeddings, scores ``s_t(c) = w_c^T P h_t``
@@ -19,7 +19,7 @@ import math
 
 from . import lmruns
 from .lmruns import Run
-from .report import pyplot, table, write_page
+from .report import new_figure, table, write_page
 
 NAME = "css-gru"
 ALPHAS = (0.75, 1.0)
@@ -51,8 +51,7 @@ def loglik(rec: dict) -> float:
 
 
 def figure(rows: dict):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig, axes = new_figure(1, 2, figsize=(11, 4.2), sharey=True)
     values = [loglik(c) for r in rows.values() for c in r["curve"]]
     # a diverged run (IS) would squash the others: the axis spans at most 4 nats below the best value
     floor = max(min(values), max(values) - 4.0) if values else None

@@ -1,4 +1,4 @@
-"""``css-softmax-regression``: seed 001 (Botev, Zheng & Barber 2017) §6.1 and fig. 2.
+"""``css-softmax-regression``: Botev et al. 2017 (Botev, Zheng & Barber) §6.1 and fig. 2.
 
 A realisable softmax regression ``p(c|x) = exp(w_c . x) / sum_c' exp(w_c' . x)``: N = 2000 inputs
 ``x ~ N(0, I_D)``, D = 100, C = 1000 classes, true weights ``w_c ~ N(0, s^2 / D I)`` (s = SCALE),
@@ -25,7 +25,7 @@ import torch
 
 from ..objectives.output import OutputLayer
 from ..objectives import make_objective
-from .report import pyplot, stamp, table, write_page
+from .report import new_figure, stamp, table, write_page
 
 NAME = "css-softmax-regression"
 N, D, C, BATCH, S, MOMENTUM, SCALE, LR = 2000, 100, 1000, 50, 20, 0.99, 4.0, 0.02
@@ -121,14 +121,13 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         "methods": results,
         "ranking_delta": ranking,
     }
-    write_page(out_dir, NAME, "CSS on softmax regression (seed 001, §6.1, fig. 2)", meta, data, markdown(data),
+    write_page(out_dir, NAME, "CSS on softmax regression (Botev et al. 2017, §6.1, fig. 2)", meta, data, markdown(data),
                figure=plot(data))
     return data
 
 
 def plot(data: dict):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+    fig, axes = new_figure(1, 2, figsize=(13, 4.6))
     for ax, runs, title in ((axes[0], data["methods"], "(a) methods"),
                             (axes[1], {f"Δ = {k}": v for k, v in data["ranking_delta"].items()}, "(b) ranking, margin Δ")):
         for label, r in runs.items():

@@ -31,9 +31,12 @@ def collect(results_dir: str) -> list[dict]:
             continue
         with open(path) as f:
             page = json.load(f)
-        if page["data"].get("setup", {}).get("quick") or "--quick" in page["meta"]["command"]:
+        data = page.get("data")
+        if not isinstance(data, dict) or "headline" not in data:  # a page without headline rows
             continue
-        for h in page["data"].get("headline", []):
+        if data.get("setup", {}).get("quick") or "--quick" in page["meta"]["command"]:
+            continue
+        for h in data["headline"]:
             rows.append({**h, "experiment": name, "date": page["meta"]["date"][:10], "commit": page["meta"]["commit"]})
     return rows
 

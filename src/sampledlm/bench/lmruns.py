@@ -138,12 +138,21 @@ def evaluate(rd: str, files: dict, arpa: str | None) -> dict:
     return result
 
 
+def _plain(ev: dict) -> dict:
+    """``sampledlm eval --json`` of a mixture, in one shape: ``ppl`` the model's own, ``interpolated_ppl``
+    the mixture's, ``weight`` the model's. (A mixture's JSON lists ``component_ppl`` and ``weights``,
+    model first, and its ``ppl`` is the mixture's; older output named the three fields directly.)"""
+    if "component_ppl" not in ev or "interpolated_ppl" in ev:
+        return ev
+    return {**ev, "ppl": ev["component_ppl"][0], "interpolated_ppl": ev["ppl"], "weight": ev["weights"][0]}
+
+
 def summary(rd: str, files: dict, arpa: str | None) -> dict:
     """One table row for a finished run: exact test ppl (alone, + n-gram), epochs, time to the best
     validation epoch, median and fastest-epoch training tokens/s, and the per-epoch curve."""
     recs = epochs(rd)
     best = min(recs, key=lambda m: m["valid_ppl"])
-    ev = evaluate(rd, files, arpa)
+    ev = _plain(evaluate(rd, files, arpa))
     return {
         "epochs": len(recs), "best_epoch": best["epoch"], "valid_ppl": best["valid_ppl"], "test_ppl": ev["ppl"],
         "test_ppl_interp": ev.get("interpolated_ppl"), "interp_weight": ev.get("weight"),

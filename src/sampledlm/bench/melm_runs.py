@@ -4,7 +4,7 @@ A run is described by a JSON-able *spec*; :func:`run_child` trains it in a new i
 (``python -m sampledlm.bench.melm_runs --worker SPEC``) so that its wall time and peak memory
 are its own, and returns the measured row (the spec plus its results). Given a cache folder,
 finished rows are kept there as ``<key>.json`` (``key`` = hash of the spec), so re-running an
-experiment reuses them. Used by ``sampledlm bench xu-melm`` and ``bench/maxent.py``.
+experiment reuses them. Used by ``sampledlm bench xu-melm`` (alias ``maxent``).
 
 MaxEnt spec (see :class:`sampledlm.maxent.TrainConfig`)::
 
@@ -175,10 +175,9 @@ def curve_figure(series: list[tuple[str, str, list[tuple[float, float]]]], kn3_p
     """The subsampling plot (cf. Xu et al. fig. 2): perplexity against alpha in % (log axis).
 
     ``series``: (label, matplotlib format, [(alpha, perplexity)]); empty series are skipped."""
-    from .report import pyplot
+    from .report import new_figure
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure(figsize=(7, 4.5))
     for label, fmt, pts in series:
         if pts:
             pts = sorted(pts)

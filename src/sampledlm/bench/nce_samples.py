@@ -1,4 +1,4 @@
-"""``nce-samples``: seed 003's table of test perplexity against the number k of NCE noise samples.
+"""``nce-samples``: Labeau 2014's table (NCE slides) of test perplexity against the number k of NCE noise samples.
 
 The seed (NCE for neural LMs, Brown corpus) trains with k = 5, 10, 25, 100 noise samples from the
 unigram distribution, the normaliser fixed to 1, and reports test perplexity beside an SRILM
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import lmruns
 from .lmruns import Run
-from .report import pyplot, table, write_page
+from .report import new_figure, table, write_page
 from .xu_nnlm import MODEL, QUICK_MODEL, QUICK_TRAIN, TRAIN, setting
 
 NAME = "nce-samples"
@@ -28,23 +28,28 @@ def plan(quick: bool) -> list[Run]:
         Run(f"nce-k{k}", (*model, "--objective", "nce", "--samples", str(k), "--noise-power", "1", *train)) for k in ks]
 
 
-def figure(rows: dict, kn3_ppl: float):
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+def figure(rows: dict, kn3_ppl: float, label: str = "ours"):
+    """Two panels, one per corpus (their perplexities are not comparable): ours on the left, the
+    paper's (Brown corpus) on the right, the same k axis."""
+    fig, (ax, ax2) = new_figure(1, 2, figsize=(11, 4.2))
     ks = [k for k in KS if f"nce-k{k}" in rows]
-    ax.plot(ks, [rows[f"nce-k{k}"]["test_ppl"] for k in ks], "o-", color="C3", label="NCE (ours, PTB)")
-    ax.plot(ks, [rows[f"nce-k{k}"]["test_ppl_interp"] for k in ks], "s-", color="C1", label="NCE + KN3 (ours)")
+    ax.plot(ks, [rows[f"nce-k{k}"]["test_ppl"] for k in ks], "o-", color="C3", label="NCE")
+    ax.plot(ks, [rows[f"nce-k{k}"]["test_ppl_interp"] for k in ks], "s-", color="C1", label="NCE + KN3")
     if "softmax" in rows:
-        ax.axhline(rows["softmax"]["test_ppl"], color="C0", ls="--", label="full softmax (ours)")
-    ax.axhline(kn3_ppl, color="gray", ls=":", label="KN3 (ours)")
-    ax.set_xscale("log")
-    ax.set_xticks(list(KS), [str(k) for k in KS])
-    ax.set_xlabel("noise samples k")
-    ax.set_ylabel("test perplexity")
-    ax2 = ax.twinx()
-    ax2.plot(list(PAPER), list(PAPER.values()), "x--", color="C3", alpha=0.4, label="NCE (paper, Brown)")
-    ax2.set_ylabel("paper's test perplexity (Brown corpus)", alpha=0.6)
-    fig.legend(loc="upper right", fontsize=8)
+        ax.axhline(rows["softmax"]["test_ppl"], color="C0", ls="--", label="full softmax")
+    ax.axhline(kn3_ppl, color="gray", ls=":", label="KN3")
+    ax.set_title(f"ours ({label})")
+    ax2.plot(list(PAPER), list(PAPER.values()), "x--", color="C3", label="NCE")
+    ax2.axhline(PAPER_TRIGRAM, color="gray", ls=":", label="SRILM trigram")
+    ax2.set_title("the paper (Brown corpus)")
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.set_xlim(KS[0] / 1.5, KS[-1] * 1.5)  # also before any NCE run has finished (lines only)
+        a.set_xticks(list(KS), [str(k) for k in KS])
+        a.set_xlabel("noise samples k")
+        a.set_ylabel("test perplexity")
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
 
@@ -111,7 +116,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
             "## Against the paper", "", against_paper(rows, kn3_ppl, label),
         ]
         write_page(out_dir, NAME, "NCE: test perplexity against the number of noise samples", st.meta, result,
-                   "\n".join(body), figure=figure(rows, kn3_ppl))
+                   "\n".join(body), figure=figure(rows, kn3_ppl, label))
 
     write(lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train))
     return result

@@ -1,11 +1,13 @@
-"""Stamping and writing an experiment's results page (a copy of ``bench/_report.py``'s logic that
-works from any install): every page says where, when, from which commit and with which command.
+"""Stamping and writing an experiment's results page, the one page writer of ``docs/results/``:
+every page says where, when, from which commit and with which command.
 
     meta = stamp()                                   # machine, date, commit, command
+    fig, ax = new_figure()                           # a matplotlib Figure (no pyplot, no backend switch)
     write_page(out_dir, "css-estimates", "Title", meta, data, body, figure=fig)
 
 writes ``<out_dir>/<name>.json`` (``{"meta": ..., "data": ...}``), ``<out_dir>/<name>.md`` (the
-stamp, then ``body``) and, given a matplotlib figure, ``<out_dir>/<name>.png``, each atomically.
+stamp, then ``body``) and, given a matplotlib figure, ``<out_dir>/<name>.png`` (and one PNG per
+entry of ``figures``), each atomically.
 """
 
 from __future__ import annotations
@@ -85,14 +87,18 @@ def header(title: str, meta: dict) -> str:
     )
 
 
-def write_page(out_dir: str, name: str, title: str, meta: dict, data: dict, body: str, figure=None) -> dict:
-    """Write ``<out_dir>/<name>.json``, ``.md`` and (given ``figure``) ``.png``; returns their paths."""
+def write_page(out_dir: str, name: str, title: str, meta: dict, data, body: str, figure=None,
+               figures: dict | None = None) -> dict:
+    """Write ``<out_dir>/<name>.json``, ``.md``, (given ``figure``) ``<name>.png`` and (given
+    ``figures``, ``{stem: Figure}``) ``<stem>.png`` each; returns their paths (key ``png`` for
+    ``figure``, the stem for the others). Every file is written atomically."""
     os.makedirs(out_dir, exist_ok=True)
     paths = {"json": os.path.join(out_dir, f"{name}.json"), "md": os.path.join(out_dir, f"{name}.md")}
-    if figure is not None:
-        paths["png"] = os.path.join(out_dir, f"{name}.png")
-        with atomic_write(paths["png"], "wb") as f:
-            figure.savefig(f, format="png", dpi=110)
+    pngs = ([("png", name, figure)] if figure is not None else []) + [(k, k, f) for k, f in (figures or {}).items()]
+    for key, stem, fig in pngs:
+        paths[key] = os.path.join(out_dir, f"{stem}.png")
+        with atomic_write(paths[key], "wb") as f:
+            fig.savefig(f, format="png", dpi=110)
     with atomic_write(paths["json"]) as f:
         json.dump({"meta": meta, "data": data}, f, indent=2, default=float)
         f.write("\n")
@@ -101,16 +107,16 @@ def write_page(out_dir: str, name: str, title: str, meta: dict, data: dict, body
     return paths
 
 
-def pyplot():
-    """matplotlib.pyplot on the Agg backend (no display needed); UserError if matplotlib is missing."""
+def new_figure(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (7, 4.5), **subplots):
+    """``(fig, axes)``: a :class:`matplotlib.figure.Figure` (drawn off-screen, so no display is needed
+    and the user's pyplot backend is never switched) and ``fig.subplots(nrows, ncols, **subplots)``;
+    UserError if matplotlib is missing. Save it with :func:`write_page`."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
         raise UserError("the experiments draw plots with matplotlib: pip install matplotlib") from None
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **subplots)
 
 
 def table(header_row: list[str], rows: list[list]) -> str:

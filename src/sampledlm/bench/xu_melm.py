@@ -1,4 +1,4 @@
-"""``xu-melm``: seed 000 (Xu, Gunawardana & Khudanpur 2011) table 1 and fig. 2 -- binary vs standard MELM.
+"""``xu-melm``: Xu et al. 2011 (Xu, Gunawardana & Khudanpur) table 1 and fig. 2 -- binary vs standard MELM.
 
 Table 1 (no subsampling): KN3, the standard MELM (softmax, eq. 10) and the binarized MELM
 (V logistic classifiers, eq. 12, renormalised for evaluation, eq. 8), with Feat-I (unigram, bigram,
@@ -13,7 +13,7 @@ Every model is trained in its own process by :mod:`.melm_runs` (wall time and pe
 run's own) and evaluated by exact perplexity (every word and ``</s>``). Finished runs are kept in
 :func:`.report.work_dir` (one JSON per run, named by a hash of its spec), so re-running the full
 experiment reuses them; the page is rewritten after every run, unfinished rows showing "not run".
-Training as in ``bench/maxent.py`` (docs/results/maxent.md): SGD with AdaGrad step sizes, lr 1,
+Training: SGD with AdaGrad step sizes, lr 1,
 halved when the validation perplexity gains less than 0.3 %, stopped at the next such epoch or the
 epoch cap, best epoch kept.
 """
@@ -28,7 +28,7 @@ from . import report
 from .melm_runs import cached, curve_figure, run_child
 
 NAME = "xu-melm"
-#: Seed 000, table 1 (PTB, their split: sections 00-20 train, 972K tokens; 23-24 test).
+#: Xu et al. 2011, table 1 (PTB, their split: sections 00-20 train, 972K tokens; 23-24 test).
 PAPER_TABLE1 = {"kn3": 153.0, "standard": 154.2, "binary": 153.7, "standard-feat2": 140.2, "binary-feat2": 141.1}
 ALPHAS = (1.0, 0.1, 0.05, 0.02, 0.01)
 #: L2 strengths tried on the binary Feat-I MELM (the paper used none); the page picks one on validation
@@ -93,7 +93,7 @@ def plan(quick: bool, files: dict[str, str], vocab: str) -> list[dict]:
         runs.append(binary(0.01, "fixed"))
         runs.append({**base, "id": "standard-feat2", "name": "standard MELM, Feat-II", "objective": "softmax",
                      "features": "feat-ii", "epochs": s["feat2_epochs"]})
-        # the paper trains its binary MELM without regularisation; a light L2 helps here (issue 6 exploration)
+        # the paper trains its binary MELM without regularisation; a light L2 helps here (an exploration beyond the paper)
         runs.append({**binary(1.0), "id": "binary-l2", "name": "binary MELM, Feat-I, L2 0.1", "l2": 0.1})
         runs += [{**binary(1.0), "id": f"binary-l2-{l2:g}", "name": f"binary MELM, Feat-I, L2 {l2:g}", "l2": l2}
                  for l2 in L2_SWEEP[1:]]
@@ -135,7 +135,7 @@ def averaged(spec: dict, how: str) -> dict:
 
 
 def speed_runs(base: dict, epochs: int) -> list[dict]:
-    """Sharded training (issue 6): the binary Feat-I MELM at alpha 5 % for a fixed number of epochs
+    """Sharded training: the binary Feat-I MELM at alpha 5 % for a fixed number of epochs
     on 1 and on 2 local ranks (gloo); the two models must be identical."""
     return [{**base, "id": f"speed-{ranks}", "objective": "binary", "alpha": 0.05, "neg_subset": "variable",
              "epochs": epochs, "min_gain": -1.0, "ranks": ranks, "speed": True,
@@ -143,16 +143,16 @@ def speed_runs(base: dict, epochs: int) -> list[dict]:
             for ranks in (1, 2)]
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, name: str = NAME) -> dict:
-    """Train (or reuse) every run of the plan, rewriting the page ``out_dir/<name>.md`` after each.
-    ``train=False``: only the finished runs (the others show "not run"). ``name``: the page's name
-    (``bench/maxent.py`` writes the same page as ``maxent``)."""
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+    """Train (or reuse) every run of the plan, rewriting the page ``out_dir/xu-melm.md`` after each.
+    ``train=False``: only the finished runs (the others show "not run"). ``sampledlm bench maxent``
+    is another name for this experiment (the same runs and page)."""
     meta = report.stamp()
     work = report.work_dir(NAME, quick)
     files, label = report.lm_data(data_dir, quick, os.path.join(work, "data"))
     specs = plan(quick, files, prepare_vocab(files, work))
     rows = {}
-    data = write(out_dir, meta, label, quick, specs, rows, name)
+    data = write(out_dir, meta, label, quick, specs, rows)
     for spec in specs:
         reused = cached(spec, work) is not None
         if not train and not reused:
@@ -160,7 +160,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, nam
         print(f"== {NAME}: {spec['name']}" + (" (finished earlier: reused)" if reused else ""), file=sys.stderr,
               flush=True)
         rows[spec["id"]] = {**run_child(spec, cache=work), "reused": reused}
-        data = write(out_dir, meta, label, quick, specs, rows, name)
+        data = write(out_dir, meta, label, quick, specs, rows)
     return data
 
 
@@ -455,7 +455,7 @@ def is_binary_feat1(r: dict | None) -> bool:
 
 
 def targets(by: dict) -> list[str]:
-    """Issue 6's acceptance targets, each with the measured figure and met / NOT met (computed)."""
+    """The MaxEnt LM's acceptance targets (the project's goals beyond the paper), each with the measured figure and met / NOT met (computed)."""
     g = {k: (r["test_ppl"] if done(r) else None) for k, r in by.items()}
     kn, out = g.get("kn3"), []
     if kn is None:
@@ -500,8 +500,7 @@ def targets(by: dict) -> list[str]:
     return out or ["- (no run has finished)"]
 
 
-def write(out_dir: str, meta: dict, label: str, quick: bool, specs: list[dict], rows: dict,
-          name: str = NAME) -> dict:
+def write(out_dir: str, meta: dict, label: str, quick: bool, specs: list[dict], rows: dict) -> dict:
     """The page, its JSON and the plot from the runs finished so far."""
     s = settings(quick)
     by = {sp["id"]: rows[sp["id"]] for sp in specs if sp["id"] in rows}
@@ -518,13 +517,13 @@ def write(out_dir: str, meta: dict, label: str, quick: bool, specs: list[dict], 
                               _f(r["peak_rss_mb"], ".0f"), "earlier (run cache)" if r.get("reused") else "this command"])
         else:
             run_lines.append([r["name"], r.get("error", "not run"), "", "", "", "", "", "", ""])
-    body = f"""Seed 000 (Xu, Gunawardana & Khudanpur, *Efficient subsampling for training complex language models*),
+    body = f"""Xu et al. 2011 (Xu, Gunawardana & Khudanpur, *Efficient subsampling for training complex language models*),
 table 1 and fig. 2, on {label}{" (--quick: a few epochs and a subset of the runs; not the figures)" if quick else ""}.
 Exact perplexity: every word and `</s>` is a prediction; the binary models are renormalised over the
 vocabulary (eq. 8). Each run trains in its own process, one at a time; wall time is training (building
 the features included), peak memory the process's maximum resident set. Timings were taken on a shared
 2-core machine while other jobs ran, so they are upper bounds. Module: `sampledlm.bench.xu_melm`
-(runs: `sampledlm.bench.melm_runs`, the same as `bench/maxent.py`).
+(runs: `sampledlm.bench.melm_runs`; `sampledlm bench maxent` is another name for it).
 
 Training (all MaxEnt runs): SGD over shuffled positions with AdaGrad step sizes, lr {s['lr']:g}, halved when
 the validation perplexity gains less than 0.3 % and stopped at the next such epoch or at {s['epochs']} epochs
@@ -544,7 +543,7 @@ training positions (features from those only). Train time relative to the standa
 
 {t2}
 
-![subsampling curve]({name}.png)
+![subsampling curve]({NAME}.png)
 
 ## Averaged weights
 
@@ -554,7 +553,7 @@ training positions (features from those only). Train time relative to the standa
 
 {shard_text}
 
-## Targets (issue 6)
+## Targets
 
 {chr(10).join(targets(by))}
 
@@ -570,7 +569,6 @@ cache (`~/.cache/sampledlm/bench/{NAME}`, see `sampledlm.bench.report.work_dir`)
 {against(by)}
 """
     fig = figure(by, s["alphas"], label)
-    report.write_page(out_dir, name, "Binary vs standard maximum-entropy LMs (seed 000, table 1 and fig. 2)", meta,
+    report.write_page(out_dir, NAME, "Binary vs standard maximum-entropy LMs (Xu et al. 2011, table 1 and fig. 2)", meta,
                       data, body, figure=fig)
-    report.pyplot().close(fig)
     return data

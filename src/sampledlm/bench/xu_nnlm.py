@@ -1,10 +1,10 @@
-"""``xu-nnlm``: seed 000 tables 4-7: standard vs binary feed-forward NNLM under subsampling.
+"""``xu-nnlm``: Xu et al. 2011 tables 4-7: standard vs binary feed-forward NNLM under subsampling.
 
-The feed-forward trigram NNLM of seed 000 §3.2 (d = 50, h = 200, tanh) trained on PTB:
+The feed-forward trigram NNLM of Xu et al. 2011 §3.2 (d = 50, h = 200, tanh) trained on PTB:
 
 - standard NNLM (softmax) on all the data, and on a random alpha = 20/10/5 % of the training
   positions, the same share every epoch (``fixed``, tables 4-5) or a fresh one (``variable``, 6-7);
-- binary NNLM (V one-vs-all classifiers, seed 000 eq. 5-7) on all the positives with alpha of the
+- binary NNLM (V one-vs-all classifiers, Xu et al. 2011 eq. 5-7) on all the positives with alpha of the
   negatives, fixed or variable subsets, log-alpha calibrated and renormalised for evaluation;
 
 each alone and linearly interpolated with our KN3 (weight by EM on validation). Training uses
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from . import lmruns
 from .lmruns import Run
-from .report import pyplot, table, write_page
+from .report import new_figure, table, write_page
 
 NAME = "xu-nnlm"
 RATES = (0.2, 0.1, 0.05)
 SUBSETS = ("fixed", "variable")
-#: seed 000 tables 4-7 (their PTB split): {(model, subset): {rate: (ppl, ppl interpolated with KN3)}}
+#: Xu et al. 2011 tables 4-7 (their PTB split): {(model, subset): {rate: (ppl, ppl interpolated with KN3)}}
 PAPER = {
     ("standard", "fixed"): {1.0: (154.3, 132.7), 0.2: (239.8, 145.6), 0.1: (297.0, 148.6), 0.05: (360.3, 150.7)},
     ("binary", "fixed"): {0.2: (152.7, 132.1), 0.1: (160.0, 134.2), 0.05: (176.2, 138.0)},
@@ -122,8 +122,7 @@ def capped(rows: dict) -> str:
 
 
 def figure(rows: dict, kn3_ppl: float):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+    fig, axes = new_figure(1, 2, figsize=(11, 4.2), sharey=False)
     for ax, subset in zip(axes, SUBSETS):
         for model, color in (("standard", "C0"), ("binary", "C3")):
             xs, ys, pxs, pys = [], [], [], []

@@ -1,9 +1,13 @@
-"""``sampledlm bench``: run one reproduction experiment and write its results page."""
+"""``sampledlm bench``: run one reproduction or benchmark experiment and write its results page.
+
+Full-setting runs write ``docs/results/`` by default; ``--quick`` (a smoke test) never does unless
+``--out`` says so: without ``--out`` it writes into a fresh temporary directory and prints where."""
 
 from __future__ import annotations
 
 import inspect
 import os
+import tempfile
 import time
 
 import click
@@ -15,10 +19,11 @@ DEFAULT_OUT = os.path.join("docs", "results")
 
 
 def _list_text() -> str:
-    from ..bench import EXPERIMENTS
+    from ..bench import ALIASES, EXPERIMENTS
 
-    width = max(len(n) for n in EXPERIMENTS)
-    return "\n".join(f"  {n:<{width}}  {e.summary}" for n, e in EXPERIMENTS.items())
+    width = max(len(n) for n in [*EXPERIMENTS, *ALIASES])
+    lines = [f"  {n:<{width}}  {e.summary}" for n, e in EXPERIMENTS.items()]
+    return "\n".join(lines + [f"  {a:<{width}}  another name for {n}" for a, n in ALIASES.items()])
 
 
 def _synthetic_note() -> str:
@@ -30,12 +35,14 @@ def _synthetic_note() -> str:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("experiment", required=False, metavar="EXPERIMENT")
-@click.option("--quick", is_flag=True, help="Smaller setting that finishes in seconds (a smoke test, not the figures).")
+@click.option("--quick", is_flag=True, help="Smaller setting that finishes in seconds (a smoke test, not the figures); "
+              "without --out it writes into a fresh temporary directory, never docs/results.")
 @click.option("--data", "data_dir", default=None, metavar="DIR",
               help="Directory with ptb.{train,valid,test}.txt or {train,valid,test}.txt: the corpus of "
                    "experiments that train a language model. " + _synthetic_note())
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, metavar="DIR",
-              help="Where to write EXPERIMENT.md, .json and .png.")
+@click.option("--out", "out_dir", default=None, metavar="DIR",
+              help=f"Where to write EXPERIMENT.md, .json and .png [default: {DEFAULT_OUT} for a full-setting run, "
+                   "a new temporary directory with --quick].")
 @click.option("--no-train", is_flag=True,
               help="Rebuild the page from the runs already finished (in ~/.cache/sampledlm/bench); train nothing.")
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
@@ -43,14 +50,14 @@ def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
     """Reproduce a paper's experiment: write OUT/EXPERIMENT.md, .json and .png.
 
     \b
-    Each page is stamped with machine, date, git commit and this command, and ends
-    by comparing the figures with the paper's. The experiments (sampledlm bench --list):
+    Each page is stamped with machine, date, git commit and this command, and compares
+    its figures with the paper's or the targets. The experiments (sampledlm bench --list):
 
     {list}
 
     \b
     Example:
-      sampledlm bench css-estimates --quick --out /tmp/results
+      sampledlm bench css-estimates --quick         # a smoke test, into a temporary directory
       sampledlm bench css-softmax-regression        # full setting, writes docs/results/
       sampledlm bench xu-nnlm --data mycorpus/      # your train.txt, valid.txt, test.txt
     """
@@ -63,6 +70,7 @@ def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
     if experiment is None:
         raise UserError(f"name an experiment ({', '.join(experiments.EXPERIMENTS)}) or use --list")
     exp = experiments.get(experiment)
+    experiment = experiments.resolve(experiment)  # an alias runs (and stamps) the experiment it names
     if no_train and quick:
         raise UserError("--no-train rebuilds a page from full-setting runs; --quick always trains afresh")
     if data_dir is not None:
@@ -71,12 +79,18 @@ def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
             click.echo(f"sampledlm: note: {experiment} is synthetic and trains no language model; --data is ignored",
                        err=True)
     argv = ["sampledlm", "bench", experiment] + (["--quick"] if quick else []) + (["--no-train"] if no_train else [])
-    argv += (["--data", data_dir] if data_dir else []) + (["--out", out_dir] if out_dir != DEFAULT_OUT else [])
+    argv += (["--data", data_dir] if data_dir else []) + (["--out", out_dir] if out_dir is not None else [])
+    if out_dir is None:
+        if quick:  # a smoke test never writes over the committed pages
+            out_dir = tempfile.mkdtemp(prefix=f"sampledlm-bench-{experiment}-")
+            click.echo(f"{experiment} --quick: writing into {out_dir}", err=True)
+        else:
+            out_dir = DEFAULT_OUT
     report.set_command(argv)
     t0 = time.time()
     experiments.run(experiment, quick=quick, data_dir=data_dir, out_dir=out_dir, train=not no_train)
-    click.echo(f"{experiment}: wrote {os.path.join(out_dir, experiment)}.md/.json/.png in {time.time() - t0:.0f} s",
-               err=True)
+    page = os.path.join(out_dir, exp.page_name(experiment))
+    click.echo(f"{experiment}: wrote {page}.md/.json/.png in {time.time() - t0:.0f} s", err=True)
 
 
 bench.help = inspect.cleandoc(bench.help).replace("{list}", "\b\n" + _list_text())

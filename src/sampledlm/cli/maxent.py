@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 
 import click
-import numpy as np
 
 from .common import CONTEXT, text_options
 from ..errors import UserError
+
+
+class FiniteFloat(click.FloatRange):
+    """A float flag that refuses nan and inf (``click.FloatRange`` lets nan through every bound)."""
+
+    def convert(self, value, param, ctx):
+        rv = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(rv, param, ctx)
 
 
 @click.group(context_settings=CONTEXT)
@@ -18,37 +29,46 @@ def maxent():
 
     \b
     Example:
-      sampledlm maxent train train.txt valid.txt -o melm --features feat-i --objective binary
-      sampledlm maxent eval melm test.txt
+      sampledlm maxent train --train train.txt --valid valid.txt -o melm --features feat-i --objective binary
+      sampledlm maxent eval melm --test test.txt
     """
 
 
+def _deprecated(msg: str) -> None:
+    click.echo(f"sampledlm: warning: {msg}", err=True)
+
+
 @maxent.command(context_settings=CONTEXT)
-@click.argument("train_path", metavar="TRAIN")
-@click.argument("valid_path", metavar="VALID")
-@click.option("-o", "--output", "out_dir", required=True, help="Model directory to write (config.json, vocab.txt, model.safetensors).")
-@click.option("--vocab", "vocab_path", default=None, help="Vocabulary file [default: built from TRAIN].")
+@click.argument("positional", nargs=-1, metavar="[TRAIN VALID]")
+@click.option("--train", "train_path", default=None, help="Training text, one sentence per line.")
+@click.option("--valid", "valid_path", default=None, help="Validation text: learning-rate schedule and the model kept.")
+@click.option("-o", "--output", "out_dir", required=True, help="Model directory to write (config.json, vocab.txt, weights).")
+@click.option("--force", is_flag=True, help="Replace the maxent model already in the output directory (refused otherwise).")
+@click.option("--vocab", "vocab_path", default=None, help="Vocabulary file [default: built from --train].")
 @click.option("--features", default="feat-i", show_default=True,
               help="Comma-separated: unigram, bigram, trigram, 4gram.., skip-bigram, skip-trigram, trigger; "
                    "or feat-i (n-grams to 3) / feat-ii (+ skip and trigger).")
 @click.option("--objective", type=click.Choice(["binary", "softmax"]), default="binary", show_default=True,
               help="binary: independent logistic classifiers (renormalised, eq. 8). softmax: standard MELM.")
-@click.option("--neg-rate", "alpha", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
+@click.option("--neg-rate", "alpha", type=FiniteFloat(0, 1, min_open=True), default=1.0, show_default=True,
               help="binary: fraction alpha of negatives kept. softmax: fraction of training positions used.")
 @click.option("--neg-subset", type=click.Choice(["fixed", "variable"]), default="variable", show_default=True,
               help="binary: draw new negatives every epoch, or keep the same ones (the paper's MELM runs; worse on "
-                   "PTB at small rates, see docs/results/maxent.md).")
-@click.option("--lr", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True, help="Initial learning rate.")
+                   "PTB at small rates, see docs/results/xu-melm.md).")
+@click.option("--lr", type=FiniteFloat(0, min_open=True), default=1.0, show_default=True, help="Initial learning rate.")
 @click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad", show_default=True,
               help="adagrad: per-weight steps lr g / sqrt(1 + sum g^2). sgd: plain SGD (the paper: lr 0.1).")
 @click.option("--average", type=click.Choice(["none", "epoch", "run", "auto"]), default="run", show_default=True,
               help="Evaluate and keep averaged weights: none (the last weights, as the paper); the mean over each "
                    "epoch; over every epoch from the 2nd (run); or (auto) since the last epoch at which the last "
-                   "weights did better on VALID.")
+                   "weights did better on --valid.")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Most epochs.")
-@click.option("--min-gain", type=float, default=0.003, show_default=True,
-              help="Halve lr once validation improves by less than this (relative); stop at the next such epoch.")
-@click.option("--l2", type=click.FloatRange(min=0), default=0.0, show_default=True, help="L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.")
+@click.option("--min-improvement", type=FiniteFloat(max=1, max_open=True), default=None,
+              help="Relative valid-ppl gain that counts as improving: below it lr is halved, and training stops "
+                   "at the next such epoch.  [default: 0.003]")
+@click.option("--min-gain", "min_gain_deprecated", type=FiniteFloat(max=1, max_open=True), default=None, hidden=True)
+@click.option("--l2", type=FiniteFloat(min=0), default=0.0, show_default=True,
+              help="L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.")
 @click.option("--hash-size", type=click.IntRange(min=1), default=None, help="Hash feature weights into this many slots.")
 @click.option("--trigger-window", type=click.IntRange(min=2), default=20, show_default=True, help="Trigger words up to this many tokens back.")
 @click.option("--trigger-gap", type=click.IntRange(min=0), default=2, show_default=True, help="Ignore the last this many tokens as triggers.")
@@ -58,69 +78,162 @@ def maxent():
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
 @text_options
-def train(train_path, valid_path, out_dir, vocab_path, features, objective, alpha, neg_subset, lr, optimizer, average,
-          epochs, min_gain,
-          l2, hash_size, trigger_window, trigger_gap, trigger_pairs, trigger_min_count, ranks, distributed, seed, opts):
-    """Train a maximum-entropy LM on TRAIN, with lr halving on VALID perplexity.
+def train(positional, train_path, valid_path, out_dir, force, vocab_path, features, objective, alpha, neg_subset, lr,
+          optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,
+          trigger_pairs, trigger_min_count, ranks, distributed, seed, opts):
+    """Train a maximum-entropy LM on --train, with lr halving on --valid perplexity.
 
     \b
     Feature counts, the epoch log and the exact validation perplexity go to config.json.
+    An existing model directory is refused unless --force is given; the directory is locked
+    while it is written, and a run that fails (bad input, training diverged) saves nothing.
+    The older form `maxent train TRAIN VALID -o DIR` still works but is deprecated.
     Example (the paper's binary Feat-I, 5% of the negatives, 2 local processes):
-      sampledlm maxent train ptb.train.txt ptb.valid.txt -o melm --neg-rate 0.05 --ranks 2
+      sampledlm maxent train --train ptb.train.txt --valid ptb.valid.txt -o melm --neg-rate 0.05 --ranks 2
     Across machines (one command per machine, node rank 0 and 1):
       torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST0 --master-port 29500 \\
-        -m sampledlm maxent train train.txt valid.txt -o melm --distributed
+        -m sampledlm maxent train --train train.txt --valid valid.txt -o melm --distributed
     """
+    import numpy as np
+
+    from .. import store
     from ..data.corpus import build_vocab, load_ids
     from ..data.vocab import Vocab
     from ..maxent.features import FeatureSpec
     from ..maxent.shard import ShardJob, run_from_env, train_sharded
     from ..maxent.train import TrainConfig
 
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UserError(f"{out_dir}: exists and is not a directory")
+    train_path, valid_path = _train_files(positional, train_path, valid_path)
+    if min_gain_deprecated is not None:
+        if min_improvement is not None:
+            raise UserError("--min-gain is the old name of --min-improvement: give only one of them")
+        _deprecated("--min-gain is deprecated; use --min-improvement")
+        min_improvement = min_gain_deprecated
+    if min_improvement is None:
+        min_improvement = 0.003
+    writer = not distributed or int(os.environ.get("RANK", "0")) == 0
+    if writer:
+        _check_output(out_dir, force)
     spec = FeatureSpec.parse(features, trigger_window=trigger_window, trigger_gap=trigger_gap,
                              trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count)
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     train_ids = np.asarray(load_ids(train_path, vocab, opts))
     valid_ids = np.asarray(load_ids(valid_path, vocab, opts))
-    cfg = TrainConfig(objective=objective, alpha=alpha, lr=lr, epochs=epochs, min_gain=min_gain, l2=l2, seed=seed,
-                      fixed_negatives=neg_subset == "fixed", adagrad=optimizer == "adagrad", average=average)
-    job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir, vocab, log=True,
-                   info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path)})
-    if distributed:
+    for path, ids in ((train_path, train_ids), (valid_path, valid_ids)):
+        if len(ids) == 0:
+            raise UserError(f"{path}: no sentences (empty file or blank lines only)")
+    cfg = TrainConfig(objective=objective, alpha=alpha, lr=lr, epochs=epochs, min_gain=min_improvement, l2=l2,
+                      seed=seed, fixed_negatives=neg_subset == "fixed", adagrad=optimizer == "adagrad", average=average)
+    job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir if writer else None, vocab,
+                   log=True, info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path)},
+                   text_options=opts.to_dict())
+    if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
         run_from_env(job)
-        if int(os.environ.get("RANK", "0")) != 0:
-            return
-    else:
-        train_sharded(job, ranks)
-    with open(os.path.join(out_dir, "config.json"), encoding="utf-8") as fh:
-        config = json.load(fh)
+        return
+    created = not os.path.exists(out_dir)
+    try:
+        with store.lock_directory(out_dir):
+            _check_output(out_dir, force)  # again, now that no other process can write here
+            if distributed:
+                run_from_env(job)
+            else:
+                train_sharded(job, ranks)
+    except BaseException:
+        if created:
+            _remove_if_empty(out_dir)
+        raise
+    config = store.read_json(os.path.join(out_dir, "config.json"))
     counts = ", ".join(f"{k} {v:,}" for k, v in config["feature_counts"].items())
     click.echo(f"features: {counts}", err=True)
     click.echo(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}", err=True)
 
 
+def _train_files(positional, train_path, valid_path) -> tuple[str, str]:
+    if positional:
+        if train_path or valid_path:
+            raise UserError("give the texts either as --train/--valid or as TRAIN VALID (deprecated), not both")
+        if len(positional) != 2:
+            raise UserError(f"expected TRAIN VALID, got {len(positional)} file name(s); use --train FILE --valid FILE")
+        _deprecated("`maxent train TRAIN VALID` is deprecated; use --train TRAIN --valid VALID")
+        return positional[0], positional[1]
+    for flag, val in (("--train", train_path), ("--valid", valid_path)):
+        if not val:
+            raise UserError(f"{flag} FILE is required")
+    return train_path, valid_path
+
+
+def _check_output(out_dir: str, force: bool) -> None:
+    """Refuse to overwrite: an existing model needs --force; a non-empty non-model directory is never written."""
+    from .. import store
+
+    if not os.path.exists(out_dir):
+        return
+    if not os.path.isdir(out_dir):
+        raise UserError(f"{out_dir}: exists and is not a directory")
+    entries = [e for e in os.listdir(out_dir) if e != ".lock"]
+    if not entries:
+        return
+    family = None
+    if os.path.isfile(os.path.join(out_dir, "config.json")):
+        try:
+            family = store.read_config(out_dir)[1]
+        except UserError:
+            family = None
+    if family == "maxent":
+        if not force:
+            raise UserError(f"{out_dir}: already holds a maxent model; give --force to replace it, or choose another -o")
+        return
+    what = f"holds a {family} model" if family else "is not empty"
+    raise UserError(f"{out_dir}: {what}; choose another -o (--force only replaces a maxent model)")
+
+
+def _remove_if_empty(out_dir: str) -> None:
+    """Undo the directory this command created (it holds at most the lock file) after a failure."""
+    try:
+        if set(os.listdir(out_dir)) <= {".lock"}:
+            shutil.rmtree(out_dir)
+    except OSError:
+        pass
+
+
 @maxent.command("eval", context_settings=CONTEXT)
 @click.argument("model_dir", metavar="MODEL")
-@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.argument("files", nargs=-1, metavar="[FILE...]")
+@click.option("--test", "tests", multiple=True, help="Text to evaluate, one sentence per line (repeat for several).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per file.")
 @text_options
-def eval_cmd(model_dir, files, as_json, opts):
-    """Exact perplexity of a maxent MODEL on text FILEs (every word and </s> counted).
+def eval_cmd(model_dir, files, tests, as_json, opts):
+    """Exact perplexity of a maxent MODEL on --test text (every word and </s> counted).
 
     \b
+    The text is read as the model's training text was (its config.json records how); text
+    flags given here override that. Files may also follow MODEL (the older form).
     Example:
-      sampledlm maxent eval melm test.txt
+      sampledlm maxent eval melm --test test.txt
     """
-    from ..data.corpus import load_ids
-    from ..maxent.scorer import MaxEntModel
+    import numpy as np
 
-    model, vocab = MaxEntModel.load(model_dir)
-    for path in files:
-        ids = np.asarray(load_ids(path, vocab, opts))
+    from .. import store
+    from ..data.corpus import load_ids
+    from ..data.tokenizer import TextOptions
+    from ..maxent.lm import load_maxent
+
+    paths = list(tests) + list(files)
+    if not paths:
+        raise UserError("--test FILE is required")
+    config, family = store.read_config(model_dir)
+    if family != "maxent":
+        raise UserError(f"{model_dir}: holds a {family} model, not a maxent one (evaluate it with sampledlm eval)")
+    lm = load_maxent(model_dir, config)
+    ctx = click.get_current_context()
+    given = any(ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE
+                for p in ("tokenizer", "lowercase", "numbers", "gutenberg", "sentences", "encoding_errors"))
+    if lm.text_options is not None and not given:
+        opts = TextOptions(**lm.text_options)
+    for path in paths:
+        ids = np.asarray(load_ids(path, lm.vocab, opts))
         if len(ids) == 0:
             raise UserError(f"{path}: no words found")
-        ppl = model.perplexity(ids)
+        ppl = lm.perplexity(ids)
         r = {"file": path, "predictions": int(len(ids)), "perplexity": ppl}
         click.echo(json.dumps(r) if as_json else f"{path}: {len(ids):,} predictions, perplexity {ppl:.2f}")

@@ -1,4 +1,5 @@
-"""The maxent step of ``sampledlm demo``: a binary MELM with Feat-I (unigram, bigram, trigram features)."""
+"""The maxent step of ``sampledlm demo``: a binary MELM with Feat-I (unigram, bigram, trigram features;
+Xu, Gunawardana & Khudanpur 2011)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Maximum-entropy LMs (Xu, Gunawardana & Khudanpur): standard (softmax) and binarized, sparse features.
+"""Maximum-entropy LMs (Xu, Gunawardana & Khudanpur 2011): standard (softmax) and binarized, sparse features.
 
 :mod:`.features` (history features, dictionary), :mod:`.kernels` (the hot loops),
 :mod:`.scorer` (the model, exact evaluation, files), :mod:`.train` (SGD, lr halving),
-:mod:`.shard` (vocabulary-sharded parallel training), :mod:`.cli` (``sampledlm maxent``).
+:mod:`.shard` (vocabulary-sharded parallel training), :mod:`.lm` (:class:`MaxEntLM`, the
+:class:`~sampledlm.lm.LanguageModel`); the command line is :mod:`sampledlm.cli.maxent`.
 """
 
 import importlib
@@ -13,6 +14,7 @@ _EXPORTS = {
     "FEAT_I": "features", "FEAT_II": "features", "FeatureSet": "features", "FeatureSpec": "features",
     "MaxEntContext": "scorer", "MaxEntModel": "scorer",
     "TrainConfig": "train", "train": "train",
+    "MaxEntLM": "lm", "load_maxent": "lm",
 }
 __all__ = list(_EXPORTS)
 

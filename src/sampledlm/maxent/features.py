@@ -1,6 +1,6 @@
 """Feature extraction for maximum-entropy LMs: history features, their dictionary, (g, w) pairs.
 
-A maximum-entropy LM scores word ``w`` after history ``h`` by (Xu et al. eq. 10)::
+A maximum-entropy LM scores word ``w`` after history ``h`` by (Xu, Gunawardana & Khudanpur 2011, eq. 10)::
 
     a_w(h) = sum_i theta_i f_i(h, w) = u_w + sum_{g in G(h), (g, w) in F} theta[(g, w)]
 
@@ -102,16 +102,20 @@ class FeatureSpec:
         return d
 
 
-def window_words(ids: np.ndarray, at: np.ndarray, window: int, gap: int) -> tuple[np.ndarray, np.ndarray]:
+def window_words(ids: np.ndarray, at: np.ndarray, window: int, gap: int,
+                 floor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Distinct words among stream tokens ``at - window .. at - gap - 1`` (``</s>`` excluded).
 
-    Returns ``(rows [M] int64, words [M] int64)`` sorted by row then word; ``rows`` index ``at``.
+    ``floor [len(at)]``: the first stream index each window may reach (None: 0; the start of the
+    position's own sentence scores sentences independently). Returns ``(rows [M] int64, words [M]
+    int64)`` sorted by row then word; ``rows`` index ``at``.
     """
     ids = np.asarray(ids)
+    lo = 0 if floor is None else floor
     rows, words = [], []
     for d in range(gap + 1, window + 1):
         src = at - d
-        ok = src >= 0
+        ok = src >= lo
         r = np.nonzero(ok)[0]
         w = ids[src[ok]].astype(np.int64)
         keep = w != EOS_ID
@@ -211,6 +215,13 @@ class FeatureSet:
         return self.slot if self.hash_size else np.zeros(0, np.int64)
 
     @property
+    def pairs(self):
+        """The dictionary as the kernels take it (:class:`.kernels.Pairs`)."""
+        from .kernels import Pairs
+
+        return Pairs(self.gptr, self.gword, self.kernel_slot)
+
+    @property
     def num_params(self) -> int:
         return self.hash_size or self.num_pairs
 
@@ -257,11 +268,14 @@ class FeatureSet:
         gptr = np.searchsorted(keys // V, np.arange(G + 1, dtype=np.int64)).astype(np.int64)
         return cls(spec, V, ctx_keys, trig_words, gptr, (keys % V).astype(np.int32), hash_size)
 
-    def active(self, ids: np.ndarray, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def active(self, ids: np.ndarray, at: np.ndarray | None = None,
+               independent: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Active history features of the tokens at stream positions ``at``: CSR ``(hptr [N+1], hfeat)``.
 
         Within a position: fixed types in spec order, then trigger words in id order.
-        Contexts never seen in training are simply not active.
+        Contexts never seen in training are simply not active. n-gram and skip contexts never
+        cross a sentence start; trigger windows do, unless ``independent`` (each sentence scored
+        from a fresh start).
         """
         ids = np.asarray(ids)
         at = np.arange(len(ids), dtype=np.int64) if at is None else np.asarray(at, dtype=np.int64)
@@ -274,7 +288,8 @@ class FeatureSet:
             rows.append(np.nonzero(ok)[0])
             feats.append(off[i] + pos[ok])
         if self.spec.has_triggers and len(self.trigger_words):
-            r, v = window_words(ids, at, self.spec.trigger_window, self.spec.trigger_gap)
+            floor = _sentence_starts(ids)[at] if independent else None
+            r, v = window_words(ids, at, self.spec.trigger_window, self.spec.trigger_gap, floor)
             pos = np.minimum(np.searchsorted(self.trigger_words, v), len(self.trigger_words) - 1)
             ok = self.trigger_words[pos] == v
             rows.append(r[ok])
@@ -301,11 +316,85 @@ class FeatureSet:
         out.update(trigger_words=self.trigger_words, gptr=self.gptr, gword=self.gword)
         return out
 
+    def tensor_names(self) -> list[str]:
+        return [f"ctx_keys.{i}" for i in range(len(self.spec.context_types()))] + ["trigger_words", "gptr", "gword"]
+
     @classmethod
-    def from_tensors(cls, spec: FeatureSpec, num_words: int, t: dict[str, np.ndarray], hash_size: int | None) -> "FeatureSet":
+    def from_tensors(cls, spec: FeatureSpec, num_words: int, t: dict[str, np.ndarray], hash_size: int | None,
+                     path: str = "model.safetensors") -> "FeatureSet":
+        """The dictionary stored by :meth:`tensors`, every index checked first (:func:`check_index_tensors`)."""
+        t = check_index_tensors(spec, num_words, t, path)
         n = len(spec.context_types())
         return cls(spec, num_words, [t[f"ctx_keys.{i}"] for i in range(n)], t["trigger_words"], t["gptr"],
                    t["gword"], hash_size)
+
+
+_INDEX_DTYPES = {"trigger_words": np.int64, "gptr": np.int64, "gword": np.int32}
+
+
+def check_index_tensors(spec: FeatureSpec, num_words: int, t: dict[str, np.ndarray], path: str) -> dict[str, np.ndarray]:
+    """The index tensors of a stored dictionary in the kernels' dtypes, or a :class:`UserError` naming ``path``.
+
+    The kernels do no bounds checks, so every index is checked here, before any of them runs:
+    context keys and trigger words sorted and within range, ``gptr`` starting at 0, non-decreasing
+    and ending at ``len(gword)``, one pointer per history feature, every ``gword`` a word id.
+    """
+    V = int(num_words)
+
+    def bad(name: str, what: str):
+        raise UserError(f"{path}: tensor {name!r} {what}; the file is damaged or does not belong to this config.json")
+
+    out = {}
+    types = spec.context_types()
+    for i, (_, back) in enumerate(types):
+        name = f"ctx_keys.{i}"
+        out[name] = _int_vector(t, name, np.int64, bad)
+        top = (V + 1) ** len(back)
+        _check_sorted_range(out[name], top, name, bad)
+    out["trigger_words"] = _int_vector(t, "trigger_words", np.int64, bad)
+    _check_sorted_range(out["trigger_words"], V, "trigger_words", bad)
+    if len(out["trigger_words"]) and not spec.has_triggers:
+        bad("trigger_words", "holds trigger words but the feature spec has no triggers")
+    out["gptr"] = _int_vector(t, "gptr", np.int64, bad)
+    out["gword"] = _int_vector(t, "gword", np.int32, bad, big=V)
+    G = sum(len(out[f"ctx_keys.{i}"]) for i in range(len(types))) + len(out["trigger_words"])
+    gptr, gword = out["gptr"], out["gword"]
+    if len(gptr) != G + 1:
+        bad("gptr", f"has {len(gptr)} entries, the dictionary needs {G + 1} (history features + 1)")
+    if gptr[0] != 0 or gptr[-1] != len(gword):
+        bad("gptr", f"must run from 0 to len(gword) = {len(gword)} (found {gptr[0]} .. {gptr[-1]})")
+    if len(gptr) > 1 and np.any(np.diff(gptr) < 0):
+        bad("gptr", "is not non-decreasing")
+    if len(gword) and (int(gword.min()) < 0 or int(gword.max()) >= V):
+        bad("gword", f"holds word ids outside 0..{V - 1}")
+    return out
+
+
+def _int_vector(t: dict, name: str, dtype, bad, big: int | None = None) -> np.ndarray:
+    if name not in t:
+        bad(name, "is missing")
+    a = np.asarray(t[name])
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        bad(name, f"should be a vector of integers (found {a.dtype} with shape {a.shape})")
+    if big is not None and len(a) and (int(a.min()) < 0 or int(a.max()) >= big):
+        bad(name, f"holds values outside 0..{big - 1}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _check_sorted_range(a: np.ndarray, top: int, name: str, bad) -> None:
+    if len(a) > 1 and np.any(np.diff(a) <= 0):
+        bad(name, "is not strictly increasing")
+    if len(a) and (int(a.min()) < 0 or int(a.max()) >= top):
+        bad(name, f"holds values outside 0..{top - 1}")
+
+
+def _sentence_starts(ids: np.ndarray) -> np.ndarray:
+    """``[len(ids)]`` int64: the stream index where each token's sentence starts."""
+    ids = np.asarray(ids)
+    ends = np.flatnonzero(ids == EOS_ID)
+    starts = np.zeros(len(ids), np.int64)
+    starts[ends[ends + 1 < len(ids)] + 1] = ends[ends + 1 < len(ids)] + 1
+    return np.maximum.accumulate(starts) if len(ids) else starts
 
 
 def _context_keys(ids: np.ndarray, at: np.ndarray, spec: FeatureSpec, V: int) -> list[np.ndarray]:

@@ -25,11 +25,20 @@ O(active pairs), never O(V).
 ``owned [V]`` (bool) marks the words of this shard; pair lists contain owned words only.
 ``slot [P]`` maps a pair to its weight when weights are hashed; empty for the exact dictionary
 (weight index = pair index, one indirection less in the hot loop).
+
+The kernels take their arrays bundled in named tuples (numba compiles a NamedTuple argument
+to a struct of its fields, so the bundling costs nothing in the loops): :class:`Active`
+(``hptr, hfeat``: the active features of the positions), :class:`Pairs` (``gptr, gword, slot``:
+the feature dictionary), :class:`Weights` (``u, theta``), :class:`Step` (learning rate, L2,
+AdaGrad and averaging accumulators, block size) and, for the binary kernel, :class:`Negatives`
+(stream positions, owned words, alpha, seed, epoch). Build them with :func:`step` and
+:func:`negatives`, which fix the field types (one compiled version per kernel).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,6 +52,65 @@ except ImportError:  # pragma: no cover
         if args and callable(args[0]):
             return args[0]
         return lambda f: f
+
+
+class Active(NamedTuple):
+    """The active history features of N positions (CSR)."""
+
+    hptr: np.ndarray  # [N+1] int64
+    hfeat: np.ndarray  # [nnz] int32 history feature ids g
+
+
+class Pairs(NamedTuple):
+    """The known (history feature, word) pairs (CSR by g) and their weight slots."""
+
+    gptr: np.ndarray  # [G+1] int64
+    gword: np.ndarray  # [P] int32
+    slot: np.ndarray  # [P] int64 weight of each pair when hashed; empty when exact (weight = theta[p])
+
+
+class Weights(NamedTuple):
+    u: np.ndarray  # [V] float64 unigram weights (the classifiers' biases)
+    theta: np.ndarray  # [P or hash_size] float64 pair weights
+
+
+class Step(NamedTuple):
+    """How one pass moves the weights (see :func:`_step`); empty arrays switch a feature off."""
+
+    lr: float
+    l2g: np.ndarray  # [G] L2 strength of each update of a pair of history feature g, or empty
+    uhist: np.ndarray  # AdaGrad accumulators of u and theta, or empty (plain SGD)
+    hist: np.ndarray
+    uavg: np.ndarray  # averaging accumulators of u and theta, or empty (no averaging)
+    avg: np.ndarray
+    age0: int  # positions already averaged before this pass (see :func:`averaged`)
+    block: int  # positions per update of the dense unigram weights
+
+
+class Negatives(NamedTuple):
+    """The binary kernel's negatives: which classifiers this shard owns and how negatives are kept."""
+
+    positions: np.ndarray  # [N] int64 stream position of each trained position (the hash key)
+    owned: np.ndarray  # [V] bool
+    alpha: float
+    seed: int
+    epoch: int
+
+
+_EMPTY = np.zeros(0)
+
+
+def step(lr: float, l2g=None, uhist=None, hist=None, uavg=None, avg=None, age0: int = 0, block: int = 32) -> Step:
+    """A :class:`Step` with fixed field types (None = empty array = feature off)."""
+    def arr(a):
+        return _EMPTY if a is None else a
+    return Step(float(lr), arr(l2g), arr(uhist), arr(hist), arr(uavg), arr(avg), int(age0), int(block))
+
+
+def negatives(positions: np.ndarray, owned: np.ndarray, alpha: float, seed: int, epoch: int) -> Negatives:
+    """A :class:`Negatives` with fixed field types."""
+    return Negatives(np.asarray(positions, dtype=np.int64), np.asarray(owned, dtype=np.bool_), float(alpha),
+                     int(seed), int(epoch))
 
 
 @njit(cache=True)
@@ -77,8 +145,9 @@ def _sigmoid(a):
 
 
 @njit(cache=True, inline="always")
-def _gather(k, mark, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched):
+def _gather(k, mark, act, pairs, u, theta, acc, stamp, touched):
     """Scores of W(h_k) into ``acc``; returns how many words were touched (listed in ``touched``)."""
+    hptr, hfeat, gptr, gword, slot = act.hptr, act.hfeat, pairs.gptr, pairs.gword, pairs.slot
     nt = 0
     hashed = slot.shape[0] > 0
     for j in range(hptr[k], hptr[k + 1]):
@@ -118,32 +187,31 @@ def averaged(param: np.ndarray, avg: np.ndarray, count: int) -> np.ndarray:
     With theta_t the value after position t of the averaging window and d_s the (summed) step
     made at position s, ``mean_{t=1..T} theta_t = theta_T - (1/T) sum_s (s - 1) d_s``: the kernels
     keep ``avg = sum_s (s - 1) d_s`` beside each parameter array, which costs one multiply-add per
-    step and keeps updates sparse (Xu 2011, "Towards optimal one pass large scale learning with
+    step and keeps updates sparse (Wei Xu 2011, "Towards optimal one pass large scale learning with
     averaged stochastic gradient descent")."""
     return param - avg / count if count > 0 else param.copy()
 
 
 @njit(cache=True, inline="always")
-def _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist, avg, age):
+def _update_theta(k, act, pairs, theta, grad, st, age):
+    hptr, hfeat, gptr, gword, slot = act.hptr, act.hfeat, pairs.gptr, pairs.gword, pairs.slot
     hashed = slot.shape[0] > 0
     for j in range(hptr[k], hptr[k + 1]):
         g = hfeat[j]
-        l2 = l2g[g] if l2g.shape[0] > 0 else 0.0
+        l2 = st.l2g[g] if st.l2g.shape[0] > 0 else 0.0
         for p in range(gptr[g], gptr[g + 1]):
             gw = grad[gword[p]]
             if gw != 0.0:
-                _step(theta, slot[p] if hashed else p, gw, lr, l2, hist, avg, age)
+                _step(theta, slot[p] if hashed else p, gw, st.lr, l2, st.hist, st.avg, age)
 
 
 @njit(cache=True)
-def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, l2g, block, uhist, hist,
-                  uavg, avg, age0):
+def softmax_epoch(order, targets, act, pairs, wts, st):
     """One SGD pass over positions ``order`` of the standard MELM; returns the summed -log p(y|h).
 
-    ``uhist``, ``hist``: AdaGrad accumulators of u and theta, or empty arrays for plain SGD.
-    ``l2g [G]``: L2 strength of each update of a pair of history feature g (empty: none).
-    ``uavg``, ``avg``: averaging accumulators of u and theta (empty: none), ``age0`` the positions
-    averaged before this pass (see :func:`averaged`)."""
+    ``act``: :class:`Active` of the positions, ``targets [N]`` their words, ``pairs``: :class:`Pairs`,
+    ``wts``: :class:`Weights` (moved in place), ``st``: :class:`Step` (optimiser, averaging, block)."""
+    u, theta = wts.u, wts.theta
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
@@ -160,7 +228,7 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
     for idx in range(n):
         k = order[idx]
         t = targets[k]
-        nt = _gather(k, idx, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched)
+        nt = _gather(k, idx, act, pairs, u, theta, acc, stamp, touched)
         z = su
         for i in range(nt):
             w = touched[i]
@@ -181,11 +249,11 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
         else:
             loss += math.log(z) - u[t]
             ug[t] -= 1.0
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist, avg, age0 + idx)
+        _update_theta(k, act, pairs, theta, grad, st, st.age0 + idx)
         nb += 1
-        if nb == block or idx == n - 1:
+        if nb == st.block or idx == n - 1:
             for w in range(V):
-                _step(u, w, ug[w] + eu[w] * (r - rc[w]), lr, 0.0, uhist, uavg, age0 + idx)
+                _step(u, w, ug[w] + eu[w] * (r - rc[w]), st.lr, 0.0, st.uhist, st.uavg, st.age0 + idx)
                 ug[w] = 0.0
                 rc[w] = 0.0
             eu = np.exp(u)
@@ -196,10 +264,10 @@ def softmax_epoch(order, hptr, hfeat, targets, gptr, gword, slot, u, theta, lr, 
 
 
 @njit(cache=True)
-def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, theta, owned,
-                 lr, l2g, alpha, seed, epoch, block, uhist, hist, uavg, avg, age0):
-    """One SGD pass of the binarized MELM over ``order``; ``positions[k]`` is k's stream position (hash key).
-    Optimiser and averaging arguments as in :func:`softmax_epoch`."""
+def binary_epoch(order, targets, act, pairs, wts, st, neg):
+    """One SGD pass of the binarized MELM over ``order``; ``neg``: :class:`Negatives` (``neg.positions[k]``
+    is k's stream position, the hash key). Other arguments as in :func:`softmax_epoch`."""
+    u, theta, owned, alpha = wts.u, wts.theta, neg.owned, neg.alpha
     V = u.shape[0]
     acc = np.zeros(V)
     grad = np.zeros(V)
@@ -212,8 +280,8 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
     for idx in range(n):
         k = order[idx]
         t = targets[k]
-        nt = _gather(k, idx, hptr, hfeat, gptr, gword, slot, u, theta, acc, stamp, touched)
-        key = negative_key(seed, epoch, positions[k])
+        nt = _gather(k, idx, act, pairs, u, theta, acc, stamp, touched)
+        key = negative_key(neg.seed, neg.epoch, neg.positions[k])
         for i in range(nt):
             w = touched[i]
             seen[w] += 1
@@ -226,29 +294,30 @@ def binary_epoch(order, positions, hptr, hfeat, targets, gptr, gword, slot, u, t
         if stamp[t] != idx and owned[t]:  # a positive with no active feature: only its bias learns
             ug[t] += _sigmoid(u[t]) - 1.0
             seen[t] += 1
-        _update_theta(k, hptr, hfeat, gptr, gword, slot, theta, grad, lr, l2g, hist, avg, age0 + idx)
+        _update_theta(k, act, pairs, theta, grad, st, st.age0 + idx)
         for i in range(nt):
             w = touched[i]
             ug[w] += grad[w]
         nb += 1
-        if nb == block or idx == n - 1:
+        if nb == st.block or idx == n - 1:
             for w in range(V):
                 m = nb - seen[w]
                 if owned[w]:
                     g = ug[w] + (alpha * m * _sigmoid(u[w]) if m > 0 else 0.0)
                     if g != 0.0:
-                        _step(u, w, g, lr, 0.0, uhist, uavg, age0 + idx)
+                        _step(u, w, g, st.lr, 0.0, st.uhist, st.uavg, st.age0 + idx)
                 ug[w] = 0.0
                 seen[w] = 0
             nb = 0
 
 
 @njit(cache=True)
-def eval_sums(hptr, hfeat, targets, gptr, gword, slot, u, theta, owned, binary, shift):
+def eval_sums(act, targets, pairs, wts, owned, binary, shift):
     """``(num [N], den [N])`` over owned words; ``log p(y_k|h_k) = num_k - log den_k`` once summed over shards.
 
     ``shift`` is added to every owned u_w first (the log-alpha calibration of a binary model in training).
     """
+    u, theta = wts.u, wts.theta
     V = u.shape[0]
     n = targets.shape[0]
     num = np.zeros(n)
@@ -265,7 +334,7 @@ def eval_sums(hptr, hfeat, targets, gptr, gword, slot, u, theta, owned, binary, 
             base += fu[w]
     for k in range(n):
         t = targets[k]
-        nt = _gather(k, k, hptr, hfeat, gptr, gword, slot, us, theta, acc, stamp, touched)
+        nt = _gather(k, k, act, pairs, us, theta, acc, stamp, touched)
         d = base
         for i in range(nt):
             w = touched[i]

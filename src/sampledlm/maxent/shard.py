@@ -1,4 +1,4 @@
-"""Parallel binary MELM: vocabulary shards trained without communication (Xu et al. sec. 2.2).
+"""Parallel binary MELM: vocabulary shards trained without communication (Xu, Gunawardana & Khudanpur 2011, sec. 2.2).
 
 Every feature of a binarized MELM belongs to one word's classifier, so the V classifiers can be
 trained apart. Rank r of R owns the words ``w % R == r`` (ids are sorted by count, so the shards
@@ -15,7 +15,7 @@ with ``torch.multiprocessing`` (:func:`train_sharded`); across machines the same
 ``torchrun`` (:func:`run_from_env`), e.g. on each of 2 machines::
 
     torchrun --nnodes 2 --nproc-per-node 4 --node-rank {0|1} --master-addr HOST0 --master-port 29500 \\
-        -m sampledlm maxent train train.txt valid.txt -o model --distributed
+        -m sampledlm maxent train --train train.txt --valid valid.txt -o model --distributed
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class ShardJob:
     vocab: object = None
     log: bool = False
     info: dict = field(default_factory=dict)
+    text_options: dict | None = None  # how the text was read (a TextOptions dict), saved with the model
 
 
 def check(job: ShardJob, world: int) -> None:
@@ -107,6 +108,7 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
     model.info.update(job.info)
     model.info["ranks"] = world
     model.info["train_seconds"] = time.perf_counter() - t0
+    model.text_options = job.text_options
     if job.out_dir:
         model.save(job.out_dir, job.vocab)
     return model
@@ -130,15 +132,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def train_sharded(job: ShardJob, world: int) -> None:
-    """Train on ``world`` local ranks (one process each); rank 0 writes ``job.out_dir``."""
+def train_sharded(job: ShardJob, world: int) -> MaxEntModel | None:
+    """Train on ``world`` local ranks (one process each); rank 0 writes ``job.out_dir``.
+
+    Returns the model when ``world`` is 1 (None otherwise: it lives in the rank-0 process). A
+    :class:`UserError` in a rank (e.g. training diverged) is raised here as one.
+    """
     import torch.multiprocessing as mp
 
     check(job, world)
     if world == 1:
-        run_rank(0, 1, job)
-        return
-    mp.spawn(_spawned, args=(world, _free_port(), job), nprocs=world, join=True)
+        return run_rank(0, 1, job)
+    try:
+        mp.spawn(_spawned, args=(world, _free_port(), job), nprocs=world, join=True)
+    except mp.ProcessRaisedException as e:
+        marker = f"{UserError.__module__}.{UserError.__name__}: "
+        lines = [ln for ln in str(e).splitlines() if ln.startswith(marker)]
+        if lines:
+            raise UserError(lines[-1][len(marker):]) from None
+        raise
+    return None
 
 
 def run_from_env(job: ShardJob) -> None:

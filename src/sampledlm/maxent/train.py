@@ -1,12 +1,13 @@
 """Training maximum-entropy LMs: SGD over shuffled positions, lr halving on validation perplexity.
 
-The schedule (Xu et al. sec. 3.1, after Mikolov): start at ``lr`` (paper: 0.1); after each epoch
-compute the exact validation perplexity; when it fails to improve by ``min_gain`` (relative),
+The schedule (Xu, Gunawardana & Khudanpur 2011, sec. 3.1, after Mikolov): start at ``lr`` (paper: 0.1);
+after each epoch compute the exact validation perplexity; when it fails to improve by ``min_gain``
+(relative; ``--min-improvement`` on the command line, the name the neural trainer uses),
 halve the learning rate each following epoch (weights that made validation worse are rolled
 back to the best ones), and stop when it fails to improve again, or after ``epochs``.
 
-Averaging (``average``; default ``run``, which improved every unregularised model measured in
-docs/results/maxent.md by 0.9-1.6 %; ``none`` is the paper's last iterate): the model evaluated
+Averaging (``average``; default ``run``, measured against the last iterate in docs/results/xu-melm.md,
+"Averaged weights"; ``none`` is the paper's last iterate): the model evaluated
 after an epoch, and kept, can be the mean of the parameters over that epoch's positions (``epoch``), over every position since the
 start of epoch 2 (``run``; the first epoch moves far from the unigram start), or (``auto``) over
 every position since the last epoch end at which the last iterate scored better on validation
@@ -23,6 +24,10 @@ alpha of the positions (the paper's subsampled standard MELM, fig. 2): see :func
 A shard (``owned`` words, see :mod:`.shard`) trains exactly the classifiers of its words; the
 validation normaliser is the sum of every shard's partial sum (``reduce``), so all ranks take
 the same learning-rate decisions.
+
+Divergence: a validation perplexity that is not a finite number >= 1 (weights overflowed, e.g. a
+far too large ``lr``) stops training with a :class:`~sampledlm.errors.UserError` instead of
+keeping a broken or untrained model.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import UserError
 from . import kernels
-from .scorer import MaxEntModel
+from .scorer import MaxEntModel, log_alpha
 
 
 @dataclass
@@ -55,6 +61,11 @@ class TrainConfig:
     def __post_init__(self):
         if self.average not in AVERAGES:
             raise ValueError(f"average must be one of {', '.join(AVERAGES)}, not {self.average!r}")
+        for name in ("alpha", "lr", "min_gain", "l2"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be a finite number, not {getattr(self, name)!r}")
+        if not 0.0 < self.alpha <= 1.0 or self.lr <= 0.0 or self.l2 < 0.0:
+            raise ValueError(f"need 0 < alpha <= 1, lr > 0, l2 >= 0 (got alpha {self.alpha}, lr {self.lr}, l2 {self.l2})")
 
 
 AVERAGES = ("none", "epoch", "run", "auto")
@@ -78,17 +89,27 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
     log = log or (lambda s: None)
     f = model.features
     train_ids = np.asarray(train_ids)
+    if len(train_ids) == 0 or len(valid_ids) == 0:
+        raise UserError(f"the {'training' if len(train_ids) == 0 else 'validation'} text is empty: nothing to "
+                        f"{'train on' if len(train_ids) == 0 else 'choose the learning rate and the model by'}")
     at = train_positions(len(train_ids), cfg)
     ctx = model.context(train_ids, at)
     targets = train_ids[at].astype(np.int64)
     vctx = model.context(valid_ids)
     vtargets = np.asarray(valid_ids, dtype=np.int64)
-    shift = math.log(cfg.alpha) if cfg.objective == "binary" else 0.0
+    shift = log_alpha(cfg.alpha) if cfg.objective == "binary" else 0.0  # calibrated in flight (Binary.log_prob)
 
-    def valid_ppl() -> float:
+    def valid_ppl(epoch: int) -> float:
         num, den = model.eval_sums(vctx, vtargets, owned, shift)
         num, den = reduce(np.stack([num, den]))
-        return math.exp(-(num - np.log(den)).mean())
+        with np.errstate(all="ignore"):
+            mean = float(-(num - np.log(den)).mean())
+        ppl = math.exp(mean) if mean < 700 else math.inf
+        if not (math.isfinite(ppl) and ppl >= 1.0 - 1e-9):
+            raise UserError(f"training diverged at epoch {epoch} (validation perplexity {ppl:g}"
+                            f"{', learning rate ' + format(lr, 'g') if epoch else ''}); nothing was saved: "
+                            "try a smaller --lr")
+        return ppl
 
     rng = np.random.default_rng([cfg.seed, 1])
     # L2: the penalty l2/2 theta^2 of a pair of context g is spread over the n_g training positions where
@@ -106,7 +127,7 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         return [raw[0].copy(), raw[1].copy(), sums[0].copy(), sums[1].copy(), age]
 
     lr, halving = cfg.lr, False
-    best = valid_ppl()
+    best = valid_ppl(0)
     best_state, best_params = state(), (model.u.copy(), model.theta.copy())
     history = [{"epoch": 0, "lr": lr, "valid_ppl": best, "seconds": 0.0}]
     log(f"epoch 0: valid ppl {best:.2f}")
@@ -117,21 +138,21 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
             sums[0][:], sums[1][:], age = 0.0, 0.0, 0
         acc = sums if averaged_now else [np.zeros(0), np.zeros(0)]
         order = rng.permutation(len(at)).astype(np.int64)
+        weights = kernels.Weights(raw[0], raw[1])
+        st = kernels.step(lr, l2g, uhist, hist, acc[0], acc[1], age, cfg.block)
         if cfg.objective == "softmax":
-            kernels.softmax_epoch(order, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, raw[0], raw[1],
-                                  lr, l2g, cfg.block, uhist, hist, acc[0], acc[1], age)
+            kernels.softmax_epoch(order, targets, ctx.active, f.pairs, weights, st)
         else:
-            kernels.binary_epoch(order, at, ctx.hptr, ctx.hfeat, targets, f.gptr, f.gword, f.kernel_slot, raw[0],
-                                 raw[1], owned, lr, l2g, cfg.alpha, cfg.seed,
-                                 0 if cfg.fixed_negatives else epoch, cfg.block, uhist, hist, acc[0], acc[1], age)
+            neg = kernels.negatives(at, owned, cfg.alpha, cfg.seed, 0 if cfg.fixed_negatives else epoch)
+            kernels.binary_epoch(order, targets, ctx.active, f.pairs, weights, st, neg)
         if averaged_now:
             age += len(order)
             model.u[:], model.theta[:] = kernels.averaged(raw[0], sums[0], age), kernels.averaged(raw[1], sums[1], age)
-            ppl = valid_ppl()
+            ppl = valid_ppl(epoch)
             if cfg.average == "auto":
                 avg_params = (model.u.copy(), model.theta.copy())
                 model.u[:], model.theta[:] = raw
-                last = valid_ppl()
+                last = valid_ppl(epoch)
                 if last < ppl:  # the average lags: restart it from here
                     ppl, age = last, 0
                     sums[0][:], sums[1][:] = 0.0, 0.0
@@ -139,7 +160,7 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
                     model.u[:], model.theta[:] = avg_params
         else:
             model.u[:], model.theta[:] = raw
-            ppl = valid_ppl()
+            ppl = valid_ppl(epoch)
         secs = time.perf_counter() - t0
         history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
         log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")

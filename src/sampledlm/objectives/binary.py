@@ -184,3 +184,11 @@ class Binary(OutputObjective):
             if self.neg_rate < 1.0:
                 scorer.shift_bias(self.log_alpha)
             self.calibrated.fill_(True)
+
+
+def renormalised_log_prob(scores: torch.Tensor) -> torch.Tensor:
+    """The inference rule (eq. 8) on calibrated scores ``[N, V]``, in their own dtype:
+    ``log P'(w|h) = log σ(a_w) - log sum_w' σ(a_w')`` (:meth:`Binary.log_prob` applies the same rule after
+    a float32 cast; exact float64 scorers such as the maximum-entropy models call this)."""
+    lp = F.logsigmoid(scores)
+    return lp - torch.logsumexp(lp, dim=1, keepdim=True)
