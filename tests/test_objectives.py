@@ -154,7 +154,7 @@ def test_nce_loss_gradient_and_weights_in_unit_interval():
         dy = A[i, y] - np.log(k * q[y])
         dn = A[i, BAG] - np.log(k * q[BAG])
         want += -np.log(sig(dy)) - np.log(1 - sig(dn)).sum()
-        w_pos = k * q[y] / (np.exp(A[i, y]) + k * q[y])  # seed 003: kPn / (Pθ + kPn)
+        w_pos = k * q[y] / (np.exp(A[i, y]) + k * q[y])  # Labeau 2014: kPn / (Pθ + kPn)
         w_neg = np.exp(A[i, BAG]) / (np.exp(A[i, BAG]) + k * q[BAG])
         assert 0 <= w_pos <= 1 and np.all((0 <= w_neg) & (w_neg <= 1))
         gw[i, y] -= w_pos

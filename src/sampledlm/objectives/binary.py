@@ -1,4 +1,4 @@
-"""Binarised output with negative subsampling (Xu, Gunawardana & Khudanpur 2011 -- seed 000).
+"""Binarised output with negative subsampling (Xu, Gunawardana & Khudanpur 2011).
 
 V one-vs-all logistic classifiers share the model: ``P_b(w|h) = σ(a_w(h))`` (eq. 5, 16). Each
 training pair (h, y) is a positive example for classifier y and a negative one for the others;
