@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from typing import Any
 
@@ -60,6 +61,15 @@ def check(obj) -> None:
         check_value(f.name, getattr(obj, f.name), f.metadata)
 
 
+#: JSON scalar checks by field type: (accepts the JSON value, what to call the expected type)
+_SCALARS = {
+    bool: (lambda v: isinstance(v, bool), "true or false"),
+    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    float: (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
+    str: (lambda v: isinstance(v, str), "a string"),
+}
+
+
 def _coerce(f: dataclasses.Field, value: Any, where: str, hints: dict):
     """JSON -> field type, refusing values of the wrong JSON type with a one-line message."""
     kind = hints.get(f.name, Any)
@@ -69,28 +79,18 @@ def _coerce(f: dataclasses.Field, value: Any, where: str, hints: dict):
         if type(None) in typing.get_args(kind) or kind is Any:
             return None
         raise UserError(f"{where}: {f.name!r} may not be null")
-    base = args[0] if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1 else kind
+    base = args[0] if origin in (typing.Union, types.UnionType) and len(args) == 1 else kind
     b_origin = typing.get_origin(base)
     if b_origin in (list, tuple):
         if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             raise UserError(f"{where}: {f.name!r} should be a list of numbers, found {value!r}")
         return list(value)
-    if base is bool:
-        if not isinstance(value, bool):
-            raise UserError(f"{where}: {f.name!r} should be true or false, found {value!r}")
-        return value
-    if base is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise UserError(f"{where}: {f.name!r} should be an integer, found {value!r}")
-        return value
-    if base is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UserError(f"{where}: {f.name!r} should be a number, found {value!r}")
-        return float(value)
-    if base is str:
-        if not isinstance(value, str):
-            raise UserError(f"{where}: {f.name!r} should be a string, found {value!r}")
-        return value
+    check = _SCALARS.get(base)
+    if check is not None:
+        accepts, name = check
+        if not accepts(value):
+            raise UserError(f"{where}: {f.name!r} should be {name}, found {value!r}")
+        return float(value) if base is float else value
     return value
 
 

@@ -44,8 +44,6 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
       sampledlm eval gru --test test.txt --interpolate ffnn3 --interpolate kn3.arpa --weights 0.5,0.3,0.2
       sampledlm eval gru --test test.txt --per-sentence > scores.tsv
     """
-    import numpy as np
-
     from ..data.corpus import load_ids
     from ..data.tokenizer import TextOptions, iter_sentences
     from ..lm import Mixture, perplexity_of, sentence_scores
@@ -122,4 +120,3 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
             parts = ", ".join(f"{p} {q:.2f}" for p, q in zip([model, *others], result["component_ppl"]))
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
         click.echo(msg, err=per_sentence)
-    del np

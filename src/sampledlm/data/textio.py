@@ -106,12 +106,19 @@ def _open_binary(path: str) -> IO[bytes]:
         if kind == "xz":
             return lzma.open(real, "rb")
         return open(real, "rb")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except PermissionError:
-        raise UserError(f"{path}: permission denied") from None
     except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise read_error(path, e) from None
+
+
+def read_error(path: str, e: OSError) -> UserError:
+    """The one-line message for an OSError met while opening or reading ``path``."""
+    if isinstance(e, FileNotFoundError):
+        return UserError(f"{path}: no such file")
+    if isinstance(e, PermissionError):
+        return UserError(f"{path}: permission denied")
+    if isinstance(e, IsADirectoryError):
+        return UserError(f"{path}: is a directory, expected a file")
+    return UserError(f"{path}: cannot read: {e.strerror or e}")
 
 
 def file_size(path: str) -> int | None:
@@ -134,12 +141,8 @@ def content_hash(path: str) -> str:
     try:
         with open(real, "rb") as f:
             return hashlib.file_digest(f, "sha1").hexdigest()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a file") from None
     except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise read_error(path, e) from None
 
 
 def _last_break(data: bytes, end: int) -> int:

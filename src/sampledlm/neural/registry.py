@@ -37,14 +37,14 @@ def model_spec(type_: str, **options) -> dict:
     if unknown:
         raise UserError(f"option(s) {', '.join('--' + u.replace('_', '-') for u in unknown)} do not apply to model {type_!r}")
     given = {k: v for k, v in options.items() if v is not None}
-    if "hidden" in given and isinstance(given["hidden"], (list, tuple)) and cls.Config.__dataclass_fields__["hidden"].type == "int":
-        if len(given["hidden"]) > 1:
+    if "hidden" in given:  # one flag, two shapes: a list of layer sizes (ffnn) or one state size (rnn)
+        sizes = list(given["hidden"]) if isinstance(given["hidden"], (list, tuple)) else [given["hidden"]]
+        if isinstance(cls.Config().hidden, list):
+            given["hidden"] = sizes
+        elif len(sizes) > 1:
             raise UserError(f"--hidden is given once for a {type_} model (use --layers for depth)")
-        given["hidden"] = given["hidden"][0]
-    if "hidden" in given and isinstance(given["hidden"], int) and cls.Config.__dataclass_fields__["hidden"].type != "int":
-        given["hidden"] = [given["hidden"]]
-    if isinstance(given.get("hidden"), tuple):
-        given["hidden"] = list(given["hidden"])
+        else:
+            given["hidden"] = sizes[0]
     cfg = cfgmod.from_dict(cls.Config, given, f"model {type_}")
     return {"type": type_, **dataclasses.asdict(cfg)}
 
