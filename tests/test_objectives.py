@@ -261,35 +261,57 @@ def _negatives_of(cand, i):
     return sorted(words[cand.keep[i]].tolist())
 
 
-def test_binary_fixed_subsets_stay_fixed_and_are_saved():
+def test_binary_fixed_subsets_are_per_example_stay_fixed_and_are_saved():
+    """Fixed subsets are keyed on the example (its stream position), not on its target word: two
+    examples with the same target get different negatives, the same example always the same ones."""
     torch.manual_seed(0)
     counts = np.ones(400, dtype=np.int64)
     obj = make_objective("binary", counts, neg_rate=0.1, neg_subset="fixed")
-    t = torch.tensor([5, 5, 9])
-    c1, c2 = obj.draw(t, 400), obj.draw(t, 400)
+    assert obj.uses_positions and not obj.sparse_output
+    t, p = torch.tensor([5, 5, 9]), torch.tensor([10, 11, 12])
+    c1, c2 = obj.draw(t, 400, p), obj.draw(t, 400, p)
     sets = [_negatives_of(c1, i) for i in range(3)]
     assert sets == [_negatives_of(c2, i) for i in range(3)]
-    assert sets[0] == sets[1] and sets[0] != sets[2] and 5 not in sets[0] and 9 not in sets[2]
-    assert abs(len(sets[0]) - 40) < 20
-    assert _negatives_of(obj.draw(torch.tensor([7, 9]), 400), 1) == sets[2]  # independent of the batch
+    assert sets[0] != sets[1] and 5 not in sets[0] and 5 not in sets[1] and 9 not in sets[2]
+    assert all(abs(len(s) - 40) < 20 for s in sets)
+    assert _negatives_of(obj.draw(torch.tensor([7, 9]), 400, torch.tensor([3, 12])), 1) == sets[2]  # batch-free
     other = make_objective("binary", counts, neg_rate=0.1, neg_subset="fixed")
     other.load_state_dict(obj.state_dict())
-    assert [_negatives_of(other.draw(t, 400), i) for i in range(3)] == sets
+    assert [_negatives_of(other.draw(t, 400, p), i) for i in range(3)] == sets
+    with pytest.raises(ValueError, match="positions"):
+        obj.draw(t, 400)
 
 
-def test_binary_fixed_union_gives_the_per_example_loss():
-    """Training scores the union of the batch's fixed subsets densely; the loss must equal the one
-    from each example's own subset."""
+def test_binary_fixed_subsets_are_shifts_of_one_bernoulli_subset():
+    """Example p's negatives are the base subset shifted by hash(seed, p) mod V, minus its target."""
+    from sampledlm.objectives.binary import position_hash
+
     torch.manual_seed(0)
     V = 300
     obj = make_objective("binary", np.ones(V, dtype=np.int64), neg_rate=0.1, neg_subset="fixed")
-    out = OutputLayer(V, 6, sparse=True)
-    h, t = torch.randn(5, 6), torch.tensor([3, 3, 40, 299, 0])
-    shared = obj._fixed_candidates(t, V, shared=True)
-    each = obj._fixed_candidates(t, V, shared=False)
-    assert shared.words.dim() == 1 and each.words.dim() == 2
-    assert [_negatives_of(shared, i) for i in range(5)] == [_negatives_of(each, i) for i in range(5)]
-    assert obj(out, h, t, shared).item() == pytest.approx(obj(out, h, t, each).item(), rel=1e-6)
+    t, p = torch.tensor([3, 3, 40, 299, 0]), torch.tensor([0, 1, 2, 10**9, 77])
+    keep = obj.fixed_negatives(t, p, V)
+    base = torch.nonzero(obj.neg_base).flatten()
+    for i in range(5):
+        o = int(position_hash(obj.neg_seed, p[i : i + 1]) % V)
+        want = sorted(set(((base + o) % V).tolist()) - {int(t[i])})
+        assert torch.nonzero(keep[i]).flatten().tolist() == want
+
+
+def test_binary_fixed_dense_loss_equals_the_per_example_loss():
+    """Training scores all of V and masks each row; the loss must equal the one computed from each
+    example's own subset, one example at a time."""
+    torch.manual_seed(0)
+    V = 300
+    obj = make_objective("binary", np.ones(V, dtype=np.int64), neg_rate=0.1, neg_subset="fixed")
+    out = OutputLayer(V, 6)
+    h, t, p = torch.randn(5, 6), torch.tensor([3, 3, 40, 299, 0]), torch.tensor([8, 9, 10, 11, 12])
+    keep = obj.fixed_negatives(t, p, V)
+    each = []
+    for i in range(5):
+        a = out.score_all(h[i : i + 1])[0]
+        each.append(F.softplus(-a[t[i]]) + F.softplus(a[keep[i]]).sum())
+    assert obj(out, h, t, positions=p).item() == pytest.approx(torch.stack(each).mean().item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("subset", ["fixed", "variable"])
@@ -301,8 +323,9 @@ def test_binary_every_classifier_sees_alpha_of_the_negatives(subset):
     obj = make_objective("binary", np.ones(V, dtype=np.int64), neg_rate=alpha, neg_subset=subset)
     targets = torch.arange(V).repeat(4)
     share = torch.zeros(V)  # per classifier: the share of examples it is a negative for, over 20 batches
+    positions = torch.arange(len(targets))
     for _ in range(20):  # (variable subsets: one batch holds only G subsets; fixed ones never change)
-        cand = obj.draw(targets, V)
+        cand = obj.draw(targets, V, positions)
         neg = torch.zeros(len(targets), V)
         if cand.words.dim() == 1:
             neg[:, cand.words] = cand.keep.float()

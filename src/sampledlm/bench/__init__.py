@@ -66,13 +66,21 @@ def get(name: str) -> Experiment:
     return EXPERIMENTS[resolve(name)]
 
 
-def run(name: str, quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def run(name: str, quick: bool, data_dir: str | None, out_dir: str, train: bool = True,
+        only: set[str] | None = None) -> dict:
     """Run experiment ``name`` and return its results (the ``data`` of its JSON page).
     ``train=False``: rebuild the page from the finished runs, train nothing (experiments whose
-    ``run`` takes a ``train`` argument)."""
+    ``run`` takes a ``train`` argument). ``only``: re-train just these runs and keep the other rows
+    of the page in ``out_dir`` (experiments whose ``run`` takes an ``only`` argument)."""
     exp = get(name)
     name = resolve(name)
     module = importlib.import_module(f"{__name__}.{exp.module}")
+    if only is not None:
+        import inspect
+
+        if "only" not in inspect.signature(module.run).parameters:
+            raise UserError(f"{name}: --only is not available for this experiment")
+        return module.run(quick=quick, data_dir=data_dir, out_dir=out_dir, train=train, only=only)
     if not train:
         import inspect
 

@@ -61,6 +61,9 @@ def setting(quick: bool, data_dir: str | None, with_kn3: bool = True) -> Setting
 class Run:
     name: str  # label; also the prefix of the run directory
     options: tuple[str, ...]  # `sampledlm train` options besides --train, --valid and -o
+    #: bumped when a code change alters what the same options train (e.g. per-example fixed negative
+    #: subsets), so that a finished run of the old code is not reused; part of the directory key
+    version: str = ""
 
 
 def cli(*args: str, log: str | None = None) -> str:
@@ -83,7 +86,8 @@ def cli(*args: str, log: str | None = None) -> str:
 
 
 def run_dir(work: str, files: dict, run: Run) -> str:
-    key = json.dumps([list(run.options), os.path.abspath(files["train"]), os.path.abspath(files["valid"])])
+    parts = [list(run.options), os.path.abspath(files["train"]), os.path.abspath(files["valid"])]
+    key = json.dumps(parts + [run.version] if run.version else parts)
     return os.path.join(work, f"{run.name}-{hashlib.sha1(key.encode()).hexdigest()[:8]}")
 
 
@@ -173,16 +177,41 @@ def kn3(work: str, files: dict) -> tuple[str, float]:
     return arpa, float(json.loads(out.strip().splitlines()[-1])["perplexity"])
 
 
+def carried_rows(out_dir: str, page: str) -> tuple[dict[str, dict], str]:
+    """The rows of the page already in ``out_dir`` (its JSON) by run name, and the commit they come from."""
+    path = os.path.join(out_dir, page + ".json")
+    if not os.path.exists(path):
+        raise UserError(f"--only keeps the other runs' rows from {path}, which does not exist")
+    with open(path) as f:
+        doc = json.load(f)
+    commit = doc.get("meta", {}).get("commit", "?")
+    rows = {r["name"]: {**r, "carried": r.get("carried") or commit} for r in doc.get("data", {}).get("rows", [])}
+    return rows, commit
+
+
 def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_each=None,
-            failures: dict | None = None, train_new: bool = True) -> dict[str, dict]:
+            failures: dict | None = None, train_new: bool = True, only: set[str] | None = None,
+            carried: dict[str, dict] | None = None) -> dict[str, dict]:
     """Train and summarise every run of ``plan`` in order; ``after_each(rows)`` (e.g. writing the
     page) is called after each, so a long experiment shows partial results. A run that fails
     (e.g. importance sampling diverging) is recorded in ``failures`` (name -> message) and the
     experiment goes on. ``train_new=False`` trains nothing: finished runs are summarised, and so are
-    unfinished ones that have saved a model (their best epoch so far, marked ``partial``)."""
+    unfinished ones that have saved a model (their best epoch so far, marked ``partial``).
+
+    ``only``: train just these runs; every other run is taken finished from the cache or else from
+    ``carried`` (the rows of the committed page, :func:`carried_rows`; marked ``carried`` with
+    their commit), and left out when neither has it."""
     rows: dict[str, dict] = {}
+    unknown = sorted(set(only or ()) - {r.name for r in plan})
+    if unknown:
+        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan "
+                        f"({', '.join(r.name for r in plan)})")
     for i, run in enumerate(plan, 1):
         rd = run_dir(work, files, run)
+        if only is not None and run.name not in only and not finished(rd):
+            if carried and run.name in carried:
+                rows[run.name] = carried[run.name]
+            continue
         if not train_new and not finished(rd):
             if os.path.exists(os.path.join(rd, "model.safetensors")):
                 rows[run.name] = {"name": run.name, "options": " ".join(run.options), "dir": rd, "partial": True,
@@ -206,6 +235,10 @@ def status_note(plan: list[Run], rows: dict, failures: dict) -> str:
     """A line naming the runs of ``plan`` that failed or had not finished when the page was written."""
     out = [f"Run {name} failed: {msg}" for name, msg in failures.items()]
     partial = [f"{name} ({r['epochs']} epochs)" for name, r in rows.items() if r.get("partial")]
+    carried = sorted({r["carried"] for r in rows.values() if r.get("carried")})
+    if carried:
+        out.append("Rows marked † were not re-run for this page: they are carried over from the page written at "
+                   f"commit {', '.join(carried)} (`--only` re-trained the others).")
     if partial:
         out.append("Unfinished runs, reported at their best epoch so far (marked * in the tables): "
                    + ", ".join(partial) + ".")
@@ -222,5 +255,5 @@ def relative_cost(run: dict, reference: dict) -> float:
 
 
 def label(row: dict) -> str:
-    """A run's name for tables: ``*`` marks an unfinished run."""
-    return row["name"] + ("*" if row.get("partial") else "")
+    """A run's name for tables: ``*`` marks an unfinished run, ``†`` one carried from an earlier page."""
+    return row["name"] + ("*" if row.get("partial") else "") + ("†" if row.get("carried") else "")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import lmruns
 from .lmruns import Run
-from .report import new_figure, table, write_page
+from .report import native_bf16, new_figure, table, write_page
 
 NAME = "xu-nnlm"
 RATES = (0.2, 0.1, 0.05)
@@ -32,7 +32,7 @@ PAPER_KN3 = 153.0
 
 MODEL = ("--model", "ffnn", "--order", "3", "-d", "50", "--hidden", "200", "--dropout", "0.2")
 TRAIN = ("--optimizer", "adam", "--lr", "0.002", "--batch-size", "256", "--epochs", "12", "--max-halvings", "3",
-         "--min-improvement", "0.003", "--bf16", "--seed", "1", "--threads", "1")
+         "--min-improvement", "0.003", *(("--bf16",) if native_bf16() else ()), "--seed", "1", "--threads", "1")
 QUICK_MODEL = ("--model", "ffnn", "--order", "3", "-d", "16", "--hidden", "32")
 QUICK_TRAIN = ("--optimizer", "adam", "--lr", "0.005", "--batch-size", "128", "--epochs", "2", "--seed", "1",
                "--threads", "1")
@@ -43,9 +43,10 @@ def plan(quick: bool) -> list[Run]:
     model, train = (QUICK_MODEL, QUICK_TRAIN) if quick else (MODEL, TRAIN)
     rates = (0.1,) if quick else RATES
 
-    def binary(rate, subset):
+    def binary(rate, subset):  # fixed subsets changed from per target word to per example
         return Run(f"binary-{rate:g}-{subset}",
-                   (*model, "--objective", "binary", "--neg-rate", f"{rate:g}", "--neg-subset", subset, *train))
+                   (*model, "--objective", "binary", "--neg-rate", f"{rate:g}", "--neg-subset", subset, *train),
+                   version="per-example" if subset == "fixed" else "")
 
     def standard(rate, subset):
         return Run(f"standard-{rate:g}-{subset}", (*model, "--objective", "softmax", *train, "--data-fraction",
@@ -67,7 +68,9 @@ def setting(quick: bool) -> str:
                 "batch 128), 2 epochs")
     return ("the feed-forward trigram NNLM of Xu et al. §3.2 (d = 50, h = 200, tanh, dropout 0.2), Adam (lr 0.002, "
             "batch 256) with the lr-halving schedule of Xu et al. §3.1 (halve when the validation perplexity gains "
-            "less than 0.3 %, stop after 3 halvings, at most 12 epochs), bf16 forward pass, 1 thread")
+            "less than 0.3 %, stop after 3 halvings, at most 12 epochs), "
+            + ("bf16 forward pass" if "--bf16" in TRAIN else "fp32 (this CPU has no bf16 instructions)")
+            + ", 1 thread; a row carried from an earlier page keeps the precision of its options")
 
 
 def cell(rows: dict, name: str, key: str) -> str:
@@ -172,17 +175,49 @@ def against_paper(rows: dict, kn3_ppl: float) -> str:
         lines.append(
             f"\nFixed against variable negatives at alpha = {100 * RATES[-1]:g} %: ours {fixed['test_ppl']:.1f} vs "
             f"{var['test_ppl']:.1f} ({100 * (fixed['test_ppl'] / var['test_ppl'] - 1):+.1f} %), the paper's {p_f} vs {p_v} "
-            f"({100 * (p_f / p_v - 1):+.1f} %). Our fixed subsets are drawn per target word, not per example (the "
-            "trainer gives the objective no example id; `sampledlm/objectives/binary.py`): a classifier w is a negative "
-            "for all the examples of a target word or for none of them, so for the 1 - alpha of the target words "
-            "outside its subset, w is never pushed down in their contexts. The paper's fixed subsets are per example, "
-            "so every classifier meets some negatives of every frequent target. This stricter scheme is a plausible (untested) "
-            "reason our fixed runs fall further behind the variable ones than the paper's; a per-example fixed "
-            "subset (a hash of the corpus position and the word, as our MaxEnt trainer does) is the fix.")
+            f"({100 * (p_f / p_v - 1):+.1f} %). "
+            + ("These fixed rows come from an earlier page whose fixed subsets were keyed on the target word, not the "
+               "example (see below)." if fixed.get("carried") else
+               "Our fixed subsets are per example, as the paper's: example p keeps the base subset shifted by a hash "
+               "of its corpus position for the whole run (`sampledlm/objectives/binary.py`)."))
     return "\n".join(lines)
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def superseded_note(old: dict, rows: dict) -> str:
+    """Before/after for the fixed rows re-run when the subsets became per example (computed from both pages)."""
+    body = []
+    for name, o in old.items():
+        r = rows.get(name)
+        if r and not r.get("carried"):
+            body.append([name, f"{o['test_ppl']:.1f}", f"{r['test_ppl']:.1f}", f"{o['test_ppl_interp']:.1f}",
+                         f"{r['test_ppl_interp']:.1f}"])
+    if not body:
+        return ""
+    commits = ", ".join(sorted({o["carried"] for o in old.values()}))
+    return ("Fixed subsets per target word (the first version, page at commit " + commits + ": a classifier w was a "
+            "negative for all the examples of a target word or for none, so for 1 - alpha of the words it was never "
+            "pushed down in their contexts) against per example (now), test perplexity alone and + KN3:\n\n"
+            + table(["run", "per word", "per example", "+ KN3 per word", "+ KN3 per example"], body))
+
+
+def _superseded(out_dir: str, only: set[str] | None, carried: dict | None) -> dict:
+    """Rows an ``--only`` run replaces (kept on the page as "before"), or those the page already kept."""
+    if only is not None:
+        return {n: {k: carried[n][k] for k in ("test_ppl", "test_ppl_interp", "carried")} for n in sorted(only)
+                if n in carried}
+    import json
+    import os
+
+    path = os.path.join(out_dir, NAME + ".json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f).get("data", {}).get("superseded") or {}
+    return {}
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    carried = lmruns.carried_rows(out_dir, NAME)[0] if only is not None else None
+    old = _superseded(out_dir, only, carried)
     st = lmruns.setting(quick, data_dir)
     kn3_ppl, label = st.kn3_ppl, st.label
     runs = plan(quick)
@@ -205,7 +240,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         result.update({"setup": st.describe(runs),
                        "kn3_test_ppl": kn3_ppl, "rows": list(rows.values()), "paper": {
                            f"{m}-{s}": {f"{k:g}": v for k, v in d.items()} for (m, s), d in PAPER.items()},
-                       "headline": headline})
+                       "headline": headline, "superseded": old})
         body = [
             f"Data: {label}. Model: {setting(quick)}. Exact test perplexity (every word and </s>); `+ KN3`: linear interpolation with our interpolated "
             f"modified Kneser-Ney trigram (test ppl {kn3_ppl:.1f}), weight by EM on validation. "
@@ -218,17 +253,18 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
             "which keeps the negatives of different examples independent enough to train well), about "
             + ", ".join(f"{100 * (1 - (1 - r) ** 8):.0f} % of V at alpha = {100 * r:g} %" for r in RATES)
             + ", so the saving per token is smaller than alpha alone suggests; `--neg-groups 1` scores alpha V "
-            "columns but trains worse (see `sampledlm/objectives/binary.py`). With fixed subsets each example's "
-            "negatives depend on its target word, and a batch of 256 examples covers nearly all of V: we score the "
-            "union densely and mask, so a fixed-subset step costs about a full-softmax step (the paper's saving "
-            "assumes per-example sparse updates). The standard runs at alpha cost the same per token as the full "
+            "columns but trains worse (see `sampledlm/objectives/binary.py`). With fixed subsets every example has "
+            "its own subset, and a batch of 256 examples covers all of V: we score every word densely and mask each "
+            "row, so a fixed-subset step costs about a full-softmax step (the paper's saving assumes per-example "
+            "sparse updates). The standard runs at alpha cost the same per token as the full "
             "softmax but see alpha of the tokens per epoch.", "", capped(rows), "",
             lmruns.status_note(runs, rows, failures),
-            "", "## Against the paper", "", against_paper(rows, kn3_ppl),
+            "", "## Against the paper", "", against_paper(rows, kn3_ppl), "", superseded_note(old, rows),
         ]
         write_page(out_dir, NAME, "Xu et al. tables 4-7: standard vs binary NNLM under subsampling", st.meta, result,
                    "\n".join(body), figure=figure(rows, kn3_ppl))
 
-    rows = lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train)
+    rows = lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train,
+                          only=only, carried=carried)
     write(rows)
     return result

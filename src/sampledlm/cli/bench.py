@@ -45,8 +45,12 @@ def _synthetic_note() -> str:
                    "a new temporary directory with --quick].")
 @click.option("--no-train", is_flag=True,
               help="Rebuild the page from the runs already finished (in ~/.cache/sampledlm/bench); train nothing.")
+@click.option("--only", "only", default=None, metavar="RUN,...",
+              help="Train only these runs of the experiment (names as in its table); the other rows are kept from "
+                   "the page already in OUT (marked †, with the commit they come from). For re-running the rows a "
+                   "code change affects.")
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
-def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
+def bench(experiment, quick, data_dir, out_dir, no_train, only, list_only):
     """Reproduce a paper's experiment: write OUT/EXPERIMENT.md, .json and .png.
 
     \b
@@ -80,6 +84,9 @@ def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
                        err=True)
     argv = ["sampledlm", "bench", experiment] + (["--quick"] if quick else []) + (["--no-train"] if no_train else [])
     argv += (["--data", data_dir] if data_dir else []) + (["--out", out_dir] if out_dir is not None else [])
+    argv += ["--only", only] if only else []
+    if only is not None and (quick or no_train):
+        raise UserError("--only re-trains some runs of a full-setting page; it goes with neither --quick nor --no-train")
     if out_dir is None:
         if quick:  # a smoke test never writes over the committed pages
             out_dir = tempfile.mkdtemp(prefix=f"sampledlm-bench-{experiment}-")
@@ -88,7 +95,8 @@ def bench(experiment, quick, data_dir, out_dir, no_train, list_only):
             out_dir = DEFAULT_OUT
     report.set_command(argv)
     t0 = time.time()
-    experiments.run(experiment, quick=quick, data_dir=data_dir, out_dir=out_dir, train=not no_train)
+    names = None if only is None else {n.strip() for n in only.split(",") if n.strip()}
+    experiments.run(experiment, quick=quick, data_dir=data_dir, out_dir=out_dir, train=not no_train, only=names)
     page = os.path.join(out_dir, exp.page_name(experiment))
     click.echo(f"{experiment}: wrote {page}.md/.json/.png in {time.time() - t0:.0f} s", err=True)
 

@@ -25,17 +25,22 @@ across a mini-batch while keeping every (example, classifier) pair a negative wi
   noisier: on PTB-like data it trained markedly worse (valid ppl 1626 → 793 over 5 epochs against
   688 → 482 for the softmax), while G = 8 tracked the softmax (784 → 541) and G = N (independent
   per example) did no better (642 → 534); hence the default G = 8.
-* ``neg_subset="fixed"`` (tables 4-5): a pair's inclusion never changes during training. Without an
-  example id we key it on the true word: a base subset B (each word with probability α) and an
-  offset o(y) per word are drawn once (buffers ``neg_base``, ``neg_offset``, saved with the model),
-  and an example with target y has the negatives ``{(b + o(y)) mod V : b in B} \\ {y}``. Every
-  (target, classifier) pair is a negative with probability α and stays so for the whole run
-  (cluster sampling by target word rather than by example). A batch's examples have different
-  targets, hence different subsets: we score the union of the batch's subsets with one dense
-  product and mask each example's row (a per-example gather of its α V rows moves N α V h floats
-  and measured several times slower on CPU). With many distinct targets the union is most of the
-  vocabulary, so a fixed-subset step costs about what a full-softmax step costs; the saving the
-  paper reports for fixed subsets assumes per-example sparse updates, which we do not reproduce.
+* ``neg_subset="fixed"`` (tables 4-5): each training example keeps one subset for the whole run.
+  The example is named by its position p in the training stream (the trainer passes ``positions``,
+  see ``uses_positions``). A base subset B (each word with probability α, buffer ``neg_base``) is
+  drawn once; example p's negatives are B shifted cyclically by ``o(p) = hash(seed, p) mod V``:
+  ``{(b + o(p)) mod V : b in B} \\ {y}`` (``neg_seed`` is drawn once too; both are saved with the
+  model, so a resumed run keeps its subsets). Each example's subset is a Bernoulli(α) subset of V,
+  never changes across epochs, and differs between examples, as in the paper; for any classifier w
+  the examples it is a negative for are an independent α share of the corpus (o(p) is uniform and
+  independent across p). Keying by position rather than by target matters: keyed by the target
+  word (this objective's first version), a classifier outside a word's subset is never pushed down
+  in any of that word's contexts, and the fixed runs fell 10-20 % behind the variable ones on PTB.
+  A batch of N examples with distinct shifts covers all of V, so a fixed-subset step scores every
+  word densely and masks each row (``[N, V]``, built by one strided gather of the doubled base
+  mask): it costs about a full-softmax step, and the output layer is dense (``sparse_output`` is
+  False). The paper's saving for fixed subsets assumes per-example sparse updates, which a
+  mini-batched GPU-friendly step does not reproduce.
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ class Binary(OutputObjective):
     """
 
     name = "binary"
-    sparse_output = True
+    sparse_output = True  # variable subsets; fixed ones (and alpha = 1) score all of V densely
 
     def __init__(self, counts=None, *, neg_rate: float = 0.05, neg_subset: str = "variable", neg_groups: int = 8):
         super().__init__(counts)
@@ -84,7 +89,10 @@ class Binary(OutputObjective):
         self.log_alpha = math.log(self.neg_rate)
         self.register_buffer("calibrated", torch.tensor(False))
         self.register_buffer("neg_base", torch.zeros(0, dtype=torch.bool))
-        self.register_buffer("neg_offset", torch.zeros(0, dtype=torch.long))
+        self.register_buffer("neg_seed", torch.tensor(0))
+        fixed = neg_subset == "fixed" and self.neg_rate < 1.0
+        self.uses_positions = fixed  # fixed subsets are keyed on each example's stream position
+        self.sparse_output = not fixed and self.neg_rate < 1.0
         self._sampler = None
         # uncalibrated log-odds of a word with probability p are about log p - log alpha (eq. 9)
         self._init_bias = unigram_bias(counts, -self.log_alpha)
@@ -94,14 +102,15 @@ class Binary(OutputObjective):
     # -- negatives ---------------------------------------------------------------------------
     def _draw_fixed(self, num_words: int) -> None:
         self.neg_base = torch.rand(num_words) < self.neg_rate
-        self.neg_offset = torch.randint(num_words, (num_words,))
+        self.neg_seed = torch.randint(2 ** 62, ())
 
     def upgrade_state(self, tensors: dict) -> dict:
         """Read files that hold another version's buffers for the fixed subsets (``neg_fixed``, a
-        short-lived grouped scheme that left most classifiers without negatives): inference never
+        short-lived grouped scheme that left most classifiers without negatives; ``neg_offset``, the
+        per-target shifts of the version keyed on target words): inference never
         uses the training negatives, so foreign buffers are dropped and this objective's own kept."""
         own = self.state_dict()
-        for k in ("neg_fixed", "neg_base", "neg_offset"):
+        for k in ("neg_fixed", "neg_base", "neg_offset", "neg_seed"):
             if k not in own:
                 tensors.pop(k, None)
             elif k not in tensors:
@@ -111,40 +120,40 @@ class Binary(OutputObjective):
     def start_epoch(self, epoch: int) -> None:
         """Nothing to redraw: variable subsets are fresh every mini-batch, fixed ones never change."""
 
-    def draw(self, targets: torch.Tensor, num_words: int) -> Candidates:
-        """The negatives of a batch: ``[M]`` shared (variable) or ``[N, M]`` (fixed), with the mask
-        of those that are not the example's own target."""
-        if self.neg_subset == "variable":
-            if self._sampler is None or self._sampler_v != num_words:
-                self._sampler = BernoulliSampler(torch.full((num_words,), self.neg_rate))
-                self._sampler_v = num_words
-            groups = min(self.neg_groups, len(targets))
-            if groups == 1:
-                words = self._sampler.draw().to(targets.device)
-                return Candidates(words, words.unsqueeze(0) != targets.unsqueeze(1))
-            draws = [self._sampler.draw() for _ in range(groups)]
-            words, inverse = torch.unique(torch.cat(draws), return_inverse=True)
-            member = torch.zeros(groups, len(words), dtype=torch.bool)
-            member[torch.repeat_interleave(torch.arange(groups), torch.tensor([len(d) for d in draws])), inverse] = True
-            group_of = torch.arange(len(targets)) % groups
-            keep = member[group_of].to(targets.device) & (words.to(targets.device).unsqueeze(0) != targets.unsqueeze(1))
-            return Candidates(words.to(targets.device), keep)
+    def draw(self, targets: torch.Tensor, num_words: int, positions: torch.Tensor | None = None) -> Candidates:
+        """The negatives of a batch: words ``[M]`` shared by the batch with the mask ``[N, M]`` of each
+        example's negatives (never its own target). Fixed subsets need ``positions [N]``."""
+        if self.neg_subset == "fixed" and self.neg_rate < 1.0:
+            return Candidates(torch.arange(num_words, device=targets.device),
+                              self.fixed_negatives(targets, positions, num_words))
+        if self._sampler is None or self._sampler_v != num_words:
+            self._sampler = BernoulliSampler(torch.full((num_words,), self.neg_rate))
+            self._sampler_v = num_words
+        groups = min(self.neg_groups, len(targets))
+        if groups == 1:
+            words = self._sampler.draw().to(targets.device)
+            return Candidates(words, words.unsqueeze(0) != targets.unsqueeze(1))
+        draws = [self._sampler.draw() for _ in range(groups)]
+        words, inverse = torch.unique(torch.cat(draws), return_inverse=True)
+        member = torch.zeros(groups, len(words), dtype=torch.bool)
+        member[torch.repeat_interleave(torch.arange(groups), torch.tensor([len(d) for d in draws])), inverse] = True
+        group_of = torch.arange(len(targets)) % groups
+        keep = member[group_of].to(targets.device) & (words.to(targets.device).unsqueeze(0) != targets.unsqueeze(1))
+        return Candidates(words.to(targets.device), keep)
+
+    def fixed_negatives(self, targets: torch.Tensor, positions: torch.Tensor | None, num_words: int) -> torch.Tensor:
+        """``[N, V]`` bool: word w is a negative of example i iff ``(w - o(p_i)) mod V`` is in the base
+        subset and w is not its target, with ``o(p) = hash(seed, p) mod V`` (see the module docstring)."""
+        if positions is None:
+            raise ValueError("fixed negative subsets are per example: pass positions= (each example's index "
+                             "in the training data, e.g. its position in the token stream)")
         if self.neg_base.numel() != num_words:
             self._draw_fixed(num_words)
-        return self._fixed_candidates(targets, num_words, shared=True)
-
-    def _fixed_candidates(self, targets: torch.Tensor, num_words: int, shared: bool) -> Candidates:
-        """The fixed negatives of a batch: per example ``[N, M]`` (``shared=False``), or their union
-        ``[U]`` with the membership mask ``[N, U]`` (``shared=True``, what training uses)."""
-        base = torch.nonzero(self.neg_base).flatten().to(targets.device)
-        offset = self.neg_offset.to(targets.device)[targets]  # [N]
-        if not shared:
-            words = (base.unsqueeze(0) + offset.unsqueeze(1)) % num_words
-            return Candidates(words, words != targets.unsqueeze(1))
-        # w is a negative of example i iff (w - o(y_i)) mod V is in the base subset
-        words = torch.unique((base.unsqueeze(0) + torch.unique(offset).unsqueeze(1)) % num_words)
-        member = self.neg_base.to(targets.device)[(words.unsqueeze(0) - offset.unsqueeze(1)) % num_words]
-        return Candidates(words, member & (words.unsqueeze(0) != targets.unsqueeze(1)))
+        offset = position_hash(self.neg_seed, positions.to(torch.long)).remainder(num_words)  # [N]
+        windows = torch.cat([self.neg_base, self.neg_base]).unfold(0, num_words, 1)  # [V + 1, V], a view
+        mask = windows[(num_words - offset.cpu()) % num_words].to(targets.device)  # row i: base[(w - o_i) mod V]
+        mask[torch.arange(len(targets), device=targets.device), targets] = False
+        return mask
 
     def prepare(self, scorer: Scorer) -> None:
         """Start each classifier's bias at its unigram log-odds under subsampling, ``log p(w) - log α``
@@ -154,13 +163,19 @@ class Binary(OutputObjective):
 
     # -- training ----------------------------------------------------------------------------
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor,
-                candidates: Candidates | None = None) -> torch.Tensor:
-        """Mean over the batch of ``-log σ(a_y) - sum_{w in negatives} log(1 - σ(a_w))``."""
+                candidates: Candidates | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Mean over the batch of ``-log σ(a_y) - sum_{w in negatives} log(1 - σ(a_w))``.
+
+        ``positions [N]``: each example's position in the training stream (fixed subsets only)."""
         off = self.log_alpha if bool(self.calibrated) else 0.0  # train on uncalibrated scores
-        if self.neg_rate >= 1.0 and candidates is None:
-            a = scorer.score_all(ctx) - off
-            return (F.softplus(a).sum(1) - a.gather(1, targets.unsqueeze(1)).squeeze(1)).mean()
-        cand = self.draw(targets, scorer.num_words) if candidates is None else candidates
+        if candidates is None and (self.neg_rate >= 1.0 or self.neg_subset == "fixed"):
+            a = scorer.score_all(ctx) - off  # [N, V]
+            true = a.gather(1, targets.unsqueeze(1)).squeeze(1)
+            if self.neg_rate >= 1.0:
+                return (F.softplus(a).sum(1) - true).mean()
+            keep = self.fixed_negatives(targets, positions, scorer.num_words)
+            return (F.softplus(-true) + masked_fill(F.softplus(a), keep, 0.0).sum(1)).mean()
+        cand = self.draw(targets, scorer.num_words, positions) if candidates is None else candidates
         true = scorer.score_targets(ctx, targets) - off
         if cand.words.dim() == 1:
             scores = scorer.score_shared(ctx, cand.words) - off
@@ -184,6 +199,20 @@ class Binary(OutputObjective):
             if self.neg_rate < 1.0:
                 scorer.shift_bias(self.log_alpha)
             self.calibrated.fill_(True)
+
+
+def position_hash(seed: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """SplitMix64 finaliser of ``seed ^ position``, as non-negative int64 ``[N]`` (a counter-based hash:
+    the same example always gets the same value, whatever batch or epoch it is in). Int64 products wrap
+    modulo 2^64 as the unsigned ones of the reference; right shifts are made logical by masking."""
+    def shr(x, k):
+        return (x >> k) & ((1 << (64 - k)) - 1)
+
+    x = positions ^ seed.to(positions.device)
+    x = x + (0x9E3779B97F4A7C15 - (1 << 64))
+    x = (x ^ shr(x, 30)) * (0xBF58476D1CE4E5B9 - (1 << 64))
+    x = (x ^ shr(x, 27)) * (0x94D049BB133111EB - (1 << 64))
+    return shr(x ^ shr(x, 31), 1)
 
 
 def renormalised_log_prob(scores: torch.Tensor) -> torch.Tensor:

@@ -54,7 +54,8 @@ class SampledOutput(nn.Module):
             ``neg_subset="variable"|"fixed"``, ``margin``, ``learn_norm``, ``exclude_true``.
 
     Shape:
-        - hidden: ``(N, in_features)``; target: ``(N,)`` int64 in ``[0, V)``
+        - hidden: ``(N, in_features)``; target: ``(N,)`` int64 in ``[0, V)``; positions (optional):
+          ``(N,)`` int64, each example's index in the training data (``binary`` with fixed subsets)
         - :meth:`forward` returns a scalar: the mean training loss over the N examples
         - :meth:`log_prob` returns ``(N, V)``: exact ``log P(w | hidden)``
 
@@ -93,7 +94,11 @@ class SampledOutput(nn.Module):
     def bias(self) -> torch.Tensor:
         return self.output.bias
 
-    def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Mean training loss; ``positions (N,)``, each example's index in the training data, is needed
+        only by objectives keyed per example (``uses_positions``: ``binary`` with fixed subsets)."""
+        if self.objective.uses_positions:
+            return self.objective(self.output, hidden, target, positions=positions)
         return self.objective(self.output, hidden, target)
 
     def log_prob(self, hidden: torch.Tensor) -> torch.Tensor:
