@@ -1,36 +1,46 @@
-"""Shared test helpers: every test makes its own data; PTB-backed tests skip when it is absent."""
+"""The suite's fixtures (tests make their own data; PTB-backed tests skip when it is absent).
+
+Layout (tests/README.md): tests/<package>/ holds the tests of src/sampledlm/<package>/; tests of a top-level
+module (lm.py, store.py, ...) are tests/test_<module>*.py; tests/shape/ checks the package as a whole.
+tests/shape/test_test_layout.py keeps it so. Plain helpers are in tests/helpers.py (``from helpers import ...``).
+
+The test folders are not packages, so test file names are unique across tests/; and there is no conftest.py
+in a subfolder: a second one would shadow this module for files that still do ``from conftest import ...``.
+"""
 
 from __future__ import annotations
 
 import pathlib
+import sys
 
-import numpy as np
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-PTB_DIR = REPO.parent / "shared" / "data" / "ptb"
+if str(pathlib.Path(__file__).parent) not in sys.path:  # pytest's default import mode puts it there already
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+# REPO, PTB_DIR, synthetic_sentences and write_corpus are re-exported for files that import them from conftest
+from helpers import PTB_DIR, REPO, encode_sentences, synthetic_sentences, write_corpus, write_word_corpus  # noqa: E402,F401
 
 
-def synthetic_sentences(n_sentences: int, vocab_size: int = 50, seed: int = 0) -> list[list[str]]:
-    """Sentences from a random sparse bigram model over Zipf-weighted words: learnable structure."""
-    rng = np.random.default_rng(seed)
-    words = [f"w{i}" for i in range(vocab_size)]
-    zipf = 1.0 / np.arange(1, vocab_size + 1)
-    nexts = [rng.choice(vocab_size, size=5, replace=False, p=zipf / zipf.sum()) for _ in range(vocab_size + 1)]
-    sents = []
-    for _ in range(n_sentences):
-        prev, sent = vocab_size, []
-        for _ in range(int(rng.integers(3, 12))):
-            prev = int(rng.choice(nexts[prev])) if rng.random() < 0.8 else int(rng.integers(vocab_size))
-            sent.append(words[prev])
-        sents.append(sent)
-    return sents
+# --- caches ------------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch) -> pathlib.Path:
+    """Parsed-ARPA, corpus and bench caches go to tmp_path/cache, not the user's (``SAMPLEDLM_CACHE``)."""
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
-def write_corpus(path: pathlib.Path, sentences: list[list[str]]) -> pathlib.Path:
-    path.write_text("".join(" ".join(s) + "\n" for s in sentences), encoding="utf-8")
-    return path
+@pytest.fixture(scope="module")
+def module_cache(tmp_path_factory):
+    """One cache for a whole test module, so runs cached by one test are reused by the next."""
+    path = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SAMPLEDLM_CACHE", str(path))
+        yield path
 
+
+# --- corpora -------------------------------------------------------------------------------------------------------
 
 @pytest.fixture
 def tiny_corpus(tmp_path) -> dict[str, pathlib.Path]:
@@ -44,7 +54,93 @@ def tiny_corpus(tmp_path) -> dict[str, pathlib.Path]:
 
 
 @pytest.fixture
+def words_corpus(tmp_path) -> pathlib.Path:
+    """tmp_path, holding train.txt (80 sentences) and valid.txt (20) over helpers.WORDS."""
+    write_word_corpus(tmp_path / "train.txt", 80, 1)
+    write_word_corpus(tmp_path / "valid.txt", 20, 2)
+    return tmp_path
+
+
+@pytest.fixture
+def abc_corpus(tmp_path, private_cache):
+    """(path, vocabulary) of tmp_path/c.txt: "a b c", "d", an empty line, "b a"; a private corpus cache."""
+    from sampledlm.data.corpus import build_vocab
+
+    p = tmp_path / "c.txt"
+    p.write_text("a b c\nd\n\nb a\n", encoding="utf-8")
+    v = build_vocab(str(p))
+    return p, v
+
+
+@pytest.fixture(scope="module")
+def ngram_corpus():
+    """(vocabulary, train ids, held-out ids): a synthetic corpus (vocabulary 40, plus one word never seen
+    in training, "never-seen") of 200 training and 60 held-out sentences."""
+    from sampledlm.data.vocab import Vocab
+
+    sents = synthetic_sentences(260, vocab_size=40, seed=3)
+    vocab = Vocab.from_sentences(sents[:200])
+    vocab = Vocab(vocab.words + ["never-seen"], list(vocab.counts) + [0])
+    return vocab, encode_sentences(vocab, sents[:200]), encode_sentences(vocab, sents[200:])
+
+
+@pytest.fixture(scope="module")
+def arpa_corpus():
+    """(vocabulary, train ids, held-out ids): a synthetic corpus (vocabulary 30) of 120 training and 40
+    held-out sentences."""
+    from sampledlm.data.vocab import Vocab
+
+    sents = synthetic_sentences(160, vocab_size=30, seed=5)
+    vocab = Vocab.from_sentences(sents[:120])
+    return vocab, encode_sentences(vocab, sents[:120]), encode_sentences(vocab, sents[120:])
+
+
+@pytest.fixture
 def ptb_dir() -> pathlib.Path:
     if not (PTB_DIR / "ptb.train.txt").exists():
         pytest.skip(f"PTB not found at {PTB_DIR} (it lives in ../shared/data/ptb beside the repository)")
     return PTB_DIR
+
+
+# --- models --------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained_ffnn(tmp_path_factory) -> pathlib.Path:
+    """A directory with train.txt, valid.txt, test.txt (helpers.WORDS) and run/, a tiny FFNN trained on them
+    through the CLI; shared by one test module's tests."""
+    from sampledlm.cli import main
+
+    d = tmp_path_factory.mktemp("ev")
+    for name, n, seed in (("train", 80, 1), ("valid", 20, 2), ("test", 20, 3)):
+        write_word_corpus(d / f"{name}.txt", n, seed)
+    try:
+        main(["train", "--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "-o", str(d / "run"),
+              "--order", "3", "-d", "6", "--hidden", "8", "--epochs", "2", "--batch-size", "16", "--lr", "0.5"])
+    except SystemExit as e:
+        assert e.code == 0
+    return d
+
+
+# --- the command line ----------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def run_in_process(capsys):
+    """Run ``sampledlm ARGS`` in-process in ``cwd`` (the console entry point, so errors print as for a user);
+    returns (returncode, stdout, stderr) as a namespace."""
+    import os
+    from types import SimpleNamespace
+
+    from sampledlm.cli import main
+
+    def _run(*args, cwd):
+        old = os.getcwd()
+        os.chdir(cwd)
+        try:
+            with pytest.raises(SystemExit) as e:
+                main(list(args))
+        finally:
+            os.chdir(old)
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=e.value.code, stdout=out.out, stderr=out.err)
+
+    return _run

@@ -58,14 +58,15 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as e:
         click.echo(f"sampledlm: error: {e}", err=True)
         sys.exit(1)
-    except click.exceptions.Abort:
-        click.echo("sampledlm: interrupted", err=True)
+    except click.exceptions.Abort as e:  # click turns KeyboardInterrupt into Abort; the training's says how to resume
+        cause = str(e.__cause__ or "")
+        click.echo(f"sampledlm: {cause}" if cause else "sampledlm: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        click.echo("sampledlm: interrupted", err=True)
+    except KeyboardInterrupt as e:  # training raises one that says where its checkpoint is and how to resume
+        click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)

@@ -48,7 +48,7 @@ def _synthetic_note() -> str:
 @click.option("--only", "only", default=None, metavar="RUN,...",
               help="Train only these runs of the experiment (names as in its table); the other rows are kept from "
                    "the page already in OUT (marked †, with the commit they come from). For re-running the rows a "
-                   "code change affects.")
+                   "code change affects; with --no-train, the page shows these runs as far as they got.")
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
 def bench(experiment, quick, data_dir, out_dir, no_train, only, list_only):
     """Reproduce a paper's experiment: write OUT/EXPERIMENT.md, .json and .png.
@@ -85,8 +85,8 @@ def bench(experiment, quick, data_dir, out_dir, no_train, only, list_only):
     argv = ["sampledlm", "bench", experiment] + (["--quick"] if quick else []) + (["--no-train"] if no_train else [])
     argv += (["--data", data_dir] if data_dir else []) + (["--out", out_dir] if out_dir is not None else [])
     argv += ["--only", only] if only else []
-    if only is not None and (quick or no_train):
-        raise UserError("--only re-trains some runs of a full-setting page; it goes with neither --quick nor --no-train")
+    if only is not None and quick:
+        raise UserError("--only re-trains some runs of a full-setting page; it does not go with --quick")
     if out_dir is None:
         if quick:  # a smoke test never writes over the committed pages
             out_dir = tempfile.mkdtemp(prefix=f"sampledlm-bench-{experiment}-")

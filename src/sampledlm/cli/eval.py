@@ -102,7 +102,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         result["weights"] = [float(x) for x in mix.weights]
         result["weight"] = result["weights"][0]  # two models: MODEL's weight
         result["ppl"] = result["component_ppl"][0]  # MODEL alone
-        result["ngram_ppl"] = result["component_ppl"][1]  # (name kept for scripts written for ARPA mixtures)
+        if len(mix.models) == 2 and getattr(mix.models[1], "family", None) == "ngram":
+            result["ngram_ppl"] = result["component_ppl"][1]  # (name kept for scripts written for ARPA mixtures)
         result["interpolated_ppl"] = perplexity_of(lp)
     else:
         lp = lm.logprobs(ids, independent=independent)

@@ -235,5 +235,5 @@ def eval_cmd(model_dir, files, tests, as_json, opts):
         if len(ids) == 0:
             raise UserError(f"{path}: no words found")
         ppl = lm.perplexity(ids)
-        r = {"file": path, "predictions": int(len(ids)), "perplexity": ppl}
+        r = {"file": path, "predictions": int(len(ids)), "ppl": ppl, "perplexity": ppl}  # "perplexity": the old name
         click.echo(json.dumps(r) if as_json else f"{path}: {len(ids):,} predictions, perplexity {ppl:.2f}")

@@ -109,7 +109,8 @@ def eval_(model, test_path, per_sentence, as_json, opts):
     kept = lnp[~oov_mask]
     ppl_excl = math.exp(-kept.mean()) if len(kept) else float("nan")
     n_sent = sentence_count(ids)
-    summary = {"model": model, "test": test_path, "order": lm.order, "perplexity": math.exp(-lnp.mean()),
+    ppl = math.exp(-lnp.mean())  # "ppl" as sampledlm eval prints it; "perplexity": its name before the unification
+    summary = {"model": model, "test": test_path, "order": lm.order, "ppl": ppl, "perplexity": ppl,
                "perplexity_excluding_oov": ppl_excl, "log10_prob": log10_total, "predictions": int(len(ids)),
                "sentences": n_sent, "oov": oov, "model_has_unk": lm.has_unk,
                "seconds_load": round(t_load, 3), "seconds_score": round(t_score, 3)}

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import json
+from helpers import bench, run_quick
 
-import pytest
-from click.testing import CliRunner
-
-from sampledlm.cli import cli
 from sampledlm.bench import EXPERIMENTS
-
-
-def bench(*args):
-    return CliRunner().invoke(cli, ["bench", *args])
 
 
 def test_list_and_unknown():
@@ -25,20 +17,6 @@ def test_list_and_unknown():
 def test_bad_data_dir(tmp_path):
     r = bench("css-estimates", "--quick", "--data", str(tmp_path), "--out", str(tmp_path))
     assert r.exit_code != 0 and "train.txt" in str(r.exception)
-
-
-def run_quick(name, tmp_path, page=None, against="Against the paper"):
-    """Run ``sampledlm bench NAME --quick --out tmp_path``; check the page (``page``: its file name
-    when it is not the experiment's) and return its data."""
-    page = page or name
-    r = bench(name, "--quick", "--out", str(tmp_path))
-    assert r.exit_code == 0, r.output + repr(r.exception)
-    for ext in ("md", "json", "png"):
-        assert (tmp_path / f"{page}.{ext}").stat().st_size > 0
-    doc = json.loads((tmp_path / f"{page}.json").read_text())
-    assert {"meta", "data"} <= set(doc) and doc["meta"]["command"].startswith(f"sampledlm bench {name} --quick")
-    assert against in (tmp_path / f"{page}.md").read_text()
-    return doc["data"]
 
 
 def test_css_estimates(tmp_path):

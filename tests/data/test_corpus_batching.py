@@ -3,28 +3,19 @@ import pytest
 import torch
 
 from sampledlm.data.batches import NgramBatches, bptt_batches, bptt_rows, ngram_histories, sentence_positions
-from sampledlm.data.corpus import build_vocab, encode_file, load_ids, sentence_count
+from sampledlm.data.corpus import encode_file, load_ids, sentence_count
 
 
-@pytest.fixture
-def small(tmp_path, monkeypatch):
-    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
-    p = tmp_path / "c.txt"
-    p.write_text("a b c\nd\n\nb a\n", encoding="utf-8")
-    v = build_vocab(str(p))
-    return p, v
-
-
-def test_stream_layout(small):
-    p, v = small
+def test_stream_layout(abc_corpus):
+    p, v = abc_corpus
     ids = encode_file(str(p), v)
     assert ids.dtype == np.int32
     assert v.decode(ids.tolist()) == ["a", "b", "c", "</s>", "d", "</s>", "b", "a", "</s>"]
     assert sentence_count(ids) == 3
 
 
-def test_cache_is_memory_mapped_and_invalidated(small, tmp_path):
-    p, v = small
+def test_cache_is_memory_mapped_and_invalidated(abc_corpus, tmp_path):
+    p, v = abc_corpus
     first = load_ids(str(p), v)
     assert isinstance(first, np.memmap)
     assert np.array_equal(load_ids(str(p), v), first)
@@ -36,8 +27,8 @@ def test_cache_is_memory_mapped_and_invalidated(small, tmp_path):
     assert v.decode(load_ids(str(p), v).tolist()) == ["a", "a", "</s>"]
 
 
-def test_history_padding_with_bos(small):
-    p, v = small
+def test_history_padding_with_bos(abc_corpus):
+    p, v = abc_corpus
     ids = encode_file(str(p), v)
     h = ngram_histories(ids, sentence_positions(ids), order=3, bos_id=v.bos_id)
     words = [v.decode(row) for row in h.tolist()]
@@ -47,8 +38,8 @@ def test_history_padding_with_bos(small):
     assert ngram_histories(ids, sentence_positions(ids), order=1, bos_id=v.bos_id).shape == (9, 0)
 
 
-def test_ngram_batches_cover_every_position_once(small):
-    p, v = small
+def test_ngram_batches_cover_every_position_once(abc_corpus):
+    p, v = abc_corpus
     ids = encode_file(str(p), v)
     seen = []
     for hist, tgt in NgramBatches(ids, 3, v.bos_id, batch_size=4, shuffle=True, generator=np.random.default_rng(3)):

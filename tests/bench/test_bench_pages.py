@@ -4,14 +4,11 @@ to be stand-alone scripts, on the built-in corpus; and the experiments' other na
 from __future__ import annotations
 
 import pytest
-from test_experiments import bench, run_quick
+from helpers import bench, run_quick
 
 from sampledlm.bench import ALIASES, EXPERIMENTS
 
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def test_corpus_quick(tmp_path):

@@ -6,26 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import synthetic_sentences
+from helpers import encode_sentences as encode
 
 from sampledlm.ngram import SMOOTHINGS, read_arpa, write_arpa, train_ngram
 from sampledlm.ngram.counts import count_ngrams
 from sampledlm.ngram.kneser_ney import adjusted_counts, discounts
 from sampledlm.ngram.tables import lookup_grams
 from sampledlm.data.vocab import Vocab
-
-
-def encode(vocab: Vocab, sents: list[list[str]]) -> np.ndarray:
-    return np.array([i for s in sents for i in vocab.encode(s) + [0]], dtype=np.int32)
-
-
-@pytest.fixture(scope="module")
-def small():
-    """A synthetic corpus (vocabulary 40, plus one word never seen in training) and held-out text."""
-    sents = synthetic_sentences(260, vocab_size=40, seed=3)
-    vocab = Vocab.from_sentences(sents[:200])
-    vocab = Vocab(vocab.words + ["never-seen"], list(vocab.counts) + [0])
-    return vocab, encode(vocab, sents[:200]), encode(vocab, sents[200:])
 
 
 def probs_over_vocab(lm, hist: list[int]) -> np.ndarray:
@@ -47,8 +34,8 @@ def histories(vocab, ids, order, rng):
 
 @pytest.mark.parametrize("smoothing", sorted(SMOOTHINGS))
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
-def test_probabilities_sum_to_one_over_the_vocabulary(small, smoothing, order):
-    vocab, train, valid = small
+def test_probabilities_sum_to_one_over_the_vocabulary(ngram_corpus, smoothing, order):
+    vocab, train, valid = ngram_corpus
     lm = train_ngram(train, vocab, order, smoothing, valid_ids=valid)
     rng = np.random.default_rng(order)
     for hist in histories(vocab, train, order, rng):
@@ -142,8 +129,8 @@ def test_katz_backs_off_with_leftover_mass():
     assert p(lm, vocab, ["a"], "a") == pytest.approx(beta * p(lm, vocab, [], "a"))
 
 
-def test_jelinek_mercer_needs_validation_text_and_learns_weights(small):
-    vocab, train, valid = small
+def test_jelinek_mercer_needs_validation_text_and_learns_weights(ngram_corpus):
+    vocab, train, valid = ngram_corpus
     from sampledlm.errors import UserError
 
     with pytest.raises(UserError, match="held-out"):
@@ -155,8 +142,8 @@ def test_jelinek_mercer_needs_validation_text_and_learns_weights(small):
     assert lm.perplexity(valid, vocab) < fixed.perplexity(valid, vocab)
 
 
-def test_kneser_ney_beats_add_k_and_context_helps(small):
-    vocab, train, valid = small
+def test_kneser_ney_beats_add_k_and_context_helps(ngram_corpus):
+    vocab, train, valid = ngram_corpus
     ppl = {s: train_ngram(train, vocab, 3, s, valid_ids=valid).perplexity(valid, vocab) for s in SMOOTHINGS}
     assert ppl["mkn"] < ppl["addk"] and ppl["kn"] < ppl["addk"]
     assert all(math.isfinite(x) for x in ppl.values())
@@ -164,8 +151,8 @@ def test_kneser_ney_beats_add_k_and_context_helps(small):
     assert train_ngram(train, vocab, 1).perplexity(valid, vocab) > 1.5 * train_ngram(train, vocab, 2).perplexity(valid, vocab)
 
 
-def test_query_api_agrees_with_stream_scores(small):
-    vocab, train, valid = small
+def test_query_api_agrees_with_stream_scores(ngram_corpus):
+    vocab, train, valid = ngram_corpus
     lm = train_ngram(train, vocab, 3)
     sent_ids = list(valid[: list(valid).index(0) + 1])
     words = vocab.decode(sent_ids[:-1])
@@ -176,8 +163,8 @@ def test_query_api_agrees_with_stream_scores(small):
         assert lm.logprob(hist[i : i + 2], w) == pytest.approx(lnp[i] / math.log(10))
 
 
-def test_stream_logprobs_maps_words_by_string(small, tmp_path):
-    vocab, train, valid = small
+def test_stream_logprobs_maps_words_by_string(ngram_corpus, tmp_path):
+    vocab, train, valid = ngram_corpus
     lm = train_ngram(train, vocab, 3)
     path = tmp_path / "m.arpa"
     write_arpa(lm, str(path))
@@ -194,8 +181,8 @@ def test_stream_logprobs_maps_words_by_string(small, tmp_path):
 
 
 @pytest.mark.parametrize("smoothing", ["mkn", "katz"])
-def test_orders_beyond_five(small, smoothing):
-    vocab, train, valid = small
+def test_orders_beyond_five(ngram_corpus, smoothing):
+    vocab, train, valid = ngram_corpus
     lm = train_ngram(train, vocab, 7, smoothing, valid_ids=valid)
     assert lm.order == 7 and len(lm.tables[6]) > 0
     for hist in histories(vocab, train, 7, np.random.default_rng(7))[::4]:

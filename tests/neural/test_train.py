@@ -2,49 +2,18 @@
 
 import json
 import os
-import random
 
 import numpy as np
 import pytest
 import torch
+from helpers import config_for
 
 from sampledlm.neural import rundir as runs
 from sampledlm.errors import UserError
-from sampledlm.neural.registry import model_spec
 from sampledlm.objectives.base import OutputObjective
 from sampledlm.neural.rnn import RecurrentData
 from sampledlm.neural.trainer import (Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
                              resume_run)
-
-WORDS = "the a cat dog sat ran on under mat log big small red".split()
-
-
-def write_corpus(path, n, seed):
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for _ in range(n):
-            k = rng.randint(2, 8)
-            f.write(" ".join(rng.choice(WORDS) for _ in range(k)) + "\n")
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    write_corpus(tmp_path / "train.txt", 80, 1)
-    write_corpus(tmp_path / "valid.txt", 20, 2)
-    return tmp_path
-
-
-def config_for(corpus, model="ffnn", **train):
-    from sampledlm.data.corpus import build_vocab
-    from sampledlm.data.tokenizer import TextOptions
-
-    vocab = build_vocab(str(corpus / "train.txt"))
-    spec = model_spec("ffnn", order=3, embed_dim=6, hidden=[8]) if model == "ffnn" else \
-        model_spec(model, embed_dim=6, hidden=8, dropout=0.1)
-    t = dict(TrainOptions(batch_size=16, bptt=5, epochs=3, lr=0.5).__dict__)
-    t.update(train)
-    data = {"train": str(corpus / "train.txt"), "valid": str(corpus / "valid.txt"), "text_options": TextOptions().to_dict()}
-    return runs.make_config(spec, "softmax", {}, t, data, vocab), vocab
 
 
 def final_numbers(run_dir):
@@ -57,31 +26,31 @@ def final_numbers(run_dir):
 
 @pytest.mark.parametrize("model,train", [("ffnn", {"momentum": 0.5, "weight_decay": 1e-4}),
                                          ("gru", {"optimizer": "adam", "lr": 0.01, "clip": 1.0, "epochs": 2, "bf16": True})])
-def test_resume_after_interrupt_gives_the_same_numbers(corpus, model, train):
-    config, vocab = config_for(corpus, model, **train)
-    new_run(str(corpus / "a"), config, vocab).train()
-    want_w, want_m = final_numbers(corpus / "a")
+def test_resume_after_interrupt_gives_the_same_numbers(words_corpus, model, train):
+    config, vocab = config_for(words_corpus, model, **train)
+    new_run(str(words_corpus / "a"), config, vocab).train()
+    want_w, want_m = final_numbers(words_corpus / "a")
 
-    t = new_run(str(corpus / "b"), config, vocab)
+    t = new_run(str(words_corpus / "b"), config, vocab)
     steps_per_epoch = t.data.num_batches()
     t.interrupt_at_step = steps_per_epoch + 3  # in the middle of epoch 2
     with pytest.raises(TrainingInterrupted):
         t.train()
-    resumed = resume_run(str(corpus / "b"))
+    resumed = resume_run(str(words_corpus / "b"))
     assert resumed.state.step == steps_per_epoch + 3 and resumed.state.epoch == 1
     resumed.train()
-    got_w, got_m = final_numbers(corpus / "b")
+    got_w, got_m = final_numbers(words_corpus / "b")
     assert got_m == want_m
     for k in want_w:
         assert torch.equal(got_w[k], want_w[k]), k
 
 
-def test_interrupted_checkpoint_write_keeps_the_previous_one(corpus, monkeypatch):
-    config, vocab = config_for(corpus, epochs=2)
-    t = new_run(str(corpus / "r"), config, vocab)
+def test_interrupted_checkpoint_write_keeps_the_previous_one(words_corpus, monkeypatch):
+    config, vocab = config_for(words_corpus, epochs=2)
+    t = new_run(str(words_corpus / "r"), config, vocab)
     t.opts.epochs = 1
     t.train()
-    before = runs.latest_checkpoint(str(corpus / "r"))
+    before = runs.latest_checkpoint(str(words_corpus / "r"))
     snapshot = {f: open(os.path.join(before, f), "rb").read() for f in os.listdir(before)}
 
     real = runs.save_tensors
@@ -94,29 +63,29 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(corpus, monkeypatch
         return real(path, tensors, metadata)
 
     monkeypatch.setattr(runs, "save_tensors", failing)
-    t2 = resume_run(str(corpus / "r"))
+    t2 = resume_run(str(words_corpus / "r"))
     t2.state.done, t2.state.finalized = False, False
     t2.opts.epochs = 2
     with pytest.raises(KeyboardInterrupt):
         t2.train()
     monkeypatch.setattr(runs, "save_tensors", real)
-    assert runs.latest_checkpoint(str(corpus / "r")) == before
+    assert runs.latest_checkpoint(str(words_corpus / "r")) == before
     assert {f: open(os.path.join(before, f), "rb").read() for f in os.listdir(before)} == snapshot
-    resume_run(str(corpus / "r"))  # still loads
+    resume_run(str(words_corpus / "r"))  # still loads
 
 
-def test_lr_halving_and_stop(corpus):
-    config, vocab = config_for(corpus, epochs=30, max_halvings=1, lr=0.5, min_improvement=0.99)
-    st = new_run(str(corpus / "h"), config, vocab).train()
+def test_lr_halving_and_stop(words_corpus):
+    config, vocab = config_for(words_corpus, epochs=30, max_halvings=1, lr=0.5, min_improvement=0.99)
+    st = new_run(str(words_corpus / "h"), config, vocab).train()
     # epoch 1 improves on infinity; later epochs never gain 99%: halve once, then stop
     assert [m["lr"] for m in st.metrics] == [0.5, 0.5, 0.25]
     assert st.done and st.finalized and st.halvings == 1
-    assert os.path.exists(corpus / "h" / "learning_curve.png")
+    assert os.path.exists(words_corpus / "h" / "learning_curve.png")
 
 
-def test_rnn_state_reset_at_epoch_start_and_carried_within(corpus):
-    config, vocab = config_for(corpus, "gru", epochs=1)
-    t = new_run(str(corpus / "s"), config, vocab)
+def test_rnn_state_reset_at_epoch_start_and_carried_within(words_corpus):
+    config, vocab = config_for(words_corpus, "gru", epochs=1)
+    t = new_run(str(words_corpus / "s"), config, vocab)
     seen = []
     real_forward = t.model.forward
 
@@ -155,17 +124,17 @@ class SparseToy(OutputObjective):
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_sparse_objective_trains_with_sparse_optimisers(corpus, optimizer):
+def test_sparse_objective_trains_with_sparse_optimisers(words_corpus, optimizer):
     from sampledlm.data.corpus import load_ids
     from sampledlm.neural.registry import build_model
 
-    config, vocab = config_for(corpus)
+    config, vocab = config_for(words_corpus)
     obj = SparseToy()
     model = build_model(config["model"], len(vocab), sparse_output=True)
     opts = TrainOptions(optimizer=optimizer, lr=0.05, batch_size=4, epochs=1, clip=1.0, weight_decay=1e-3)
-    ids = load_ids(str(corpus / "train.txt"), vocab, cache=False)
-    os.makedirs(corpus / "sp")
-    t = Trainer(str(corpus / "sp"), model, obj, ids, ids[:50], opts)
+    ids = load_ids(str(words_corpus / "train.txt"), vocab, cache=False)
+    os.makedirs(words_corpus / "sp")
+    t = Trainer(str(words_corpus / "sp"), model, obj, ids, ids[:50], opts)
     assert [type(o).__name__ for o in t.optimizers] == (["SGD"] if optimizer == "sgd" else ["Adam", "SparseAdam"])
     before = model.output.weight.detach().clone()
     batch = t.data.batch(0, 0)
@@ -187,57 +156,57 @@ def test_clip_gradients_dense_and_sparse():
     assert float(total.sqrt()) == pytest.approx(1.0, rel=1e-4)
 
 
-def test_new_run_refuses_an_existing_run(corpus):
-    config, vocab = config_for(corpus, epochs=1)
-    new_run(str(corpus / "x"), config, vocab).train()
+def test_new_run_refuses_an_existing_run(words_corpus):
+    config, vocab = config_for(words_corpus, epochs=1)
+    new_run(str(words_corpus / "x"), config, vocab).train()
     with pytest.raises(UserError, match="--resume"):
-        new_run(str(corpus / "x"), config, vocab)
+        new_run(str(words_corpus / "x"), config, vocab)
 
 
-def test_diverging_training_stops_with_a_clear_error(corpus):
-    config, vocab = config_for(corpus, lr=1e30, epochs=1)
+def test_diverging_training_stops_with_a_clear_error(words_corpus):
+    config, vocab = config_for(words_corpus, lr=1e30, epochs=1)
     with pytest.raises(UserError, match="diverged"):
-        new_run(str(corpus / "d"), config, vocab).train()
+        new_run(str(words_corpus / "d"), config, vocab).train()
 
 
-def test_resume_with_fewer_epochs_stops_and_finalizes(corpus):
-    config, vocab = config_for(corpus, epochs=5)
-    t = new_run(str(corpus / "f"), config, vocab)
+def test_resume_with_fewer_epochs_stops_and_finalizes(words_corpus):
+    config, vocab = config_for(words_corpus, epochs=5)
+    t = new_run(str(words_corpus / "f"), config, vocab)
     t.interrupt_at_step = t.data.num_batches()  # the last step of epoch 1
     with pytest.raises(TrainingInterrupted):
         t.train()
-    r = resume_run(str(corpus / "f"), {"epochs": 1})  # finishes epoch 1 (its validation), then stops
+    r = resume_run(str(words_corpus / "f"), {"epochs": 1})  # finishes epoch 1 (its validation), then stops
     st = r.train()
     assert st.finalized and len(st.metrics) == 1
-    assert runs.load_tensors(str(corpus / "f" / "model.safetensors"))[1]["finalized"] == "true"
+    assert runs.load_tensors(str(words_corpus / "f" / "model.safetensors"))[1]["finalized"] == "true"
 
 
 @pytest.mark.parametrize("objective,options", [("neg", {"samples": 5}), ("binary", {"neg_rate": 0.3})])
-def test_resume_is_exact_with_sampled_objectives(corpus, objective, options):
+def test_resume_is_exact_with_sampled_objectives(words_corpus, objective, options):
     """Sparse output gradients, SparseAdam and the objectives' own randomness survive an interrupt."""
-    config, vocab = config_for(corpus, optimizer="adam", lr=0.01, epochs=2)
+    config, vocab = config_for(words_corpus, optimizer="adam", lr=0.01, epochs=2)
     config["objective"] = {"name": objective, "options": options}
-    new_run(str(corpus / "a"), config, vocab).train()
-    t = new_run(str(corpus / "b"), config, vocab)
+    new_run(str(words_corpus / "a"), config, vocab).train()
+    t = new_run(str(words_corpus / "b"), config, vocab)
     t.interrupt_at_step = t.data.num_batches() + 2
     with pytest.raises(TrainingInterrupted):
         t.train()
-    resume_run(str(corpus / "b")).train()
-    (wa, ma), (wb, mb) = final_numbers(corpus / "a"), final_numbers(corpus / "b")
+    resume_run(str(words_corpus / "b")).train()
+    (wa, ma), (wb, mb) = final_numbers(words_corpus / "a"), final_numbers(words_corpus / "b")
     assert ma == mb and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
 @pytest.mark.parametrize("model", ["ffnn", "gru"])
-def test_train_eval_records_exact_training_perplexity(corpus, model):
+def test_train_eval_records_exact_training_perplexity(words_corpus, model):
     from sampledlm.data.corpus import load_ids
     from sampledlm.neural.lm import perplexity
 
-    config, vocab = config_for(corpus, model, epochs=2, train_eval=50)
-    st = new_run(str(corpus / "te"), config, vocab).train()
+    config, vocab = config_for(words_corpus, model, epochs=2, train_eval=50)
+    st = new_run(str(words_corpus / "te"), config, vocab).train()
     assert all(m["train_ppl"] > 1 for m in st.metrics) and len(st.metrics) == 2
     # the figure is the exact perplexity of the training prefix under the weights at the epoch's end
-    m, obj, _, _ = runs.load_run(str(corpus / "te"))
-    ids = load_ids(str(corpus / "train.txt"), vocab, cache=False)
+    m, obj, _, _ = runs.load_run(str(words_corpus / "te"))
+    ids = load_ids(str(words_corpus / "train.txt"), vocab, cache=False)
     best = min(st.metrics, key=lambda r: r["valid_ppl"])
     assert best["train_ppl"] == pytest.approx(perplexity(m, obj, ids[:50]), rel=1e-5)
 
@@ -257,8 +226,8 @@ def test_data_fraction_fixed_and_variable_shares():
     assert len(set(v0)) == 100 and len(set(v0) & set(v1)) < 50  # a fresh share each epoch
 
 
-def test_data_fraction_is_refused_for_recurrent_models(corpus):
-    config, vocab = config_for(corpus, "gru", data_fraction=0.5)
+def test_data_fraction_is_refused_for_recurrent_models(words_corpus):
+    config, vocab = config_for(words_corpus, "gru", data_fraction=0.5)
     with pytest.raises(UserError, match="feed-forward"):
-        new_run(str(corpus / "df"), config, vocab)
-    assert not (corpus / "df").exists()
+        new_run(str(words_corpus / "df"), config, vocab)
+    assert not (words_corpus / "df").exists()

@@ -4,34 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import synthetic_sentences
 
 from sampledlm.errors import UserError
 from sampledlm.ngram import SMOOTHINGS, read_arpa, write_arpa, train_ngram
-from sampledlm.data.vocab import Vocab
 
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """Parsed-ARPA and corpus caches go to a temporary directory, not the user's."""
-    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def data():
-    sents = synthetic_sentences(160, vocab_size=30, seed=5)
-    vocab = Vocab.from_sentences(sents[:120])
-
-    def enc(ss):
-        return np.array([i for s in ss for i in vocab.encode(s) + [0]], dtype=np.int32)
-
-    return vocab, enc(sents[:120]), enc(sents[120:])
+pytestmark = pytest.mark.usefixtures("private_cache")  # parsed-ARPA and corpus caches: not the user's
 
 
 @pytest.mark.parametrize("smoothing", sorted(SMOOTHINGS))
 @pytest.mark.parametrize("order", [1, 3])
-def test_round_trip_gives_identical_probabilities(data, tmp_path, smoothing, order):
-    vocab, train, valid = data
+def test_round_trip_gives_identical_probabilities(arpa_corpus, tmp_path, smoothing, order):
+    vocab, train, valid = arpa_corpus
     lm = train_ngram(train, vocab, order, smoothing, valid_ids=valid)
     path = str(tmp_path / "m.arpa")
     write_arpa(lm, path)
@@ -125,9 +108,9 @@ def test_not_an_arpa_file(tmp_path):
         read_arpa(str(tmp_path / "missing.arpa"))
 
 
-def test_kenlm_reads_our_file_and_agrees(data, tmp_path):
+def test_kenlm_reads_our_file_and_agrees(arpa_corpus, tmp_path):
     kenlm = pytest.importorskip("kenlm")
-    vocab, train, valid = data
+    vocab, train, valid = arpa_corpus
     lm = train_ngram(train, vocab, 4)
     path = str(tmp_path / "m.arpa")
     write_arpa(lm, path)
@@ -141,8 +124,8 @@ def test_kenlm_reads_our_file_and_agrees(data, tmp_path):
         start = end + 1
 
 
-def test_error_in_a_bulk_parsed_section_names_the_line(data, tmp_path):
-    vocab, train, _ = data
+def test_error_in_a_bulk_parsed_section_names_the_line(arpa_corpus, tmp_path):
+    vocab, train, _ = arpa_corpus
     path = tmp_path / "m.arpa"
     write_arpa(train_ngram(train, vocab, 3), str(path))
     lines = path.read_text().split("\n")
@@ -153,8 +136,8 @@ def test_error_in_a_bulk_parsed_section_names_the_line(data, tmp_path):
         read_arpa(str(path))
 
 
-def test_parsed_files_are_cached_until_they_change(data, tmp_path):
-    vocab, train, valid = data
+def test_parsed_files_are_cached_until_they_change(arpa_corpus, tmp_path):
+    vocab, train, valid = arpa_corpus
     path = tmp_path / "m.arpa"
     write_arpa(train_ngram(train, vocab, 3), str(path))
     first = read_arpa(str(path))

@@ -4,38 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 
-from sampledlm.cli import main
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """Parsed-ARPA and corpus caches go to a temporary directory, not the user's."""
-    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
-
-
-@pytest.fixture
-def run(capsys):
-    """Run ``sampledlm ARGS`` in-process (the console entry point, so errors print as for a user)."""
-
-    def _run(*args, cwd):
-        old = os.getcwd()
-        os.chdir(cwd)
-        try:
-            with pytest.raises(SystemExit) as e:
-                main(list(args))
-        finally:
-            os.chdir(old)
-        out = capsys.readouterr()
-        return SimpleNamespace(returncode=e.value.code, stdout=out.out, stderr=out.err)
-
-    return _run
+pytestmark = pytest.mark.usefixtures("private_cache")  # parsed-ARPA and corpus caches: not the user's
 
 
 def assert_one_line_error(r, *fragments):
@@ -47,46 +21,49 @@ def assert_one_line_error(r, *fragments):
         assert f in lines[0], lines[0]
 
 
-def test_train_then_eval(tiny_corpus, run):
+def test_train_then_eval(tiny_corpus, run_in_process):
     d = tiny_corpus["train"].parent
-    r = run("ngram", "train", "--train", "train.txt", "--order", "3", "-o", "kn3.arpa", "--valid", "valid.txt", cwd=d)
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--order", "3", "-o", "kn3.arpa",
+                       "--valid", "valid.txt", cwd=d)
     assert r.returncode == 0, r.stderr
     assert "modified Kneser-Ney" in r.stderr and "valid perplexity" in r.stderr
-    r = run("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--json", cwd=d)
+    r = run_in_process("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--json", cwd=d)
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     n_words = sum(len(line.split()) for line in (d / "test.txt").read_text().splitlines())
     assert s["predictions"] == n_words + 60 and s["sentences"] == 60 and s["oov"] == 0
     assert 1 < s["perplexity"] < 60
-    r = run("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--per-sentence", cwd=d)
+    r = run_in_process("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--per-sentence", cwd=d)
     scores = [float(x) for x in r.stdout.split()]
     assert len(scores) == 60
     assert 10 ** (-sum(scores) / s["predictions"]) == pytest.approx(s["perplexity"], rel=1e-6)
     assert "perplexity" in r.stderr
 
 
-def test_every_smoothing_from_the_command_line(tiny_corpus, run):
+def test_every_smoothing_from_the_command_line(tiny_corpus, run_in_process):
     d = tiny_corpus["train"].parent
     ppl = {}
     for sm in ("mkn", "kn", "wb", "jm", "katz", "addk"):
-        r = run("ngram", "train", "--train", "train.txt", "--order", "2", "--smoothing", sm, "--valid", "valid.txt",
-                "-o", f"{sm}.arpa", cwd=d)
+        r = run_in_process("ngram", "train", "--train", "train.txt", "--order", "2", "--smoothing", sm,
+                           "--valid", "valid.txt", "-o", f"{sm}.arpa", cwd=d)
         assert r.returncode == 0, r.stderr
-        ppl[sm] = json.loads(run("ngram", "eval", f"{sm}.arpa", "--test", "test.txt", "--json", cwd=d).stdout)["perplexity"]
+        r = run_in_process("ngram", "eval", f"{sm}.arpa", "--test", "test.txt", "--json", cwd=d)
+        ppl[sm] = json.loads(r.stdout)["perplexity"]
     assert all(math.isfinite(x) for x in ppl.values())
     assert ppl["mkn"] < ppl["addk"]
 
 
-def test_oov_words_are_counted_and_scored_as_unk(tmp_path, run):
+def test_oov_words_are_counted_and_scored_as_unk(tmp_path, run_in_process):
     (tmp_path / "train.txt").write_text("a b c\nb c a\n" * 20)
     (tmp_path / "test.txt").write_text("a zzz c\n")
     (tmp_path / "vocab.txt").write_text("a\t1\nb\t1\nc\t1\n")
-    assert run("ngram", "train", "--train", "train.txt", "--vocab", "vocab.txt", "-o", "m.arpa", cwd=tmp_path).returncode == 0
-    s = json.loads(run("ngram", "eval", "m.arpa", "--test", "test.txt", "--json", cwd=tmp_path).stdout)
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--vocab", "vocab.txt", "-o", "m.arpa", cwd=tmp_path)
+    assert r.returncode == 0
+    s = json.loads(run_in_process("ngram", "eval", "m.arpa", "--test", "test.txt", "--json", cwd=tmp_path).stdout)
     assert s["oov"] == 1 and s["predictions"] == 4 and math.isfinite(s["perplexity"])
 
 
-def test_errors_are_one_line_and_leave_no_file(tmp_path, run):
+def test_errors_are_one_line_and_leave_no_file(tmp_path, run_in_process):
     (tmp_path / "train.txt").write_text("a b\n")
     (tmp_path / "empty.txt").write_text("")
     (tmp_path / "bad.arpa").write_text("\n\\data\\\nngram 1=2\n\n\\1-grams:\n-1\t</s>\nnope\t<s>\n\n\\end\\\n")
@@ -102,9 +79,9 @@ def test_errors_are_one_line_and_leave_no_file(tmp_path, run):
         (["eval", "train.txt", "--test", "train.txt"], ["train.txt", "\\data\\"]),
     ]
     for args, fragments in cases:
-        assert_one_line_error(run("ngram", *args, cwd=tmp_path), *fragments)
+        assert_one_line_error(run_in_process("ngram", *args, cwd=tmp_path), *fragments)
     assert not (tmp_path / "m.arpa").exists()
-    r = run("ngram", "train", "--train", "train.txt", "--order", "0", "-o", "m.arpa", cwd=tmp_path)
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--order", "0", "-o", "m.arpa", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 

@@ -5,19 +5,9 @@ from __future__ import annotations
 
 import math
 
-import pytest
-from test_experiments import run_quick
+from helpers import bench, run_quick, write_word_corpus
 
 from sampledlm.bench import EXPERIMENTS, lmruns
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One cache for the module, so the quick softmax run is shared by xu-nnlm and nce-samples."""
-    path = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SAMPLEDLM_CACHE", str(path))
-        yield path
 
 
 def by_name(data):
@@ -34,7 +24,7 @@ def check_headline(data):
         assert h["relative_cost"] is None or h["relative_cost"] > 0
 
 
-def test_xu_nnlm_quick(cache, tmp_path):
+def test_xu_nnlm_quick(module_cache, tmp_path):
     data = run_quick("xu-nnlm", tmp_path)
     rows = by_name(data)
     assert set(rows) == {"softmax", "binary-0.1-variable", "standard-0.1-variable"} and not data.get("failures")
@@ -46,7 +36,7 @@ def test_xu_nnlm_quick(cache, tmp_path):
     assert "Table 7" in (tmp_path / "xu-nnlm.md").read_text()
 
 
-def test_nce_samples_quick(cache, tmp_path):
+def test_nce_samples_quick(module_cache, tmp_path):
     data = run_quick("nce-samples", tmp_path)
     rows = by_name(data)
     assert set(rows) == {"softmax", "nce-k5", "nce-k25"}
@@ -54,7 +44,7 @@ def test_nce_samples_quick(cache, tmp_path):
     check_headline(data)
 
 
-def test_css_gru_quick(cache, tmp_path):
+def test_css_gru_quick(module_cache, tmp_path):
     data = run_quick("css-gru", tmp_path)
     rows = by_name(data)
     assert set(rows) == {"softmax", "css-is-a0.75", "neg-a0.75"}
@@ -67,7 +57,7 @@ def test_css_gru_quick(cache, tmp_path):
     check_headline(data)
 
 
-def test_runs_are_reused_and_failures_recorded(cache, tmp_path):
+def test_runs_are_reused_and_failures_recorded(module_cache, tmp_path):
     """A run whose options the trainer refuses is recorded as failed and the others go on; a
     finished run is reused, not retrained."""
     import os
@@ -91,18 +81,15 @@ def test_runs_are_reused_and_failures_recorded(cache, tmp_path):
 def test_every_experiment_has_a_quick_test():
     import pathlib
 
-    text = "".join(p.read_text() for p in pathlib.Path(__file__).parent.glob("test_experiment*.py"))
+    text = "".join(p.read_text() for p in pathlib.Path(__file__).parent.glob("test_bench*.py"))
     for name in EXPERIMENTS:
         assert f'run_quick("{name}"' in text, f"no --quick test for experiment {name}"
 
 
 def test_no_train_rebuilds_the_page_from_finished_runs_only(tmp_path, monkeypatch):
-    from test_experiments import bench
-    from test_train import write_corpus
-
     monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
     for name, n, seed in (("train", 60, 1), ("valid", 15, 2), ("test", 15, 3)):
-        write_corpus(tmp_path / f"{name}.txt", n, seed)
+        write_word_corpus(tmp_path / f"{name}.txt", n, seed)
     r = bench("nce-samples", "--no-train", "--data", str(tmp_path), "--out", str(tmp_path / "out"))
     assert r.exit_code == 0, r.output + repr(r.exception)
     page = (tmp_path / "out" / "nce-samples.md").read_text()

@@ -4,12 +4,12 @@ import os
 
 import pytest
 import torch
+from helpers import config_for
 
 from sampledlm.errors import UserError
 from sampledlm.neural.registry import build_model
 from sampledlm.objectives.softmax import SoftmaxObjective
 from sampledlm.neural.trainer import Trainer, TrainOptions
-from test_train import config_for, corpus  # noqa: F401  (fixture)
 
 
 class DivergesAtStep(SoftmaxObjective):
@@ -30,15 +30,15 @@ class DivergesAtStep(SoftmaxObjective):
 
 
 @pytest.mark.parametrize("how,clip", [("loss", 0.0), ("grad", 1.0)])
-def test_divergence_stops_with_finite_untouched_weights(corpus, how, clip):  # noqa: F811
+def test_divergence_stops_with_finite_untouched_weights(words_corpus, how, clip):
     from sampledlm.data.corpus import load_ids
 
-    config, vocab = config_for(corpus)
+    config, vocab = config_for(words_corpus)
     model = build_model(config["model"], len(vocab))
-    ids = load_ids(str(corpus / "train.txt"), vocab, cache=False)
-    os.makedirs(corpus / "div")
+    ids = load_ids(str(words_corpus / "train.txt"), vocab, cache=False)
+    os.makedirs(words_corpus / "div")
     opts = TrainOptions(lr=0.1, batch_size=8, epochs=1, clip=clip)
-    trainer = Trainer(str(corpus / "div"), model, DivergesAtStep(3, how), ids, ids[:40], opts)
+    trainer = Trainer(str(words_corpus / "div"), model, DivergesAtStep(3, how), ids, ids[:40], opts)
     snapshots = []
     real_step = trainer.step
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from test_experiments import run_quick
+from helpers import run_quick
 
 from sampledlm.bench import melm_runs, xu_melm
 

@@ -1,0 +1,43 @@
+"""`sampledlm bench NAME --only RUNS`: re-train some runs, carry the page's other rows (marked, with their commit)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sampledlm.bench import lmruns
+from sampledlm.bench.lmruns import Run
+from sampledlm.errors import UserError
+
+
+def _page(tmp_path, rows):
+    path = tmp_path / "exp.json"
+    path.write_text(json.dumps({"meta": {"commit": "abc1234"}, "data": {"rows": rows}}))
+    return str(tmp_path)
+
+
+def test_only_carries_the_other_rows_with_their_commit(tmp_path):
+    out = _page(tmp_path, [{"name": "a", "test_ppl": 100.0}, {"name": "b", "test_ppl": 200.0}])
+    carried, commit = lmruns.carried_rows(out, "exp")
+    assert commit == "abc1234" and carried["a"]["carried"] == "abc1234"
+    files = {"train": str(tmp_path / "t.txt"), "valid": str(tmp_path / "v.txt")}
+    plan = [Run("a", ("--epochs", "1")), Run("b", ("--epochs", "1"))]
+    rows = lmruns.run_all(str(tmp_path / "work"), files, plan, None, train_new=False, only={"b"}, carried=carried)
+    assert list(rows) == ["a"] and rows["a"]["test_ppl"] == 100.0  # b is re-run: never taken from the old page
+    assert lmruns.label(rows["a"]) == "a†"
+    assert "commit abc1234" in lmruns.status_note(plan, rows, {})
+    with pytest.raises(UserError, match="no run named c"):
+        lmruns.run_all(str(tmp_path / "work"), files, plan, None, train_new=False, only={"c"}, carried=carried)
+
+
+def test_only_needs_the_page_it_keeps_rows_from(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        lmruns.carried_rows(str(tmp_path), "exp")
+
+
+def test_a_run_version_changes_its_directory(tmp_path):
+    files = {"train": "t.txt", "valid": "v.txt"}
+    old, new = Run("r", ("--x",)), Run("r", ("--x",), version="per-example")
+    assert lmruns.run_dir("w", files, old) != lmruns.run_dir("w", files, new)
+    assert lmruns.run_dir("w", files, old) == lmruns.run_dir("w", files, Run("r", ("--x",)))

@@ -1,0 +1,62 @@
+"""`sampledlm eval` (exact, interpolated, per sentence) and `sampledlm train`'s argument errors."""
+
+import json
+import math
+
+import pytest
+from helpers import run_cli
+
+from sampledlm.neural import rundir as runs
+from sampledlm.neural.lm import perplexity
+
+
+def write_uniform_arpa(path, vocab) -> str:
+    """A unigram ARPA model giving every word of ``vocab`` (and </s>) probability 1/V."""
+    lp = -math.log10(len(vocab))
+    lines = ["\\data\\", f"ngram 1={len(vocab) + 1}", "", "\\1-grams:", "-99\t<s>"]
+    lines += [f"{lp:.7f}\t{w}" for w in vocab.words]
+    path.write_text("\n".join(lines + ["", "\\end\\", ""]), encoding="utf-8")
+    return str(path)
+
+
+def test_eval_cli_exact_interpolated_and_per_sentence(trained_ffnn, capsys, monkeypatch):
+    run = str(trained_ffnn / "run")
+    code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--json"], capsys)
+    assert code == 0
+    res = json.loads(out)
+    model, objective, vocab, _ = runs.load_run(run)
+    from sampledlm.data.corpus import load_ids
+
+    ids = load_ids(str(trained_ffnn / "test.txt"), vocab)
+    assert res["predictions"] == len(ids) and res["ppl"] == pytest.approx(perplexity(model, objective, ids))
+
+    arpa = write_uniform_arpa(trained_ffnn / "uniform.arpa", vocab)
+    code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--interpolate", arpa,
+                              "--weights", "auto", "--json"], capsys)
+    res2 = json.loads(out)
+    assert res2["component_ppl"][1] == pytest.approx(len(vocab))
+    assert 0 < res2["weights"][0] < 1 and res2["interpolated_ppl"] <= res["ppl"] + 1e-6
+    code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--interpolate", arpa,
+                              "--weight", "1.0", "--json"], capsys)
+    assert json.loads(out)["interpolated_ppl"] == pytest.approx(res["ppl"])
+
+    code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--per-sentence"], capsys)
+    lines = out.strip().split("\n")
+    assert lines[0].startswith("ln_prob") and len(lines) == 21
+    total = sum(float(ln.split("\t")[0]) for ln in lines[1:])
+    assert math.exp(-total / len(ids)) == pytest.approx(res["ppl"], rel=1e-4)
+
+
+def test_train_cli_errors(trained_ffnn, capsys):
+    t = str(trained_ffnn / "train.txt")
+    code, _, err = run_cli(["train", "--train", t, "--valid", t, "-o", str(trained_ffnn / "run")], capsys)
+    assert code == 1 and "--resume" in err
+    code, _, err = run_cli(["train", "--resume", str(trained_ffnn / "run"), "--hidden", "5"], capsys)
+    assert code == 1 and "only --epochs" in err
+    code, _, err = run_cli(["train", "--train", t, "--valid", t, "-o", str(trained_ffnn / "x"), "--model", "gru",
+                            "--direct"], capsys)
+    assert code == 1 and "direct" in err
+    code, _, err = run_cli(["train", "--train", t, "--valid", t, "-o", str(trained_ffnn / "y"), "--samples", "5"], capsys)
+    assert code == 1 and "--samples" in err
+    code, _, err = run_cli(["train", "--resume", str(trained_ffnn / "run")], capsys)
+    assert code == 1 and "already finished" in err

@@ -1,0 +1,91 @@
+"""Exact evaluation of neural models (stream and sentence log-probabilities) and run directories (load,
+corruption, mismatch)."""
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from helpers import run_cli
+
+from sampledlm.errors import UserError
+from sampledlm.lm import sentence_scores
+from sampledlm.neural import rundir as runs
+from sampledlm.neural.lm import perplexity, score_sentences, stream_logprobs
+from sampledlm.neural.registry import FFNN, RNNLM
+from sampledlm.objectives import make_objective
+
+
+def test_stream_logprobs_match_a_direct_computation():
+    torch.manual_seed(0)
+    V = 7
+    m = FFNN(V, order=2, embed_dim=3, hidden=(4,))
+    obj = make_objective("softmax")
+    ids = np.array([2, 3, 0, 4, 0], dtype=np.int32)
+    lp = stream_logprobs(m, obj, ids, batch_size=2)
+    hist = torch.tensor([[V], [2], [3], [V], [4]])  # <s> at each sentence start
+    want = torch.log_softmax(m.score_all(m(hist)), -1)[torch.arange(5), torch.tensor([2, 3, 0, 4, 0])]
+    np.testing.assert_allclose(lp, want.detach().double().numpy(), rtol=1e-6)
+    assert perplexity(m, obj, ids) == pytest.approx(math.exp(-lp.mean()))
+
+
+def test_rnn_stream_logprobs_independent_of_segment_length():
+    torch.manual_seed(0)
+    m = RNNLM(9, embed_dim=4, hidden=5)
+    obj = make_objective("softmax")
+    ids = np.array([2, 3, 0, 4, 5, 6, 0, 7, 0], dtype=np.int32)
+    a = stream_logprobs(m, obj, ids, bptt=2)
+    b = stream_logprobs(m, obj, ids, bptt=100)
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+    assert len(stream_logprobs(m, obj, ids, batch_size=3)) == len(ids)
+
+
+def test_sentence_scores_and_score_sentences(trained_ffnn):
+    model, objective, vocab, _ = runs.load_run(str(trained_ffnn / "run"))
+    ids = np.array(vocab.encode(["the", "cat"]) + [0] + vocab.encode(["a"]) + [0], dtype=np.int32)
+    lp = stream_logprobs(model, objective, ids)
+    tot, cnt = sentence_scores(lp, ids)
+    assert cnt.tolist() == [3, 2] and tot.sum() == pytest.approx(lp.sum())
+    s = score_sentences(model, objective, vocab, [["the", "cat"], ["a"]])
+    assert s == pytest.approx(tot.tolist(), rel=1e-6)  # the FFNN's history never crosses a sentence
+
+
+def test_run_dir_refuses_damage_and_mismatch(trained_ffnn, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(trained_ffnn / "run", run)
+    runs.load_run(str(run))  # loads as copied: nothing outside the directory is needed
+
+    w = run / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-3] ^= 0xFF
+    w.write_bytes(bytes(data))
+    with pytest.raises(UserError, match="checksum"):
+        runs.load_run(str(run))
+    w.write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(UserError, match="damaged or truncated"):
+        runs.load_run(str(run))
+    code, _, err = run_cli(["eval", str(run), "--test", str(trained_ffnn / "test.txt")], capsys)
+    assert code == 1 and err.startswith("sampledlm: error:") and "Traceback" not in err
+    shutil.copy(trained_ffnn / "run" / "model.safetensors", w)
+
+    vocab_txt = (run / "vocab.txt").read_text()
+    (run / "vocab.txt").write_text(vocab_txt.replace("cat", "cow"))
+    with pytest.raises(UserError, match="does not match config.json"):
+        runs.load_run(str(run))
+    (run / "vocab.txt").write_text(vocab_txt)
+
+    cfg = json.loads((run / "config.json").read_text())
+    cfg["model"]["hidden"] = [9]
+    (run / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(UserError, match="do not match the model"):
+        runs.load_run(str(run))
+    cfg["model"]["hidden"] = [8]
+    cfg["surprise"] = 1
+    (run / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(UserError, match="unknown keys"):
+        runs.load_run(str(run))
+    (run / "config.json").write_text("{not json")
+    with pytest.raises(UserError, match="not valid JSON"):
+        runs.load_run(str(run))
