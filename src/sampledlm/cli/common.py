@@ -36,3 +36,19 @@ def text_options(f):
     for d in reversed(decorators):
         wrapper = d(wrapper)
     return wrapper
+
+
+def force_option(what: str):
+    """``--force``: replace ``what`` when the output already exists (every writer refuses otherwise)."""
+    return click.option("--force", is_flag=True, help=f"Replace {what} if the output file exists (refused otherwise).")
+
+
+def refuse_existing(path: str, force: bool) -> None:
+    """Every command that writes a user's file refuses to replace an existing one without ``--force``,
+    as ``sampledlm train`` and ``maxent train`` refuse an existing model directory."""
+    import os
+
+    from ..errors import UserError
+
+    if path != "-" and os.path.isfile(path) and not force:
+        raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")

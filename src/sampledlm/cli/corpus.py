@@ -6,15 +6,16 @@ import json
 
 import click
 
-from .common import CONTEXT, text_options
+from .common import CONTEXT, force_option, refuse_existing, text_options
 
 @click.command(context_settings=CONTEXT)
 @click.argument("train", metavar="TRAIN")
 @click.option("-o", "--output", default="-", show_default=True, help="Vocabulary file to write (word<TAB>count); - for stdout.")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Words seen fewer times become <unk>.")
 @click.option("--max-size", type=click.IntRange(min=2), default=None, help="Keep at most this many entries, </s> and <unk> included.")
+@force_option("the vocabulary file")
 @text_options
-def vocab(train, output, min_count, max_size, opts):
+def vocab(train, output, min_count, max_size, force, opts):
     """Count TRAIN and write its vocabulary.
 
     \b
@@ -27,6 +28,7 @@ def vocab(train, output, min_count, max_size, opts):
     from ..data.textio import check_writable
 
     check_writable(output)
+    refuse_existing(output, force)
     v = build_vocab(train, opts, min_count=min_count, max_size=max_size)
     v.save(output)
     click.echo(f"{len(v)} entries ({len(v) - 1} word types and </s>); <unk> count {int(v.counts[1])}", err=True)

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from .common import CONTEXT, text_options
+from .common import CONTEXT, force_option, refuse_existing, text_options
 from ..errors import UserError
 
 
@@ -35,8 +35,9 @@ def ngram():
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
+@force_option("the ARPA file")
 @text_options
-def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, opts):
+def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, force, opts):
     """Estimate an n-gram model from TRAIN and write it as an ARPA file.
 
     \b
@@ -53,10 +54,11 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, o
     from ..ngram import DESCRIPTIONS, train_ngram, write_arpa
 
     check_writable(output)
+    refuse_existing(output, force)
     if smoothing == "jm" and not valid_path:
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
-    if add_k <= 0:
-        raise UserError(f"--k {add_k}: must be > 0")
+    if not (math.isfinite(add_k) and add_k > 0):
+        raise UserError(f"--k {add_k}: must be a finite number > 0")
     t0 = time.perf_counter()
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     train_ids = load_ids(train_path, vocab, opts)
