@@ -17,6 +17,8 @@ from typing import Any
 
 from .errors import UserError
 
+FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a larger setting overflows in the model's arithmetic
+
 
 def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
            min_open: bool = False, choices: tuple | None = None, flag: str | None = None, short: str | None = None,
@@ -45,6 +47,8 @@ def check_value(name: str, value: Any, meta: dict) -> None:
         if isinstance(v, (int, float)):
             if not math.isfinite(v):
                 raise UserError(f"{flag} {v}: must be a finite number")
+            if isinstance(v, float) and abs(v) > FLOAT32_MAX:
+                raise UserError(f"{flag} {v:g}: too large (the models compute in float32: at most {FLOAT32_MAX:.3g})")
             lo, hi = meta.get("min"), meta.get("max")
             if lo is not None and (v < lo or (meta.get("min_open") and v == lo)):
                 raise UserError(f"{flag} {v}: must be {'>' if meta.get('min_open') else '>='} {lo:g}")

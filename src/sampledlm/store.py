@@ -100,6 +100,10 @@ def load_state_into(module: torch.nn.Module, tensors: dict[str, torch.Tensor], p
             k = bad[0]
             parts.append(f"{k} has shape {tuple(tensors[k].shape)}, config.json says {tuple(own[k].shape)}")
         raise UserError(f"{path}: weights do not match the model in config.json ({'; '.join(parts)})")
+    for k in sorted(tensors):
+        t = tensors[k]
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise UserError(f"{path}: tensor {k!r} holds non-finite values (NaN or inf); the file is damaged")
     module.load_state_dict(tensors)
 
 
@@ -187,8 +191,11 @@ def lock_directory(path: str):
     """
     import fcntl
 
-    os.makedirs(path, exist_ok=True)
-    fd = os.open(os.path.join(path, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd = os.open(os.path.join(path, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as e:
+        raise UserError(f"{path}: cannot create or lock this directory ({e.strerror or e})") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run ``cli`` and turn user errors into one-line messages."""
     try:
         rc = cli.main(args=argv, prog_name="sampledlm", standalone_mode=False)
+        sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit
     except UserError as e:
         click.echo(f"sampledlm: error: {e}", err=True)
         sys.exit(1)
@@ -70,4 +71,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as e:  # writing the results to standard output failed (e.g. ENOSPC on a redirected stdout)
+        from ..data.textio import write_error
+
+        err = write_error("standard output", e)
+        if err is None:
+            raise
+        click.echo(f"sampledlm: error: {err}", err=True)
+        sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)

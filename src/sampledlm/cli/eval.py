@@ -63,6 +63,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if batch_size and hasattr(lm, "batch_size"):
         lm.batch_size = batch_size
     opts = TextOptions(**(lm.text_options or {}))
+    shown = "standard input" if test_path == "-" else test_path
     if test_path == "-":  # read standard input once: spool it to a file that every pass can read again
         import tempfile
 
@@ -75,6 +76,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         atexit.register(os.unlink, spool.name)
         test_path = spool.name
     ids = load_ids(test_path, lm.vocab, opts, cache=False)
+    if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
+        raise UserError(f"{shown}: no sentences to score")
     independent = per_sentence and not running_text
     result = {"model": model, "test": test_path, "predictions": int(len(ids))}
     if others:

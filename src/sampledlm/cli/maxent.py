@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 
 import click
@@ -133,7 +134,7 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
     created = not os.path.exists(out_dir)
     try:
         with store.lock_directory(out_dir):
-            _check_output(out_dir, force)  # again, now that no other process can write here
+            _check_output(out_dir, force, clean=True)  # again, now that no other process can write here
             if distributed:
                 run_from_env(job)
             else:
@@ -162,8 +163,15 @@ def _train_files(positional, train_path, valid_path) -> tuple[str, str]:
     return train_path, valid_path
 
 
-def _check_output(out_dir: str, force: bool) -> None:
-    """Refuse to overwrite: an existing model needs --force; a non-empty non-model directory is never written."""
+#: What a ``maxent train`` killed while saving leaves: its weights file (written first), perhaps vocab.txt, temporary
+#: files, and no config.json yet.
+_INTERRUPTED_SAVE = re.compile(r"^(vocab\.txt|model-[0-9a-f]{12}\.safetensors|\..+\.tmp)$")
+
+
+def _check_output(out_dir: str, force: bool, clean: bool = False) -> None:
+    """Refuse to overwrite: an existing model needs --force; a non-empty non-model directory is never written.
+    A save that was interrupted before its config.json (the commit point) holds no model: it is started
+    again (``clean``, under the directory's lock: its files are removed first)."""
     from .. import store
 
     if not os.path.exists(out_dir):
@@ -172,6 +180,12 @@ def _check_output(out_dir: str, force: bool) -> None:
         raise UserError(f"{out_dir}: exists and is not a directory")
     entries = [e for e in os.listdir(out_dir) if e != ".lock"]
     if not entries:
+        return
+    if not os.path.exists(os.path.join(out_dir, "config.json")) and all(_INTERRUPTED_SAVE.match(e) for e in entries) \
+            and any(e.startswith(("model-", ".model-")) for e in entries):  # the save writes the weights first
+        if clean:
+            for e in entries:
+                os.remove(os.path.join(out_dir, e))
         return
     family = None
     if os.path.isfile(os.path.join(out_dir, "config.json")):

@@ -259,7 +259,15 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
     binary = mode == "wb"
     if path == "-":
-        yield sys.stdout.buffer if binary else sys.stdout
+        stream = sys.stdout.buffer if binary else sys.stdout
+        try:
+            yield stream
+            stream.flush()
+        except OSError as e:
+            err = write_error("standard output", e)
+            if err is not None:
+                raise err from None
+            raise
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):

@@ -33,6 +33,8 @@ STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ne
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
     """Run every step of :data:`STEPS` and print a results table."""
+    if out_dir and os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UserError(f"{out_dir}: exists and is not a directory; choose a new directory for the demo")
     if out_dir and os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.exists(os.path.join(out_dir, MARKER)):
         raise UserError(f"{out_dir}: exists and is not empty (nor an earlier demo run); the demo writes train.txt, "
                         "valid.txt, test.txt, vocab.txt and model directories there: choose a new directory")
@@ -44,8 +46,11 @@ def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
             for name in os.listdir(out_dir):
                 p = os.path.join(out_dir, name)
                 shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-        os.makedirs(directory, exist_ok=True)
-        open(os.path.join(directory, MARKER), "w").close()
+        try:
+            os.makedirs(directory, exist_ok=True)
+            open(os.path.join(directory, MARKER), "w").close()
+        except OSError as e:
+            raise UserError(f"{directory}: cannot write the demo there ({e.strerror or e})") from None
         data = prepare(directory, seed)
         click.echo("== corpus (built in: Python's pydoc topics) ==")
         for name in ("train", "valid", "test"):

@@ -84,8 +84,28 @@ def build_from_config(config: dict, vocab: Vocab):
 
     obj = config["objective"]
     objective = make_objective(obj["name"], counts=vocab.counts, **obj.get("options", {}))
-    model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False))
+    try:
+        model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False))
+    except (MemoryError, RuntimeError) as e:  # torch reports a failed allocation as a RuntimeError
+        if not isinstance(e, MemoryError) and "allocate" not in str(e):
+            raise
+        raise UserError(f"the model does not fit in memory ({_allocation(e)}; vocabulary {len(vocab):,}, "
+                        f"model {_sizes(config['model'])}): choose smaller sizes (--hidden, -d, --order)") from None
     return model, objective
+
+
+def _allocation(e: BaseException) -> str:
+    import re
+
+    m = re.search(r"allocate (\d+) bytes", str(e))
+    return f"{int(m.group(1)):,} bytes asked for" if m else "the allocation failed"
+
+
+def _sizes(spec) -> str:
+    if not isinstance(spec, dict):
+        return repr(spec)[:80]
+    keys = ("type", "order", "context_size", "embed_dim", "hidden", "layers", "proj", "deep_output")
+    return ", ".join(f"{k} {spec[k]}" for k in keys if spec.get(k) is not None)
 
 
 def save_model_files(run_dir: str, model: torch.nn.Module, objective: torch.nn.Module, finalized: bool) -> None:
@@ -133,7 +153,10 @@ def load_run(run_dir: str, weights: str | None = None):
     cfg_path = os.path.join(run_dir, "config.json")
     config = check_config(read_json(cfg_path), cfg_path)
     vocab = load_vocab_checked(run_dir, config)
-    model, objective = build_from_config(config, vocab)
+    try:
+        model, objective = build_from_config(config, vocab)
+    except UserError as e:  # a field of config.json that the model or objective refuses: name the file
+        raise UserError(f"{cfg_path}: {e}") from None
     if weights is None:
         weights = os.path.join(run_dir, "model.safetensors")
         if not os.path.exists(weights):

@@ -1,0 +1,70 @@
+"""Regression tests for run-directory defects found by `sampledlm bench faults`: an absurd ``--hidden`` or
+``--order`` was a RuntimeError traceback from the allocator; a mistyped model field of config.json was
+reported without naming config.json; weights holding NaN evaluated to 'ppl nan' with exit 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sampledlm.cli import main
+
+
+def write_corpus(d):
+    (d / "train.txt").write_text("the cat sat on the mat\nthe dog ran\na cat and a dog\n" * 20)
+    (d / "valid.txt").write_text("the cat ran\na dog sat on the mat\n" * 5)
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def one_line_error(code, err, *needles):
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("sampledlm: error:"), err
+    for n in needles:
+        assert n in lines[0], (n, err)
+
+
+@pytest.mark.parametrize("flag, value", [("--hidden", 10 ** 12), ("--order", 10 ** 9)])
+def test_a_model_too_large_to_allocate_is_a_one_line_error(tmp_path, capsys, private_cache, flag, value):
+    write_corpus(tmp_path)
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "run", "-d", "4", "--epochs", "1", flag, value], capsys)
+    one_line_error(code, err, "does not fit in memory", "--hidden")
+    assert not (tmp_path / "run" / "config.json").exists()
+
+
+@pytest.fixture
+def trained(tmp_path, capsys, private_cache):
+    write_corpus(tmp_path)
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "run", "-d", "4", "--hidden", "4", "--epochs", "1"], capsys)
+    assert code == 0, err
+    return tmp_path / "run"
+
+
+def test_a_mistyped_model_field_names_config_json(trained, capsys):
+    cfg = json.loads((trained / "config.json").read_text())
+    cfg["model"]["hidden"] = "4"
+    (trained / "config.json").write_text(json.dumps(cfg))
+    code, _, err = run(["eval", trained, "--test", trained.parent / "valid.txt"], capsys)
+    one_line_error(code, err, "config.json", "hidden")
+
+
+def test_weights_holding_nan_are_refused(trained, capsys):
+    from sampledlm import store
+
+    path = str(trained / "model.safetensors")
+    tensors, meta = store.load_tensors(path)
+    name = next(k for k in tensors if k.endswith("output.bias"))
+    tensors[name] = tensors[name].clone()
+    tensors[name][2] = float("nan")
+    store.save_tensors(path, tensors, meta)  # a valid checksum: only the finite-value check can catch it
+    code, out, err = run(["eval", trained, "--test", trained.parent / "valid.txt", "--json"], capsys)
+    one_line_error(code, err, "model.safetensors", name.split("/", 1)[1], "non-finite")
+    assert out == ""
