@@ -17,7 +17,9 @@ def run(*args, cwd=None, stdin=None):
 def all_commands(group=cli, prefix=()):
     import click
 
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top level loads its commands lazily: ask, don't read .commands
+        cmd = group.get_command(ctx, name)
         yield (*prefix, name), cmd
         if isinstance(cmd, click.Group):
             yield from all_commands(cmd, (*prefix, name))

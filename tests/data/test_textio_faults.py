@@ -36,3 +36,24 @@ def test_vocab_to_dev_full_is_one_line(tmp_path):
                            env={**os.environ, "SAMPLEDLM_CACHE": str(tmp_path / "cache")})
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == ["sampledlm: error: standard output: cannot write: No space left on device"]
+
+
+def test_temp_files_of_a_killed_writer_are_swept_by_the_next_write(tmp_path):
+    """kill -9 during a write leaves ``.NAME.HOST.PID.XXXX.tmp``; the next write of NAME removes it when PID is
+    gone, and leaves the temporary file of a writer that is still running."""
+    import subprocess
+    import sys
+
+    from sampledlm.data.textio import _temp_prefix, atomic_write
+
+    target = tmp_path / "kn3.arpa"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"{_temp_prefix(str(target))}{int(dead.stdout)}.abcd1234.tmp"
+    live = tmp_path / f"{_temp_prefix(str(target))}1.abcd1234.tmp"  # pid 1 is always running
+    other = tmp_path / f".other.arpa.{_temp_prefix(str(target)).split('.', 3)[-1]}{int(dead.stdout)}.x.tmp"
+    for f in (stale, live, other):
+        f.write_text("half a file")
+    with atomic_write(str(target)) as f:
+        f.write("done\n")
+    assert target.read_text() == "done\n"
+    assert not stale.exists() and live.exists() and other.exists()

@@ -18,7 +18,40 @@ from ..errors import UserError
 from .common import CONTEXT
 
 
-@click.group(context_settings=CONTEXT)
+#: command name -> "module:attribute"; a command's module (and what it imports: torch, numba) loads
+#: only when that command runs, so `sampledlm ngram eval` does not pay for torch's import
+COMMANDS = {
+    "vocab": "corpus:vocab",
+    "stats": "corpus:stats",
+    "train": "neural:train",
+    "eval": "eval:eval_cmd",
+    "ngram": "ngram:ngram",
+    "maxent": "maxent:maxent",
+    "demo": "demo:demo",
+    "bench": "bench:bench",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use (click's documented pattern)."""
+
+    def __init__(self, *args, lazy: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.lazy) | set(super().list_commands(ctx)))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.lazy:
+            return super().get_command(ctx, name)
+        import importlib
+
+        module, attr = self.lazy[name].split(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="sampledlm")
 def cli():
     """sampledlm: train and evaluate language models over large vocabularies.
@@ -32,23 +65,6 @@ def cli():
     Start with:  sampledlm demo
     Every command explains itself:  sampledlm COMMAND --help
     """
-
-
-def _register_commands() -> None:
-    """Every command group lives in a module of its own (one line each)."""
-    from .bench import bench
-    from .corpus import stats, vocab
-    from .demo import demo
-    from .maxent import maxent
-    from .eval import eval_cmd
-    from .neural import train
-    from .ngram import ngram
-
-    for command in (vocab, stats, train, eval_cmd, ngram, maxent, demo, bench):
-        cli.add_command(command)
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> None:

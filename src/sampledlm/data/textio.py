@@ -32,6 +32,7 @@ import hashlib
 import io
 import lzma
 import os
+import socket
 import sys
 import tempfile
 import zlib
@@ -245,6 +246,31 @@ def write_error(path: str, e: OSError) -> UserError | None:
     return None
 
 
+def _temp_prefix(path: str) -> str:
+    """Temporary files beside ``path`` are ``.NAME.HOST.PID.XXXXXXXX.tmp``: hidden, and naming their writer."""
+    return f".{os.path.basename(path)}.{socket.gethostname().replace('.', '_')}."
+
+
+def _sweep_dead_temps(path: str) -> None:
+    """Remove the temporary files a writer of ``path`` on this host left when it was killed (kill -9, power loss):
+    those whose process no longer exists. Files of live writers and of other hosts are left alone."""
+    directory, prefix = os.path.dirname(os.path.abspath(path)), _temp_prefix(path)
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove(os.path.join(directory, name))
+        except (PermissionError, OverflowError):  # alive under another user, or not a pid
+            pass
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: bool | None = None) -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
@@ -272,8 +298,9 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise UserError(f"{path}: cannot write: directory {directory} does not exist")
+    _sweep_dead_temps(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path) + f"{os.getpid()}.", suffix=".tmp", dir=directory)
     except OSError as e:
         raise UserError(f"{path}: cannot write: {e.strerror}") from None
     layers: list[IO] = []  # innermost (the file) first
