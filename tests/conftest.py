@@ -22,6 +22,23 @@ if str(pathlib.Path(__file__).parent) not in sys.path:  # pytest's default impor
 from helpers import PTB_DIR, REPO, encode_sentences, synthetic_sentences, write_corpus, write_word_corpus  # noqa: E402,F401
 
 
+# --- property-based tests ---------------------------------------------------------------------------------------
+# Profiles for hypothesis: ``ci`` (the default: a fixed, small number of examples, so the suite's time is bounded)
+# and ``nightly`` (``SAMPLEDLM_HYPOTHESIS=nightly python -m pytest -q -k fuzz``: 50x the examples).
+try:
+    import os as _os
+
+    from hypothesis import HealthCheck, settings
+
+    _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                                         HealthCheck.data_too_large])
+    settings.register_profile("ci", max_examples=40, derandomize=True, **_common)
+    settings.register_profile("nightly", max_examples=2000, **_common)
+    settings.load_profile(_os.environ.get("SAMPLEDLM_HYPOTHESIS", "ci"))
+except ImportError:  # hypothesis is in the test extra; without it the fuzz tests are skipped by their importorskip
+    pass
+
+
 # --- caches ------------------------------------------------------------------------------------------------------
 
 @pytest.fixture
