@@ -30,4 +30,6 @@ OPTION_HELP: dict[str, dict] = {
                   "min": 1.0, "type": float},
     "classes": {"help": "class: number of word classes C, frequency-binned by equal unigram mass (default sqrt(V))",
                 "min": 1, "type": int},
+    "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
+                       "min": 0.0, "type": float},
 }

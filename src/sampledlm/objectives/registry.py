@@ -16,6 +16,7 @@ from .hsm import HierarchicalSoftmax
 from .options import OPTION_HELP
 from .nce import NCE, BlackOut, NegativeSampling
 from .ranking import Ranking
+from .selfnorm import SelfNormalised
 from .sampled import CSSBernoulli, CSSImportance, ImportanceSampling
 from .softmax import SoftmaxObjective
 
@@ -32,6 +33,7 @@ OBJECTIVES: dict[str, type[OutputObjective]] = {
     "class": ClassSoftmax,
     "hsm": HierarchicalSoftmax,
     "adaptive": AdaptiveSoftmax,
+    "selfnorm": SelfNormalised,
 }
 
 
