@@ -13,12 +13,13 @@ from sampledlm.neural.ffnn import FFNN
 from sampledlm.neural.lm import perplexity
 from sampledlm.neural.rnn import GRULM
 from sampledlm.neural.trainer import TrainingInterrupted, new_run, resume_run
-from sampledlm.objectives import make_objective
+from sampledlm.objectives import OBJECTIVES, SampledOutput, make_objective, optimizer_pair
 from sampledlm.objectives.classes import frequency_classes
 from sampledlm.objectives.output import OutputLayer
 from sampledlm.objectives.structure import huffman_tree, word_paths
 
 STRUCTURED = ["class", "hsm", "adaptive"]
+SAMPLED = ["is", "css-is", "css-bernoulli", "nce", "neg", "blackout", "ranking"]
 NEW = STRUCTURED + ["selfnorm"]
 V = 60
 COUNTS = (3000 / np.arange(1, V + 1) ** 1.1).astype(np.int64) + 1
@@ -265,3 +266,33 @@ def test_selfnorm_starts_at_log_one_over_v_and_drives_log_z_to_zero():
 
     with_penalty, without = trained_log_z(1.0), trained_log_z(0.0)
     assert with_penalty < 0.5 * without  # seeded: 0.13 against 0.38
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_sampled_output_every_objective_with_plain_adam_or_the_optimizer_pair(name):
+    """A user's own model: dense gradients work with torch.optim.Adam(model.parameters()); sparse ones
+    with optimizer_pair; both train and give an exact distribution over V."""
+    opts = {"samples": 20} if name in SAMPLED else {}
+    for sparse in (False, None):
+        torch.manual_seed(0)
+        trunk = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh())
+        head = SampledOutput(8, V, objective=name, counts=COUNTS, sparse=sparse, **opts)
+        model = torch.nn.ModuleDict({"trunk": trunk, "head": head})
+        optimizers = [torch.optim.Adam(model.parameters(), lr=0.02)] if sparse is False else optimizer_pair(model, 0.02)
+        if sparse is None and head.output.sparse:
+            assert [type(o).__name__ for o in optimizers] == ["Adam", "SparseAdam"]
+        x = torch.randn(64, 4)
+        y = (x[:, 0] > 0).long() * 5
+        with torch.no_grad():
+            start = -head.log_prob(trunk(x)).gather(1, y.unsqueeze(1)).mean().item()
+        for _ in range(40):
+            for o in optimizers:
+                o.zero_grad()
+            head(trunk(x), y).backward()
+            for o in optimizers:
+                o.step()
+        head.finalize()
+        with torch.no_grad():
+            lp = head.log_prob(trunk(x))
+        assert torch.allclose(lp.exp().sum(1), torch.ones(64), atol=1e-5)
+        assert -lp.gather(1, y.unsqueeze(1)).mean().item() < start - 0.5, (name, sparse)
