@@ -48,3 +48,17 @@ def test_headline_table_is_generated_from_the_results():
     rows = headline.collect(str(REPO / "docs" / "results"))
     assert rows and all(r["test_ppl"] > 1 for r in rows)
     assert headline.main(["--check", "--readme", str(REPO / "README.md"), "--results", str(REPO / "docs" / "results")]) == 0
+
+
+def test_the_pytorch_module_example_runs_as_written():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"In a PyTorch model of your own.*?```python\n(.*?)```", text, re.S)
+    assert m, "README lost its SampledOutput example"
+    scope: dict = {}
+    exec(compile(m.group(1), "README.md", "exec"), scope)
+    import torch
+
+    assert torch.allclose(scope["logp"].exp().sum(1), torch.ones(4), atol=1e-4)
+    hidden = scope["trunk"](scope["x"])[0].reshape(-1, 256)
+    scope["out"](hidden, scope["target"]).backward()
+    scope["opt"].step()  # dense gradients: plain Adam over the model takes them

@@ -376,6 +376,7 @@ def test_log_prob_is_normalised_and_forward_runs(name):
     opts = {"samples": 4} if name in SAMPLED else {}
     obj = make_objective(name, COUNTS, **opts)
     out = OutputLayer(V, 5, sparse=obj.sparse_output)
+    obj.bind(out)
     h = torch.randn(6, 5)
     loss = obj(out, h, torch.randint(V, (6,)))
     assert loss.dim() == 0 and torch.isfinite(loss)
@@ -482,11 +483,13 @@ def test_state_round_trips_through_safetensors(name, tmp_path):
 
     opts = {"neg_subset": "fixed"} if name == "binary" else {}
     obj = make_objective(name, COUNTS, **opts)
+    obj.bind(OutputLayer(V, 5))
     if name == "binary":
         obj.finalize(ScoreScorer())
     path = str(tmp_path / "obj.safetensors")
     save_file(dict(obj.state_dict()), path)
     other = make_objective(name, COUNTS, **opts)
+    other.bind(OutputLayer(V, 5))
     other.load_state_dict(load_file(path))
     for k, v in obj.state_dict().items():
         assert torch.equal(other.state_dict()[k], v), k

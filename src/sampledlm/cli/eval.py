@@ -111,6 +111,10 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     else:
         lp = lm.logprobs(ids, independent=independent)
         result["ppl"] = perplexity_of(lp)
+        if hasattr(lm, "self_normalisation"):  # an objective with an unnormalised scoring mode: its error
+            report = lm.self_normalisation(ids, lp, independent=independent)
+            if report is not None:
+                result["self_normalisation"] = report
     if per_sentence:
         tot, cnt = sentence_scores(lp, ids)
         click.echo("ln_prob\tpredictions\tppl\tsentence")
@@ -124,3 +128,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
             parts = ", ".join(f"{p} {q:.2f}" for p, q in zip([model, *others], result["component_ppl"]))
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
         click.echo(msg, err=per_sentence)
+        if "self_normalisation" in result:
+            sn = result["self_normalisation"]
+            click.echo(f"  unnormalised scoring (raw scores as log P, not exact): ppl {sn['unnormalised_ppl']:.2f}; "
+                       f"log Z mean {sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| "
+                       f"{sn['log_z_abs_mean']:.3f}", err=per_sentence)

@@ -37,6 +37,10 @@ class NeuralScorer(nn.Module):
     def num_words(self) -> int:
         return self.output.num_words
 
+    @property
+    def hidden_size(self) -> int:
+        return self.output.hidden_size
+
     def score_targets(self, ctx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self.output.score_targets(ctx, targets)
 

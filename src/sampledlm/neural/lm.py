@@ -38,6 +38,34 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
     return out
 
 
+@torch.no_grad()
+def stream_log_normalisers(model, objective, ids: np.ndarray, batch_size: int | None = None,
+                           independent: bool = False) -> np.ndarray | None:
+    """``log Z(h)`` of every token's history (``float64 [len(ids)]``) when the objective has an
+    unnormalised scoring mode (:meth:`~sampledlm.objectives.base.OutputObjective.log_normaliser`), else None."""
+    ids = np.asarray(ids)
+    out = np.zeros(len(ids), dtype=np.float64)
+    was_training = model.training
+    model.eval()
+    try:
+        for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent):
+            log_z = objective.log_normaliser(model, ctx)
+            if log_z is None:
+                return None
+            out[positions] = log_z.double().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def self_normalisation_report(logprobs: np.ndarray, log_z: np.ndarray) -> dict:
+    """How far the raw scores are from the exact rule: log Z's mean and spread over the predictions,
+    and the perplexity the raw scores ``log P + log Z`` would give if used as log-probabilities."""
+    raw = logprobs + log_z
+    return {"log_z_mean": float(log_z.mean()), "log_z_sd": float(log_z.std()),
+            "log_z_abs_mean": float(np.abs(log_z).mean()), "unnormalised_ppl": perplexity_of(raw)}
+
+
 def perplexity(model, objective, ids: np.ndarray, **kw) -> float:
     """Exact perplexity of a stream (every word and ``</s>`` counted)."""
     return perplexity_of(stream_logprobs(model, objective, ids, **kw))
@@ -76,6 +104,12 @@ class NeuralLM(LanguageModel):
 
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent)
+
+    def self_normalisation(self, ids: np.ndarray, logprobs: np.ndarray, *, independent: bool = False) -> dict | None:
+        """:func:`self_normalisation_report` for an objective with an unnormalised scoring mode, else None."""
+        log_z = stream_log_normalisers(self.model, self.objective, ids, batch_size=self.batch_size,
+                                       independent=independent)
+        return None if log_z is None else self_normalisation_report(logprobs, log_z)
 
     def describe(self) -> str:
         m = self.config.get("model", {})

@@ -91,6 +91,7 @@ def build_from_config(config: dict, vocab: Vocab):
             raise
         raise UserError(f"the model does not fit in memory ({_allocation(e)}; vocabulary {len(vocab):,}, "
                         f"model {_sizes(config['model'])}): choose smaller sizes (--hidden, -d, --order)") from None
+    objective.bind(model)  # output parameters of its own (class layer, tail projections), before any weights load
     return model, objective
 
 

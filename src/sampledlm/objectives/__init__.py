@@ -15,6 +15,10 @@ name               class (module)                                 paper
 ``neg``            :class:`NegativeSampling` (nce)                Mikolov et al. 2013        
 ``blackout``       :class:`BlackOut` (nce)                        Ji et al. 2016             
 ``ranking``        :class:`Ranking` (ranking)                     Collobert & Weston 2008    
+``class``          :class:`ClassSoftmax` (classes)                Mikolov et al. 2011
+``hsm``            :class:`HierarchicalSoftmax` (hsm)             Morin & Bengio 2005
+``adaptive``       :class:`AdaptiveSoftmax` (adaptive)            Grave et al. 2017
+``selfnorm``       :class:`SelfNormalised` (selfnorm)             Devlin et al. 2014
 =================  =============================================  ============================
 
 :class:`SampledOutput` wraps any of them with its own output layer as a drop-in PyTorch module.
@@ -23,6 +27,6 @@ name               class (module)                                 paper
 from __future__ import annotations
 
 from .base import OutputObjective, Scorer  # noqa: F401
-from .module import SampledOutput  # noqa: F401
+from .module import SampledOutput, optimizer_pair  # noqa: F401
 from .output import OutputLayer  # noqa: F401
 from .registry import OBJECTIVES, make_objective, objective_options  # noqa: F401

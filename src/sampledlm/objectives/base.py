@@ -82,6 +82,24 @@ class OutputObjective(nn.Module):
         """Exact ``log P(targets[i] | h_i)``, ``[N]``."""
         return self.log_prob(scorer, ctx).gather(1, targets.unsqueeze(1)).squeeze(1)
 
+    def bind(self, scorer: Scorer) -> None:
+        """Called once when the objective meets its scorer, fresh or loaded: after the model is built,
+        before weights are loaded and before any optimiser is made.
+
+        Objectives with output parameters of their own (the class layer of ``class``, the head
+        and tail projections of ``adaptive``) create them here, sized by ``scorer.hidden_size``
+        (``h``: the width of ``ctx``); the others need nothing.
+        """
+
+    def log_normaliser(self, scorer: Scorer, ctx: Any) -> torch.Tensor | None:
+        """``[N]`` the log normaliser ``log Z(h) = log sum_w exp a_w(h)`` when the objective offers an
+        unnormalised scoring mode (the raw score ``a_w(h)`` used as ``log P(w|h)``); None otherwise.
+
+        Evaluation reports its mean and spread beside the exact perplexity (how far the shortcut is
+        from the exact rule); it never replaces the exact figure.
+        """
+        return None
+
     def start_epoch(self, epoch: int) -> None:
         """Called by the trainer before each epoch (e.g. to draw a fresh negative subset)."""
 

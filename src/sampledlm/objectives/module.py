@@ -31,14 +31,22 @@ class SampledOutput(nn.Module):
     ``neg``            negative sampling (Mikolov et al. 2013), 1/S scaled
     ``blackout``       BlackOut (Ji et al. 2016)
     ``ranking``        log-sigmoid ranking with margin log(V-1) (Collobert & Weston 2008)
+    ``class``          two-level class factorisation, frequency-binned classes (Mikolov et al. 2011)
+    ``hsm``            hierarchical softmax over a Huffman tree (Morin & Bengio 2005;
+                       Mikolov et al. 2013)
+    ``adaptive``       adaptive softmax, head + reduced tail clusters (Grave et al. 2017)
+    ``selfnorm``       softmax + alpha (log Z)^2, raw scores usable as log P (Devlin et al. 2014)
     ================== ====================================================================
 
     The sampled objectives draw S words per mini-batch from ``q ∝ counts^β`` (one bag shared by
     the batch: the forward pass is a single ``[N, h] x [h, S]`` product) and give **sparse**
-    gradients to ``weight`` and ``bias``: only the rows of the true and sampled words. Per
+    gradients to ``weight`` and ``bias``: only the rows of the true and sampled words (the
+    structured ones, ``class``, ``hsm`` and ``adaptive``, likewise only the rows they read). Per
     training step the output layer costs O((N + S) h), independent of V, provided the optimiser
     accepts sparse gradients (``torch.optim.SGD`` without momentum/weight decay, or
-    ``torch.optim.SparseAdam`` for these two parameters).
+    ``torch.optim.SparseAdam`` for these two parameters): :func:`optimizer_pair` makes the right
+    pair for a whole model. ``sparse=False`` gives dense gradients instead (O(V h) per step in the
+    optimiser), so that ``torch.optim.Adam(model.parameters())`` works as it is.
 
     :meth:`log_prob` is exact: the softmax over all V words (or, for ``binary``, the calibrated
     sigmoids renormalised over V), at O(V h) per example -- use it for evaluation, never for training.
@@ -49,9 +57,12 @@ class SampledOutput(nn.Module):
         objective (str): one of the names above (default ``"css-is"``).
         counts (array of int, optional): training counts of the V words, for the noise
             distribution (uniform if omitted).
+        sparse (bool, optional): sparse gradients for ``weight`` and ``bias`` (default: when the
+            objective reads only some rows); False for dense ones, e.g. for ``torch.optim.Adam``.
         **options: the objective's keyword options, e.g. ``samples=250`` (S),
             ``noise_power=0.75`` (β), ``sample_mode="shared"|"each"``, ``neg_rate=0.05`` (α),
-            ``neg_subset="variable"|"fixed"``, ``margin``, ``learn_norm``, ``exclude_true``.
+            ``neg_subset="variable"|"fixed"``, ``margin``, ``learn_norm``, ``exclude_true``,
+            ``classes``, ``cutoffs``, ``div_value``, ``selfnorm_alpha``.
 
     Shape:
         - hidden: ``(N, in_features)``; target: ``(N,)`` int64 in ``[0, V)``; positions (optional):
@@ -77,14 +88,37 @@ class SampledOutput(nn.Module):
         >>> with torch.no_grad():                # exact distribution over all 50k words
         ...     out.log_prob(hidden[:2]).exp().sum(1)
         tensor([1.0000, 1.0000])
+
+    In a model of your own, with the optimiser most people reach for first::
+
+        >>> model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh())
+        >>> head = SampledOutput(256, 50_000, objective="adaptive", counts=counts, sparse=False)
+        >>> opt = torch.optim.Adam(list(model.parameters()) + list(head.parameters()), lr=1e-3)
+        >>> head(model(torch.randn(32, 64)), target).backward()
+        >>> opt.step()
+
+    or keep the sparse gradients and let :func:`optimizer_pair` split the parameters (Adam for the
+    dense ones, SparseAdam for the output rows)::
+
+        >>> both = torch.nn.ModuleDict({"trunk": model, "head": out})
+        >>> opts = optimizer_pair(both, lr=1e-3)
+        >>> [type(o).__name__ for o in opts]
+        ['Adam', 'SparseAdam']
+        >>> out(both["trunk"](torch.randn(32, 64)), target).backward()
+        >>> for o in opts:
+        ...     o.step()
     """
 
-    def __init__(self, in_features: int, num_words: int, objective: str = "css-is", counts=None, **options):
+    def __init__(self, in_features: int, num_words: int, objective: str = "css-is", counts=None,
+                 sparse: bool | None = None, **options):
         super().__init__()
         if counts is not None and len(counts) != num_words:
             raise ValueError(f"counts has {len(counts)} entries, expected num_words={num_words}")
         self.objective = make_objective(objective, counts, **options)
-        self.output = OutputLayer(num_words, in_features, sparse=self.objective.sparse_output)
+        sparse = self.objective.sparse_output if sparse is None else bool(sparse)
+        self.output = OutputLayer(num_words, in_features, sparse=sparse)
+        self.objective.bind(self.output)  # the objective's own output parameters (class layer, tails)
+        self.objective.prepare(self.output)  # initial biases (log unigram, log 1/V, ...)
 
     @property
     def weight(self) -> torch.Tensor:
@@ -109,3 +143,20 @@ class SampledOutput(nn.Module):
 
     def finalize(self) -> None:
         self.objective.finalize(self.output)
+
+
+def optimizer_pair(model: nn.Module, lr: float = 1e-3, **adam_options) -> list[torch.optim.Optimizer]:
+    """The optimisers for a model holding :class:`SampledOutput` layers: ``[Adam]`` over its dense
+    parameters, plus ``SparseAdam`` over the output rows that take sparse gradients, when there are any.
+
+    Step (and zero) every optimiser in the list. ``adam_options`` go to ``torch.optim.Adam``
+    (``weight_decay`` only there: SparseAdam has none).
+    """
+    sparse_ids = {id(p) for m in model.modules() if isinstance(m, OutputLayer) and m.sparse for p in m.parameters()}
+    params = [p for p in model.parameters() if p.requires_grad]
+    dense = [p for p in params if id(p) not in sparse_ids]
+    sparse = [p for p in params if id(p) in sparse_ids]
+    opts: list[torch.optim.Optimizer] = [torch.optim.Adam(dense, lr=lr, **adam_options)] if dense else []
+    if sparse:
+        opts.append(torch.optim.SparseAdam(sparse, lr=lr, betas=adam_options.get("betas", (0.9, 0.999))))
+    return opts

@@ -24,4 +24,12 @@ OPTION_HELP: dict[str, dict] = {
                 "choices": ("alias", "multinomial"), "type": str},
     "learn_norm": {"help": "NCE: learn the log normaliser instead of fixing it to 0", "type": bool},
     "exclude_true": {"help": "drop the true word from the negatives", "type": bool, "negatable": "include-true"},
+    "cutoffs": {"help": "adaptive: rank cutoffs of the head and the tail clusters, increasing (repeat the flag; "
+                        "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},
+    "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last",
+                  "min": 1.0, "type": float},
+    "classes": {"help": "class: number of word classes C, frequency-binned by equal unigram mass (default sqrt(V))",
+                "min": 1, "type": int},
+    "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
+                       "min": 0.0, "type": float},
 }

@@ -27,6 +27,11 @@ class OutputLayer(nn.Module):
         self.bias = nn.Parameter(torch.zeros(num_words, 1))
         nn.init.normal_(self.weight, std=hidden_size ** -0.5)
 
+    @property
+    def hidden_size(self) -> int:
+        """``h``: the width of the hidden states this layer scores."""
+        return self.weight.shape[1]
+
     def _rows(self, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         w = F.embedding(words, self.weight, sparse=self.sparse)
         b = F.embedding(words, self.bias, sparse=self.sparse).squeeze(-1)

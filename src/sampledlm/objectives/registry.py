@@ -9,10 +9,14 @@ import numpy as np
 from ..config import check_value
 from ..errors import UserError
 from .base import OutputObjective
+from .adaptive import AdaptiveSoftmax
 from .binary import Binary
+from .classes import ClassSoftmax
+from .hsm import HierarchicalSoftmax
 from .options import OPTION_HELP
 from .nce import NCE, BlackOut, NegativeSampling
 from .ranking import Ranking
+from .selfnorm import SelfNormalised
 from .sampled import CSSBernoulli, CSSImportance, ImportanceSampling
 from .softmax import SoftmaxObjective
 
@@ -26,6 +30,10 @@ OBJECTIVES: dict[str, type[OutputObjective]] = {
     "neg": NegativeSampling,
     "blackout": BlackOut,
     "ranking": Ranking,
+    "class": ClassSoftmax,
+    "hsm": HierarchicalSoftmax,
+    "adaptive": AdaptiveSoftmax,
+    "selfnorm": SelfNormalised,
 }
 
 

@@ -1,0 +1,132 @@
+"""The adaptive softmax (Grave et al. 2017): a head softmax over the frequent words and one token per
+tail cluster, each tail a softmax of its own over a hidden state projected to a smaller size.
+
+Words are ranked by training count (rank 0 the most frequent). With cutoffs
+``0 < c_0 < c_1 < ... < c_{K-1} < V`` the head holds the ``c_0`` most frequent words and tail
+cluster ``i`` the ranks ``[c_i, c_{i+1})`` (``c_K = V``)::
+
+    head(h)   = [a_w(h) for the c_0 head words ; u_i . h + d_i for the K clusters]     [N, c_0 + K]
+    tail_i(h) = T_i (P_i h)        P_i [h / div^(i+1), h], T_i [|cluster i|, h / div^(i+1)]
+    log P(w|h) = log softmax(head)_w                                    w in the head
+               = log softmax(head)_{c_0 + i} + log softmax(tail_i(h))_w   w in cluster i
+
+which is normalised over V by construction. The head words' scores ``a_w(h) = W_w . h + b_w`` are
+the model's own output rows (so tied embeddings and sparse gradients work for them); the cluster
+tokens ``u, d`` and the projections ``P_i, T_i`` belong to this objective (created by :meth:`bind`),
+and the output rows of the tail words go unused. This is the structure of
+:class:`torch.nn.AdaptiveLogSoftmaxWithLoss` (no tail biases, ``hsz = h // div^(i+1)``); with the same
+weights both give the same ``log_prob``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import UserError
+from .base import OutputObjective, Scorer
+from .structure import frequency_order, hidden_width
+
+#: default cutoffs: the ranks where the unigram mass reaches these shares (the head at most MAX_HEAD words)
+COVERAGE = (0.8, 0.95)
+MAX_HEAD = 4000
+
+
+def default_cutoffs(counts, num_words: int) -> list[int]:
+    """The head covers 80 % of the training tokens (at most 4,000 words), the first cluster up to 95 %."""
+    if counts is None:
+        c = np.ones(num_words)
+    else:
+        c = np.sort(np.maximum(np.asarray(counts, dtype=np.float64), 0.0))[::-1]
+    cum = np.cumsum(c) / max(c.sum(), 1e-300)
+    cuts = [int(np.searchsorted(cum, share) + 1) for share in COVERAGE]
+    cuts[0] = min(cuts[0], MAX_HEAD)
+    return sorted({min(max(x, 1), num_words - 1) for x in cuts}) if num_words > 1 else []
+
+
+class AdaptiveSoftmax(OutputObjective):
+    """Adaptive softmax (Grave et al. 2017); see the module docstring for the factorisation.
+
+    Options: ``cutoffs`` (increasing ranks, each in ``[1, V-1]``; default: 80 % and 95 % unigram
+    coverage), ``div_value`` (each tail's projection is ``div_value`` times narrower than the one
+    before; default 4, as PyTorch).
+
+    Shapes: ``ctx [N, h]`` hidden states, ``targets [N]`` -> scalar mean ``-log P(y|h)``; cost per
+    example O((c_0 + K) h) for the head plus, for a tail target, O(h^2 / div + |cluster| h / div).
+    """
+
+    name = "adaptive"
+    sparse_output = True  # only the head words' output rows are read
+
+    def __init__(self, counts=None, *, cutoffs: list[int] | None = None, div_value: float = 4.0):
+        super().__init__(counts)
+        self.counts = None if counts is None else np.asarray(counts)
+        self.cutoffs_option = None if cutoffs is None else [int(c) for c in cutoffs]
+        self.div_value = float(div_value)
+        self.bound = False
+
+    def bind(self, scorer: Scorer) -> None:
+        v, h = int(scorer.num_words), hidden_width(scorer)
+        cuts = self.cutoffs_option if self.cutoffs_option is not None else default_cutoffs(self.counts, v)
+        if any(b <= a for a, b in zip(cuts, cuts[1:])) or any(c < 1 or c > v - 1 for c in cuts):
+            raise UserError(f"--cutoffs {' '.join(map(str, cuts))}: give increasing ranks between 1 and V-1 = {v - 1}")
+        self.cutoffs = list(cuts) + [v]  # c_0 .. c_{K-1}, V
+        order = frequency_order(self.counts, v)
+        rank = np.empty(v, dtype=np.int64)
+        rank[order] = np.arange(v)
+        self.register_buffer("order", torch.from_numpy(order))
+        self.register_buffer("rank", torch.from_numpy(rank))
+        k = len(cuts)
+        self.cluster = nn.Linear(h, k) if k else None
+        tails = []
+        for i in range(k):
+            hsz = max(1, int(h // (self.div_value ** (i + 1))))
+            tails.append(nn.Sequential(nn.Linear(h, hsz, bias=False),
+                                       nn.Linear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False)))
+        self.tail = nn.ModuleList(tails)
+        self.bound = True
+
+    def _check(self) -> None:
+        if not self.bound:
+            raise RuntimeError("adaptive: call objective.bind(scorer) once before use (it creates the tail layers)")
+
+    def head_log_prob(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
+        """``[N, c_0 + K]``: log-softmax over the head words (by rank) and the K cluster tokens."""
+        self._check()
+        parts = [scorer.score_shared(ctx, self.order[: self.cutoffs[0]])]
+        if self.cluster is not None:
+            parts.append(self.cluster(ctx))
+        return torch.log_softmax(torch.cat(parts, 1).float(), dim=1)
+
+    def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """Exact ``log P(y_i | h_i)``, ``[N]``: one head softmax, then each tail only for its own targets."""
+        head = self.head_log_prob(scorer, ctx)
+        r = self.rank[targets]
+        c0 = self.cutoffs[0]
+        bounds = torch.tensor(self.cutoffs[1:-1], dtype=r.dtype, device=r.device)
+        col = torch.where(r < c0, r, c0 + torch.bucketize(r, bounds, right=True))
+        lp = head.gather(1, col.unsqueeze(1)).squeeze(1)
+        for i, tail in enumerate(self.tail):
+            lo, hi = self.cutoffs[i], self.cutoffs[i + 1]
+            rows = ((r >= lo) & (r < hi)).nonzero().squeeze(1)
+            if rows.numel():
+                t = torch.log_softmax(tail(ctx[rows]).float(), dim=1)
+                lp = lp.index_add(0, rows, t.gather(1, (r[rows] - lo).unsqueeze(1)).squeeze(1))
+        return lp
+
+    def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        return -self.log_prob_targets(scorer, ctx, targets).mean()
+
+    def log_prob(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
+        """Exact ``log P(w | h)`` over all V words, ``[N, V]`` (columns by word id)."""
+        head = self.head_log_prob(scorer, ctx)
+        c0 = self.cutoffs[0]
+        parts = [head[:, :c0]]
+        for i, tail in enumerate(self.tail):
+            parts.append(head[:, c0 + i : c0 + i + 1] + torch.log_softmax(tail(ctx).float(), dim=1))
+        by_rank = torch.cat(parts, 1)
+        return by_rank.index_select(1, self.rank)

@@ -1,0 +1,139 @@
+"""The class-based output layer (Goodman 2001; Mikolov et al. 2011): a softmax over C word classes,
+then a softmax over the words of the predicted class.
+
+Every word w belongs to exactly one class c(w)::
+
+    log P(w|h) = log softmax_c(U h + d)_{c(w)} + a_w(h) - log sum_{v: c(v) = c(w)} exp a_v(h)
+
+with the class layer ``U [C, h], d [C]`` (this objective's own, created by :meth:`bind`) and the
+model's word scores ``a_w(h) = W_w . h + b_w``. Both factors are softmaxes, so P is normalised over
+V by construction. Classes come from *frequency binning* (Mikolov et al. 2011, the RNNLM toolkit):
+words by decreasing count, cut into C consecutive bins of about equal unigram mass, C about sqrt(V)
+by default. Frequent words then sit in small classes and rare words in large ones, so the expected
+cost per token stays near O((C + sqrt V) h) although the largest class is big.
+
+Training is batched the GPU-friendly way, with no loop over examples or classes: the output rows of
+the classes present in the batch (T words, their union) are scored in one ``[N, h] x [h, T]``
+product, and each example's own class block is gathered from it, padded to the largest class in the
+batch (``[N, M]``, scalars only) and masked. (Gathering ``[N, M, h]`` row blocks per example instead
+is slower on PTB: with equal-mass bins the rarest class holds ~1,600 of the 10k words and nearly
+every batch of 256 has a target in it, so M is almost always 1,600.) The class assignment is saved with the model (buffers ``word_class``, ``members``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..errors import UserError
+from .base import OutputObjective, Scorer
+from .structure import frequency_order, hidden_width
+
+
+def frequency_classes(counts, num_words: int, num_classes: int) -> np.ndarray:
+    """Mikolov et al.'s frequency binning: ``int64 [V]`` class of each word, classes ``0..C'-1`` (C' <= C).
+
+    Words by decreasing count; the running unigram mass moves to the next class once it passes
+    ``(c+1)/C`` (at most one class per word, so no class is empty; a very frequent word ends a class
+    early and fewer than C classes may result).
+    """
+    order = frequency_order(counts, num_words)
+    c = np.ones(num_words) if counts is None else np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+    mass = c[order] / max(c.sum(), 1e-300)
+    cls = np.empty(num_words, dtype=np.int64)
+    a, cum = 0, 0.0
+    for r, w in enumerate(order.tolist()):
+        cum += mass[r]
+        cls[w] = a
+        if cum > (a + 1) / num_classes and a < num_classes - 1 and r < num_words - 1:
+            a += 1
+    return cls
+
+
+class ClassSoftmax(OutputObjective):
+    """Two-level class-factored softmax (see the module docstring).
+
+    Option ``classes``: C (default ``round(sqrt(V))``).
+
+    Shapes: ``ctx [N, h]``, ``targets [N]`` -> scalar mean ``-log P(y|h)``. Per step
+    O(N (C + T) h) with T the words of the classes among the batch's targets (at most V; for one
+    example, its class size).
+    """
+
+    name = "class"
+    sparse_output = True  # a step reads only the output rows of the targets' classes
+
+    def __init__(self, counts=None, *, classes: int | None = None):
+        super().__init__(counts)
+        self.counts = None if counts is None else np.asarray(counts)
+        self.classes_option = classes
+        self.bound = False
+
+    def bind(self, scorer: Scorer) -> None:
+        v, h = int(scorer.num_words), hidden_width(scorer)
+        if self.counts is not None and len(self.counts) != v:
+            raise ValueError(f"counts has {len(self.counts)} entries, the scorer {v} words")
+        c = self.classes_option or max(1, round(math.sqrt(v)))
+        if c > v:
+            raise UserError(f"--classes {c}: at most V = {v}")
+        cls = frequency_classes(self.counts, v, c)
+        n_cls = int(cls.max()) + 1
+        members = np.argsort(cls, kind="stable")  # words grouped by class, by id within a class
+        size = np.bincount(cls, minlength=n_cls)
+        start = np.concatenate([[0], np.cumsum(size)[:-1]])
+        pos = np.empty(v, dtype=np.int64)
+        pos[members] = np.arange(v) - start[cls[members]]
+        for name, arr in (("word_class", cls), ("members", members), ("class_start", start),
+                          ("class_size", size), ("pos_in_class", pos)):
+            self.register_buffer(name, torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64)))
+        self.class_layer = nn.Linear(h, n_cls)
+        nn.init.zeros_(self.class_layer.bias)
+        self.bound = True
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.class_size.numel())
+
+    def _check(self) -> None:
+        if not self.bound:
+            raise RuntimeError("class: call objective.bind(scorer) once before use (it creates the class layer)")
+
+    def class_log_prob(self, ctx: Any) -> torch.Tensor:
+        """``[N, C]``: ``log P(c | h)``."""
+        self._check()
+        return torch.log_softmax(self.class_layer(ctx).float(), dim=1)
+
+    def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """Exact ``log P(y_i | h_i)``, ``[N]``: the class term plus the within-class softmax over each
+        example's class block, gathered (padded, ``[N, M]``) from one product against the batch's classes."""
+        c = self.word_class[targets]
+        uc, inv = torch.unique(c, return_inverse=True)  # the batch's classes
+        usize = self.class_size[uc]
+        offset = torch.cumsum(usize, 0) - usize  # each class's first column in the union
+        col = torch.arange(int(usize.sum()), device=targets.device)
+        union = self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]  # [T]
+        shared = scorer.score_shared(ctx, union).float()  # [N, T]: one product against the union's rows
+        size = usize[inv]
+        j = torch.arange(int(size.max()), device=targets.device)
+        keep = j.unsqueeze(0) < size.unsqueeze(1)  # [N, M]: each example's own class block, padded
+        idx = offset[inv].unsqueeze(1) + torch.where(keep, j.unsqueeze(0), 0)
+        scores = shared.gather(1, idx).masked_fill(~keep, float("-inf"))
+        within = scores.gather(1, self.pos_in_class[targets].unsqueeze(1)).squeeze(1) - torch.logsumexp(scores, 1)
+        return self.class_log_prob(ctx).gather(1, c.unsqueeze(1)).squeeze(1) + within
+
+    def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        return -self.log_prob_targets(scorer, ctx, targets).mean()
+
+    def log_prob(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
+        """Exact ``log P(w | h)`` over all V, ``[N, V]``: per-class log-sum-exp by scatter, no loop over classes."""
+        a = scorer.score_all(ctx).float()  # [N, V]
+        n, cw = a.shape[0], self.word_class
+        top = torch.full((n, self.num_classes), float("-inf"), device=a.device)
+        top = top.scatter_reduce(1, cw.expand(n, -1), a.detach(), reduce="amax")
+        shifted = (a - top[:, cw]).exp()
+        lse = top + torch.zeros_like(top).index_add(1, cw, shifted).log()
+        return self.class_log_prob(ctx)[:, cw] + a - lse[:, cw]

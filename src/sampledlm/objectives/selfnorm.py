@@ -1,0 +1,53 @@
+"""Self-normalisation (Devlin et al. 2014): the softmax loss plus a penalty that drives log Z(h) to 0,
+so that a decoder may use the raw score ``a_w(h)`` as ``log P(w|h)`` without summing over V.
+
+    loss = -a_y(h) + log Z(h) + alpha (log Z(h))^2,        log Z(h) = log sum_w exp a_w(h)
+
+averaged over the batch (Devlin et al. 2014 eq. 3; alpha = 0.1 there). The output biases start at
+``log(1/V)`` (:meth:`SelfNormalised.prepare`), where a fresh model's log Z is already about 0.
+
+Training costs what the softmax costs (O(V h): Z is computed exactly); the saving is at inference,
+where one score is O(h). Evaluation still uses the exact softmax (inherited ``log_prob``);
+:meth:`log_normaliser` lets ``sampledlm eval`` report how far the shortcut is from it (mean and spread
+of log Z on the test file, and the perplexity the raw scores would give).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from .base import OutputObjective, Scorer
+
+
+class SelfNormalised(OutputObjective):
+    """Softmax cross-entropy with the self-normalisation penalty ``alpha (log Z)^2`` (``selfnorm_alpha``).
+
+    Shapes: ``ctx`` for N histories, ``targets [N]`` -> scalar mean loss. Unnormalised scoring:
+    :meth:`unnormalised_log_prob_targets` ``[N]`` (O(h) per query); :meth:`log_normaliser` ``[N]``.
+    """
+
+    name = "selfnorm"
+
+    def __init__(self, counts=None, *, selfnorm_alpha: float = 0.1):
+        super().__init__(counts)
+        self.alpha = float(selfnorm_alpha)
+
+    def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        a = scorer.score_all(ctx).float()
+        log_z = torch.logsumexp(a, dim=1)
+        true = a.gather(1, targets.unsqueeze(1)).squeeze(1)
+        return (log_z - true + self.alpha * log_z.pow(2)).mean()
+
+    def prepare(self, scorer: Scorer) -> None:
+        """Start every output bias at ``log(1/V)`` (a fresh model's are 0), so log Z starts near 0."""
+        scorer.shift_bias(-math.log(scorer.num_words))
+
+    def log_normaliser(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
+        return torch.logsumexp(scorer.score_all(ctx).float(), dim=1)
+
+    def unnormalised_log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """The decoder's shortcut: the raw score ``a_y(h)`` taken as ``log P(y|h)``, ``[N]`` (not normalised)."""
+        return scorer.score_targets(ctx, targets).float()

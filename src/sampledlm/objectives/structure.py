@@ -1,0 +1,92 @@
+"""What the structured output objectives (``class``, ``hsm``, ``adaptive``) share: word frequency
+order, the Huffman tree, and the size of the hidden states they read.
+
+Everything here is a pure function of the training counts, so a model rebuilt from its
+``vocab.txt`` gets the same structure; the objectives still save it as buffers with the model.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+import torch
+
+from ..errors import UserError
+
+
+def frequency_order(counts, num_words: int) -> np.ndarray:
+    """Word ids by decreasing count (ties by id), ``int64 [V]``; ids in order without counts."""
+    if counts is None:
+        return np.arange(num_words, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.float64)
+    if len(c) != num_words:
+        raise ValueError(f"counts has {len(c)} entries, expected {num_words}")
+    return np.argsort(-c, kind="stable").astype(np.int64)
+
+
+def hidden_width(scorer) -> int:
+    """``h``, the width of ``ctx``, for objectives with output parameters of their own."""
+    h = getattr(scorer, "hidden_size", None)
+    if h is None:
+        raise UserError(f"this output objective needs hidden states [N, h]; {type(scorer).__name__} has no hidden_size")
+    return int(h)
+
+
+def check_words(counts, num_words: int | None, name: str) -> int:
+    """V from the counts (the structure is built from them), at least 2 words."""
+    if counts is None:
+        raise UserError(f"objective {name!r} builds its structure from word counts: give counts")
+    v = len(counts)
+    if num_words is not None and v != num_words:
+        raise ValueError(f"counts has {v} entries, the scorer {num_words} words")
+    if v < 2:
+        raise UserError(f"objective {name!r} needs at least 2 words")
+    return v
+
+
+def huffman_tree(counts) -> tuple[np.ndarray, np.ndarray]:
+    """A binary Huffman tree over V >= 2 words by count (as word2vec builds it).
+
+    Vertices ``0 .. V-1`` are the words (leaves), ``V .. 2V-2`` the V-1 internal nodes, the root
+    last. Returns ``(parent [2V-1], side [2V-1])``: each vertex's parent (-1 for the root) and
+    whether it is its parent's first (0) or second (1) child. Frequent words get short paths:
+    the expected path length is within one bit of the unigram entropy.
+    """
+    c = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+    v = len(c)
+    parent = np.full(2 * v - 1, -1, dtype=np.int64)
+    side = np.zeros(2 * v - 1, dtype=np.int64)
+    heap = [(float(c[i]), i, i) for i in range(v)]  # (weight, tie-break, vertex)
+    heapq.heapify(heap)
+    nxt = v
+    while len(heap) > 1:
+        w0, _, a = heapq.heappop(heap)
+        w1, _, b = heapq.heappop(heap)
+        parent[a], side[a] = nxt, 0
+        parent[b], side[b] = nxt, 1
+        heapq.heappush(heap, (w0 + w1, nxt, nxt))
+        nxt += 1
+    return parent, side
+
+
+def word_paths(parent: np.ndarray, side: np.ndarray, num_words: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each word's internal nodes (0-based: vertex ``V + i`` is node ``i``) and signs, leaf to root.
+
+    Returns ``nodes [V, L]`` int64 and ``signs [V, L]`` float (+1: the word lies under the node's
+    first child, -1: under its second, 0: padding past the root), L the tree's depth.
+    """
+    v = num_words
+    cur = np.arange(v)
+    nodes, signs = [], []
+    while True:
+        alive = cur >= 0
+        par = np.where(alive, parent[np.maximum(cur, 0)], -1)
+        alive &= par >= 0
+        if not alive.any():
+            break
+        nodes.append(np.where(alive, par - v, 0))
+        signs.append(np.where(alive, 1.0 - 2.0 * side[np.maximum(cur, 0)], 0.0))
+        cur = np.where(alive, par, -1)
+    return (torch.from_numpy(np.stack(nodes, 1).astype(np.int64)),
+            torch.from_numpy(np.stack(signs, 1).astype(np.float32)))

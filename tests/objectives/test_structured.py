@@ -1,0 +1,298 @@
+"""Structured and self-normalised output objectives (class, hsm, adaptive, selfnorm): exact normalisation with real models, the
+structures they build, PyTorch's adaptive softmax as a reference, and train / eval / resume through the tool."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from helpers import config_for
+
+from sampledlm.neural import rundir as runs
+from sampledlm.neural.ffnn import FFNN
+from sampledlm.neural.lm import perplexity
+from sampledlm.neural.rnn import GRULM
+from sampledlm.neural.trainer import TrainingInterrupted, new_run, resume_run
+from sampledlm.objectives import OBJECTIVES, SampledOutput, make_objective, optimizer_pair
+from sampledlm.objectives.classes import frequency_classes
+from sampledlm.objectives.output import OutputLayer
+from sampledlm.objectives.structure import huffman_tree, word_paths
+
+STRUCTURED = ["class", "hsm", "adaptive"]
+SAMPLED = ["is", "css-is", "css-bernoulli", "nce", "neg", "blackout", "ranking"]
+NEW = STRUCTURED + ["selfnorm"]
+V = 60
+COUNTS = (3000 / np.arange(1, V + 1) ** 1.1).astype(np.int64) + 1
+
+
+def zipf_stream(n, seed=0):
+    rng = np.random.default_rng(seed)
+    p = COUNTS / COUNTS.sum()
+    return rng.choice(V, size=n, p=p).astype(np.int64)
+
+
+def model_of(kind):
+    torch.manual_seed(0)
+    if kind == "ffnn":
+        return FFNN(V, order=3, embed_dim=8, hidden=(12,), sparse_output=True)
+    return GRULM(V, embed_dim=8, hidden=12, sparse_output=True)
+
+
+def scaled(model, obj, scale=3.0):
+    """Larger random weights, so the distributions are far from uniform."""
+    with torch.no_grad():
+        for p in list(model.parameters()) + list(obj.parameters()):
+            p.mul_(scale)
+
+
+@pytest.mark.parametrize("kind", ["ffnn", "gru"])
+@pytest.mark.parametrize("name", NEW)
+def test_sums_to_one_over_v_with_real_models(name, kind):
+    model = model_of(kind)
+    obj = make_objective(name, COUNTS)
+    obj.bind(model)
+    scaled(model, obj)
+    model.eval()
+    ids = zipf_stream(300)
+    with torch.no_grad():
+        for ctx, targets, _ in model.eval_contexts(ids, batch_size=64 if kind == "ffnn" else 1):
+            lp = obj.log_prob(model, ctx).double()
+            assert lp.shape == (len(targets), V)
+            assert torch.allclose(lp.exp().sum(1), torch.ones(len(targets), dtype=torch.float64), atol=1e-5)
+            assert lp.exp().min() > 0
+            direct = obj.log_prob_targets(model, ctx, targets).double()
+            assert torch.allclose(direct, lp.gather(1, targets.unsqueeze(1)).squeeze(1), atol=1e-5)
+            if name in STRUCTURED:  # their training loss is -log P itself
+                assert obj(model, ctx, targets).item() == pytest.approx(-direct.mean().item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("name", STRUCTURED)
+def test_gradient_of_the_loss_is_the_exact_log_likelihoods(name):
+    """The batched training loss (padded blocks / paths, tails per cluster) has the gradient of
+    -mean log P computed from the exact [N, V] log_prob, so training optimises the evaluated model."""
+    torch.manual_seed(1)
+    out = OutputLayer(V, 6)
+    obj = make_objective(name, COUNTS)
+    obj.bind(out)
+    x = torch.randn(20, 6, dtype=torch.float64)
+    out.double(), obj.double()
+    y = torch.from_numpy(zipf_stream(20, seed=3))
+    params = list(out.parameters()) + list(obj.parameters())
+    g1 = torch.autograd.grad(obj(out, x, y), params, allow_unused=True)
+    g2 = torch.autograd.grad(-obj.log_prob(out, x).gather(1, y.unsqueeze(1)).mean(), params, allow_unused=True)
+    for a, b in zip(g1, g2):
+        if a is None or b is None:
+            assert a is None or not a.to_dense().any()
+            continue
+        assert torch.allclose(a.to_dense().float(), b.to_dense().float(), atol=1e-5)
+
+
+def test_adaptive_log_prob_equals_pytorchs_with_the_same_weights():
+    torch.manual_seed(0)
+    h, cutoffs = 16, [8, 25]
+    ref = torch.nn.AdaptiveLogSoftmaxWithLoss(h, V, cutoffs, div_value=2.0)
+    # a vocabulary whose ids are NOT in frequency order: our ranks must map them onto PyTorch's classes
+    perm = np.random.default_rng(0).permutation(V)
+    counts = np.empty(V, dtype=np.int64)
+    counts[perm] = COUNTS  # word perm[r] has rank r
+    obj = make_objective("adaptive", counts, cutoffs=cutoffs, div_value=2.0)
+    out = OutputLayer(V, h)
+    obj.bind(out)
+    assert obj.order.tolist() == perm.tolist()
+    with torch.no_grad():
+        out.weight[torch.from_numpy(perm[:8])] = ref.head.weight[:8]
+        out.bias.zero_()
+        obj.cluster.weight.copy_(ref.head.weight[8:])
+        obj.cluster.bias.zero_()
+        for i in range(2):
+            obj.tail[i][0].weight.copy_(ref.tail[i][0].weight)
+            obj.tail[i][1].weight.copy_(ref.tail[i][1].weight)
+    x = torch.randn(12, h)
+    ranks = torch.randint(V, (12,))
+    with torch.no_grad():
+        ours = obj.log_prob(out, x)
+        theirs = ref.log_prob(x)
+        assert torch.allclose(ours[:, torch.from_numpy(perm)], theirs, atol=1e-5)
+        words = torch.from_numpy(perm)[ranks]
+        assert obj(out, x, words).item() == pytest.approx(ref(x, ranks).loss.item(), rel=1e-5)
+
+
+def test_adaptive_default_cutoffs_and_bad_cutoffs():
+    from sampledlm.errors import UserError
+
+    obj = make_objective("adaptive", COUNTS)
+    obj.bind(OutputLayer(V, 8))
+    cum = np.cumsum(np.sort(COUNTS)[::-1]) / COUNTS.sum()
+    c0, c1 = obj.cutoffs[:2]
+    assert cum[c0 - 1] >= 0.8 > cum[c0 - 2] and cum[c1 - 1] >= 0.95
+    for bad in ([5, 5], [0, 10], [10, V]):
+        with pytest.raises(UserError, match="--cutoffs"):
+            make_objective("adaptive", COUNTS, cutoffs=bad).bind(OutputLayer(V, 8))
+
+
+def test_frequency_classes_bin_equal_unigram_mass():
+    counts = (1e6 / np.arange(1, 10001)).astype(np.int64) + 1
+    cls = frequency_classes(counts, len(counts), 100)
+    n = cls.max() + 1
+    assert 90 <= n <= 100 and set(np.unique(cls)) == set(range(n))
+    mass = np.bincount(cls, weights=counts) / counts.sum()
+    singles = np.bincount(cls) == 1  # a word heavier than 1/C fills a class alone
+    assert mass[~singles].max() < 2.5 / 100
+    assert np.all(np.diff(cls[np.argsort(-counts, kind="stable")]) >= 0)  # consecutive frequency bins
+    obj = make_objective("class", counts)
+    obj.bind(OutputLayer(len(counts), 4))
+    assert 90 <= obj.num_classes <= 100  # about sqrt(V) = 100 by default
+
+
+def test_class_step_reads_only_the_targets_class_blocks():
+    big_v = 5000
+    counts = (1e5 / np.arange(1, big_v + 1)).astype(np.int64) + 1
+    obj = make_objective("class", counts, classes=70)
+    out = OutputLayer(big_v, 8, sparse=True)
+    obj.bind(out)
+    y = torch.tensor([0, 1, 2, 3])  # frequent words: small classes
+    obj(out, torch.randn(4, 8), y).backward()
+    rows = out.weight.grad.coalesce().indices()[0]
+    blocks = set(obj.word_class[y].tolist())
+    assert set(obj.word_class[rows].tolist()) == blocks
+    assert len(rows) == int(obj.class_size[list(blocks)].sum())
+
+
+def test_huffman_tree_paths_are_short_for_frequent_words():
+    counts = np.array([50, 20, 10, 10, 5, 3, 1, 1])
+    parent, side = huffman_tree(counts)
+    assert parent[-1] == -1 and (parent[:-1] >= len(counts)).all()
+    nodes, signs = word_paths(parent, side, len(counts))
+    length = (signs != 0).sum(1).numpy()
+    assert length[0] == 1 and length[0] <= length[1] <= length[-1]
+    p = counts / counts.sum()
+    entropy = -(p * np.log2(p)).sum()
+    assert entropy <= (p * length).sum() < entropy + 1
+    codes = {tuple(s for s in signs[w].tolist() if s) + tuple(nodes[w].tolist()) for w in range(len(counts))}
+    assert len(codes) == len(counts)  # every word its own path
+
+
+def test_hsm_step_reads_only_path_rows():
+    big_v = 4096
+    counts = np.ones(big_v, dtype=np.int64)  # a balanced tree: 12 nodes per path
+    obj = make_objective("hsm", counts)
+    out = OutputLayer(big_v, 8, sparse=True)
+    obj.bind(out)
+    obj(out, torch.randn(3, 8), torch.tensor([5, 6, 4000])).backward()
+    rows = out.weight.grad.coalesce().indices()[0]
+    assert len(rows) <= 3 * 12 and obj.nodes.shape[1] == 12
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_train_eval_and_reload_through_the_tool(name, tmp_path, run_in_process):
+    from helpers import write_word_corpus
+
+    for split, n, seed in (("train", 80, 1), ("valid", 20, 2), ("test", 20, 3)):
+        write_word_corpus(tmp_path / f"{split}.txt", n, seed)
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "-o", "run", "--objective", name,
+                       "--order", "3", "-d", "6", "--hidden", "8", "--epochs", "2", "--batch-size", "16",
+                       "--threads", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("eval", "run", "--test", "test.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ppl = json.loads(r.stdout)["ppl"]
+    model, objective, vocab, config = runs.load_run(str(tmp_path / "run"))
+    assert config["objective"]["name"] == name and type(objective).name == name
+    from sampledlm.data.corpus import load_ids
+
+    assert perplexity(model, objective, load_ids(str(tmp_path / "test.txt"), vocab)) == pytest.approx(ppl, rel=1e-6)
+    assert 1 < ppl < 2 * len(vocab)  # uniform random words: near V after two epochs
+    assert ("unnormalised scoring" in run_in_process("eval", "run", "--test", "test.txt", cwd=tmp_path).stdout) \
+        == (name == "selfnorm")
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_resume_gives_the_same_numbers(words_corpus, name):
+    config, vocab = config_for(words_corpus, "gru", optimizer="adam", lr=0.01, clip=1.0, epochs=2)
+    config["objective"] = {"name": name, "options": {}}
+    new_run(str(words_corpus / "a"), config, vocab).train()
+    t = new_run(str(words_corpus / "b"), config, vocab)
+    t.interrupt_at_step = t.data.num_batches() + 2
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    resume_run(str(words_corpus / "b")).train()
+    a = runs.load_run(str(words_corpus / "a"))
+    b = runs.load_run(str(words_corpus / "b"))
+    for x, y in ((a[0], b[0]), (a[1], b[1])):
+        for k, v in x.state_dict().items():
+            assert torch.equal(v, y.state_dict()[k]), k
+    assert [json.loads(line)["valid_ppl"] for line in open(words_corpus / "a" / "metrics.jsonl")] == \
+        [json.loads(line)["valid_ppl"] for line in open(words_corpus / "b" / "metrics.jsonl")]
+
+
+def test_selfnorm_loss_is_cross_entropy_plus_alpha_log_z_squared():
+    torch.manual_seed(0)
+    out = OutputLayer(V, 5)
+    with torch.no_grad():
+        out.bias.normal_()
+    x, y = torch.randn(7, 5), torch.from_numpy(zipf_stream(7))
+    obj = make_objective("selfnorm", COUNTS, selfnorm_alpha=0.3)
+    a = out.score_all(x)
+    log_z = torch.logsumexp(a, 1)
+    want = torch.nn.functional.cross_entropy(a, y) + 0.3 * (log_z ** 2).mean()
+    assert obj(out, x, y).item() == pytest.approx(want.item(), rel=1e-6)
+    assert torch.allclose(obj.log_normaliser(out, x), log_z)
+    assert torch.allclose(obj.unnormalised_log_prob_targets(out, x, y) - log_z, obj.log_prob_targets(out, x, y), atol=1e-5)
+
+
+def test_selfnorm_starts_at_log_one_over_v_and_drives_log_z_to_zero():
+    out = OutputLayer(V, 4)
+    obj = make_objective("selfnorm", COUNTS)
+    obj.prepare(out)
+    assert torch.allclose(out.bias, torch.full((V, 1), -np.log(V)))
+    with torch.no_grad():
+        out.weight.zero_()
+    assert obj.log_normaliser(out, torch.randn(3, 4)).abs().max() < 1e-5
+
+    def trained_log_z(alpha):
+        torch.manual_seed(0)
+        layer = OutputLayer(V, 4)
+        o = make_objective("selfnorm", COUNTS, selfnorm_alpha=alpha)
+        o.prepare(layer)
+        opt = torch.optim.Adam(layer.parameters(), lr=0.05)
+        x = torch.randn(256, 4)
+        y = torch.from_numpy(zipf_stream(256, seed=5))
+        for _ in range(150):
+            opt.zero_grad()
+            o(layer, x, y).backward()
+            opt.step()
+        with torch.no_grad():
+            return o.log_normaliser(layer, x).abs().mean().item()
+
+    with_penalty, without = trained_log_z(1.0), trained_log_z(0.0)
+    assert with_penalty < 0.5 * without  # seeded: 0.13 against 0.38
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_sampled_output_every_objective_with_plain_adam_or_the_optimizer_pair(name):
+    """A user's own model: dense gradients work with torch.optim.Adam(model.parameters()); sparse ones
+    with optimizer_pair; both train and give an exact distribution over V."""
+    opts = {"samples": 20} if name in SAMPLED else {}
+    for sparse in (False, None):
+        torch.manual_seed(0)
+        trunk = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh())
+        head = SampledOutput(8, V, objective=name, counts=COUNTS, sparse=sparse, **opts)
+        model = torch.nn.ModuleDict({"trunk": trunk, "head": head})
+        optimizers = [torch.optim.Adam(model.parameters(), lr=0.02)] if sparse is False else optimizer_pair(model, 0.02)
+        if sparse is None and head.output.sparse:
+            assert [type(o).__name__ for o in optimizers] == ["Adam", "SparseAdam"]
+        x = torch.randn(64, 4)
+        y = (x[:, 0] > 0).long() * 5
+        with torch.no_grad():
+            start = -head.log_prob(trunk(x)).gather(1, y.unsqueeze(1)).mean().item()
+        for _ in range(40):
+            for o in optimizers:
+                o.zero_grad()
+            head(trunk(x), y).backward()
+            for o in optimizers:
+                o.step()
+        head.finalize()
+        with torch.no_grad():
+            lp = head.log_prob(trunk(x))
+        assert torch.allclose(lp.exp().sum(1), torch.ones(64), atol=1e-5)
+        assert -lp.gather(1, y.unsqueeze(1)).mean().item() < start - 0.5, (name, sparse)
