@@ -143,6 +143,9 @@ def read_config(model_dir: str) -> tuple[dict, str]:
     if not isinstance(config, dict):
         raise UserError(f"{path}: not a sampledlm model config (a JSON object is expected)")
     fmt = config.get("format")
+    for key in ("format", "family"):  # looked up in tables below: a list or an object would not even hash
+        if key in config and not isinstance(config[key], str):
+            raise UserError(f"{path}: field {key!r} should be a string, found {type(config[key]).__name__}")
     if fmt in LEGACY_FORMATS:
         return config, LEGACY_FORMATS[fmt]
     if fmt != FORMAT:

@@ -24,7 +24,7 @@ MODELS: dict[str, type[NeuralScorer]] = {
 
 
 def model_class(type_: str) -> type[NeuralScorer]:
-    if type_ not in MODELS:
+    if not isinstance(type_, str) or type_ not in MODELS:
         raise UserError(f"unknown model type {type_!r}; choose from {', '.join(MODELS)}")
     return MODELS[type_]
 
