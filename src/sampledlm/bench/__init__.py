@@ -50,6 +50,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                          trains_lm=True),
     "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
                          "before (762f3e9) and now"),
+    "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
+                          "recoveries, temporary files"),
 }
 
 #: Other names of an experiment (same runs, same page): ``sampledlm bench maxent`` = ``xu-melm``.
