@@ -1,5 +1,7 @@
-"""The demo's neural step: a small feed-forward trigram LM trained with the exact softmax and with a
-sampled objective (CSS-IS, S = 100 words per step instead of all V), both evaluated exactly; and,
+"""The demo's neural step: a small feed-forward trigram LM trained with the exact softmax, with a
+sampled objective (CSS-IS, S = 100 words per step instead of all V) and with a structured one (the
+adaptive softmax of Grave et al. 2017: frequent words in a head, the rest in cheaper tail clusters),
+all evaluated exactly; and,
 when the n-gram step left a KN3 ARPA file, the softmax model's linear interpolation with it (weight
 tuned by EM on valid)."""
 
@@ -31,7 +33,8 @@ def ffnn_step(data: DemoData) -> list[Result]:
         torch.set_num_threads(threads)
 
 
-OBJECTIVES = [("softmax", {}, "softmax"), ("css-is", {"samples": 100}, "CSS-IS, S=100")]
+OBJECTIVES = [("softmax", {}, "softmax"), ("css-is", {"samples": 100}, "CSS-IS, S=100"),
+              ("adaptive", {}, "adaptive softmax")]
 
 
 def _train(data: DemoData, name: str, options: dict, label: str):

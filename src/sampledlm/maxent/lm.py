@@ -61,5 +61,12 @@ class MaxEntLM(LanguageModel):
 
 def load_maxent(model_dir: str, config: dict) -> MaxEntLM:
     """The maxent model in ``model_dir``; ``config`` from :func:`sampledlm.store.read_config`."""
-    model, vocab = MaxEntModel.from_config(model_dir, config)
+    import os
+
+    try:
+        model, vocab = MaxEntModel.from_config(model_dir, config)
+    except UserError as e:  # a field of config.json the features or the objective refuse: name the file
+        if str(e).startswith(model_dir):
+            raise
+        raise UserError(f"{os.path.join(model_dir, 'config.json')}: {e}") from None
     return MaxEntLM(model, vocab)

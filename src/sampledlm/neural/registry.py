@@ -41,8 +41,8 @@ def model_spec(type_: str, **options) -> dict:
         sizes = list(given["hidden"]) if isinstance(given["hidden"], (list, tuple)) else [given["hidden"]]
         if isinstance(cls.Config().hidden, list):
             given["hidden"] = sizes
-        elif len(sizes) > 1:
-            raise UserError(f"--hidden is given once for a {type_} model (use --layers for depth)")
+        elif len(sizes) != 1:
+            raise UserError(f"--hidden is given once for a {type_} model (use --layers for depth), found {sizes}")
         else:
             given["hidden"] = sizes[0]
     cfg = cfgmod.from_dict(cls.Config, given, f"model {type_}")
