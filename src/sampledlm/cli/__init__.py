@@ -25,6 +25,7 @@ COMMANDS = {
     "stats": "corpus:stats",
     "train": "neural:train",
     "eval": "eval:eval_cmd",
+    "score": "score:score",
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
     "demo": "demo:demo",

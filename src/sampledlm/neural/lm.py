@@ -31,8 +31,13 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent, **kw):
-            out[positions] = objective.log_prob_targets(model, ctx, targets).double().cpu().numpy()
+        for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent,
+                                                                  **kw):
+            if rows:  # one context serves several predictions: one output distribution for all of them
+                lp = objective.log_prob(model, ctx)[rows[0], targets]
+            else:
+                lp = objective.log_prob_targets(model, ctx, targets)
+            out[positions] = lp.double().cpu().numpy()
     finally:
         model.train(was_training)
     return out
@@ -48,8 +53,9 @@ def batch_log_probs(model, objective, ids: np.ndarray) -> torch.Tensor:
     """Exact ``log P(w | h)`` over all V words for every token of a stream, ``[N, V]`` (tests, small inputs)."""
     model.eval()
     rows = [None] * len(ids)
-    for ctx, _, positions in model.eval_contexts(np.asarray(ids)):
-        for p, r in zip(positions, objective.log_prob(model, ctx)):
+    for ctx, _, positions, *at in model.eval_contexts(np.asarray(ids)):
+        lp = objective.log_prob(model, ctx)
+        for p, r in zip(positions, lp[at[0]] if at else lp):
             rows[int(p)] = r
     return torch.stack(rows)
 
@@ -76,6 +82,24 @@ class NeuralLM(LanguageModel):
 
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent)
+
+    @torch.no_grad()
+    def next_logprobs(self, history) -> np.ndarray:
+        """One forward pass over ``history`` (read as the start of a sentence); the distribution after it."""
+        ids = np.append(np.asarray(history, dtype=np.int64), EOS_ID)
+        last = len(ids) - 1
+        model, objective = self.model, self.objective
+        was_training = model.training
+        model.eval()
+        try:
+            for ctx, _, positions, *rows in model.eval_contexts(ids, independent=True):
+                hit = np.flatnonzero(np.asarray(positions) == last)
+                if len(hit):
+                    row = int(rows[0][hit[0]]) if rows else int(hit[0])
+                    return objective.log_prob(model, ctx[row : row + 1])[0].double().cpu().numpy()
+        finally:
+            model.train(was_training)
+        raise AssertionError("the model's contexts did not cover the stream")
 
     def describe(self) -> str:
         m = self.config.get("model", {})

@@ -71,8 +71,11 @@ class NgramLM:
         return [len(t) for t in self.tables]
 
     # --- batched query (model ids) ------------------------------------------------------
-    def logprob10_ids(self, hist: np.ndarray, words: np.ndarray) -> np.ndarray:
+    def logprob10_ids(self, hist: np.ndarray, words: np.ndarray, with_order: bool = False):
         """log10 p(word | hist) for a batch: ``hist`` [N, h] model ids oldest first, ``words`` [N] -> [N].
+
+        ``with_order``: also return the order of the longest n-gram found (the n of SRILM's
+        ``-debug 2`` "[3gram]" and of KenLM's ``full_scores`` ngram_length), int64 [N].
 
         Only the last ``order - 1`` history words matter, and nothing before a row's last
         ``<s>``: as in KenLM, a sentence starts from a state holding ONE ``<s>``, so the extra
@@ -88,14 +91,16 @@ class NgramLM:
         ctx, gram = context_and_gram_indices(self._keys, hist, words, self.width)
         out = np.zeros(len(words), dtype=np.float64)
         done = np.zeros(len(words), dtype=bool)
+        order = np.zeros(len(words), dtype=np.int64)
         for j in range(len(ctx) - 1, -1, -1):  # longest match first
             hit = (gram[j] >= 0) & ~done
             out[hit] += self.tables[j].logp[gram[j][hit]]
+            order[hit] = j + 1
             done |= hit
             if j > 0:  # not found at order j+1: pay the back-off weight of the j-word context
                 miss = ~done & (ctx[j] >= 0)
                 out[miss] += self.tables[j - 1].bow[ctx[j][miss]]
-        return out
+        return (out, order) if with_order else out
 
     def map_vocab(self, vocab: Vocab) -> np.ndarray:
         """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``."""
@@ -103,23 +108,25 @@ class NgramLM:
         m = np.fromiter((get(w, self.unk) for w in vocab.words), dtype=np.int64, count=len(vocab))
         return np.concatenate([m, [self.bos]])
 
-    def stream_logprobs(self, ids: np.ndarray, vocab: Vocab) -> np.ndarray:
+    def stream_logprobs(self, ids: np.ndarray, vocab: Vocab, with_order: bool = False):
         """Natural-log P(token | up to n-1 previous tokens of its sentence, <s>-padded), float64 [len(ids)].
 
         ``ids`` is an id stream of ``vocab`` (:func:`sampledlm.data.corpus.load_ids`): every token,
         words and ``</s>``, is one prediction. Words are matched to the model by string; a
-        ``vocab`` word the model lacks gets the model's ``<unk>`` probability.
+        ``vocab`` word the model lacks gets the model's ``<unk>`` probability. ``with_order``: also
+        the order of the n-gram each probability came from (:meth:`logprob10_ids`).
         """
         from ..data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
         ids = np.asarray(ids)
         m = self.map_vocab(vocab)
         pos = sentence_positions(ids, vocab.eos_id)
         out = np.empty(len(ids), dtype=np.float64)
+        order = np.empty(len(ids), dtype=np.int64)
         for s in range(0, len(ids), CHUNK):
             at = np.arange(s, min(s + CHUNK, len(ids)), dtype=np.int64)
             hist = ngram_histories(ids, pos, self.order, vocab.bos_id, at)
-            out[at] = self.logprob10_ids(m[hist], m[np.asarray(ids[at], dtype=np.int64)])
-        return out * LN10
+            out[at], order[at] = self.logprob10_ids(m[hist], m[np.asarray(ids[at], dtype=np.int64)], with_order=True)
+        return (out * LN10, order) if with_order else out * LN10
 
     # --- convenience API (strings) ------------------------------------------------------
     def encode(self, words: list[str]) -> np.ndarray:
