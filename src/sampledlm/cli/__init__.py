@@ -26,6 +26,7 @@ COMMANDS = {
     "train": "neural:train",
     "eval": "eval:eval_cmd",
     "score": "score:score",
+    "generate": "generate:generate",
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
     "demo": "demo:demo",
