@@ -27,6 +27,7 @@ COMMANDS = {
     "eval": "eval:eval_cmd",
     "score": "score:score",
     "generate": "generate:generate",
+    "rescore": "rescore:rescore",
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
     "demo": "demo:demo",
