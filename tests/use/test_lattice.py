@@ -126,3 +126,32 @@ def test_expanded_lattice_round_trips_through_slf(four_models, tmp_path):
     write_slf(str(tmp_path / "big.slf"), big)
     back = read_slf(str(tmp_path / "big.slf"))
     assert best_path(back)[0] == best_path(big)[0]
+
+
+def test_cli_rescores_lattices(four_models, run_in_process, tmp_path):
+    import json
+
+    (tmp_path / "lats").mkdir()
+    (tmp_path / "dev").mkdir()
+    refs = []
+    for seed in range(8):
+        lat = random_lattice(seed, WORDS)
+        write_slf(str(tmp_path / ("dev" if seed < 4 else "lats") / f"u{seed}.slf"), lat)
+        refs.append(f"{lat.id} {' '.join(all_paths(lat)[0].words)}\n")
+    (tmp_path / "refs").write_text("".join(refs))
+    r = run_in_process("rescore", str(four_models / "kn3.arpa"), "lats", "--refs", "refs", "--tune-on", "dev",
+                       "--tune-refs", "refs", "--one-best", "best.txt", "-o", "expanded", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["exact"] and doc["k"] == 2 and doc["utterances"] == 4 and 0 <= doc["rescored_wer"]
+    best = dict(line.split(" ", 1) for line in (tmp_path / "best.txt").read_text().splitlines())
+    assert sorted(best) == ["lat4", "lat5", "lat6", "lat7"]
+    w = doc["weights"]
+    big = read_slf(str(tmp_path / "expanded" / "lat5.slf"))
+    assert " ".join(best_path(big, Weights(w["am_scale"], w["lm_weight"], w["word_penalty"]))[0]) == best["lat5"]
+    r = run_in_process("rescore", str(four_models / "gru"), "lats", cwd=tmp_path)
+    assert r.returncode == 1 and "give --k" in r.stderr
+    r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "--refs", "refs", cwd=tmp_path)
+    assert r.returncode == 0 and "WER: first pass" in r.stdout, r.stderr
+    r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "-o", "x", cwd=tmp_path)
+    assert r.returncode == 1 and "exactly expanded lattices" in r.stderr

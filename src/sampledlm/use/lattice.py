@@ -57,6 +57,7 @@ class Lattice:
     end: int = -1
     times: dict[int, float] = field(default_factory=dict)
     header: dict[str, str] = field(default_factory=dict)
+    ref: list[str] | None = None  # the reference words, when known
 
     def __post_init__(self):
         if self.end < 0:
@@ -189,6 +190,17 @@ def write_slf(path: str, lat: Lattice) -> None:
             f.write(f"I={i}" + (f"\tt={lat.times[i]:.2f}" if i in lat.times else "") + "\n")
         for j, link in enumerate(lat.links):
             f.write(f"J={j}\tS={link.start}\tE={link.end}\tW={link.word or '!NULL'}\ta={link.am:.10g}\tl={link.lm:.10g}\n")
+
+
+def is_slf(path: str) -> bool:
+    """Whether ``path`` names SLF lattices: ``*.slf``/``*.lat`` (compressed too), or a directory of them."""
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        return bool(names) and is_slf(names[0])
+    name = os.path.basename(path)
+    for suffix in (".gz", ".bz2", ".xz"):
+        name = name[: -len(suffix)] if name.endswith(suffix) else name
+    return name.endswith((".slf", ".lat"))
 
 
 def read_lattices(path: str) -> list[Lattice]:
@@ -395,3 +407,15 @@ def rescore(lat: Lattice, lm, weights: Weights = Weights(), k: int | None = None
             _, words, am, lmf, lmn = max(finals, key=lambda f: f[0])
             return Hypothesis(list(words), am, lmf, lmn)
     raise UserError(f"lattice {lat.id!r}: the end node is not reachable")
+
+
+def first_pass_best(lat: Lattice, weights: Weights = Weights()) -> Hypothesis:
+    """The first pass's best path (the lattice's own ``l=`` scores)."""
+    return nbest(lat, 1, weights).hyps[0]
+
+
+def rescore_nbest(lat: Lattice, n: int, weights: Weights = Weights()) -> NBest:
+    """The lattice's ``n``-best list (first-pass order) with its reference: what n-best rescoring would see."""
+    nb = nbest(lat, n, weights)
+    nb.ref = lat.ref
+    return nb
