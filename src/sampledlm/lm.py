@@ -53,6 +53,10 @@ class LanguageModel(ABC):
     def perplexity(self, ids: np.ndarray, *, independent: bool = False) -> float:
         return perplexity_of(self.logprobs(ids, independent=independent))
 
+    def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
+        """``ln P(w_i | h_i)`` for the positions ``at`` of ``ids`` only (models may skip the others' outputs)."""
+        return self.logprobs(ids, independent=independent)[np.asarray(at)]
+
     def next_logprobs(self, history: Sequence[int]) -> np.ndarray:
         """``ln P(w | <s> history)`` for every word ``w`` of the vocabulary, float64 ``[V]``.
 
@@ -185,6 +189,12 @@ class Mixture(LanguageModel):
 
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return mix_logprobs(self.component_logprobs(ids, independent=independent), self.weights)
+
+    def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
+        ids = np.asarray(ids)
+        comps = [m.logprobs_at(ids if mp is None else mp[ids], at, independent=independent)
+                 for m, mp in zip(self.models, self.maps)]
+        return mix_logprobs(np.stack(comps), self.weights)
 
     def next_logprobs(self, history: Sequence[int]) -> np.ndarray:
         h = np.asarray(history, dtype=np.int64)

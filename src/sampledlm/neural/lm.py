@@ -17,12 +17,13 @@ from ..lm import LanguageModel, perplexity_of
 
 @torch.no_grad()
 def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
-                    **kw) -> np.ndarray:
+                    only: np.ndarray | None = None, **kw) -> np.ndarray:
     """Natural-log probability of every token of ``ids`` (``float64 [len(ids)]``), exact.
 
     ``batch_size``: histories (feed-forward; default 1024), BPTT rows (recurrent running text;
     default 1: every token conditioned on the whole stream before it) or sentences (recurrent,
-    ``independent``; default 64). ``independent``: each sentence from a fresh state.
+    ``independent``; default 64). ``independent``: each sentence from a fresh state. ``only``: a
+    boolean mask; the output layer runs for those positions alone (the others are left at 0).
     """
     ids = np.asarray(ids)
     out = np.zeros(len(ids), dtype=np.float64)
@@ -33,6 +34,17 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
     try:
         for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent,
                                                                   **kw):
+            if only is not None:
+                keep = only[np.asarray(positions)]
+                if not keep.any():
+                    continue
+                positions, kt = np.asarray(positions)[keep], torch.from_numpy(keep).to(targets.device)
+                targets = targets[kt]
+                if rows:
+                    needed, local = torch.unique(rows[0][kt], return_inverse=True)
+                    ctx, rows = ctx[needed], [local]
+                else:
+                    ctx = ctx[kt]
             if rows:  # one context serves several predictions: one output distribution for all of them
                 lp = objective.log_prob(model, ctx)[rows[0], targets]
             else:
@@ -82,6 +94,12 @@ class NeuralLM(LanguageModel):
 
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent)
+
+    def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
+        only = np.zeros(len(ids), dtype=bool)
+        only[np.asarray(at)] = True
+        return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent,
+                               only=only)[np.asarray(at)]
 
     @torch.no_grad()
     def next_logprobs(self, history) -> np.ndarray:

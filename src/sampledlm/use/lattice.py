@@ -280,7 +280,7 @@ def continuation_logprobs(lm, queries: list[tuple[tuple[int, ...], int]]) -> np.
         stream.append(word)
         if word != EOS_ID:
             stream.append(EOS_ID)
-    return lm.logprobs(np.asarray(stream, dtype=np.int64), independent=True)[np.asarray(at)]
+    return lm.logprobs_at(np.asarray(stream, dtype=np.int64), np.asarray(at), independent=True)
 
 
 def _word_id(lm, word: str) -> int:
