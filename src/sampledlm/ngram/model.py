@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
-from .tables import context_and_gram_indices
+from .tables import context_and_gram_indices, lookup
 
 LN10 = math.log(10.0)
 CHUNK = 1 << 20  # predictions scored per batch in stream_logprobs
@@ -89,6 +89,11 @@ class NgramLM:
             hist = hist.reshape(len(words), -1)
         hist = _cut_at_sentence_start(hist, self.bos)
         ctx, gram = context_and_gram_indices(self._keys, hist, words, self.width)
+        return self._back_off(ctx, gram, with_order)
+
+    def _back_off(self, ctx: list[np.ndarray], gram: list[np.ndarray], with_order: bool):
+        """log10 p from the context and n-gram indices of every order (:func:`context_and_gram_indices`)."""
+        words = gram[0]
         out = np.zeros(len(words), dtype=np.float64)
         done = np.zeros(len(words), dtype=bool)
         order = np.zeros(len(words), dtype=np.int64)
@@ -116,17 +121,39 @@ class NgramLM:
         ``vocab`` word the model lacks gets the model's ``<unk>`` probability. ``with_order``: also
         the order of the n-gram each probability came from (:meth:`logprob10_ids`).
         """
-        from ..data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
         ids = np.asarray(ids)
         m = self.map_vocab(vocab)
-        pos = sentence_positions(ids, vocab.eos_id)
         out = np.empty(len(ids), dtype=np.float64)
         order = np.empty(len(ids), dtype=np.int64)
-        for s in range(0, len(ids), CHUNK):
-            at = np.arange(s, min(s + CHUNK, len(ids)), dtype=np.int64)
-            hist = ngram_histories(ids, pos, self.order, vocab.bos_id, at)
-            out[at], order[at] = self.logprob10_ids(m[hist], m[np.asarray(ids[at], dtype=np.int64)], with_order=True)
+        s = 0
+        while s < len(ids):  # chunks end at a sentence end (a sentence longer than CHUNK is cut)
+            e = min(s + CHUNK, len(ids))
+            if e < len(ids):
+                ends = np.flatnonzero(ids[s:e] == vocab.eos_id)
+                e = s + int(ends[-1]) + 1 if len(ends) else e
+            out[s:e], order[s:e] = self._stream_logprob10(m[np.asarray(ids[s:e], dtype=np.int64)],
+                                                          np.asarray(ids[s:e]) == vocab.eos_id)
+            s = e
         return (out * LN10, order) if with_order else out * LN10
+
+    def _stream_logprob10(self, words: np.ndarray, is_eos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log10 p and n-gram order of every token of a stream of model ids (``is_eos`` marks the ``</s>``).
+
+        KenLM's state trick, vectorised: the context of length j of token i is the j-gram ending at
+        token i-1, whose index the previous order's pass already found; so one binary search per
+        order and token, not one per order and context length. A sentence's first token has ``<s>``
+        as its only history (a context of length 1).
+        """
+        starts = np.ones(len(words), dtype=bool)
+        starts[1:] = is_eos[:-1]
+        ctx, gram = [np.zeros(len(words), dtype=np.int64)], [words]
+        for j in range(1, self.order):
+            c = np.empty(len(words), dtype=np.int64)
+            c[1:] = gram[j - 1][:-1]
+            c[starts] = self.bos if j == 1 else -1
+            ctx.append(c)
+            gram.append(lookup(self._keys[j], c, words, self.width))
+        return self._back_off(ctx, gram, True)
 
     # --- convenience API (strings) ------------------------------------------------------
     def encode(self, words: list[str]) -> np.ndarray:
