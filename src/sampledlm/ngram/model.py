@@ -108,7 +108,16 @@ class NgramLM:
         return (out, order) if with_order else out
 
     def map_vocab(self, vocab: Vocab) -> np.ndarray:
-        """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``."""
+        """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``.
+
+        The map of the last vocabulary asked for is kept (a scorer asks once per chunk)."""
+        cached = getattr(self, "_vocab_map", None)
+        if cached is not None and cached[0] is vocab and len(cached[1]) == len(vocab) + 1:
+            return cached[1]
+        self._vocab_map = (vocab, self._map_vocab(vocab))
+        return self._vocab_map[1]
+
+    def _map_vocab(self, vocab: Vocab) -> np.ndarray:
         get = self.index.get
         m = np.fromiter((get(w, self.unk) for w in vocab.words), dtype=np.int64, count=len(vocab))
         return np.concatenate([m, [self.bos]])

@@ -103,7 +103,10 @@ class Totals:
 def encode(sentences: list[list[str]], lm: LanguageModel) -> np.ndarray:
     """The id stream of tokenised sentences (each followed by ``</s>``) in ``lm``'s vocabulary."""
     get = lm.vocab.index.get
-    flat = [w for s in sentences for w in (*s, EOS)]
+    flat = []
+    for s in sentences:
+        flat += s
+        flat.append(EOS)
     return np.fromiter(map(get, flat, repeat(UNK_ID)), dtype=np.int64, count=len(flat))
 
 
@@ -123,12 +126,9 @@ def score_sentences(lm: LanguageModel, sentences: list[list[str]], with_orders: 
     ids = encode(sentences, lm)
     lp, orders = score_ids(lm, ids, with_orders)
     starts, ends = sentence_bounds(ids)
-    unk = ids == UNK_ID
-    out = []
-    for k, (s, e, words) in enumerate(zip(starts.tolist(), ends.tolist(), sentences)):
-        out.append(SentenceScore(first_index + k, words, lp[s : e + 1], int(unk[s:e].sum()),
-                                 None if orders is None else orders[s : e + 1]))
-    return out
+    oovs = np.add.reduceat((ids == UNK_ID).astype(np.int64), starts).tolist()  # a sentence's </s> is never <unk>
+    return [SentenceScore(first_index + k, words, lp[s : e + 1], oov, None if orders is None else orders[s : e + 1])
+            for k, (s, e, words, oov) in enumerate(zip(starts.tolist(), ends.tolist(), sentences, oovs))]
 
 
 def score_file(lm: LanguageModel, path: str, with_orders: bool = False, chunk_tokens: int = CHUNK_TOKENS,
