@@ -48,6 +48,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     from ..data.tokenizer import TextOptions, iter_sentences
     from ..lm import Mixture, perplexity_of, sentence_scores
     from ..load import load_model
+    from ..use.mixing import set_weights
 
     if threads:
         import torch
@@ -84,21 +85,9 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         mix = Mixture([lm] + [load_model(p) for p in others])
         comps = mix.component_logprobs(ids, independent=independent)
         result["component_ppl"] = [perplexity_of(c) for c in comps]
-        if weights is None or weights == "auto":
-            vpath = interp_valid or (getattr(lm, "config", {}) or {}).get("data", {}).get("valid")
-            if not vpath:
-                raise UserError(f"{model}: no validation file recorded; give --interp-valid FILE or --weights")
-            w = mix.fit_weights(load_ids(vpath, lm.vocab, opts, cache=False))
-            result["weights_from"] = vpath
-        else:
-            try:
-                w = [float(x) for x in weights.split(",")]
-            except ValueError:
-                raise UserError(f"--weights {weights!r}: give comma-separated numbers or 'auto'") from None
-            if len(w) == 1 and len(mix.models) == 2:
-                w = [w[0], 1.0 - w[0]]
-            w = mix.check_weights(w)
-            mix.weights = w
+        weights_from = set_weights(mix, weights, interp_valid, model)
+        if weights_from:
+            result["weights_from"] = weights_from
         from ..lm import mix_logprobs
 
         lp = mix_logprobs(comps, mix.weights)

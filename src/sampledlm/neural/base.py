@@ -26,7 +26,8 @@ class NeuralScorer(nn.Module):
       whatever the model passes from one batch to the next within an epoch (a recurrent state;
       None at the start of each epoch), a tensor or tuple of tensors;
     - ``eval_contexts(ids, batch_size, independent)``: yields ``(ctx, targets, positions)`` covering
-      every token of the stream exactly once.
+      every token of the stream exactly once, or ``(ctx, targets, positions, rows)`` when one context
+      row serves several predictions (``rows [n]``: the row of ``ctx`` of each target).
     """
 
     output: OutputLayer
