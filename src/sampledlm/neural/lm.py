@@ -15,6 +15,12 @@ from ..data.vocab import EOS_ID
 from ..lm import LanguageModel, perplexity_of
 
 
+def history(objective, ids: np.ndarray, positions) -> dict:
+    """The keywords an objective's exact rule takes besides ``ctx``: the stream and the rows' positions
+    in it when it needs their previous words (``uses_history``: the short-list's n-gram back-off)."""
+    return {"ids": ids, "positions": positions} if getattr(objective, "uses_history", False) else {}
+
+
 @torch.no_grad()
 def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
                     **kw) -> np.ndarray:
@@ -32,7 +38,8 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
     model.eval()
     try:
         for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent, **kw):
-            out[positions] = objective.log_prob_targets(model, ctx, targets).double().cpu().numpy()
+            out[positions] = objective.log_prob_targets(model, ctx, targets, **history(objective, ids, positions)
+                                                        ).double().cpu().numpy()
     finally:
         model.train(was_training)
     return out
@@ -75,9 +82,10 @@ def perplexity(model, objective, ids: np.ndarray, **kw) -> float:
 def batch_log_probs(model, objective, ids: np.ndarray) -> torch.Tensor:
     """Exact ``log P(w | h)`` over all V words for every token of a stream, ``[N, V]`` (tests, small inputs)."""
     model.eval()
+    ids = np.asarray(ids)
     rows = [None] * len(ids)
-    for ctx, _, positions in model.eval_contexts(np.asarray(ids)):
-        for p, r in zip(positions, objective.log_prob(model, ctx)):
+    for ctx, _, positions in model.eval_contexts(ids):
+        for p, r in zip(positions, objective.log_prob(model, ctx, **history(objective, ids, positions))):
             rows[int(p)] = r
     return torch.stack(rows)
 
