@@ -326,9 +326,9 @@ whole network (not only the output layer) is timed; our hidden layer is one smal
 
 ## Against the paper
 
-Chen, Grangier & Auli 2016 compare these output layers at 10k-800k words under a fixed time budget; their training
-speed ranks hierarchical softmax and differentiated/adaptive-style softmaxes far above the full softmax at large V,
-as table (a) does for hsm, adaptive and the sampled objectives. Devlin et al. 2014: self-normalisation makes
-scoring one word about 15x faster than normalising over V (table (b)). Grave et al. 2017 report the adaptive
-softmax 2x-10x faster than the full softmax on GPUs at V = 10^5-10^6.
+Chen et al. 2016 compare these output layers at 10k, 100k and 800k words under a fixed time budget (here: table
+(a) gives the cost side at 10k-1M; the budget comparison on PTB awaits part (c)'s runs). Devlin et al. 2014 report
+self-normalised scoring about 15x faster than normalising over V in their decoder (table (b)). Grave et al. 2017
+design the adaptive softmax for GPUs, where a product's cost is not proportional to its size; on one CPU thread
+its gain comes only from the tail clusters' narrower projections and the head's S-word product.
 """

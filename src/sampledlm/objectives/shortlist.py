@@ -1,4 +1,4 @@
-"""Schwenk's short-list (Schwenk & Gauvain 2005; Schwenk 2007): the network's softmax covers only the
+"""Schwenk's short-list (Schwenk 2007): the network's softmax covers only the
 S most frequent words; a back-off n-gram model covers the others and says how much mass the
 short-list gets after each history::
 
