@@ -42,6 +42,9 @@ EXPERIMENTS: dict[str, Experiment] = {
                           "samplers; the PTB feed-forward step per objective"),
     "objectives-ptb": Experiment("objectives_ptb", "FFNN trigram LM trained with each of the nine objectives: "
                                  "test ppl, + KN3, time to best", trains_lm=True, page="objectives_ptb"),
+    "outputs": Experiment("outputs", "structured and self-normalised output layers beside the others: training "
+                          "cost per token at V = 10k-1M, a decoder's scoring cost, every objective on PTB",
+                          trains_lm=True),
     "neural": Experiment("neural_lms", "FFNN and GRU LMs with the full softmax, + KN3; a softmax step's time "
                          "profile; kill -9 and --resume", trains_lm=True),
     "ngram": Experiment("ngram_bench", "n-gram LMs: agreement with KenLM lmplz, speed and memory, "

@@ -15,6 +15,12 @@ from ..data.vocab import EOS_ID
 from ..lm import LanguageModel, perplexity_of
 
 
+def history(objective, ids: np.ndarray, positions) -> dict:
+    """The keywords an objective's exact rule takes besides ``ctx``: the stream and the rows' positions
+    in it when it needs their previous words (``uses_history``: the short-list's n-gram back-off)."""
+    return {"ids": ids, "positions": positions} if getattr(objective, "uses_history", False) else {}
+
+
 @torch.no_grad()
 def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
                     only: np.ndarray | None = None, **kw) -> np.ndarray:
@@ -45,10 +51,12 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
                     ctx, rows = ctx[needed], [local]
                 else:
                     ctx = ctx[kt]
+            if rows and getattr(objective, "uses_history", False):  # its rule reads each prediction's own words
+                ctx, rows = ctx[rows[0]], []
             if rows:  # one context serves several predictions: one output distribution for all of them
                 lp = objective.log_prob(model, ctx)[rows[0], targets]
             else:
-                lp = objective.log_prob_targets(model, ctx, targets)
+                lp = objective.log_prob_targets(model, ctx, targets, **history(objective, ids, positions))
             out[positions] = lp.double().cpu().numpy()
     finally:
         model.train(was_training)
@@ -65,11 +73,11 @@ def stream_log_normalisers(model, objective, ids: np.ndarray, batch_size: int | 
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent):
+        for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent):
             log_z = objective.log_normaliser(model, ctx)
             if log_z is None:
                 return None
-            out[positions] = log_z.double().cpu().numpy()
+            out[positions] = (log_z[rows[0]] if rows else log_z).double().cpu().numpy()
     finally:
         model.train(was_training)
     return out
@@ -92,9 +100,13 @@ def perplexity(model, objective, ids: np.ndarray, **kw) -> float:
 def batch_log_probs(model, objective, ids: np.ndarray) -> torch.Tensor:
     """Exact ``log P(w | h)`` over all V words for every token of a stream, ``[N, V]`` (tests, small inputs)."""
     model.eval()
+    ids = np.asarray(ids)
     rows = [None] * len(ids)
-    for ctx, _, positions, *at in model.eval_contexts(np.asarray(ids)):
-        lp = objective.log_prob(model, ctx)
+    ids = np.asarray(ids)
+    for ctx, _, positions, *at in model.eval_contexts(ids):
+        if at and getattr(objective, "uses_history", False):  # one row per prediction for a rule that reads words
+            ctx, at = ctx[at[0]], []
+        lp = objective.log_prob(model, ctx, **history(objective, ids, positions))
         for p, r in zip(positions, lp[at[0]] if at else lp):
             rows[int(p)] = r
     return torch.stack(rows)

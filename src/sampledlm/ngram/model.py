@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
-from .tables import context_and_gram_indices, lookup
+from .tables import context_and_gram_indices, lookup, lookup_grams
 
 LN10 = math.log(10.0)
 CHUNK = 1 << 20  # predictions scored per batch in stream_logprobs
@@ -106,6 +106,56 @@ class NgramLM:
                 miss = ~done & (ctx[j] >= 0)
                 out[miss] += self.tables[j - 1].bow[ctx[j][miss]]
         return (out, order) if with_order else out
+
+    def subset_logmass10_ids(self, hist: np.ndarray, member: np.ndarray) -> np.ndarray:
+        """log10 of ``sum_{w: member[w]} p(w | hist)`` for a batch of histories, exactly, ``[N]``.
+
+        ``hist`` [N, h] model ids oldest first (as :meth:`logprob10_ids`), ``member`` bool [W] the
+        word subset (e.g. a neural model's short-list, Schwenk 2007). Not one query per word: the
+        back-off form gives, for a context c with back-off weight b(c) and shorter context c',
+
+            M(c) = sum_{w in S, c w stored} p*(c w) + b(c) (M(c') - sum_{w in S, c w stored} p(w | c'))
+
+        (M(c) = M(c') when c is not stored), so with the two sums precomputed per stored context
+        (once per subset, cached) a history costs the same few binary searches as one query.
+        """
+        member = np.asarray(member, dtype=bool)
+        hist = np.asarray(hist, dtype=np.int64)
+        if hist.ndim != 2:
+            hist = hist.reshape(-1, max(self.order - 1, 0))
+        stored, unigram = self._subset_sums(member)
+        hist = _cut_at_sentence_start(hist, self.bos)
+        mass = np.full(len(hist), unigram)
+        w = min(hist.shape[1], self.order - 1)
+        for j in range(1, w + 1):  # contexts of j words, shortest first
+            c = lookup_grams(self._keys, hist[:, hist.shape[1] - j :], self.width)
+            ok = c >= 0
+            a, b = stored[j - 1]
+            bow = 10.0 ** self.tables[j - 1].bow[c[ok]]
+            mass[ok] = a[c[ok]] + bow * (mass[ok] - b[c[ok]])
+        return np.log10(np.maximum(mass, 1e-300))
+
+    def _subset_sums(self, member: np.ndarray):
+        """Per stored context of each order j >= 1: (sum of p*(c w), sum of p(w | c')) over stored c w, w in S."""
+        key = member.tobytes()
+        cache = self.__dict__.setdefault("_subset_cache", {})
+        if key in cache:
+            return cache[key]
+        unigram = float((10.0 ** self.tables[0].logp[member[: self.width]]).sum())
+        stored, words = [], np.arange(self.width, dtype=np.int64)[:, None]  # words of every stored gram, by order
+        for k in range(2, self.order + 1):
+            keys = self.tables[k - 1].keys
+            ctx, last = keys // self.width, keys % self.width
+            words = np.concatenate([words[ctx], last[:, None]], axis=1)  # [M_k, k]
+            sel = np.flatnonzero(member[last])
+            n_ctx = len(self.tables[k - 2])
+            a = np.bincount(ctx[sel], weights=10.0 ** self.tables[k - 1].logp[sel], minlength=n_ctx)
+            lower = self.logprob10_ids(words[sel, 1:-1], last[sel])
+            b = np.bincount(ctx[sel], weights=10.0 ** lower, minlength=n_ctx)
+            stored.append((a, b))
+        cache.clear()  # one subset at a time (a model has one short-list)
+        cache[key] = (stored, unigram)
+        return cache[key]
 
     def map_vocab(self, vocab: Vocab) -> np.ndarray:
         """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``.
