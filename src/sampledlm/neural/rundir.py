@@ -86,8 +86,9 @@ def build_from_config(config: dict, vocab: Vocab):
     objective = make_objective(obj["name"], counts=vocab.counts, **obj.get("options", {}))
     try:
         model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False))
-    except (MemoryError, RuntimeError) as e:  # torch reports a failed allocation as a RuntimeError
-        if not isinstance(e, MemoryError) and "allocate" not in str(e):
+    except (MemoryError, RuntimeError, TypeError, OverflowError) as e:
+        # torch reports a failed allocation as a RuntimeError, a size past int64 as "overflow" (Runtime or TypeError)
+        if not isinstance(e, MemoryError) and "allocate" not in str(e) and "verflow" not in str(e):
             raise
         raise UserError(f"the model does not fit in memory ({_allocation(e)}; vocabulary {len(vocab):,}, "
                         f"model {_sizes(config['model'])}): choose smaller sizes (--hidden, -d, --order)") from None
