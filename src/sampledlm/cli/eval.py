@@ -80,7 +80,10 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
         raise UserError(f"{shown}: no sentences to score")
     independent = per_sentence and not running_text
-    result = {"model": model, "test": test_path, "predictions": int(len(ids))}
+    from ..data.vocab import UNK_ID
+
+    # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
+    result = {"model": model, "test": test_path, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
     if others:
         mix = Mixture([lm] + [load_model(p) for p in others])
         comps = mix.component_logprobs(ids, independent=independent)
@@ -112,7 +115,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
     else:
-        msg = f"{test_path}: {result['predictions']} predictions, ppl {result.get('interpolated_ppl', result['ppl']):.2f}"
+        msg = (f"{test_path}: {result['predictions']} predictions ({result['oov']} OOV, scored as <unk>), "
+               f"ppl {result.get('interpolated_ppl', result['ppl']):.2f}")
         if others:
             parts = ", ".join(f"{p} {q:.2f}" for p, q in zip([model, *others], result["component_ppl"]))
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
