@@ -13,7 +13,7 @@ from sampledlm.errors import UserError
 from sampledlm.lm import Mixture
 from sampledlm.load import load_model
 from sampledlm.use.lattice import (Lattice, Link, all_paths, best_path, context_length, expand, nbest, read_lattices,
-                                   read_slf, rescore, write_slf)
+                                   read_slf, rescore, rescore_all, write_slf)
 from sampledlm.use.nbest import Weights
 from sampledlm.use.score import score_sentences
 
@@ -114,6 +114,11 @@ def test_recurrent_approximation_is_exact_when_k_covers_the_paths(four_models):
     top = max(s for _, s in path_scores(lat, lm, w))
     exact = rescore(lat, lm, w, k=lat.num_nodes)
     assert exact.am + 2.0 * exact.lm_new == pytest.approx(top, rel=1e-5)
+    lats = [random_lattice(seed, WORDS) for seed in (5, 6, 7)]
+    together = rescore_all(lats, lm, w, k=1)  # the lattices advance together, their queries in one call each level
+    alone = [rescore(x, lm, w, k=1) for x in lats]
+    assert [h.words for h in together] == [h.words for h in alone]
+    np.testing.assert_allclose([h.lm_new for h in together], [h.lm_new for h in alone], rtol=1e-5)
     approx = rescore(lat, lm, w, k=1)
     assert approx.am + 2.0 * approx.lm_new <= top + 1e-6  # merging histories can only miss the best path
     with pytest.raises(UserError, match="give the approximation's k"):

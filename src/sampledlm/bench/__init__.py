@@ -51,6 +51,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "perplexity by order x smoothing", trains_lm=True),
     "corpus": Experiment("corpus_speed", "reading, tokenising and encoding speed of the corpus pipeline",
                          trains_lm=True),
+    "asr": Experiment("asr", "a simulated recogniser's lattices and 100-best lists rescored by KN5, FFNN, GRU and "
+                      "mixtures (WER); scoring speed against KenLM", trains_lm=True),
     "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
                          "before (762f3e9) and now"),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "

@@ -161,7 +161,7 @@ def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
 
 def _rescore_lattices(lats, lm, w, k, output, summary):
     from ..errors import UserError
-    from ..use.lattice import context_length, expand, first_pass_best, rescore, write_slf
+    from ..use.lattice import context_length, expand, first_pass_best, rescore_all, write_slf
     from ..use.wer import Errors, align
 
     exact = context_length(lm)
@@ -173,8 +173,7 @@ def _rescore_lattices(lats, lm, w, k, output, summary):
                         "least its n-1)")
     k = exact if k is None else k
     best, first, resc = [], Errors(), Errors()
-    for lat in lats:
-        hyp = rescore(lat, lm, w, k)
+    for lat, hyp in zip(lats, rescore_all(lats, lm, w, k)):
         best.append((lat.id, hyp.words))
         if lat.ref is not None:
             first = first + align(lat.ref, first_pass_best(lat, w).words)

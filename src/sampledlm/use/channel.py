@@ -13,6 +13,13 @@ an edited one (each insertion also ``N(-gap, 1)``): the channel prefers the trut
 ranks a wrong hypothesis first, which is what a language model has to fix. Lists hold distinct word
 strings, ordered by acoustic score; the reference itself is in a list only when the channel drew it.
 All draws come from ``numpy.random.default_rng(seed)``.
+
+:meth:`Channel.lattice` builds the recogniser's *acoustic* lattice of a sentence instead: a chain of
+one slot per reference word, each holding the word (score ``N(0, 1)``) and ``competitors`` confusable
+words (``N(-gap, 1)`` each), with probability ``dele`` an empty link (a deletion, ``N(-gap, 1)``) and with
+probability ``ins`` a detour through an inserted short word before the slot's words. Its links carry
+acoustic scores only; expanding it with an n-gram model (:func:`sampledlm.use.lattice.expand`) gives
+the first pass's lattice with LM scores, and its best paths the first pass's n-best list.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from .lattice import Lattice, Link
 from .nbest import Hypothesis, NBest
 
 
@@ -70,3 +78,22 @@ class Channel:
             seen[key] = max(seen.get(key, -np.inf), am)
         ranked = sorted(seen.items(), key=lambda kv: -kv[1])[:n]
         return NBest(uid, [Hypothesis(list(w), float(am), 0.0) for w, am in ranked], list(ref))
+
+    def lattice(self, uid: str, ref: list[str], competitors: int = 3) -> Lattice:
+        """The acoustic lattice of ``ref`` (module docstring): nodes 0..len(ref) along the chain, detours after."""
+        rng, n = self.rng, len(ref)
+        links, extra = [], n + 1
+        for i, w in enumerate(ref):
+            links.append(Link(i, i + 1, w, float(rng.normal(0.0, 1.0))))
+            for c in sorted({self.confusable(w) for _ in range(competitors)} - {w}):
+                links.append(Link(i, i + 1, c, float(rng.normal(-self.gap, 1.0))))
+            if rng.random() < self.dele:
+                links.append(Link(i, i + 1, None, float(rng.normal(-self.gap, 1.0))))
+            if rng.random() < self.ins:
+                short = self.short[int(rng.integers(len(self.short)))]
+                links.append(Link(i, extra, short, float(rng.normal(-self.gap, 1.0))))
+                links.append(Link(extra, i + 1, w, float(rng.normal(0.0, 1.0))))
+                extra += 1
+        lat = Lattice(uid, extra, links, start=0, end=n)
+        lat.ref = list(ref)
+        return lat

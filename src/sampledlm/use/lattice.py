@@ -348,65 +348,101 @@ def best_path(lat: Lattice, weights: Weights = Weights()) -> tuple[list[str], fl
 
 
 def rescore(lat: Lattice, lm, weights: Weights = Weights(), k: int | None = None) -> Hypothesis:
-    """The best path under ``lm`` (``lm_new`` set), searching the expansion by last-``k``-words histories.
+    """The best path of one lattice under ``lm`` (:func:`rescore_all`)."""
+    return rescore_all([lat], lm, weights, k)[0]
+
+
+def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | None = None) -> list[Hypothesis]:
+    """Each lattice's best path under ``lm`` (``lm_new`` set), searching its expansion by last-``k``-words histories.
 
     Each expanded state keeps its best partial path and scores its links with ``lm`` given that path's
     *whole* history, so the result is exact when ``lm`` looks back at most ``k`` words (``k`` defaults to
-    :func:`context_length`) and the standard approximation for recurrent models otherwise. States are
-    processed a level at a time (levels: longest distance from the start), each level's LM queries in
-    one bunched call.
+    :func:`context_length`) and the standard approximation for recurrent models otherwise. The lattices
+    advance together a level at a time (a node's level: its longest distance from the start), and each
+    level's LM queries of every lattice go to the model in one bunched call.
     """
     k = context_length(lm) if k is None else k
     if k is None:
         raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
-    out = lat.out_links()
-    order = lat.topological_order()
-    level = [0] * lat.num_nodes
-    for node in order:
-        for link in out[node]:
-            level[link.end] = max(level[link.end], level[node] + 1)
-    by_level: dict[int, list[int]] = defaultdict(list)
-    for node in order:
-        by_level[level[node]].append(node)
-    b = weights.first_pass_weight
-    # state (node, last k words) -> (score, history ids, words, am, lm_first, lm_new)
-    states: dict[tuple[int, tuple], tuple] = {(lat.start, ()): (0.0, (), (), 0.0, 0.0, 0.0)}
-    at_node: dict[int, list[tuple]] = defaultdict(list)
-    at_node[lat.start].append(())
-    for lev in sorted(by_level):
-        todo = []  # (state, link or None for </s>)
-        for node in by_level[lev]:
-            for key in at_node[node]:
-                st = states[(node, key)]
-                if node == lat.end:
-                    todo.append((st, None))
+    searches = [_Search(lat, k, weights) for lat in lats]
+    while True:
+        active = [s for s in searches if s.result is None]
+        if not active:
+            return [s.result for s in searches]
+        todo = [s.pending(lm) for s in active]
+        lp = continuation_logprobs(lm, [q for queries, _ in todo for q in queries])
+        at = 0
+        for s, (queries, work) in zip(active, todo):
+            s.advance(work, lp[at : at + len(queries)])
+            at += len(queries)
+
+
+class _Search:
+    """One lattice's Viterbi search over its expansion by last-k-words histories (:func:`rescore_all`)."""
+
+    def __init__(self, lat: Lattice, k: int, weights: Weights):
+        self.lat, self.k, self.w = lat, k, weights
+        self.out = lat.out_links()
+        order = lat.topological_order()
+        level = [0] * lat.num_nodes
+        for node in order:
+            for link in self.out[node]:
+                level[link.end] = max(level[link.end], level[node] + 1)
+        by_level: dict[int, list[int]] = defaultdict(list)
+        for node in order:
+            by_level[level[node]].append(node)
+        self.levels = [by_level[x] for x in sorted(by_level)]
+        self.next_level = 0
+        # state (node, last k word ids) -> (score, history ids, words, am, lm_first, lm_new)
+        self.states: dict[tuple[int, tuple], tuple] = {(lat.start, ()): (0.0, (), (), 0.0, 0.0, 0.0)}
+        self.at_node: dict[int, list[tuple]] = defaultdict(list)
+        self.at_node[lat.start].append(())
+        self.result: Hypothesis | None = None
+
+    def pending(self, lm) -> tuple[list, list]:
+        """The next level's LM queries ``(history ids, word id)`` and the work they belong to."""
+        if self.next_level >= len(self.levels):
+            raise UserError(f"lattice {self.lat.id!r}: the end node is not reachable")
+        work = []  # (state, link or None for </s>)
+        for node in self.levels[self.next_level]:
+            for key in self.at_node[node]:
+                st = self.states[(node, key)]
+                if node == self.lat.end:
+                    work.append((st, None))
                 else:
-                    todo.extend((st, link) for link in out[node])
-        lp = iter(continuation_logprobs(lm, [(st[1], EOS_ID if link is None else _word_id(lm, link.word))
-                                             for st, link in todo if link is None or link.word]))
+                    work.extend((st, link) for link in self.out[node])
+        queries = [(st[1], EOS_ID if link is None else _word_id(lm, link.word))
+                   for st, link in work if link is None or link.word]
+        self.lm = lm
+        return queries, work
+
+    def advance(self, work: list, lp: np.ndarray) -> None:
+        w, b, k = self.w, self.w.first_pass_weight, self.k
+        lp = iter(lp.tolist())
         finals = []
-        for st, link in todo:
+        for st, link in work:
             score, hist, words, am, lmf, lmn = st
             if link is None:
-                new = float(next(lp))
-                finals.append((score + weights.lm_weight * (1 - b) * new, words, am, lmf, lmn + new))
+                new = next(lp)
+                finals.append((score + w.lm_weight * (1 - b) * new, words, am, lmf, lmn + new))
                 continue
-            new = float(next(lp)) if link.word else 0.0
-            s2 = (score + weights.am_scale * link.am + weights.lm_weight * ((1 - b) * new + b * link.lm)
-                  + (weights.word_penalty if link.word else 0.0))
+            new = next(lp) if link.word else 0.0
+            s2 = (score + w.am_scale * link.am + w.lm_weight * ((1 - b) * new + b * link.lm)
+                  + (w.word_penalty if link.word else 0.0))
             if link.word:
-                hist2, words2 = hist + (_word_id(lm, link.word),), words + (link.word,)
+                hist2, words2 = hist + (_word_id(self.lm, link.word),), words + (link.word,)
             else:
                 hist2, words2 = hist, words
             key = (link.end, hist2[-k:] if k else ())
-            if key not in states:
-                at_node[link.end].append(key[1])
-            if key not in states or states[key][0] < s2:
-                states[key] = (s2, hist2, words2, am + link.am, lmf + link.lm, lmn + new)
+            old = self.states.get(key)
+            if old is None:
+                self.at_node[link.end].append(key[1])
+            if old is None or old[0] < s2:
+                self.states[key] = (s2, hist2, words2, am + link.am, lmf + link.lm, lmn + new)
+        self.next_level += 1
         if finals:
             _, words, am, lmf, lmn = max(finals, key=lambda f: f[0])
-            return Hypothesis(list(words), am, lmf, lmn)
-    raise UserError(f"lattice {lat.id!r}: the end node is not reachable")
+            self.result = Hypothesis(list(words), am, lmf, lmn)
 
 
 def first_pass_best(lat: Lattice, weights: Weights = Weights()) -> Hypothesis:
