@@ -134,3 +134,15 @@ def test_safetensors_with_damaged_header_bytes(saved_models, tmp_path_factory, n
         data[k:k + len(raw)] = raw
     f.write_bytes(bytes(data))
     load_or_error(d)
+
+
+@pytest.mark.parametrize("value", [2**63, 192153584101141163, 10**12])
+def test_absurd_sizes_in_config_json_are_one_line_errors(saved_models, tmp_path, value):
+    """Found by the nightly profile: sizes past int64 or past any memory were an overflow TypeError/RuntimeError."""
+    d = tmp_path / "gru"
+    shutil.copytree(saved_models["gru"], d, ignore=shutil.ignore_patterns("checkpoints"))
+    doc = json.loads((d / "config.json").read_text())
+    doc["model"]["hidden"] = value
+    (d / "config.json").write_text(json.dumps(doc))
+    with pytest.raises(UserError, match=r"config\.json: .*(memory|hidden)"):
+        load_model(str(d))

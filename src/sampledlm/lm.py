@@ -53,6 +53,25 @@ class LanguageModel(ABC):
     def perplexity(self, ids: np.ndarray, *, independent: bool = False) -> float:
         return perplexity_of(self.logprobs(ids, independent=independent))
 
+    def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
+        """``ln P(w_i | h_i)`` for the positions ``at`` of ``ids`` only (models may skip the others' outputs)."""
+        return self.logprobs(ids, independent=independent)[np.asarray(at)]
+
+    def next_logprobs(self, history: Sequence[int]) -> np.ndarray:
+        """``ln P(w | <s> history)`` for every word ``w`` of the vocabulary, float64 ``[V]``.
+
+        ``history``: the ids of the sentence so far (no ``<s>``, no ``</s>``). This default scores
+        ``history + [w]`` for every ``w`` as independent sentences (one batched call of
+        :meth:`logprobs`); families override it with one forward pass.
+        """
+        h = np.asarray(history, dtype=np.int64)
+        V, L = len(self.vocab), len(h)
+        rows = np.empty((V, L + 2), dtype=np.int64)
+        rows[:, :L] = h
+        rows[:, L] = np.arange(V)
+        rows[:, L + 1] = EOS_ID  # after w = </s> this is an empty sentence of its own: harmless
+        return self.logprobs(rows.reshape(-1), independent=True).reshape(V, L + 2)[:, L]
+
     def describe(self) -> str:
         """One line for summaries: family and size."""
         return f"{self.family} LM, V={len(self.vocab)}"
@@ -170,6 +189,19 @@ class Mixture(LanguageModel):
 
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return mix_logprobs(self.component_logprobs(ids, independent=independent), self.weights)
+
+    def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
+        ids = np.asarray(ids)
+        comps = [m.logprobs_at(ids if mp is None else mp[ids], at, independent=independent)
+                 for m, mp in zip(self.models, self.maps)]
+        return mix_logprobs(np.stack(comps), self.weights)
+
+    def next_logprobs(self, history: Sequence[int]) -> np.ndarray:
+        h = np.asarray(history, dtype=np.int64)
+        V = len(self.vocab)
+        comps = [m.next_logprobs(h if mp is None else mp[h])[slice(None) if mp is None else mp[:V]]
+                 for m, mp in zip(self.models, self.maps)]
+        return mix_logprobs(np.stack(comps), self.weights)
 
     def describe(self) -> str:
         parts = ", ".join(f"{w:.3f} x {m.describe()}" for m, w in zip(self.models, self.weights))

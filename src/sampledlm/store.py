@@ -205,6 +205,10 @@ def lock_directory(path: str):
         except BlockingIOError:
             raise UserError(f"{path}: another sampledlm process is writing into this directory; "
                             "wait for it to finish or choose another output") from None
+        from .data.textio import sweep_dead_temps
+
+        for d in (path, os.path.join(path, "checkpoints")):  # what a killed writer of this directory left
+            sweep_dead_temps(d)
         yield
     finally:
         os.close(fd)

@@ -60,3 +60,21 @@ def test_train_cli_errors(trained_ffnn, capsys):
     assert code == 1 and "--samples" in err
     code, _, err = run_cli(["train", "--resume", str(trained_ffnn / "run")], capsys)
     assert code == 1 and "already finished" in err
+
+
+def test_eval_reports_oov_counts_for_every_family(trained_ffnn, tmp_path, capsys):
+    """An all-OOV test file: every family says how many tokens it scored as <unk> (as `ngram eval` does)."""
+    import json
+
+    from helpers import run_cli
+
+    (tmp_path / "oov.txt").write_text("zzz-never yyy-never\nqqq-never\n")
+    code, _, err = run_cli(["ngram", "train", "--train", str(trained_ffnn / "train.txt"), "--order", "2", "-o",
+                            str(tmp_path / "k2.arpa")], capsys)
+    assert code == 0, err
+    for model in (trained_ffnn / "run", tmp_path / "k2.arpa"):
+        code, out, err = run_cli(["eval", str(model), "--test", str(tmp_path / "oov.txt"), "--json"], capsys)
+        assert code == 0, err
+        assert json.loads(out)["oov"] == 3 and json.loads(out)["predictions"] == 5
+        code, out, err = run_cli(["eval", str(model), "--test", str(tmp_path / "oov.txt")], capsys)
+        assert "(3 OOV, scored as <unk>)" in out

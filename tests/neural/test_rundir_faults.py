@@ -68,3 +68,50 @@ def test_weights_holding_nan_are_refused(trained, capsys):
     code, out, err = run(["eval", trained, "--test", trained.parent / "valid.txt", "--json"], capsys)
     one_line_error(code, err, "model.safetensors", name.split("/", 1)[1], "non-finite")
     assert out == ""
+
+
+def test_a_kill_between_the_last_checkpoint_and_metrics_is_repaired_by_resume(tmp_path, capsys, private_cache,
+                                                                             monkeypatch):
+    """Found by `sampledlm bench crashes`: killed after the last epoch's checkpoint but before metrics.jsonl was
+    rewritten, `--resume` finished the model and left metrics.jsonl without the last epoch."""
+    from sampledlm.neural import trainer as trainer_mod
+
+    write_corpus(tmp_path)
+    real = trainer_mod.Trainer.write_metrics
+
+    def killed_at_the_last_epoch(self):
+        if len(self.state.metrics) == 2:
+            raise KeyboardInterrupt("killed")  # as SIGKILL would: nothing after this point runs
+        real(self)
+
+    monkeypatch.setattr(trainer_mod.Trainer, "write_metrics", killed_at_the_last_epoch)
+    args = ["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o", tmp_path / "run",
+            "-d", "4", "--hidden", "5", "--epochs", "2", "--threads", "1"]
+    code, _, _ = run(args, capsys)
+    assert code != 0
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 1
+    monkeypatch.setattr(trainer_mod.Trainer, "write_metrics", real)
+    code, _, err = run(["train", "--resume", tmp_path / "run"], capsys)
+    assert code == 0, err
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_taking_a_run_directory_removes_a_killed_writers_temporary_files(tmp_path, capsys, private_cache):
+    """Found by `sampledlm bench crashes`: a kill while the learning curve was written left
+    `.learning_curve.png.HOST.PID.XXXX.tmp`, which a resume of the finished run never removed."""
+    import subprocess
+    import sys
+
+    from sampledlm.data.textio import _temp_prefix
+
+    write_corpus(tmp_path)
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "run", "-d", "4", "--hidden", "5", "--epochs", "1", "--threads", "1"], capsys)
+    assert code == 0, err
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    stale = tmp_path / "run" / f"{_temp_prefix(str(tmp_path / 'run' / 'learning_curve.png'))}{dead}.ab12.tmp"
+    stale.write_bytes(b"half a png")
+    code, _, err = run(["train", "--resume", tmp_path / "run"], capsys)
+    assert "already finished" in err
+    assert not stale.exists()

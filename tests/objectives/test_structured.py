@@ -55,8 +55,10 @@ def test_sums_to_one_over_v_with_real_models(name, kind):
     model.eval()
     ids = zipf_stream(300)
     with torch.no_grad():
-        for ctx, targets, _ in model.eval_contexts(ids, batch_size=64 if kind == "ffnn" else 1):
+        for ctx, targets, _, *rows in model.eval_contexts(ids, batch_size=64 if kind == "ffnn" else 1):
             lp = obj.log_prob(model, ctx).double()
+            if rows:  # feed-forward: one row per distinct history, ``rows`` maps predictions to them
+                ctx, lp = ctx[rows[0]], lp[rows[0]]
             assert lp.shape == (len(targets), V)
             assert torch.allclose(lp.exp().sum(1), torch.ones(len(targets), dtype=torch.float64), atol=1e-5)
             assert lp.exp().min() > 0

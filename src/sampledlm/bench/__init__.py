@@ -42,12 +42,17 @@ EXPERIMENTS: dict[str, Experiment] = {
                           "samplers; the PTB feed-forward step per objective"),
     "objectives-ptb": Experiment("objectives_ptb", "FFNN trigram LM trained with each of the nine objectives: "
                                  "test ppl, + KN3, time to best", trains_lm=True, page="objectives_ptb"),
+    "outputs": Experiment("outputs", "structured and self-normalised output layers beside the others: training "
+                          "cost per token at V = 10k-1M, a decoder's scoring cost, every objective on PTB",
+                          trains_lm=True),
     "neural": Experiment("neural_lms", "FFNN and GRU LMs with the full softmax, + KN3; a softmax step's time "
                          "profile; kill -9 and --resume", trains_lm=True),
     "ngram": Experiment("ngram_bench", "n-gram LMs: agreement with KenLM lmplz, speed and memory, "
                         "perplexity by order x smoothing", trains_lm=True),
     "corpus": Experiment("corpus_speed", "reading, tokenising and encoding speed of the corpus pipeline",
                          trains_lm=True),
+    "asr": Experiment("asr", "a simulated recogniser's lattices and 100-best lists rescored by KN5, FFNN, GRU and "
+                      "mixtures (WER); scoring speed against KenLM", trains_lm=True),
     "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
                          "before (762f3e9) and now"),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "

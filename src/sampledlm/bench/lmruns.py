@@ -166,11 +166,16 @@ def summary(rd: str, files: dict, arpa: str | None) -> dict:
     }
 
 
+def kn3_path(work: str, files: dict) -> str:
+    """Where :func:`kn3` keeps the KN trigram of ``files["train"]`` (one per work folder and training file)."""
+    key = hashlib.sha1(os.path.abspath(files["train"]).encode()).hexdigest()[:8]
+    return os.path.join(work, f"kn3-{key}.arpa")
+
+
 def kn3(work: str, files: dict) -> tuple[str, float]:
     """An interpolated modified Kneser-Ney trigram on the training file (trained once per work
     folder and training file) and its exact test perplexity."""
-    key = hashlib.sha1(os.path.abspath(files["train"]).encode()).hexdigest()[:8]
-    arpa = os.path.join(work, f"kn3-{key}.arpa")
+    arpa = kn3_path(work, files)
     if not os.path.exists(arpa):
         cli("ngram", "train", "--train", files["train"], "--order", "3", "-o", arpa)
     out = cli("ngram", "eval", arpa, "--test", files["test"], "--json")

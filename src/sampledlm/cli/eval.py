@@ -48,6 +48,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     from ..data.tokenizer import TextOptions, iter_sentences
     from ..lm import Mixture, perplexity_of, sentence_scores
     from ..load import load_model
+    from ..use.mixing import set_weights
 
     if threads:
         import torch
@@ -79,26 +80,17 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
         raise UserError(f"{shown}: no sentences to score")
     independent = per_sentence and not running_text
-    result = {"model": model, "test": test_path, "predictions": int(len(ids))}
+    from ..data.vocab import UNK_ID
+
+    # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
+    result = {"model": model, "test": test_path, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
     if others:
         mix = Mixture([lm] + [load_model(p) for p in others])
         comps = mix.component_logprobs(ids, independent=independent)
         result["component_ppl"] = [perplexity_of(c) for c in comps]
-        if weights is None or weights == "auto":
-            vpath = interp_valid or (getattr(lm, "config", {}) or {}).get("data", {}).get("valid")
-            if not vpath:
-                raise UserError(f"{model}: no validation file recorded; give --interp-valid FILE or --weights")
-            w = mix.fit_weights(load_ids(vpath, lm.vocab, opts, cache=False))
-            result["weights_from"] = vpath
-        else:
-            try:
-                w = [float(x) for x in weights.split(",")]
-            except ValueError:
-                raise UserError(f"--weights {weights!r}: give comma-separated numbers or 'auto'") from None
-            if len(w) == 1 and len(mix.models) == 2:
-                w = [w[0], 1.0 - w[0]]
-            w = mix.check_weights(w)
-            mix.weights = w
+        weights_from = set_weights(mix, weights, interp_valid, model)
+        if weights_from:
+            result["weights_from"] = weights_from
         from ..lm import mix_logprobs
 
         lp = mix_logprobs(comps, mix.weights)
@@ -123,7 +115,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
     else:
-        msg = f"{test_path}: {result['predictions']} predictions, ppl {result.get('interpolated_ppl', result['ppl']):.2f}"
+        msg = (f"{test_path}: {result['predictions']} predictions ({result['oov']} OOV, scored as <unk>), "
+               f"ppl {result.get('interpolated_ppl', result['ppl']):.2f}")
         if others:
             parts = ", ".join(f"{p} {q:.2f}" for p, q in zip([model, *others], result["component_ppl"]))
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"

@@ -114,6 +114,8 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = model_spec(model_type, **model_flags)
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
+    if obj_opts.get("backoff"):
+        obj_opts["backoff"] = os.path.abspath(obj_opts["backoff"])  # the run directory must find it from anywhere
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
     make_objective(objective, counts=vocab.counts, **obj_opts)  # refuses options that do not apply, early
     if obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):

@@ -254,13 +254,30 @@ def _temp_prefix(path: str) -> str:
 def _sweep_dead_temps(path: str) -> None:
     """Remove the temporary files a writer of ``path`` on this host left when it was killed (kill -9, power loss):
     those whose process no longer exists. Files of live writers and of other hosts are left alone."""
-    directory, prefix = os.path.dirname(os.path.abspath(path)), _temp_prefix(path)
+    _sweep(os.path.dirname(os.path.abspath(path)), _temp_prefix(path))
+
+
+def sweep_dead_temps(directory: str) -> None:
+    """:func:`_sweep_dead_temps` for every file of ``directory`` (a run directory, when its writer takes the lock)."""
+    _sweep(directory, None)
+
+
+def _sweep(directory: str, prefix: str | None) -> None:
+    host = f".{socket.gethostname().replace('.', '_')}."
     try:
-        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".tmp")]
+        names = [n for n in os.listdir(directory) if n.startswith(".") and n.endswith(".tmp")]
     except OSError:
         return
     for name in names:
-        pid = name[len(prefix):].split(".", 1)[0]
+        if prefix is not None:
+            if not name.startswith(prefix):
+                continue
+            rest = name[len(prefix):]
+        elif host in name:
+            rest = name.split(host, 1)[1]
+        else:
+            continue
+        pid = rest.split(".", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:

@@ -120,6 +120,16 @@ def tokenize_raw(text: str, lowercase: bool = False, numbers: bool = False) -> l
     return out
 
 
+def tokenize_line(text: str, opts: TextOptions = TextOptions()) -> list[str]:
+    """The tokens of one piece of text under ``opts`` (tokeniser, lower-casing, numbers; no sentence split)."""
+    if opts.tokenizer == "raw":
+        return tokenize_raw(text, opts.lowercase, opts.numbers)
+    toks = split_line(text.lower() if opts.lowercase else text)
+    if opts.numbers:
+        toks = [NUM_TOKEN if _NUMBER_RE.match(t) else t for t in toks]
+    return toks
+
+
 def split_sentences(tokens: list[str]) -> list[list[str]]:
     """Cut a paragraph's tokens after sentence-final punctuation (closing quotes stay attached)."""
     sents: list[list[str]] = []
@@ -155,13 +165,7 @@ class _SentenceAssembler:
         self.held: list[str] = []  # lines read before a START marker, in case none appears
 
     def _tok(self, text: str) -> list[str]:
-        o = self.opts
-        if o.tokenizer == "raw":
-            return tokenize_raw(text, o.lowercase, o.numbers)
-        toks = split_line(text.lower() if o.lowercase else text)
-        if o.numbers:
-            toks = [NUM_TOKEN if _NUMBER_RE.match(t) else t for t in toks]
-        return toks
+        return tokenize_line(text, self.opts)
 
     def _flush_paragraph(self, out: list[list[str]]) -> None:
         if self.paragraph:

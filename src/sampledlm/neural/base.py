@@ -25,8 +25,9 @@ class NeuralScorer(nn.Module):
     - ``train_contexts(batch, carry) -> (ctx [N, h], targets [N], positions [N], carry)``: ``carry`` is
       whatever the model passes from one batch to the next within an epoch (a recurrent state;
       None at the start of each epoch), a tensor or tuple of tensors;
-    - ``eval_contexts(ids, batch_size, independent)``: yields ``(ctx, targets, positions)`` covering
-      every token of the stream exactly once.
+    - ``eval_contexts(ids, batch_size, independent)``: yields ``(ctx, targets, positions)`` (feed-forward: ``(ctx, targets, positions, rows)``, one ctx row per distinct history) covering
+      every token of the stream exactly once, or ``(ctx, targets, positions, rows)`` when one context
+      row serves several predictions (``rows [n]``: the row of ``ctx`` of each target).
     """
 
     output: OutputLayer

@@ -98,15 +98,26 @@ class FFNN(NeuralScorer):
         return self(hist), targets, positions, None
 
     def eval_contexts(self, ids: np.ndarray, batch_size: int | None = None, independent: bool = False):
-        """Yield ``(ctx [n, h], targets [n], stream positions [n])`` over the whole stream, in order."""
+        """Yield ``(ctx [u, h], targets [n], stream positions [n], rows [n])`` covering the stream once.
+
+        Identical histories are computed once (Schwenk 2007): the stream's distinct histories are
+        taken in bunches of ``batch_size`` (default 1024), and ``rows`` says which ``ctx`` row (one
+        output distribution) serves each of the ``n`` predictions whose history it is.
+        """
         ids = np.asarray(ids)
-        n, B = len(ids), batch_size or 1024
-        positions = sentence_positions(ids)
+        B = batch_size or 1024
+        hist = ngram_histories(ids, sentence_positions(ids), self.order, self.num_words)
+        if len(hist) == 0:
+            return
+        uniq, inverse = np.unique(hist, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        by_row = np.argsort(inverse, kind="stable")  # predictions grouped by their history's row
+        bounds = np.searchsorted(inverse[by_row], np.arange(0, len(uniq) + B, B))
         targets = torch.from_numpy(ids.astype(np.int64))
-        for s in range(0, n, B):
-            at = np.arange(s, min(n, s + B))
-            hist = torch.from_numpy(ngram_histories(ids, positions, self.order, self.num_words, at))
-            yield self(hist), targets[s : s + len(at)], at
+        for k, s in enumerate(range(0, len(uniq), B)):
+            at = by_row[bounds[k] : bounds[k + 1]]
+            rows = torch.from_numpy(inverse[at] - s)
+            yield self(torch.from_numpy(uniq[s : s + B])), targets[at], at, rows
 
 
 class FeedForwardData:

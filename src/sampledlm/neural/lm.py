@@ -15,14 +15,21 @@ from ..data.vocab import EOS_ID
 from ..lm import LanguageModel, perplexity_of
 
 
+def history(objective, ids: np.ndarray, positions) -> dict:
+    """The keywords an objective's exact rule takes besides ``ctx``: the stream and the rows' positions
+    in it when it needs their previous words (``uses_history``: the short-list's n-gram back-off)."""
+    return {"ids": ids, "positions": positions} if getattr(objective, "uses_history", False) else {}
+
+
 @torch.no_grad()
 def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
-                    **kw) -> np.ndarray:
+                    only: np.ndarray | None = None, **kw) -> np.ndarray:
     """Natural-log probability of every token of ``ids`` (``float64 [len(ids)]``), exact.
 
     ``batch_size``: histories (feed-forward; default 1024), BPTT rows (recurrent running text;
     default 1: every token conditioned on the whole stream before it) or sentences (recurrent,
-    ``independent``; default 64). ``independent``: each sentence from a fresh state.
+    ``independent``; default 64). ``independent``: each sentence from a fresh state. ``only``: a
+    boolean mask; the output layer runs for those positions alone (the others are left at 0).
     """
     ids = np.asarray(ids)
     out = np.zeros(len(ids), dtype=np.float64)
@@ -31,8 +38,26 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent, **kw):
-            out[positions] = objective.log_prob_targets(model, ctx, targets).double().cpu().numpy()
+        for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent,
+                                                                  **kw):
+            if only is not None:
+                keep = only[np.asarray(positions)]
+                if not keep.any():
+                    continue
+                positions, kt = np.asarray(positions)[keep], torch.from_numpy(keep).to(targets.device)
+                targets = targets[kt]
+                if rows:
+                    needed, local = torch.unique(rows[0][kt], return_inverse=True)
+                    ctx, rows = ctx[needed], [local]
+                else:
+                    ctx = ctx[kt]
+            if rows and getattr(objective, "uses_history", False):  # its rule reads each prediction's own words
+                ctx, rows = ctx[rows[0]], []
+            if rows:  # one context serves several predictions: one output distribution for all of them
+                lp = objective.log_prob(model, ctx)[rows[0], targets]
+            else:
+                lp = objective.log_prob_targets(model, ctx, targets, **history(objective, ids, positions))
+            out[positions] = lp.double().cpu().numpy()
     finally:
         model.train(was_training)
     return out
@@ -48,11 +73,11 @@ def stream_log_normalisers(model, objective, ids: np.ndarray, batch_size: int | 
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, positions in model.eval_contexts(ids, batch_size=batch_size, independent=independent):
+        for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent):
             log_z = objective.log_normaliser(model, ctx)
             if log_z is None:
                 return None
-            out[positions] = log_z.double().cpu().numpy()
+            out[positions] = (log_z[rows[0]] if rows else log_z).double().cpu().numpy()
     finally:
         model.train(was_training)
     return out
@@ -75,9 +100,14 @@ def perplexity(model, objective, ids: np.ndarray, **kw) -> float:
 def batch_log_probs(model, objective, ids: np.ndarray) -> torch.Tensor:
     """Exact ``log P(w | h)`` over all V words for every token of a stream, ``[N, V]`` (tests, small inputs)."""
     model.eval()
+    ids = np.asarray(ids)
     rows = [None] * len(ids)
-    for ctx, _, positions in model.eval_contexts(np.asarray(ids)):
-        for p, r in zip(positions, objective.log_prob(model, ctx)):
+    ids = np.asarray(ids)
+    for ctx, _, positions, *at in model.eval_contexts(ids):
+        if at and getattr(objective, "uses_history", False):  # one row per prediction for a rule that reads words
+            ctx, at = ctx[at[0]], []
+        lp = objective.log_prob(model, ctx, **history(objective, ids, positions))
+        for p, r in zip(positions, lp[at[0]] if at else lp):
             rows[int(p)] = r
     return torch.stack(rows)
 
@@ -110,6 +140,30 @@ class NeuralLM(LanguageModel):
         log_z = stream_log_normalisers(self.model, self.objective, ids, batch_size=self.batch_size,
                                        independent=independent)
         return None if log_z is None else self_normalisation_report(logprobs, log_z)
+
+    def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
+        only = np.zeros(len(ids), dtype=bool)
+        only[np.asarray(at)] = True
+        return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent,
+                               only=only)[np.asarray(at)]
+
+    @torch.no_grad()
+    def next_logprobs(self, history) -> np.ndarray:
+        """One forward pass over ``history`` (read as the start of a sentence); the distribution after it."""
+        ids = np.append(np.asarray(history, dtype=np.int64), EOS_ID)
+        last = len(ids) - 1
+        model, objective = self.model, self.objective
+        was_training = model.training
+        model.eval()
+        try:
+            for ctx, _, positions, *rows in model.eval_contexts(ids, independent=True):
+                hit = np.flatnonzero(np.asarray(positions) == last)
+                if len(hit):
+                    row = int(rows[0][hit[0]]) if rows else int(hit[0])
+                    return objective.log_prob(model, ctx[row : row + 1])[0].double().cpu().numpy()
+        finally:
+            model.train(was_training)
+        raise AssertionError("the model's contexts did not cover the stream")
 
     def describe(self) -> str:
         m = self.config.get("model", {})

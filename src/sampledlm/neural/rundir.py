@@ -86,12 +86,18 @@ def build_from_config(config: dict, vocab: Vocab):
     objective = make_objective(obj["name"], counts=vocab.counts, **obj.get("options", {}))
     try:
         model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False))
-    except (MemoryError, RuntimeError) as e:  # torch reports a failed allocation as a RuntimeError
-        if not isinstance(e, MemoryError) and "allocate" not in str(e):
+    except (MemoryError, RuntimeError, TypeError, OverflowError) as e:
+        # torch reports a failed allocation as a RuntimeError, a size past int64 as "overflow" (Runtime or TypeError)
+        if not isinstance(e, MemoryError) and "allocate" not in str(e) and "verflow" not in str(e):
             raise
         raise UserError(f"the model does not fit in memory ({_allocation(e)}; vocabulary {len(vocab):,}, "
                         f"model {_sizes(config['model'])}): choose smaller sizes (--hidden, -d, --order)") from None
     objective.bind(model)  # output parameters of its own (class layer, tail projections), before any weights load
+    backoff = obj.get("options", {}).get("backoff")
+    if backoff is not None and hasattr(objective, "set_backoff"):
+        from ..ngram.backoff import open_backoff
+
+        objective.set_backoff(open_backoff(backoff, vocab))  # the short-list's n-gram (Schwenk 2007)
     return model, objective
 
 

@@ -299,6 +299,8 @@ class Trainer:
     def _train(self) -> TrainState:
         st, opts = self.state, self.opts
         nb = self.data.num_batches()
+        if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
+            self.write_metrics()
         with interrupt_flag() as flag:
             while not st.done:
                 if st.batch == 0:

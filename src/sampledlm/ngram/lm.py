@@ -22,7 +22,7 @@ import numpy as np
 from ..data.vocab import BOS, EOS, UNK, UNK_ID, Vocab
 from ..lm import LanguageModel
 from .arpa import UNK_LOGP, read_arpa
-from .model import NgramLM
+from .model import LN10, NgramLM
 
 
 def missing_unk_warning(path: str) -> str:
@@ -65,6 +65,18 @@ class ArpaLM(LanguageModel):
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         """``ln P(w_i | h_i)`` for every token of an id stream of ``self.vocab`` (both modes agree)."""
         return self.ngram.stream_logprobs(ids, self.vocab)
+
+    def logprobs_and_orders(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`logprobs` and, per token, the order of the n-gram its probability came from."""
+        return self.ngram.stream_logprobs(ids, self.vocab, with_order=True)
+
+    def next_logprobs(self, history) -> np.ndarray:
+        n, ng = self.order, self.ngram
+        m = ng.map_vocab(self.vocab)
+        h = np.concatenate([np.full(max(n - 1, 0), ng.bos, np.int64), m[np.asarray(history, dtype=np.int64)]])
+        h = h[len(h) - (n - 1):] if n > 1 else h[:0]
+        V = len(self.vocab)
+        return ng.logprob10_ids(np.broadcast_to(h, (V, len(h))), m[:V]) * LN10
 
     def oov_mask(self, ids: np.ndarray) -> np.ndarray:
         """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the model and literal ``<unk>``)."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
-from .tables import context_and_gram_indices
+from .tables import context_and_gram_indices, lookup, lookup_grams
 
 LN10 = math.log(10.0)
 CHUNK = 1 << 20  # predictions scored per batch in stream_logprobs
@@ -71,8 +71,11 @@ class NgramLM:
         return [len(t) for t in self.tables]
 
     # --- batched query (model ids) ------------------------------------------------------
-    def logprob10_ids(self, hist: np.ndarray, words: np.ndarray) -> np.ndarray:
+    def logprob10_ids(self, hist: np.ndarray, words: np.ndarray, with_order: bool = False):
         """log10 p(word | hist) for a batch: ``hist`` [N, h] model ids oldest first, ``words`` [N] -> [N].
+
+        ``with_order``: also return the order of the longest n-gram found (the n of SRILM's
+        ``-debug 2`` "[3gram]" and of KenLM's ``full_scores`` ngram_length), int64 [N].
 
         Only the last ``order - 1`` history words matter, and nothing before a row's last
         ``<s>``: as in KenLM, a sentence starts from a state holding ONE ``<s>``, so the extra
@@ -86,40 +89,130 @@ class NgramLM:
             hist = hist.reshape(len(words), -1)
         hist = _cut_at_sentence_start(hist, self.bos)
         ctx, gram = context_and_gram_indices(self._keys, hist, words, self.width)
+        return self._back_off(ctx, gram, with_order)
+
+    def _back_off(self, ctx: list[np.ndarray], gram: list[np.ndarray], with_order: bool):
+        """log10 p from the context and n-gram indices of every order (:func:`context_and_gram_indices`)."""
+        words = gram[0]
         out = np.zeros(len(words), dtype=np.float64)
         done = np.zeros(len(words), dtype=bool)
+        order = np.zeros(len(words), dtype=np.int64)
         for j in range(len(ctx) - 1, -1, -1):  # longest match first
             hit = (gram[j] >= 0) & ~done
             out[hit] += self.tables[j].logp[gram[j][hit]]
+            order[hit] = j + 1
             done |= hit
             if j > 0:  # not found at order j+1: pay the back-off weight of the j-word context
                 miss = ~done & (ctx[j] >= 0)
                 out[miss] += self.tables[j - 1].bow[ctx[j][miss]]
-        return out
+        return (out, order) if with_order else out
+
+    def subset_logmass10_ids(self, hist: np.ndarray, member: np.ndarray) -> np.ndarray:
+        """log10 of ``sum_{w: member[w]} p(w | hist)`` for a batch of histories, exactly, ``[N]``.
+
+        ``hist`` [N, h] model ids oldest first (as :meth:`logprob10_ids`), ``member`` bool [W] the
+        word subset (e.g. a neural model's short-list, Schwenk 2007). Not one query per word: the
+        back-off form gives, for a context c with back-off weight b(c) and shorter context c',
+
+            M(c) = sum_{w in S, c w stored} p*(c w) + b(c) (M(c') - sum_{w in S, c w stored} p(w | c'))
+
+        (M(c) = M(c') when c is not stored), so with the two sums precomputed per stored context
+        (once per subset, cached) a history costs the same few binary searches as one query.
+        """
+        member = np.asarray(member, dtype=bool)
+        hist = np.asarray(hist, dtype=np.int64)
+        if hist.ndim != 2:
+            hist = hist.reshape(-1, max(self.order - 1, 0))
+        stored, unigram = self._subset_sums(member)
+        hist = _cut_at_sentence_start(hist, self.bos)
+        mass = np.full(len(hist), unigram)
+        w = min(hist.shape[1], self.order - 1)
+        for j in range(1, w + 1):  # contexts of j words, shortest first
+            c = lookup_grams(self._keys, hist[:, hist.shape[1] - j :], self.width)
+            ok = c >= 0
+            a, b = stored[j - 1]
+            bow = 10.0 ** self.tables[j - 1].bow[c[ok]]
+            mass[ok] = a[c[ok]] + bow * (mass[ok] - b[c[ok]])
+        return np.log10(np.maximum(mass, 1e-300))
+
+    def _subset_sums(self, member: np.ndarray):
+        """Per stored context of each order j >= 1: (sum of p*(c w), sum of p(w | c')) over stored c w, w in S."""
+        key = member.tobytes()
+        cache = self.__dict__.setdefault("_subset_cache", {})
+        if key in cache:
+            return cache[key]
+        unigram = float((10.0 ** self.tables[0].logp[member[: self.width]]).sum())
+        stored, words = [], np.arange(self.width, dtype=np.int64)[:, None]  # words of every stored gram, by order
+        for k in range(2, self.order + 1):
+            keys = self.tables[k - 1].keys
+            ctx, last = keys // self.width, keys % self.width
+            words = np.concatenate([words[ctx], last[:, None]], axis=1)  # [M_k, k]
+            sel = np.flatnonzero(member[last])
+            n_ctx = len(self.tables[k - 2])
+            a = np.bincount(ctx[sel], weights=10.0 ** self.tables[k - 1].logp[sel], minlength=n_ctx)
+            lower = self.logprob10_ids(words[sel, 1:-1], last[sel])
+            b = np.bincount(ctx[sel], weights=10.0 ** lower, minlength=n_ctx)
+            stored.append((a, b))
+        cache.clear()  # one subset at a time (a model has one short-list)
+        cache[key] = (stored, unigram)
+        return cache[key]
 
     def map_vocab(self, vocab: Vocab) -> np.ndarray:
-        """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``."""
+        """Model id of each ``vocab`` id (by word string); ``vocab.bos_id`` -> ``<s>``; missing -> ``<unk>``.
+
+        The map of the last vocabulary asked for is kept (a scorer asks once per chunk)."""
+        cached = getattr(self, "_vocab_map", None)
+        if cached is not None and cached[0] is vocab and len(cached[1]) == len(vocab) + 1:
+            return cached[1]
+        self._vocab_map = (vocab, self._map_vocab(vocab))
+        return self._vocab_map[1]
+
+    def _map_vocab(self, vocab: Vocab) -> np.ndarray:
         get = self.index.get
         m = np.fromiter((get(w, self.unk) for w in vocab.words), dtype=np.int64, count=len(vocab))
         return np.concatenate([m, [self.bos]])
 
-    def stream_logprobs(self, ids: np.ndarray, vocab: Vocab) -> np.ndarray:
+    def stream_logprobs(self, ids: np.ndarray, vocab: Vocab, with_order: bool = False):
         """Natural-log P(token | up to n-1 previous tokens of its sentence, <s>-padded), float64 [len(ids)].
 
         ``ids`` is an id stream of ``vocab`` (:func:`sampledlm.data.corpus.load_ids`): every token,
         words and ``</s>``, is one prediction. Words are matched to the model by string; a
-        ``vocab`` word the model lacks gets the model's ``<unk>`` probability.
+        ``vocab`` word the model lacks gets the model's ``<unk>`` probability. ``with_order``: also
+        the order of the n-gram each probability came from (:meth:`logprob10_ids`).
         """
-        from ..data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
         ids = np.asarray(ids)
         m = self.map_vocab(vocab)
-        pos = sentence_positions(ids, vocab.eos_id)
         out = np.empty(len(ids), dtype=np.float64)
-        for s in range(0, len(ids), CHUNK):
-            at = np.arange(s, min(s + CHUNK, len(ids)), dtype=np.int64)
-            hist = ngram_histories(ids, pos, self.order, vocab.bos_id, at)
-            out[at] = self.logprob10_ids(m[hist], m[np.asarray(ids[at], dtype=np.int64)])
-        return out * LN10
+        order = np.empty(len(ids), dtype=np.int64)
+        s = 0
+        while s < len(ids):  # chunks end at a sentence end (a sentence longer than CHUNK is cut)
+            e = min(s + CHUNK, len(ids))
+            if e < len(ids):
+                ends = np.flatnonzero(ids[s:e] == vocab.eos_id)
+                e = s + int(ends[-1]) + 1 if len(ends) else e
+            out[s:e], order[s:e] = self._stream_logprob10(m[np.asarray(ids[s:e], dtype=np.int64)],
+                                                          np.asarray(ids[s:e]) == vocab.eos_id)
+            s = e
+        return (out * LN10, order) if with_order else out * LN10
+
+    def _stream_logprob10(self, words: np.ndarray, is_eos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log10 p and n-gram order of every token of a stream of model ids (``is_eos`` marks the ``</s>``).
+
+        KenLM's state trick, vectorised: the context of length j of token i is the j-gram ending at
+        token i-1, whose index the previous order's pass already found; so one binary search per
+        order and token, not one per order and context length. A sentence's first token has ``<s>``
+        as its only history (a context of length 1).
+        """
+        starts = np.ones(len(words), dtype=bool)
+        starts[1:] = is_eos[:-1]
+        ctx, gram = [np.zeros(len(words), dtype=np.int64)], [words]
+        for j in range(1, self.order):
+            c = np.empty(len(words), dtype=np.int64)
+            c[1:] = gram[j - 1][:-1]
+            c[starts] = self.bos if j == 1 else -1
+            ctx.append(c)
+            gram.append(lookup(self._keys[j], c, words, self.width))
+        return self._back_off(ctx, gram, True)
 
     # --- convenience API (strings) ------------------------------------------------------
     def encode(self, words: list[str]) -> np.ndarray:

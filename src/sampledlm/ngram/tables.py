@@ -29,7 +29,12 @@ def lookup(keys: np.ndarray, ctx: np.ndarray, word: np.ndarray, width: int) -> n
         return out
     ok = ctx >= 0
     q = ctx[ok] * width + word[ok]
-    pos = np.searchsorted(keys, q)
+    if len(q) > 4096:  # searching sorted needles walks the table in order: 2-3x faster on large tables
+        by = np.argsort(q, kind="stable")
+        pos = np.empty(len(q), dtype=np.int64)
+        pos[by] = np.searchsorted(keys, q[by])
+    else:
+        pos = np.searchsorted(keys, q)
     pos_c = np.minimum(pos, len(keys) - 1)
     hit = keys[pos_c] == q
     out[np.flatnonzero(ok)[hit]] = pos_c[hit]

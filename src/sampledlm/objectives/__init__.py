@@ -19,6 +19,7 @@ name               class (module)                                 paper
 ``hsm``            :class:`HierarchicalSoftmax` (hsm)             Morin & Bengio 2005
 ``adaptive``       :class:`AdaptiveSoftmax` (adaptive)            Grave et al. 2017
 ``selfnorm``       :class:`SelfNormalised` (selfnorm)             Devlin et al. 2014
+``shortlist``      :class:`ShortList` (shortlist)                 Schwenk 2007
 =================  =============================================  ============================
 
 :class:`SampledOutput` wraps any of them with its own output layer as a drop-in PyTorch module.

@@ -36,6 +36,8 @@ class SampledOutput(nn.Module):
                        Mikolov et al. 2013)
     ``adaptive``       adaptive softmax, head + reduced tail clusters (Grave et al. 2017)
     ``selfnorm``       softmax + alpha (log Z)^2, raw scores usable as log P (Devlin et al. 2014)
+    ``shortlist``      softmax over the S most frequent words, the rest from a back-off model
+                       (Schwenk 2007; here the training unigram: no histories in a user's model)
     ================== ====================================================================
 
     The sampled objectives draw S words per mini-batch from ``q ∝ counts^β`` (one bag shared by
@@ -62,7 +64,7 @@ class SampledOutput(nn.Module):
         **options: the objective's keyword options, e.g. ``samples=250`` (S),
             ``noise_power=0.75`` (β), ``sample_mode="shared"|"each"``, ``neg_rate=0.05`` (α),
             ``neg_subset="variable"|"fixed"``, ``margin``, ``learn_norm``, ``exclude_true``,
-            ``classes``, ``cutoffs``, ``div_value``, ``selfnorm_alpha``.
+            ``classes``, ``cutoffs``, ``div_value``, ``selfnorm_alpha``, ``shortlist``.
 
     Shape:
         - hidden: ``(N, in_features)``; target: ``(N,)`` int64 in ``[0, V)``; positions (optional):

@@ -32,4 +32,8 @@ OPTION_HELP: dict[str, dict] = {
                 "min": 1, "type": int},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},
+    "shortlist": {"help": "shortlist: the S most frequent words the network's softmax covers (Schwenk 2007: 2,000; "
+                          "at most V)", "min": 1, "type": int},
+    "backoff": {"help": "shortlist: back-off n-gram (ARPA file, same vocabulary) for the other words and the "
+                        "short-list's mass [default: the training unigram]", "type": str},
 }

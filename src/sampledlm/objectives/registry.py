@@ -17,6 +17,7 @@ from .options import OPTION_HELP
 from .nce import NCE, BlackOut, NegativeSampling
 from .ranking import Ranking
 from .selfnorm import SelfNormalised
+from .shortlist import ShortList
 from .sampled import CSSBernoulli, CSSImportance, ImportanceSampling
 from .softmax import SoftmaxObjective
 
@@ -34,6 +35,7 @@ OBJECTIVES: dict[str, type[OutputObjective]] = {
     "hsm": HierarchicalSoftmax,
     "adaptive": AdaptiveSoftmax,
     "selfnorm": SelfNormalised,
+    "shortlist": ShortList,
 }
 
 

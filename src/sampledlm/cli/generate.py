@@ -1,0 +1,51 @@
+"""``sampledlm generate``: sentences sampled from any model or mixture (temperature, top-k, seed)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import CONTEXT
+
+
+@click.command("generate", context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL")
+@click.option("--mix", "others", multiple=True, metavar="MODEL2",
+              help="Another model (any family) to interpolate with; repeat for more.")
+@click.option("--weights", default=None, metavar="W1,W2,...|auto",
+              help="Interpolation weights, MODEL's first, or 'auto': EM on --interp-valid [auto].")
+@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
+@click.option("--prefix", default="", help="The start of every sentence (read with the model's tokeniser).")
+@click.option("-n", "count", type=click.IntRange(min=1), default=5, show_default=True, help="Sentences to sample.")
+@click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="Divide the log-probabilities by T: below 1 sharper, above 1 flatter.")
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Draw only among the k most probable words (0: all).")
+@click.option("--max-words", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Stop a sentence after this many words (prefix included).")
+@click.option("--no-unk", is_flag=True, help="Never draw <unk>.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed: one seed, the same sentences.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+def generate(model, others, weights, interp_valid, prefix, count, temperature, top_k, max_words, no_unk, seed, threads):
+    """Sample sentences from a model (any family) or a mixture, one per line.
+
+    \b
+    Each word is drawn from the model's exact next-word distribution after <s> and the words so far,
+    raised to the power 1/T and cut to the top-k words; a sentence ends at </s> or --max-words.
+    Example:
+      sampledlm generate gru -n 3 --seed 7
+      sampledlm generate kn3.arpa --prefix "the market" --temperature 0.8 --top-k 50
+      sampledlm generate ffnn3 --mix kn3.arpa --weights 0.5 -n 10 --no-unk
+    """
+    from ..data.tokenizer import TextOptions, tokenize_line
+    from ..use.generate import generate as sample
+    from ..use.mixing import open_models
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    lm = open_models([model, *others], weights, interp_valid)
+    words = tokenize_line(prefix, TextOptions(**(lm.text_options or {})))
+    for sentence in sample(lm, words, count, seed, temperature=temperature, top_k=top_k, max_words=max_words,
+                           allow_unk=not no_unk):
+        click.echo(" ".join(sentence))

@@ -1,0 +1,188 @@
+"""``sampledlm rescore``: n-best lists or lattices rescored with any model or mixture; weights tuned for WER."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .common import CONTEXT, force_option
+
+FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
+
+
+@click.command("rescore", context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL")
+@click.argument("nbest", metavar="NBEST")
+@click.option("--mix", "others", multiple=True, metavar="MODEL2",
+              help="Another model (any family) to interpolate with; repeat for more.")
+@click.option("--weights", default=None, metavar="W1,W2,...|auto",
+              help="Interpolation weights, MODEL's first, or 'auto': EM on --interp-valid [auto].")
+@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
+@click.option("--format", "fmt", type=FORMATS, default="auto", show_default=True,
+              help="NBEST's format: srilm (a directory of n-best files, a list of them, or one), kaldi (a "
+                   "directory with text, ac_cost, lm_cost), jsonl, slf (HTK lattices: a file or a directory).")
+@click.option("--refs", default=None, help="References ('utt w1 w2 ...' per line) for NBEST: report WER.")
+@click.option("--am-scale", type=float, default=1.0, show_default=True, help="Weight of the acoustic score.")
+@click.option("--lm-weight", type=float, default=1.0, show_default=True, help="Weight of the LM score (ln).")
+@click.option("--word-penalty", type=float, default=0.0, show_default=True, help="Added per word.")
+@click.option("--first-pass-weight", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Keep this share of the first-pass LM score (0: replace it with MODEL's).")
+@click.option("--tune-on", default=None, metavar="DEV",
+              help="Development n-best lists or lattices: choose --lm-weight and --word-penalty there for the "
+                   "lowest WER (lattices: on their --tune-nbest best paths).")
+@click.option("--tune-refs", default=None, help="References of --tune-on (not needed when DEV is JSONL with refs).")
+@click.option("--tune-first-pass", is_flag=True, help="With --tune-on: also tune --first-pass-weight (0 to 0.9).")
+@click.option("--tune-nbest", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Lattices given to --tune-on: tune on this many best paths of each.")
+@click.option("--k", "k", type=click.IntRange(min=0), default=None,
+              help="Lattices: merge histories sharing their last k words [default: the model's n-1; "
+                   "recurrent models need it].")
+@click.option("--one-best", default=None, metavar="FILE", help="Write each utterance's best hypothesis ('utt words').")
+@click.option("-o", "--output", default=None, metavar="PATH",
+              help="Write the rescored lists, best first (NBEST's format unless --output-format); lattices: the "
+                   "expanded lattices with MODEL's scores (n-gram and feed-forward models).")
+@click.option("--output-format", type=FORMATS, default="auto", show_default=True, help="auto: NBEST's format.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@force_option("--one-best and -o")
+def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm_weight, word_penalty,
+            first_pass_weight, tune_on, tune_refs, tune_first_pass, tune_nbest, k, one_best, output, output_format,
+            as_json, threads, force):
+    """Rescore n-best lists or lattices with MODEL (any family, or a mixture); write the new 1-best.
+
+    \b
+    Each hypothesis gets score = am_scale*am + lm_weight*lm + word_penalty*words, where lm is
+    MODEL's ln P(words </s>) (with --first-pass-weight b: (1-b)*MODEL's + b*the first pass's).
+    Scores are natural logs inside; SRILM files hold log10 scores, Kaldi files costs (-ln).
+    With --tune-on the LM weight and word penalty minimise WER on development lists first.
+    Lattices (HTK SLF) are searched exactly for n-gram and feed-forward models (each node split by
+    its last n-1 words); for recurrent models histories sharing their last --k words are merged.
+    Example:
+      sampledlm rescore gru dev.jsonl --refs dev.ref --lm-weight 10
+      sampledlm rescore gru test-nbest/ --mix kn5.arpa --weights 0.6 --tune-on dev.jsonl --refs test.ref \\
+          --one-best test.hyp -o test-rescored/
+      sampledlm rescore kn5.arpa lattices/ --tune-on dev-lattices/ --tune-refs dev.ref --one-best test.hyp
+      sampledlm rescore gru lattices/ --k 3 --lm-weight 12 --refs test.ref
+    """
+    from ..errors import UserError
+    from ..data.textio import atomic_write
+    from ..use.lattice import is_slf
+    from ..use.mixing import open_models
+    from ..use.nbest import Grid, Weights, add_lm_scores, evaluate, tune
+    from .common import refuse_existing
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    if tune_refs and not tune_on:
+        raise UserError("--tune-refs needs --tune-on DEV")
+    for path in (one_best, output):
+        if path:
+            refuse_existing(path, force)
+            if os.path.isdir(path) and os.listdir(path) and not force:
+                raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
+    lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
+    items = _read(nbest, "slf" if lattices else fmt, refs)
+    dev = _read_dev(tune_on, tune_refs, tune_nbest) if tune_on else None
+    lm = open_models([model, *others], weights, interp_valid)
+    w = Weights(am_scale, lm_weight, word_penalty, first_pass_weight)
+    summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items)}
+    if dev is not None:
+        add_lm_scores(lm, dev)
+        grid = Grid(first_pass_weight=[i / 10 for i in range(10)] if tune_first_pass else [first_pass_weight])
+        w = tune(dev, am_scale, grid)
+        summary["tuned_on"] = tune_on
+        summary["dev"] = evaluate(dev, w).to_dict()
+    summary["weights"] = {key: float(v) for key, v in w.__dict__.items()}
+    if lattices:
+        best = _rescore_lattices(items, lm, w, k, output, summary)
+    else:
+        best = _rescore_lists(items, lm, w, output, output_format, fmt, nbest, summary)
+    if one_best:
+        with atomic_write(one_best) as f:
+            for uid, words in best:
+                f.write(f"{uid} {' '.join(words)}".rstrip() + "\n")
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    click.echo(f"{nbest}: {len(items)} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, word penalty "
+               f"{w.word_penalty:.4g}, first pass {w.first_pass_weight:g}"
+               + (f" (tuned on {tune_on}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" if dev is not None else ""))
+    if refs:
+        oracle = f", oracle {100 * summary['oracle_wer']:.2f}%" if "oracle_wer" in summary else ""
+        click.echo(f"WER: first pass {100 * summary['first_pass_wer']:.2f}%, rescored {100 * summary['rescored_wer']:.2f}%"
+                   f"{oracle} ({summary['reference_words']} reference words)")
+
+
+def _read(path, fmt, refs):
+    from ..use.lattice import read_lattices
+    from ..use.nbest import read_nbest, read_refs
+
+    items = read_lattices(path) if fmt == "slf" else read_nbest(path, fmt)
+    if refs:
+        read_refs(refs, items)
+    return items
+
+
+def _read_dev(path, refs, n):
+    """Development n-best lists (from lattices: their ``n`` best paths), each with its reference."""
+    from ..errors import UserError
+    from ..use.lattice import is_slf, rescore_nbest
+
+    dev = _read(path, "slf" if is_slf(path) else "auto", refs)
+    if is_slf(path):
+        dev = [rescore_nbest(lat, n) for lat in dev]
+    if any(nb.ref is None for nb in dev):
+        raise UserError(f"{path}: tuning needs references: give --tune-refs or a JSONL file with 'ref'")
+    return dev
+
+
+def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
+    from ..use.nbest import add_lm_scores, detect_format, evaluate, rerank, write_nbest
+
+    add_lm_scores(lm, lists)
+    ranked = [rerank(nb, w) for nb in lists]
+    summary["hypotheses"] = sum(len(nb.hyps) for nb in lists)
+    if lists[0].ref is not None:
+        summary.update({key: v for key, v in evaluate(lists, w).to_dict().items()
+                        if key.endswith("wer") or key == "reference_words"})
+    if output:
+        out_fmt = output_format if output_format != "auto" else (fmt if fmt != "auto" else detect_format(path))
+        if out_fmt == "slf":
+            from ..errors import UserError
+
+            raise UserError("n-best lists are written as srilm, kaldi or jsonl, not slf")
+        write_nbest(output, ranked, out_fmt)
+    return [(nb.id, nb.hyps[0].words) for nb in ranked]
+
+
+def _rescore_lattices(lats, lm, w, k, output, summary):
+    from ..errors import UserError
+    from ..use.lattice import context_length, expand, first_pass_best, rescore_all, write_slf
+    from ..use.wer import Errors, align
+
+    exact = context_length(lm)
+    if k is None and exact is None:
+        raise UserError("this model looks back over the whole sentence (recurrent): give --k, the number of last "
+                        "words by which lattice histories are merged")
+    if output and (exact is None or (k is not None and k < exact)):
+        raise UserError("-o writes exactly expanded lattices: it needs an n-gram or feed-forward model (and --k at "
+                        "least its n-1)")
+    k = exact if k is None else k
+    best, first, resc = [], Errors(), Errors()
+    for lat, hyp in zip(lats, rescore_all(lats, lm, w, k)):
+        best.append((lat.id, hyp.words))
+        if lat.ref is not None:
+            first = first + align(lat.ref, first_pass_best(lat, w).words)
+            resc = resc + align(lat.ref, hyp.words)
+    summary.update({"k": k, "exact": exact is not None and k >= exact})
+    if lats[0].ref is not None:
+        summary.update({"first_pass_wer": first.wer, "rescored_wer": resc.wer, "reference_words": first.ref_words})
+    if output:
+        os.makedirs(output, exist_ok=True)
+        for lat in lats:
+            write_slf(os.path.join(output, f"{lat.id}.slf"), expand(lat, lm, k, w.first_pass_weight))
+    return best

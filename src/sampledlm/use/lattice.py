@@ -1,0 +1,457 @@
+"""Word lattices: HTK SLF read and write, n-best extraction, and rescoring with any LM or mixture.
+
+A lattice is a directed acyclic graph from a start node to an end node; each link carries a word (or
+none: ``!NULL``, ``<s>``, ``</s>``, ``!SENT_START``, ``!SENT_END`` are epsilon) and first-pass natural-log
+scores ``am`` (acoustic) and ``lm``. A path's score combines them as an n-best hypothesis' does
+(:class:`sampledlm.use.nbest.Weights`)::
+
+    score = am_scale * am + lm_weight * ((1 - b) * lm_new + b * lm_first) + word_penalty * words
+
+SLF (the HTK book, "Standard Lattice Format"): a header (``VERSION=``, ``UTTERANCE=``, ``base=``,
+``start=``, ``end=``, ``lmscale=``, ``wdpenalty=``), ``N= L=``, then node lines ``I= [t=] [W=]`` and link
+lines ``J= S= E= [W=] [a=] [l=]``. Words given on nodes are moved to the links entering them; scores in
+``base=B`` are converted to natural logs. A file holds one lattice; a set is a directory of them.
+
+Rescoring (Schwenk 2007; the lattice example of the continuous-space LM summary): an LM whose
+probability depends on the last ``k`` words only (an n-gram or feed-forward model, ``k = n - 1``) is
+applied *exactly* by expanding every node into one node per distinct ``k``-word history that reaches
+it (:func:`expand`: paths whose last ``k`` words agree are merged, as "a problem" is in the example,
+and the others are kept apart). For a recurrent model the same expansion with a chosen ``k`` is the
+standard approximation (Liu et al. 2016): histories sharing their last ``k`` words are merged and only
+the best-scoring one is kept (:func:`rescore`, a Viterbi search over the expansion built on the fly).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..data.textio import atomic_write, iter_lines
+from ..data.vocab import EOS_ID, UNK_ID
+from ..errors import UserError
+from .nbest import Hypothesis, NBest, Weights
+
+EPSILON = frozenset({"!NULL", "<s>", "</s>", "!SENT_START", "!SENT_END", "<eps>"})
+
+
+@dataclass
+class Link:
+    start: int
+    end: int
+    word: str | None
+    am: float = 0.0
+    lm: float = 0.0
+
+
+@dataclass
+class Lattice:
+    id: str
+    num_nodes: int
+    links: list[Link]
+    start: int = 0
+    end: int = -1
+    times: dict[int, float] = field(default_factory=dict)
+    header: dict[str, str] = field(default_factory=dict)
+    ref: list[str] | None = None  # the reference words, when known
+
+    def __post_init__(self):
+        if self.end < 0:
+            self.end = self.num_nodes - 1
+
+    def out_links(self) -> list[list[Link]]:
+        out = [[] for _ in range(self.num_nodes)]
+        for link in self.links:
+            out[link.start].append(link)
+        return out
+
+    def topological_order(self) -> list[int]:
+        """Nodes in an order where every link goes forward; a cycle is an error."""
+        indeg = [0] * self.num_nodes
+        for link in self.links:
+            indeg[link.end] += 1
+        out = self.out_links()
+        ready = [n for n in range(self.num_nodes) if indeg[n] == 0]
+        order = []
+        while ready:
+            n = ready.pop()
+            order.append(n)
+            for link in out[n]:
+                indeg[link.end] -= 1
+                if indeg[link.end] == 0:
+                    ready.append(link.end)
+        if len(order) != self.num_nodes:
+            raise UserError(f"lattice {self.id!r}: the links form a cycle (a lattice is acyclic)")
+        return order
+
+
+# --- SLF -------------------------------------------------------------------------------------------------
+def _fields(path: str, n: int, line: str) -> dict[str, str]:
+    out = {}
+    for tok in line.split():
+        key, eq, value = tok.partition("=")
+        if not eq:
+            raise UserError(f"{path}:{n}: {tok!r} is not NAME=VALUE")
+        out[key] = value
+    return out
+
+
+def _num(path: str, n: int, d: dict, key: str, kind=float, default=None):
+    if key not in d:
+        if default is None:
+            raise UserError(f"{path}:{n}: missing {key}=")
+        return default
+    try:
+        v = kind(d[key])
+    except ValueError:
+        raise UserError(f"{path}:{n}: {key}={d[key]!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if kind is float and not math.isfinite(v):
+        raise UserError(f"{path}:{n}: {key}={d[key]!r} is not a finite number")
+    return v
+
+
+ALIASES = {"START": "S", "END": "E", "WORD": "W", "acoustic": "a", "language": "l", "time": "t", "NODES": "N",
+           "LINKS": "L"}
+
+
+def read_slf(path: str) -> Lattice:
+    """One HTK SLF lattice (module docstring); errors name the file and line."""
+    header: dict[str, str] = {}
+    nodes: dict[int, dict] = {}
+    links: list[tuple[int, dict]] = []
+    counts = None
+    for n, line in enumerate(iter_lines(path), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        d = {ALIASES.get(k, k): v for k, v in _fields(path, n, line).items()}
+        if "I" in d:
+            nodes[_num(path, n, d, "I", int)] = {**d, "_line": n}
+        elif "J" in d:
+            links.append((n, d))
+        elif "N" in d or "L" in d:
+            counts = (_num(path, n, d, "N", int), _num(path, n, d, "L", int), n)
+        else:
+            header.update(d)
+    if counts is None:
+        raise UserError(f"{path}: no 'N=... L=...' line (not an HTK SLF lattice)")
+    num_nodes, num_links, cline = counts
+    if len(links) != num_links:
+        raise UserError(f"{path}:{cline}: L={num_links} but the file has {len(links)} link lines")
+    base = float(header.get("base", math.e))
+    scale = 1.0 if base == math.e else math.log(base)
+    node_word = {}
+    for i, d in nodes.items():
+        if not 0 <= i < num_nodes:
+            raise UserError(f"{path}:{d['_line']}: node I={i} is outside 0..{num_nodes - 1}")
+        if "W" in d:
+            node_word[i] = d["W"]
+    out = []
+    for n, d in links:
+        s, e = _num(path, n, d, "S", int), _num(path, n, d, "E", int)
+        for v in (s, e):
+            if not 0 <= v < num_nodes:
+                raise UserError(f"{path}:{n}: node {v} is outside 0..{num_nodes - 1}")
+        word = d.get("W", node_word.get(e))
+        out.append(Link(s, e, None if word is None or word in EPSILON else word,
+                        _num(path, n, d, "a", float, 0.0) * scale, _num(path, n, d, "l", float, 0.0) * scale))
+    has_in = {link.end for link in out}
+    has_out = {link.start for link in out}
+    start = int(header["start"]) if "start" in header else next((i for i in range(num_nodes) if i not in has_in), 0)
+    end = int(header["end"]) if "end" in header else next((i for i in range(num_nodes - 1, -1, -1) if i not in has_out),
+                                                          num_nodes - 1)
+    name = header.get("UTTERANCE") or _lattice_id(path)
+    times = {i: float(d["t"]) for i, d in nodes.items() if "t" in d}
+    lat = Lattice(name, num_nodes, out, start, end, times, {k: v for k, v in header.items() if k in ("lmscale", "wdpenalty")})
+    lat.topological_order()
+    return lat
+
+
+def _lattice_id(path: str) -> str:
+    name = os.path.basename(path)
+    for suffix in (".gz", ".bz2", ".xz", ".slf", ".lat"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def write_slf(path: str, lat: Lattice) -> None:
+    """``lat`` as SLF: words on links, natural-log ``a=`` and ``l=``."""
+    with atomic_write(path) as f:
+        f.write(f"VERSION=1.0\nUTTERANCE={lat.id}\n")
+        for k, v in lat.header.items():
+            f.write(f"{k}={v}\n")
+        f.write(f"start={lat.start}\nend={lat.end}\nN={lat.num_nodes}\tL={len(lat.links)}\n")
+        for i in range(lat.num_nodes):
+            f.write(f"I={i}" + (f"\tt={lat.times[i]:.2f}" if i in lat.times else "") + "\n")
+        for j, link in enumerate(lat.links):
+            f.write(f"J={j}\tS={link.start}\tE={link.end}\tW={link.word or '!NULL'}\ta={link.am:.10g}\tl={link.lm:.10g}\n")
+
+
+def is_slf(path: str) -> bool:
+    """Whether ``path`` names SLF lattices: ``*.slf``/``*.lat`` (compressed too), or a directory of them."""
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        return bool(names) and is_slf(names[0])
+    name = os.path.basename(path)
+    for suffix in (".gz", ".bz2", ".xz"):
+        name = name[: -len(suffix)] if name.endswith(suffix) else name
+    return name.endswith((".slf", ".lat"))
+
+
+def read_lattices(path: str) -> list[Lattice]:
+    """One SLF file, or every file of a directory (sorted by name)."""
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        if not names:
+            raise UserError(f"{path}: no lattice files in the directory")
+        return [read_slf(os.path.join(path, n)) for n in names]
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file or directory")
+    return [read_slf(path)]
+
+
+# --- paths -------------------------------------------------------------------------------------------------
+def all_paths(lat: Lattice) -> list[Hypothesis]:
+    """Every start-to-end path (exponential: small lattices and tests only), as (words, am, lm) hypotheses."""
+    out = lat.out_links()
+    result = []
+
+    def walk(node, words, am, lm):
+        if node == lat.end:
+            result.append(Hypothesis(list(words), am, lm))
+        for link in out[node]:
+            walk(link.end, words + ([link.word] if link.word else []), am + link.am, lm + link.lm)
+
+    walk(lat.start, [], 0.0, 0.0)
+    return result
+
+
+def nbest(lat: Lattice, n: int, weights: Weights = Weights()) -> NBest:
+    """The ``n`` best distinct word strings by first-pass score (``lm_new`` unset), best first.
+
+    Exact: each node keeps its ``n`` best partial paths with distinct words (two partial paths with the
+    same words into one node extend identically, so only the better one can matter).
+    """
+    best: list[dict] = [dict() for _ in range(lat.num_nodes)]  # node -> {words: (score, am, lm)}
+    best[lat.start][()] = (0.0, 0.0, 0.0)
+    out = lat.out_links()
+    for node in lat.topological_order():
+        here = heapq.nlargest(n, best[node].items(), key=lambda kv: kv[1][0])
+        if node == lat.end:
+            return NBest(lat.id, [Hypothesis(list(w), am, lm) for w, (_, am, lm) in here])
+        best[node] = {}
+        for link in out[node]:
+            tgt = best[link.end]
+            for words, (s, am, lm) in here:
+                w2 = words + (link.word,) if link.word else words
+                s2 = (s + weights.am_scale * link.am + weights.lm_weight * link.lm
+                      + (weights.word_penalty if link.word else 0.0))
+                if w2 not in tgt or tgt[w2][0] < s2:
+                    tgt[w2] = (s2, am + link.am, lm + link.lm)
+    raise UserError(f"lattice {lat.id!r}: the end node is not reachable")
+
+
+# --- rescoring ---------------------------------------------------------------------------------------------
+def context_length(lm) -> int | None:
+    """How many previous words ``lm``'s probabilities depend on (n - 1), or None when unbounded (recurrent)."""
+    models = getattr(lm, "models", None)
+    if models:
+        ks = [context_length(m) for m in models]
+        return None if any(k is None for k in ks) else max(ks)
+    order = getattr(lm, "order", None) or getattr(getattr(lm, "model", None), "order", None)
+    if getattr(lm, "family", "") == "maxent":
+        return None  # trigger features look back arbitrarily far
+    return order - 1 if isinstance(order, int) else None
+
+
+def continuation_logprobs(lm, queries: list[tuple[tuple[int, ...], int]]) -> np.ndarray:
+    """``ln P(word | <s> history)`` for each ``(history ids, word id)``: one bunched call of the model."""
+    if not queries:
+        return np.zeros(0)
+    stream, at = [], []
+    for hist, word in queries:
+        at.append(len(stream) + len(hist))
+        stream.extend(hist)
+        stream.append(word)
+        if word != EOS_ID:
+            stream.append(EOS_ID)
+    return lm.logprobs_at(np.asarray(stream, dtype=np.int64), np.asarray(at), independent=True)
+
+
+def _word_id(lm, word: str) -> int:
+    return lm.vocab.index.get(word, UNK_ID)
+
+
+def expand(lat: Lattice, lm, k: int | None = None, first_pass_weight: float = 0.0) -> Lattice:
+    """The lattice with one node per (node, last ``k`` words) and ``l=`` replaced by ``lm``'s scores.
+
+    ``k``: the LM's context length (default :func:`context_length`; exact for n-gram and feed-forward
+    models). ``l`` on each link becomes ``(1 - b) ln P(word | its k-word history) + b l_first``; the
+    ``</s>`` probability goes on the links into the (single) end node.
+    """
+    k = context_length(lm) if k is None else k
+    if k is None:
+        raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
+    out = lat.out_links()
+    state_id: dict[tuple[int, tuple], int] = {(lat.start, ()): 0}
+    states_at: dict[int, list[tuple]] = defaultdict(list)
+    states_at[lat.start].append(())
+    new_links: list[tuple[int, tuple, Link, tuple]] = []  # (source state id, source ctx, link, target ctx)
+    for node in lat.topological_order():
+        if node == lat.end:
+            continue
+        for ctx in states_at[node]:
+            src = state_id[(node, ctx)]
+            for link in out[node]:
+                if not link.word:
+                    tctx = ctx
+                else:
+                    tctx = (ctx + (_word_id(lm, link.word),))[-k:] if k else ()
+                key = (link.end, tctx)
+                if key not in state_id:
+                    state_id[key] = len(state_id)
+                    states_at[link.end].append(tctx)
+                new_links.append((src, ctx, link, tctx))
+    queries = [(ctx, _word_id(lm, link.word)) for _, ctx, link, _ in new_links if link.word]
+    queries += [(ctx, EOS_ID) for ctx in states_at[lat.end]]
+    lp = continuation_logprobs(lm, queries)
+    word_lp = iter(lp[: len(queries) - len(states_at[lat.end])])
+    eos_lp = dict(zip(states_at[lat.end], lp[len(queries) - len(states_at[lat.end]):]))
+    end_states = {state_id[(lat.end, ctx)] for ctx in states_at[lat.end]}
+    final = len(state_id)  # one end node: </s> is paid on the links into it
+    renumber = {s: (final if s in end_states else s) for s in range(len(state_id))}
+    links = []
+    b = first_pass_weight
+    for src, _, link, tctx in new_links:
+        new = float(next(word_lp)) if link.word else 0.0
+        if link.end == lat.end:
+            new += float(eos_lp[tctx])
+        links.append(Link(renumber[src], renumber[state_id[(link.end, tctx)]], link.word, link.am,
+                          (1 - b) * new + b * link.lm))
+    used = sorted({x for lk in links for x in (lk.start, lk.end)} | {0, final})
+    compact = {s: i for i, s in enumerate(used)}
+    for lk in links:
+        lk.start, lk.end = compact[lk.start], compact[lk.end]
+    return Lattice(lat.id, len(used), links, 0, compact[final], {}, dict(lat.header))
+
+
+def best_path(lat: Lattice, weights: Weights = Weights()) -> tuple[list[str], float]:
+    """The best path by ``am_scale * a + lm_weight * l + word_penalty * words`` (l as it stands on the links)."""
+    best = nbest(lat, 1, Weights(weights.am_scale, weights.lm_weight, weights.word_penalty))
+    h = best.hyps[0]
+    return h.words, weights.am_scale * h.am + weights.lm_weight * h.lm + weights.word_penalty * len(h.words)
+
+
+def rescore(lat: Lattice, lm, weights: Weights = Weights(), k: int | None = None) -> Hypothesis:
+    """The best path of one lattice under ``lm`` (:func:`rescore_all`)."""
+    return rescore_all([lat], lm, weights, k)[0]
+
+
+def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | None = None) -> list[Hypothesis]:
+    """Each lattice's best path under ``lm`` (``lm_new`` set), searching its expansion by last-``k``-words histories.
+
+    Each expanded state keeps its best partial path and scores its links with ``lm`` given that path's
+    *whole* history, so the result is exact when ``lm`` looks back at most ``k`` words (``k`` defaults to
+    :func:`context_length`) and the standard approximation for recurrent models otherwise. The lattices
+    advance together a level at a time (a node's level: its longest distance from the start), and each
+    level's LM queries of every lattice go to the model in one bunched call.
+    """
+    k = context_length(lm) if k is None else k
+    if k is None:
+        raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
+    searches = [_Search(lat, k, weights) for lat in lats]
+    while True:
+        active = [s for s in searches if s.result is None]
+        if not active:
+            return [s.result for s in searches]
+        todo = [s.pending(lm) for s in active]
+        lp = continuation_logprobs(lm, [q for queries, _ in todo for q in queries])
+        at = 0
+        for s, (queries, work) in zip(active, todo):
+            s.advance(work, lp[at : at + len(queries)])
+            at += len(queries)
+
+
+class _Search:
+    """One lattice's Viterbi search over its expansion by last-k-words histories (:func:`rescore_all`)."""
+
+    def __init__(self, lat: Lattice, k: int, weights: Weights):
+        self.lat, self.k, self.w = lat, k, weights
+        self.out = lat.out_links()
+        order = lat.topological_order()
+        level = [0] * lat.num_nodes
+        for node in order:
+            for link in self.out[node]:
+                level[link.end] = max(level[link.end], level[node] + 1)
+        by_level: dict[int, list[int]] = defaultdict(list)
+        for node in order:
+            by_level[level[node]].append(node)
+        self.levels = [by_level[x] for x in sorted(by_level)]
+        self.next_level = 0
+        # state (node, last k word ids) -> (score, history ids, words, am, lm_first, lm_new)
+        self.states: dict[tuple[int, tuple], tuple] = {(lat.start, ()): (0.0, (), (), 0.0, 0.0, 0.0)}
+        self.at_node: dict[int, list[tuple]] = defaultdict(list)
+        self.at_node[lat.start].append(())
+        self.result: Hypothesis | None = None
+
+    def pending(self, lm) -> tuple[list, list]:
+        """The next level's LM queries ``(history ids, word id)`` and the work they belong to."""
+        if self.next_level >= len(self.levels):
+            raise UserError(f"lattice {self.lat.id!r}: the end node is not reachable")
+        work = []  # (state, link or None for </s>)
+        for node in self.levels[self.next_level]:
+            for key in self.at_node[node]:
+                st = self.states[(node, key)]
+                if node == self.lat.end:
+                    work.append((st, None))
+                else:
+                    work.extend((st, link) for link in self.out[node])
+        queries = [(st[1], EOS_ID if link is None else _word_id(lm, link.word))
+                   for st, link in work if link is None or link.word]
+        self.lm = lm
+        return queries, work
+
+    def advance(self, work: list, lp: np.ndarray) -> None:
+        w, b, k = self.w, self.w.first_pass_weight, self.k
+        lp = iter(lp.tolist())
+        finals = []
+        for st, link in work:
+            score, hist, words, am, lmf, lmn = st
+            if link is None:
+                new = next(lp)
+                finals.append((score + w.lm_weight * (1 - b) * new, words, am, lmf, lmn + new))
+                continue
+            new = next(lp) if link.word else 0.0
+            s2 = (score + w.am_scale * link.am + w.lm_weight * ((1 - b) * new + b * link.lm)
+                  + (w.word_penalty if link.word else 0.0))
+            if link.word:
+                hist2, words2 = hist + (_word_id(self.lm, link.word),), words + (link.word,)
+            else:
+                hist2, words2 = hist, words
+            key = (link.end, hist2[-k:] if k else ())
+            old = self.states.get(key)
+            if old is None:
+                self.at_node[link.end].append(key[1])
+            if old is None or old[0] < s2:
+                self.states[key] = (s2, hist2, words2, am + link.am, lmf + link.lm, lmn + new)
+        self.next_level += 1
+        if finals:
+            _, words, am, lmf, lmn = max(finals, key=lambda f: f[0])
+            self.result = Hypothesis(list(words), am, lmf, lmn)
+
+
+def first_pass_best(lat: Lattice, weights: Weights = Weights()) -> Hypothesis:
+    """The first pass's best path (the lattice's own ``l=`` scores)."""
+    return nbest(lat, 1, weights).hyps[0]
+
+
+def rescore_nbest(lat: Lattice, n: int, weights: Weights = Weights()) -> NBest:
+    """The lattice's ``n``-best list (first-pass order) with its reference: what n-best rescoring would see."""
+    nb = nbest(lat, n, weights)
+    nb.ref = lat.ref
+    return nb

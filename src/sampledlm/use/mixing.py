@@ -1,0 +1,65 @@
+"""One model or a linear interpolation of several, with weights given or fitted by EM on held-out text.
+
+    >>> lm = open_models(["gru", "kn5.arpa"], weights="auto", valid="valid.txt")
+
+``weights``: ``None`` or ``"auto"`` (EM on ``valid``, default: the first model's recorded validation
+file), or comma-separated numbers, the first model's first (two models: one number ``w`` means
+``w, 1 - w``). See :mod:`sampledlm.lm` for the interpolation and its EM.
+"""
+
+from __future__ import annotations
+
+from ..data.corpus import load_ids
+from ..data.tokenizer import TextOptions
+from ..errors import UserError
+from ..lm import LanguageModel, Mixture
+from ..load import load_model
+
+
+def parse_weights(text: str, count: int) -> list[float]:
+    """``"0.6,0.4"`` -> ``[0.6, 0.4]``; with two models ``"0.6"`` -> ``[0.6, 0.4]``."""
+    try:
+        w = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise UserError(f"--weights {text!r}: give comma-separated numbers or 'auto'") from None
+    if len(w) == 1 and count == 2:
+        w = [w[0], 1.0 - w[0]]
+    return w
+
+
+def validation_file(lm: LanguageModel) -> str | None:
+    """The validation file a model directory recorded at training time, if any."""
+    return (getattr(lm, "config", {}) or {}).get("data", {}).get("valid")
+
+
+def set_weights(mix: Mixture, weights: str | None, valid: str | None, name: str = "MODEL") -> str | None:
+    """Give ``mix`` its weights (module docstring); returns the file EM read, or None when they were given."""
+    if weights is None or weights == "auto":
+        vpath = valid or validation_file(mix.models[0])
+        if not vpath:
+            raise UserError(f"{name}: no validation file recorded; give --interp-valid FILE or --weights")
+        opts = TextOptions(**(mix.text_options or {}))
+        mix.fit_weights(load_ids(vpath, mix.vocab, opts, cache=False))
+        return vpath
+    mix.weights = mix.check_weights(parse_weights(weights, len(mix.models)))
+    return None
+
+
+def open_models(paths: list[str], weights: str | None = None, valid: str | None = None,
+                batch_size: int | None = None) -> LanguageModel:
+    """The model at ``paths[0]``, or the interpolation of all of them (module docstring).
+
+    ``batch_size``: the evaluation bunch of every neural component (sentences for recurrent models,
+    distinct histories for feed-forward ones; None: their defaults).
+    """
+    if (weights is not None or valid) and len(paths) < 2:
+        raise UserError("--weights and --interp-valid need a second model to interpolate with")
+    models = [load_model(p) for p in paths]
+    for m in models:
+        if batch_size and hasattr(m, "batch_size"):
+            m.batch_size = batch_size
+    if len(models) == 1:
+        return models[0]
+    mix = Mixture(models)
+    set_weights(mix, weights, valid, paths[0])
+    return mix

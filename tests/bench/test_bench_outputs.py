@@ -1,0 +1,49 @@
+"""`sampledlm bench outputs --quick`: training cost of every objective against V, a decoder's scoring cost,
+and the PTB part (softmax and short-list on the built-in corpus); `--no-train` marks the PTB runs not run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from helpers import bench, run_quick, write_word_corpus
+
+from sampledlm.objectives import OBJECTIVES
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+def test_outputs_quick(tmp_path):
+    data = run_quick("outputs", tmp_path / "out")
+    sizes = data["setup"]["sizes"]
+    assert {(r["objective"], r["V"]) for r in data["training"]} == {(n, v) for n in OBJECTIVES for v in sizes}
+    for r in data["training"]:
+        assert r["tokens_per_s"] > 0 and math.isfinite(r["speedup"])
+        if r["objective"] == "softmax":
+            assert r["speedup"] == 1.0
+    rules = {r["rule"].split(" ")[0] for r in data["inference"]}
+    assert {"softmax", "selfnorm", "class", "hsm", "adaptive"} <= rules
+    assert len(data["criteria"]) == 4 and all(isinstance(c["pass"], bool) for c in data["criteria"].values())
+    rows = {r["name"]: r for r in data["ptb"]["rows"]}
+    assert set(rows) == {"softmax", "shortlist-2000"} and not data["ptb"]["failures"]
+    for r in rows.values():
+        assert r["test_ppl"] > 1 and r["test_ppl_interp"] > 1
+    page = (tmp_path / "out" / "outputs.md").read_text()
+    assert "## (a)" in page and "## (b)" in page and "## (c)" in page
+
+
+def test_outputs_no_train_marks_the_ptb_runs_not_run(tmp_path, monkeypatch):
+    from sampledlm.bench import outputs
+
+    monkeypatch.setattr(outputs, "training_cost", lambda sizes, rounds: [
+        {"V": v, "objective": n, "options": {}, "sec_per_step": 1.0, "tokens_per_s": 128.0, "speedup": 1.0}
+        for v in sizes for n in OBJECTIVES])
+    monkeypatch.setattr(outputs, "inference_cost", lambda V, rounds: [
+        {"V": V, "rule": f"{n} (x)", "us_per_request": 1.0, "speedup": 1.0} for n in ("softmax", "selfnorm")])
+    for name, n, seed in (("train", 40, 1), ("valid", 10, 2), ("test", 10, 3)):
+        write_word_corpus(tmp_path / f"{name}.txt", n, seed)
+    r = bench("outputs", "--no-train", "--data", str(tmp_path), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    page = (tmp_path / "out" / "outputs.md").read_text()
+    assert "Not run yet" in page and "`sampledlm bench outputs` trains" in page
+    assert "shortlist-2000" in page and "adaptive" in page
