@@ -37,7 +37,7 @@ from ..errors import UserError
 from ..objectives import OBJECTIVES, make_objective, objective_options
 from . import lmruns
 from .report import new_figure, stamp, table, write_page
-from .scaling import IN, Small, interleaved, make_step, zipf_counts
+from .scaling import IN, Small, interleaved, make_step, zipf_batches, zipf_counts
 
 NAME = "outputs"
 H, B, S, SHORTLIST = 256, 128, 250, 2000
@@ -65,10 +65,7 @@ def training_cost(sizes: list[int], rounds: dict[int, int]) -> list[dict]:
     """tokens/s of one step per objective at each V, and the speed-up over the softmax at that V."""
     rows = []
     for V in sizes:
-        torch.manual_seed(0)
-        counts = zipf_counts(V)
-        q = torch.from_numpy(counts / counts.sum())
-        batches = [(torch.randn(B, IN), torch.multinomial(q, B, replacement=True)) for _ in range(8)]
+        counts, batches = zipf_batches(V)
         models: dict[bool, Small] = {}
         steps = {}
         for name in OBJECTIVES:

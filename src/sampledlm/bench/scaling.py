@@ -45,6 +45,15 @@ def zipf_counts(V: int) -> np.ndarray:
     return np.maximum((1e9 / np.arange(1, V + 1)).astype(np.int64), 1)
 
 
+def zipf_batches(V: int) -> tuple[np.ndarray, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """``(counts, batches)`` of the synthetic setting at V: Zipf counts and 8 batches of B random inputs
+    [B, IN] with targets drawn from the unigram (seeded: every objective sees the same batches)."""
+    torch.manual_seed(0)
+    counts = zipf_counts(V)
+    q = torch.from_numpy(counts / counts.sum())
+    return counts, [(torch.randn(B, IN), torch.multinomial(q, B, replacement=True)) for _ in range(8)]
+
+
 def options(name: str, V: int) -> dict:
     return {"neg_rate": min(1.0, S / V)} if name == "binary" else {} if name == "softmax" else {"samples": S}
 
@@ -95,10 +104,7 @@ def synthetic(sizes: list[int], rounds: int, soft_rounds: int) -> list[dict]:
     dense output gradients), so V = 1M needs a few GB, not one output layer per objective."""
     steps, soft = {}, {}
     for V in sizes:
-        torch.manual_seed(0)
-        counts = zipf_counts(V)
-        q = torch.from_numpy(counts / counts.sum())
-        batches = [(torch.randn(B, IN), torch.multinomial(q, B, replacement=True)) for _ in range(8)]
+        counts, batches = zipf_batches(V)
         models: dict[bool, Small] = {}
         for name in SAMPLED:
             obj = make_objective(name, counts, **options(name, V))
