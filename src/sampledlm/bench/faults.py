@@ -1,4 +1,5 @@
-"""``faults``: the fault campaign of issue 21 re-run as a table: each case, what happened before, what happens now.
+"""``faults``: the fault campaign (bad inputs, faults and kills a new user would try) re-run as a table:
+each case, what happened before, what happens now.
 
 Every case (:mod:`.faults_cases`: bad input files, tampered models, nonsense flags, full disks,
 read-only directories, Ctrl-C, two writers, ...) runs ``python -m sampledlm ...`` in a subprocess,
@@ -469,7 +470,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
     data = collect(cases, kills, results, kill_results, sides, before_note, quick, time.time() - t0)
     body = render(data)
     fig = summary_figure(data)
-    write_page(out_dir, NAME, "Fault campaign (issue 21): before and now", meta, data, body, figure=fig)
+    write_page(out_dir, NAME, "Fault campaign: before and now", meta, data, body, figure=fig)
     return data
 
 

@@ -1,4 +1,5 @@
-"""The cases of ``sampledlm bench faults``: one or more per item of issue 21, plus what a user would try.
+"""The cases of ``sampledlm bench faults``: one or more per numbered defect of the campaign (the ``item``
+field), plus what a user would try.
 
 A case is data (:class:`Case`): the command (run now), the old command where the old command line
 differed (or :data:`NO_SUCH`), a setup that prepares its directory, and a check that classifies what
