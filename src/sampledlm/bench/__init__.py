@@ -55,6 +55,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                       "mixtures (WER); scoring speed against KenLM", trains_lm=True),
     "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
                          "before (762f3e9) and now"),
+    "fuzz": Experiment("fuzz", "every reader of outside files and the commands that read them fed damaged and "
+                       "random inputs: outcomes counted (clean errors, tracebacks, wrong results, partial files)"),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }

@@ -141,12 +141,15 @@ class Vocab:
             word = parts[0]
             if not word or word != word.strip():
                 raise UserError(f"{path}:{n}: word is empty or has surrounding spaces")
+            if any(c.isspace() for c in word):  # text is split on white space, so such a word would never occur
+                raise UserError(f"{path}:{n}: {word[:40]!r} contains white space; a line is 'word<TAB>count' "
+                                "or a bare word")
             try:
                 count = int(parts[1]) if len(parts) == 2 else 0
             except ValueError:
                 raise UserError(f"{path}:{n}: count {parts[1]!r} is not an integer") from None
-            if count < 0:
-                raise UserError(f"{path}:{n}: negative count {count}")
+            if not 0 <= count < 2**63:
+                raise UserError(f"{path}:{n}: count {count} is {'negative' if count < 0 else 'too large'}")
             if word in seen:
                 raise UserError(f"{path}:{n}: word {word!r} repeats line {seen[word]}")
             if word == BOS:

@@ -114,6 +114,13 @@ def _num(path: str, n: int, d: dict, key: str, kind=float, default=None):
     return v
 
 
+def _node(path: str, n: int, d: dict, key: str, num_nodes: int) -> int:
+    v = _num(path, n, d, key, int)
+    if not 0 <= v < num_nodes:
+        raise UserError(f"{path}:{n}: {key}={v} is outside 0..{num_nodes - 1}")
+    return v
+
+
 ALIASES = {"START": "S", "END": "E", "WORD": "W", "acoustic": "a", "language": "l", "time": "t", "NODES": "N",
            "LINKS": "L"}
 
@@ -121,6 +128,7 @@ ALIASES = {"START": "S", "END": "E", "WORD": "W", "acoustic": "a", "language": "
 def read_slf(path: str) -> Lattice:
     """One HTK SLF lattice (module docstring); errors name the file and line."""
     header: dict[str, str] = {}
+    header_line: dict[str, int] = {}  # the line each header field came from, for errors
     nodes: dict[int, dict] = {}
     links: list[tuple[int, dict]] = []
     counts = None
@@ -137,12 +145,21 @@ def read_slf(path: str) -> Lattice:
             counts = (_num(path, n, d, "N", int), _num(path, n, d, "L", int), n)
         else:
             header.update(d)
+            header_line.update(dict.fromkeys(d, n))
     if counts is None:
         raise UserError(f"{path}: no 'N=... L=...' line (not an HTK SLF lattice)")
     num_nodes, num_links, cline = counts
     if len(links) != num_links:
         raise UserError(f"{path}:{cline}: L={num_links} but the file has {len(links)} link lines")
-    base = float(header.get("base", math.e))
+    # every node is listed on an I= line or touched by a link, so a larger N is a damaged count (and would
+    # make the reader allocate N entries)
+    if not 0 < num_nodes <= len(nodes) + 2 * len(links):
+        raise UserError(f"{path}:{cline}: N={num_nodes} does not match the file's {len(nodes)} node and "
+                        f"{len(links)} link lines")
+    base = _num(path, header_line.get("base", cline), header, "base", float, math.e)
+    if base <= 0 or base == 1:
+        raise UserError(f"{path}:{header_line.get('base', cline)}: base={header['base']} is not a logarithm base "
+                        "(> 0 and not 1; base=0 is not supported)")
     scale = 1.0 if base == math.e else math.log(base)
     node_word = {}
     for i, d in nodes.items():
@@ -161,13 +178,17 @@ def read_slf(path: str) -> Lattice:
                         _num(path, n, d, "a", float, 0.0) * scale, _num(path, n, d, "l", float, 0.0) * scale))
     has_in = {link.end for link in out}
     has_out = {link.start for link in out}
-    start = int(header["start"]) if "start" in header else next((i for i in range(num_nodes) if i not in has_in), 0)
-    end = int(header["end"]) if "end" in header else next((i for i in range(num_nodes - 1, -1, -1) if i not in has_out),
-                                                          num_nodes - 1)
+    start = (_node(path, header_line.get("start"), header, "start", num_nodes) if "start" in header
+             else next((i for i in range(num_nodes) if i not in has_in), 0))
+    end = (_node(path, header_line.get("end"), header, "end", num_nodes) if "end" in header
+           else next((i for i in range(num_nodes - 1, -1, -1) if i not in has_out), num_nodes - 1))
     name = header.get("UTTERANCE") or _lattice_id(path)
-    times = {i: float(d["t"]) for i, d in nodes.items() if "t" in d}
+    times = {i: _num(path, d["_line"], d, "t", float) for i, d in nodes.items() if "t" in d}
     lat = Lattice(name, num_nodes, out, start, end, times, {k: v for k, v in header.items() if k in ("lmscale", "wdpenalty")})
-    lat.topological_order()
+    try:
+        lat.topological_order()
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
     return lat
 
 

@@ -112,6 +112,8 @@ def read_srilm_file(path: str) -> NBest:
         am, lm = _float(path, n, f[0], "acoustic score"), _float(path, n, f[1], "LM score")
         if not f[2].lstrip("-").isdigit():
             raise UserError(f"{path}:{n}: word count {f[2]!r} is not an integer")
+        if not (math.isfinite(am * LN10) and math.isfinite(lm * LN10)):
+            raise UserError(f"{path}:{n}: a score does not fit in a float once converted from log10")
         hyps.append(Hypothesis(_words(f[3:]), am * LN10, lm * LN10))
     if not hyps:
         raise UserError(f"{path}: no hypotheses")
@@ -196,7 +198,9 @@ def read_jsonl(path: str) -> list[NBest]:
             uid = str(d["id"])
         except json.JSONDecodeError as e:
             raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
-        except (KeyError, TypeError, ValueError) as e:
+        except RecursionError:
+            raise UserError(f"{path}:{n}: JSON nested too deeply") from None
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
             raise UserError(f"{path}:{n}: expected {{\"id\", \"hyps\": [{{\"words\", \"am\", \"lm\"}}]}} "
                             f"({type(e).__name__}: {e})") from None
         if not hyps:
