@@ -31,6 +31,9 @@ class Reader:
     check: Callable[[Any], str | None]
     same: Callable[[Any, Any], bool]
     victims: Callable[[str], list[str]] = lambda path: [path]  # the files of an input that mutations may hit
+    #: a damaged input that reads must still give what was written (model files: a checksum guards the weights,
+    #: and a configuration that loads must describe the same model)
+    strict: bool = False
 
 
 # --- corpora and vocabularies --------------------------------------------------------------------------------
@@ -324,9 +327,9 @@ READERS: list[Reader] = [
         "sampledlm.data.vocab", fromlist=["Vocab"]).Vocab.load(p), _check_vocab, lambda v, words: v.words == words),
     Reader("ARPA", "back-off n-gram model", _make_arpa, _read_arpa, _check_lm, _arpa_same),
     Reader("config.json", "model directory: its configuration", _make_model, _read_model, _check_model, _model_same,
-           _model_victims),
+           _model_victims, strict=True),
     Reader("safetensors", "model directory: its weights", _make_model, _read_model, _check_model, _model_same,
-           _weights_victims),
+           _weights_victims, strict=True),
     Reader("n-best srilm", "SRILM n-best files", _make_nbest("srilm"), _read_nbest("srilm"), _check_nbest,
            _nbest_same, _files_of),
     Reader("n-best kaldi", "Kaldi text/ac_cost/lm_cost", _make_nbest("kaldi"), _read_nbest("kaldi"), _check_nbest,
