@@ -44,8 +44,8 @@ from .mutate import mutate, random_ops
 from .report import new_figure, stamp, table, write_page
 
 NAME = "fuzz"
-CASES = 400
-COMMAND_CASES = 60
+CASES = 1000
+COMMAND_CASES = 100
 TIMEOUT = 20
 MEMORY_JUMP = 512 << 20
 OUTCOMES = ["ok", "clean error", "unclear error", "traceback", "wrong", "hang", "memory", "partial file"]
