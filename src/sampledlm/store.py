@@ -84,9 +84,9 @@ def load_tensors(path: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
 
 def load_state_into(module: torch.nn.Module, tensors: dict[str, torch.Tensor], path: str) -> None:
     """``module.load_state_dict`` with a clear error when names or shapes differ from the config's model."""
-    own = module.state_dict()
     if hasattr(module, "upgrade_state"):  # files written by an earlier version of the module
         tensors = module.upgrade_state(dict(tensors))
+    own = module.state_dict()
     missing = sorted(set(own) - set(tensors))
     extra = sorted(set(tensors) - set(own))
     bad = sorted(k for k in set(own) & set(tensors) if tuple(own[k].shape) != tuple(tensors[k].shape))

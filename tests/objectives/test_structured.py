@@ -132,18 +132,47 @@ def test_adaptive_default_cutoffs_and_bad_cutoffs():
             make_objective("adaptive", COUNTS, cutoffs=bad).bind(OutputLayer(V, 8))
 
 
-def test_frequency_classes_bin_equal_unigram_mass():
+@pytest.mark.parametrize("binning, share", [("mass", lambda c: c), ("sqrt", np.sqrt)])
+def test_frequency_classes_bin_equal_mass_of_their_share(binning, share):
     counts = (1e6 / np.arange(1, 10001)).astype(np.int64) + 1
-    cls = frequency_classes(counts, len(counts), 100)
+    cls = frequency_classes(counts, len(counts), 100, binning)
     n = cls.max() + 1
     assert 90 <= n <= 100 and set(np.unique(cls)) == set(range(n))
-    mass = np.bincount(cls, weights=counts) / counts.sum()
+    w = share(counts.astype(np.float64))
+    mass = np.bincount(cls, weights=w) / w.sum()
     singles = np.bincount(cls) == 1  # a word heavier than 1/C fills a class alone
     assert mass[~singles].max() < 2.5 / 100
     assert np.all(np.diff(cls[np.argsort(-counts, kind="stable")]) >= 0)  # consecutive frequency bins
+
+
+def test_class_defaults_sqrt_bins_and_two_sqrt_v_classes_and_smaller_rare_classes():
+    counts = (1e6 / np.arange(1, 10001)).astype(np.int64) + 1
     obj = make_objective("class", counts)
     obj.bind(OutputLayer(len(counts), 4))
-    assert 90 <= obj.num_classes <= 100  # about sqrt(V) = 100 by default
+    assert 180 <= obj.num_classes <= 200  # 2 sqrt(V) = 200 by default
+    assert np.array_equal(obj.word_class.numpy(), frequency_classes(counts, len(counts), 200, "sqrt"))
+    # the largest (rarest) class is far smaller with sqrt bins than with equal-mass bins
+    assert np.bincount(frequency_classes(counts, len(counts), 100, "sqrt")).max() * 3 < \
+        np.bincount(frequency_classes(counts, len(counts), 100, "mass")).max()
+
+
+def test_a_class_model_keeps_the_classes_it_was_saved_with(tmp_path):
+    """Weights written with other classes (another binning, an earlier version) load with their own classes."""
+    import torch
+
+    from sampledlm.store import load_state_into
+
+    counts = (1e4 / np.arange(1, 501)).astype(np.int64) + 1
+    old = make_objective("class", counts, binning="mass", classes=22)
+    old.bind(OutputLayer(500, 4))
+    new = make_objective("class", counts, classes=22)
+    new.bind(OutputLayer(500, 4))
+    assert not torch.equal(old.word_class, new.word_class)
+    load_state_into(new, old.state_dict(), "x")
+    assert torch.equal(new.word_class, old.word_class) and new.num_classes == old.num_classes
+    ctx = torch.randn(3, 4)
+    layer = OutputLayer(500, 4)
+    assert torch.allclose(new.log_prob(layer, ctx), old.log_prob(layer, ctx))
 
 
 def test_class_step_reads_only_the_targets_class_blocks():

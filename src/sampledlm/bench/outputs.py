@@ -289,7 +289,7 @@ timed in the same interleaved rounds) steadier.
 
 Synthetic Zipf(1) words, the step of `scaling.md` (64-d input -> tanh {st['hidden']} -> output layer over V words;
 forward + backward + SGD; batch {st['batch']}; 1 torch thread). Sampled objectives draw S = {st['samples']} words
-shared by the batch (binary: negative rate S/V); `class`: about sqrt(V) equal-mass frequency bins; `hsm`: Huffman
+shared by the batch (binary: negative rate S/V); `class`: 2 sqrt(V) frequency bins of equal sqrt-unigram mass; `hsm`: Huffman
 tree; `adaptive`: head at 80 % unigram coverage, one tail cluster to 95 %, the rest, div 4; `shortlist`: softmax over
 the {st['shortlist']:,} most frequent words (training only: its back-off costs nothing here); `selfnorm`: the
 softmax plus the penalty, so it trains at the softmax's cost by design. Median seconds per step over
@@ -297,10 +297,13 @@ softmax plus the penalty, so it trains at the softmax's cost by design. Median s
 
 {training_table(data)}
 
-Reading it: `class` with equal-mass bins reads, per step, the output rows of every class among the batch's
-{st['batch']} targets; under Zipf(1) the rarest bins are huge (at V = {mid:,} the step scores
-{1 / max(cls_hi['speedup'], 1e-9):.2f} of the softmax's time), so the union of a batch's classes covers a large share of V.
-The per-example O((C + |class|) h) count holds for one example, not for a batch that shares one product.
+Reading it: `class` reads, per step, the output rows of every class among the batch's {st['batch']} targets
+(one shared product; at V = {mid:,} the step takes {1 / max(cls_hi['speedup'], 1e-9):.2f} of the softmax's time).
+What it costs is the share of V that union covers, so the sizes of the rare classes decide: with Mikolov et al.'s
+equal-mass bins and C = sqrt(V) the rarest bins hold ~3,750 words each at V = 100k, the union covers about a third of
+V and the step ran at 2.6-2.8x the softmax's speed (this page at 492d957); sqrt-mass bins (the RNNLM toolkit's
+default) and C = 2 sqrt(V) keep every class under ~320 words and the union near 6 % of V. The per-example
+O((C + |class|) h) count holds for one example, not for a batch that shares one product.
 `adaptive` scores its head (the words of 80 % of the tokens) and each tail only for its own targets, through projections
 4x and 16x narrower; `hsm` pays O(h log V) per token with a gather of sparse rows, whose fixed costs dominate
 at small V.

@@ -28,8 +28,10 @@ OPTION_HELP: dict[str, dict] = {
                         "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},
     "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last",
                   "min": 1.0, "type": float},
-    "classes": {"help": "class: number of word classes C, frequency-binned by equal unigram mass (default sqrt(V))",
-                "min": 1, "type": int},
+    "classes": {"help": "class: number of word classes C, frequency-binned (default 2 sqrt(V))", "min": 1, "type": int},
+    "binning": {"help": "class: how words are cut into classes by frequency: sqrt (equal mass of sqrt unigram "
+                        "probability, the RNNLM toolkit's default) or mass (equal unigram mass, its -old-classes)",
+                "choices": ("sqrt", "mass"), "type": str},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},
     "shortlist": {"help": "shortlist: the S most frequent words the network's softmax covers (Schwenk 2007: 2,000; "
