@@ -161,8 +161,6 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
     app.router.add_post("/topk", topk)
     app.on_startup.append(started)
     app.on_cleanup.append(stopped)
-    app["batcher"] = batcher
-    app["engine"] = engine
     return app
 
 
