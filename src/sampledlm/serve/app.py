@@ -76,16 +76,48 @@ def refuse(status: int, message: str) -> web.Response:
     return reply({"error": " ".join(str(message).split())}, status)
 
 
+class InFlight:
+    """How many requests are being handled (their body still arriving included), and a wait for none."""
+
+    def __init__(self):
+        self.count = 0
+        self._idle: asyncio.Event | None = None
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if not self.count and self._idle is not None:
+            self._idle.set()
+
+    async def drained(self, timeout: float) -> bool:
+        """Wait until no request is in flight (at most ``timeout`` s); whether that happened."""
+        if not self.count:
+            return True
+        self._idle = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+
+IN_FLIGHT = web.AppKey("in_flight", InFlight)
+
+
 def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = Batching()) -> web.Application:
     """The aiohttp application serving ``lm`` (module docstring); its batcher starts with the app."""
     engine = Engine(lm)
     reader = Reader(lm.vocab, lm.text_options, limits)
     batcher = Batcher(engine.run, wait_ms=batching.wait_ms, max_batch=batching.max_batch, enabled=batching.enabled)
     counters = {"requests": 0, "refused": 0, "errors": 0}
+    in_flight = InFlight()
 
     @web.middleware
     async def errors(request: web.Request, handler):
         counters["requests"] += 1
+        in_flight.enter()
         try:
             return await handler(request)
         except BadRequest as e:
@@ -110,6 +142,8 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
             counters["errors"] += 1
             log.error("internal error on %s: %s: %s", request.path, type(e).__name__, e)
             return refuse(500, f"internal error: {type(e).__name__}: {e}")
+        finally:
+            in_flight.leave()
 
     async def body(request: web.Request) -> dict:
         try:
@@ -127,7 +161,8 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
                       "limits": limits.to_dict(), "counters": dict(counters)})
 
     async def score(request):
-        sents, per_word = read_score(await body(request), reader)
+        with batcher.arriving():
+            sents, per_word = read_score(await body(request), reader)
         got = await batcher.submit("score", sents)
         totals = Totals()
         for i, s in enumerate(got):
@@ -136,12 +171,14 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
         return reply({"sentences": [s.to_dict(per_word) for s in got], "totals": totals.to_dict()})
 
     async def next_words(request):
-        queries = read_next(await body(request), reader)
+        with batcher.arriving():
+            queries = read_next(await body(request), reader)
         got = await batcher.submit("next", [(h, w) for h, w, _ in queries])
         return reply({"results": [{"ln": lp.tolist(), "log10": (lp / LN10).tolist()} for lp in got]})
 
     async def topk(request):
-        hists, k = read_topk(await body(request), reader)
+        with batcher.arriving():
+            hists, k = read_topk(await body(request), reader)
         got = await batcher.submit("topk", [(h, k) for h in hists])
         words = lm.vocab.words
         return reply({"results": [{"words": [words[i] for i in ids.tolist()], "ln": lp.tolist(),
@@ -161,6 +198,7 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
     app.router.add_post("/topk", topk)
     app.on_startup.append(started)
     app.on_cleanup.append(stopped)
+    app[IN_FLIGHT] = in_flight
     return app
 
 
@@ -207,8 +245,10 @@ class Server:
             if ready is not None:
                 ready(self)
             await self._stop.wait()
+            await site.stop()  # no new connections; requests already received (bodies still arriving too) finish
+            await app[IN_FLIGHT].drained(self.shutdown_timeout)
         finally:
-            await runner.cleanup()  # stop listening; answer the requests already in; then the batcher ends
+            await runner.cleanup()  # idle connections close; then the batcher ends
 
     def stop(self) -> None:
         """Ask a serving server to stop (any thread); :meth:`start`'s thread then ends."""

@@ -10,7 +10,9 @@ thing across clients:
 
 The gathering runs on the server's asyncio event loop; the model runs in a single worker thread
 (one model call at a time, so the event loop keeps reading and answering other connections, and
-requests keep queueing during a call, which is when batching pays most). Items are whatever the
+requests keep queueing during a call, which is when batching pays most). The window is adaptive:
+the first request waits for others only while requests already received are still being read and
+checked (:meth:`Batcher.arriving`), so a lone client pays no wait at all. Items are whatever the
 engine's ``run(kind, items) -> results`` takes (one result per item, in order); the batcher never
 looks inside them. A request is never split across two calls; a request larger than ``max_batch``
 goes alone. ``enabled=False`` sends every request to the model by itself (the baseline of the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -54,9 +57,21 @@ class Batcher:
         self.queue: collections.deque = collections.deque()
         self.stats = BatchStats()
         self.closed = False
+        self.incoming = 0  # requests received and being read or checked (not yet submitted)
         self._arrived: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sampledlm-model")
+
+    @contextlib.contextmanager
+    def arriving(self):
+        """Marks a request being read and checked: the batch being gathered may wait for it."""
+        self.incoming += 1
+        try:
+            yield
+        finally:
+            self.incoming -= 1
+            if self._arrived is not None:
+                self._arrived.set()
 
     def start(self) -> None:
         """Start gathering (call from the event loop)."""
@@ -81,8 +96,9 @@ class Batcher:
         self._pool.shutdown(wait=True)
 
     async def _next_batch(self) -> list:
-        """The jobs of the next call: the oldest job, then jobs of its kind that arrive within the wait
-        window, up to ``max_batch`` items (jobs of other kinds wait for the next call)."""
+        """The jobs of the next call: the oldest job, then the queued jobs of its kind and those that arrive
+        within the wait window while others are being read, up to ``max_batch`` items (jobs of other kinds
+        wait for the next call)."""
         loop = asyncio.get_running_loop()
         first = self.queue.popleft()
         jobs, n = [first], len(first[1])
@@ -99,7 +115,7 @@ class Batcher:
                 n += len(nxt[1])
                 continue
             left = deadline - loop.time()
-            if left <= 0 or self.closed:
+            if left <= 0 or self.closed or not self.incoming:  # nothing on its way: go now
                 break
             self._arrived.clear()
             try:
