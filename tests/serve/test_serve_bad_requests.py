@@ -19,7 +19,7 @@ from sampledlm.serve.app import Server  # noqa: E402
 from sampledlm.serve.client import Client  # noqa: E402
 from sampledlm.serve.limits import Limits  # noqa: E402
 
-LIMITS = Limits(max_body=4000, max_items=5, max_words=10, max_k=20, read_timeout=0.5)
+LIMITS = Limits(max_body=4000, max_items=5, max_words=10, max_k=20, read_timeout=0.5, idle_timeout=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +119,17 @@ def test_slow_client_gets_408_and_others_are_served_meanwhile(server):
         answer = s.recv(4096).decode()
         assert answer.startswith("HTTP/1.1 408") and "not received within 0.5 s" in answer
         assert time.monotonic() - t < 29  # the timeout fired; not a wall-clock assertion on speed
+    finally:
+        s.close()
+
+
+def test_silent_client_is_closed_after_the_idle_timeout(server):
+    host, port = server.url.rsplit("/", 1)[1].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)))
+    try:
+        s.sendall(b"POST /ne")  # half a request line, then nothing
+        s.settimeout(30)
+        assert s.recv(4096) == b""  # closed by the server (after idle_timeout), not held open
     finally:
         s.close()
 

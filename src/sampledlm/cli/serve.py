@@ -33,11 +33,13 @@ from .common import CONTEXT
 @click.option("--max-k", type=click.IntRange(min=1), default=1000, show_default=True, help="Largest k of /topk.")
 @click.option("--read-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds a client has to send a request's body (408 after).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="Seconds before a connection that is idle, or still sending its headers, is closed.")
 @click.option("--shutdown-timeout", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds SIGTERM waits for the requests in flight.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads for the model.")
 def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_batch, no_batching, history_cache,
-          max_body, max_items, max_words, max_k, read_timeout, shutdown_timeout, threads):
+          max_body, max_items, max_words, max_k, read_timeout, idle_timeout, shutdown_timeout, threads):
     """Serve MODEL (any family, or a mixture with --mix) over HTTP with JSON requests.
 
     \b
@@ -72,7 +74,7 @@ def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_b
         torch.set_num_threads(threads)
     lm = open_models([model, *others], weights, interp_valid)
     enable_history_cache(lm, history_cache)
-    server = Server(lm, host, port, Limits(max_body, max_items, max_words, max_k, read_timeout),
+    server = Server(lm, host, port, Limits(max_body, max_items, max_words, max_k, read_timeout, idle_timeout),
                     Batching(not no_batching, batch_wait_ms, max_batch), shutdown_timeout)
     server.run(announce=announce)
     click.echo("sampledlm serve: stopped", err=True)

@@ -230,7 +230,8 @@ class Server:
         self._stop = asyncio.Event()
         self.loop = asyncio.get_running_loop()
         app = make_app(self.lm, self.limits, self.batching)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout, handle_signals=False,
+                               keepalive_timeout=self.limits.idle_timeout)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, backlog=1024)
         try:

@@ -15,7 +15,9 @@ vocabulary are scored as ``<unk>``, as everywhere in the toolkit. A history is t
 
 Counts: a request holds at most ``max_items`` sentences, (history, word) pairs or histories, each
 sentence or history at most ``max_words`` tokens, and ``k <= max_k``; the body is at most
-``max_body`` bytes (checked by the server library while reading, status 413).
+``max_body`` bytes (checked by the server library while reading, status 413) and arrives within
+``read_timeout`` seconds (408); a connection idle for ``idle_timeout`` seconds, or still sending its
+headers then, is closed (no request held open forever by a slow or silent client).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Limits:
     max_words: int = 200  # tokens per sentence or history
     max_k: int = 1000  # top-k
     read_timeout: float = 10.0  # seconds to receive a request's body
+    idle_timeout: float = 30.0  # seconds a connection may stay idle or in its headers before it is closed
 
     def to_dict(self) -> dict:
         return asdict(self)
