@@ -85,10 +85,15 @@ class RNNLM(NeuralScorer):
             nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def embed_ids(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, T]`` -> ``[B, T, e]``. Tied: word w's row of the output layer, ``<s>`` (id V) its own row,
+        looked up in place (no ``[V+1, e]`` copy of the table per call, which cost more than a short
+        sentence's whole forward pass)."""
         if not self.tie:
             return self.embed(x)
-        table = torch.cat([self.output.weight, self.bos_embed], dim=0)  # [V+1, e]
-        return F.embedding(x, table)
+        V = self.output.weight.shape[0]
+        bos = x == V
+        e = F.embedding(x.clamp(max=V - 1), self.output.weight)
+        return torch.where(bos.unsqueeze(-1), self.bos_embed.to(e.dtype), e) if bool(bos.any()) else e
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """``x [B, T]`` int64 -> ``(hidden [B, T, h_out], new state)``."""
