@@ -28,7 +28,7 @@ from .serve_load import ServerProcess, cpu_seconds, load_cell, next_word_queries
 
 NAME = "serve"
 CLIENTS = (1, 8, 64)
-REPS, CELL_S, QUERY_SENTENCES = 2, 4.0, 200
+REPS, CELL_S, QUERY_SENTENCES = 3, 4.0, 200
 QUICK = {"reps": 1, "cell_s": 1.0, "sentences": 30, "hostile": 150, "valid": 40, "slow": 4}
 FULL = {"reps": REPS, "cell_s": CELL_S, "sentences": QUERY_SENTENCES, "hostile": 1200, "valid": 400, "slow": 24}
 #: neural answers may differ from ``sampledlm score`` by float32 rounding (which depends on a batch's shape)
@@ -64,9 +64,14 @@ def load_model_cells(name: str, path: str, queries: list, cfg: dict) -> dict:
             for rep in range(cfg["reps"]):
                 for side in (("on", "off") if rep % 2 == 0 else ("off", "on")):
                     srv = servers[side]
-                    cpu0 = cpu_seconds(srv.pid)
+                    before = _info(srv.url)["batching"]
+                    cpu0, own0 = cpu_seconds(srv.pid), time.process_time()
                     cell = asyncio.run(load_cell(srv.url, queries, clients, cfg["cell_s"], seed=rep))
                     cell["server_cpu_s"] = cpu_seconds(srv.pid) - cpu0
+                    cell["generator_cpu_s"] = time.process_time() - own0
+                    after = _info(srv.url)["batching"]
+                    cell["queries_per_call"] = ((after["items"] - before["items"])
+                                                / max(after["calls"] - before["calls"], 1))
                     cell["load_average"] = os.getloadavg()[0]
                     cells[side].append(cell)
                     click.echo(f"  {name} batching {side:3} {clients:2} clients: {cell['qps']:7.1f} q/s, p50 "
@@ -98,12 +103,44 @@ def summarise(cells: list[dict]) -> dict:
             "p99_ms": max(c["p99_ms"] for c in cells), "errors": sum(c["errors"] for c in cells),
             "max_abs_diff": max(diffs) if diffs else None,
             "cpu_ms_per_query": 1000 * sum(c["server_cpu_s"] for c in cells) / max(q, 1),
+            "generator_cpu_ms_per_query": 1000 * sum(c["generator_cpu_s"] for c in cells) / max(q, 1),
+            "queries_per_call": sum(c["queries_per_call"] for c in cells) / len(cells),
             "load_average": [round(c["load_average"], 2) for c in cells], "cells": cells}
 
 
 def _median(xs):
     xs = sorted(x for x in xs if x is not None)
     return xs[len(xs) // 2] if xs else None
+
+
+def model_alone(path: str, queries: list, batch: int = 64, reps: int = 5) -> dict:
+    """The GRU without HTTP, in this process (1 torch thread): CPU time per query of ``batch`` single-query
+    ``logprobs_after`` calls against one call of ``batch`` queries, alternating, ``reps`` times each."""
+    import torch
+
+    from ..load import load_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        lm = load_model(path)
+        items = [(lm.vocab.encode(h), lm.vocab.encode([w])) for h, w, _ in queries]
+        single, batched = [], []
+        for r in range(reps):
+            chunk = items[(r * batch) % max(len(items) - batch, 1):][:batch]
+            for side in (("one", "all") if r % 2 == 0 else ("all", "one")):
+                t = time.process_time()
+                if side == "one":
+                    for h, w in chunk:
+                        lm.logprobs_after([h], [w])
+                    single.append((time.process_time() - t) / len(chunk))
+                else:
+                    lm.logprobs_after([h for h, _ in chunk], [w for _, w in chunk])
+                    batched.append((time.process_time() - t) / len(chunk))
+    finally:
+        torch.set_num_threads(threads)
+    one, many = 1000 * sum(single) / len(single), 1000 * sum(batched) / len(batched)
+    return {"batch": batch, "reps": reps, "single_ms_per_query": one, "batched_ms_per_query": many, "ratio": one / many}
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
@@ -124,6 +161,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         diffs = [load[name][c][side]["max_abs_diff"] for c in CLIENTS for side in ("on", "off")]
         load[name]["max_abs_diff"] = max(d for d in diffs if d is not None)
         load[name]["within_tolerance"] = load[name]["max_abs_diff"] <= TOLERANCE[name]
+    alone = model_alone(gru, queries["GRU"], reps=3 if quick else 8)
+    click.echo(f"  GRU alone: {alone['single_ms_per_query']:.2f} ms/query one at a time, "
+               f"{alone['batched_ms_per_query']:.2f} in calls of {alone['batch']}", err=True)
     click.echo("  robustness run", err=True)
     from .serve_hostile import campaign
 
@@ -142,7 +182,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
                       "queries": {k: len(v) for k, v in queries.items()}, "clients": list(CLIENTS),
                       "reps": cfg["reps"], "cell_s": cfg["cell_s"], "server_args": list(SERVER_ARGS),
                       "tolerance": TOLERANCE},
-            "load": {m: {str(k): v for k, v in d.items()} for m, d in load.items()}, "robustness": robust}
+            "load": {m: {str(k): v for k, v in d.items()} for m, d in load.items()}, "gru_alone": alone,
+            "robustness": robust}
     gru64 = load["GRU"][64]
     data["acceptance"] = {"gru_64_ratio": gru64["ratio"], "gru_64_ratio_target": 5.0,
                           "gru_64_met": gru64["ratio"] >= 5.0,
@@ -173,14 +214,17 @@ def markdown(d: dict) -> str:
             for side in ("on", "off"):
                 x = r[side]
                 rows.append([c, side, f"{x['qps']:.0f}", f"{x['p50_ms']:.1f}", f"{x['p99_ms']:.1f}",
-                             f"{x['cpu_ms_per_query']:.2f}", x["queries"], x["errors"],
+                             f"{x['cpu_ms_per_query']:.2f}", f"{x['generator_cpu_ms_per_query']:.2f}",
+                             f"{x['queries_per_call']:.1f}", x["queries"], x["errors"],
                              f"{x['max_abs_diff']:.2g}" if x["max_abs_diff"] is not None else "-",
                              ", ".join(f"{v:.1f}" for v in x["load_average"])])
-            rows.append([c, "**on/off**", f"**{r['ratio']:.2f}x**", "", "", f"{r['cpu_ratio']:.2f}x less", "", "", "", ""])
+            rows.append([c, "**on/off**", f"**{r['ratio']:.2f}x**", "", "", f"{r['cpu_ratio']:.2f}x less", "", "", "",
+                         "", "", ""])
         on = res["batching_on"]
         out += [f"### {model}", "",
-                table(["clients", "batching", "queries/s", "p50 ms", "p99 ms", "server CPU ms/query", "answered",
-                       "errors", "max abs diff vs score (nats)", "load average"], rows), "",
+                table(["clients", "batching", "queries/s", "p50 ms", "p99 ms", "server CPU ms/query",
+                       "load generator CPU ms/query", "queries per model call", "answered", "errors",
+                       "max abs diff vs score (nats)", "load average"], rows), "",
                 f"Batching on: {on['requests']:,} requests in {on['calls']:,} model calls (mean "
                 f"{on['mean_items_per_call'] or 0:.1f} queries per call, largest {on['largest_call']}). Every answer "
                 f"within {su['tolerance'][model]:g} nats of `sampledlm score`: "
@@ -199,12 +243,28 @@ def markdown(d: dict) -> str:
             f"- server resident memory: {rb['rss_mb_start']:.0f} MB at the start, at most "
             f"{rb['rss_mb_samples_max']:.0f} MB sampled every 0.2 s, peak {rb['rss_mb_peak_kernel']:.0f} MB "
             f"(VmHWM), {rb['rss_mb_end']:.0f} MB at the end", "",
+            "### The GRU without HTTP", "",
+            f"In the bench process, one torch thread, CPU time: {d['gru_alone']['single_ms_per_query']:.2f} ms per "
+            f"query asked one at a time, {d['gru_alone']['batched_ms_per_query']:.2f} ms in calls of "
+            f"{d['gru_alone']['batch']} queries: {d['gru_alone']['ratio']:.2f}x (the most batching can gain before "
+            "HTTP and JSON are paid per request).", "",
             "### Acceptance", "",
             f"- GRU, 64 clients: batching on serves {ac['gru_64_ratio']:.2f}x the queries/s of batching off "
             f"(target 5x): {'met' if ac['gru_64_met'] else '**missed**'}",
             f"- numbers equal to `sampledlm score` (KN5 exactly, GRU within float32 rounding): "
             f"{'yes' if ac['numbers_equal'] else 'NO'}",
             f"- hostile run: zero crashes, zero wrong answers, memory bounded: {'yes' if ac['robust'] else 'NO'}"]
+    if not ac["gru_64_met"]:
+        g = d["load"]["GRU"]["64"]
+        out += ["", f"What limits it here: with 64 clients the batched GRU server answered {g['on']['queries_per_call']:.1f} "
+                f"queries per model call and spent {g['on']['cpu_ms_per_query']:.2f} ms of CPU per query against "
+                f"{g['off']['cpu_ms_per_query']:.2f} ms without batching ({g['cpu_ratio']:.2f}x less), while the "
+                f"load generator spent {g['on']['generator_cpu_ms_per_query']:.2f} ms per query on the same 2 cores "
+                f"(load average {max(g['on']['load_average']):.1f} during the cells: other jobs ran too). "
+                f"Without HTTP the model itself gains {d['gru_alone']['ratio']:.2f}x from calls of "
+                f"{d['gru_alone']['batch']}: one query per request leaves HTTP, JSON and the checks as a fixed "
+                "cost per query that batching cannot share, and the server's event loop and its model thread "
+                "compete for the same two cores as the clients."]
     return "\n".join(out)
 
 
