@@ -236,6 +236,10 @@ def markdown(d: dict) -> str:
             f"{rb['hostile']:,} hostile requests and {rb['valid']:,} valid ones, shuffled, 24 at a time, with "
             f"{rb['slow_clients']} slow clients alongside; {rb['seconds']:.0f} s.", "",
             table(["kind", "sent", "answers (status: count)"], rows), "",
+            "A 200 among the hostile kinds is a mutation that happened to leave a well-formed request (a changed "
+            "letter inside a word, `\"per_word\": true`, `\"k\": 3`): it passed every check and was answered. "
+            "*Closed without an answer*: the connection sent no complete request line (blank lines, half a line) "
+            "and was closed by the idle timeout.", "",
             f"- server alive at the end: {'yes' if rb['alive'] else 'NO'}; 5xx answers: {rb['server_5xx']}; "
             f"SIGTERM exit code: {rb['exit_code_on_sigterm']}",
             f"- valid requests: {vr['right']} right, {vr['wrong']} wrong, {vr['errors']} refused or failed "

@@ -18,7 +18,8 @@ from .common import CONTEXT
               help="Address to listen on; the default accepts connections from this machine only.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="TCP port (0: any free one).")
 @click.option("--batch-wait-ms", type=click.FloatRange(min=0), default=2.0, show_default=True,
-              help="How long the first request of a batch waits for others to join it.")
+              help="Longest wait of a batch's first request for others to join it (it waits only while "
+                   "other requests are being read; a lone client never waits).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True,
               help="Most items (sentences, history-word pairs, histories) in one model call.")
 @click.option("--no-batching", is_flag=True, help="Send every request to the model by itself.")
