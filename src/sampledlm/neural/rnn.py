@@ -104,6 +104,24 @@ class RNNLM(NeuralScorer):
         return out, state
 
 
+    def history_contexts(self, histories: list) -> torch.Tensor:
+        """``ctx [H, h_out]`` after ``<s> histories[i]`` (input ``</s> h_1 .. h_L``, the state after the last):
+        every history in one packed call of the recurrent layers, which run only each history's own steps
+        (a padded bunch would run every row to the longest history: 2-3x the work for a decoder's mixed
+        lengths)."""
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+        if not len(histories):
+            return torch.zeros((0, self.hidden_size))
+        rows = [torch.as_tensor(np.concatenate([[EOS_ID], np.asarray(h, dtype=np.int64)]), dtype=torch.int64)
+                for h in histories]
+        lengths = torch.tensor([len(r) for r in rows])
+        x = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=EOS_ID)
+        packed = pack_padded_sequence(self.drop(self.embed_ids(x)), lengths, batch_first=True, enforce_sorted=False)
+        out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
+        last = self.drop(out[torch.arange(len(rows)), lengths - 1])
+        return self.proj(last) if self.proj is not None else last
+
     @classmethod
     def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False) -> "RNNLM":
         return cls(num_words, cell=cls.cell_type, embed_dim=cfg.embed_dim, hidden=cfg.hidden, layers=cfg.layers,
