@@ -197,7 +197,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
 
 def markdown(d: dict) -> str:
     su, ac, rb = d["setup"], d["acceptance"], d["robustness"]
-    out = [f"Data: {su['data']}. Models: KN5 (`sampledlm ngram train --order 5` on the training text, {su['kn5']}); "
+    out = [f"Data: {su['data']}. Models: KN5 (`sampledlm ngram train --order 5` on the training text, "
+           f"{os.path.basename(su['kn5'])}); "
            f"GRU: {su['gru_note']}.", "",
            f"Queries: one (history, next word) pair per request, the prefixes of the first {su['query_sentences']} "
            f"test sentences ({su['queries']['KN5']:,} queries), every answer checked against `sampledlm score "
