@@ -72,6 +72,39 @@ class LanguageModel(ABC):
         rows[:, L + 1] = EOS_ID  # after w = </s> this is an empty sentence of its own: harmless
         return self.logprobs(rows.reshape(-1), independent=True).reshape(V, L + 2)[:, L]
 
+    def next_logprobs_many(self, histories: Sequence[Sequence[int]]) -> np.ndarray:
+        """:meth:`next_logprobs` of several histories, float64 ``[H, V]`` (row i: after ``<s> histories[i]``).
+
+        This default calls :meth:`next_logprobs` once per history; neural models run all of them in one
+        forward pass (a server's top-k queries of many clients, bunched)."""
+        V = len(self.vocab)
+        out = np.empty((len(histories), V), dtype=np.float64)
+        for i, h in enumerate(histories):
+            out[i] = self.next_logprobs(h)
+        return out
+
+    def logprobs_after(self, histories: Sequence[Sequence[int]], words: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """A decoder's query: ``ln P(words[i][j] | <s> histories[i])`` for every i, j, one float64 array per history.
+
+        ``histories[i]``: ids of the sentence so far (no ``<s>``, no ``</s>``); ``words[i]``: the candidate
+        next ids (``</s>`` allowed: the probability that the sentence ends there). Each pair is the
+        sentence ``histories[i] + [w]`` (followed by ``</s>`` unless ``w`` is ``</s>``) read on its own, so
+        the numbers are those :meth:`logprobs` gives that word inside that sentence (``sampledlm score``'s).
+        This default scores all the pairs in one call of :meth:`logprobs_at`; families whose history is
+        short (n-grams) or whose contexts can be shared (neural models: one context per history) override it.
+        """
+        stream, at, sizes = [], [], []
+        for h, ws in zip(histories, words):
+            h = [int(x) for x in h]
+            sizes.append(len(ws))
+            for w in ws:
+                at.append(len(stream) + len(h))
+                stream += h + ([EOS_ID] if int(w) == EOS_ID else [int(w), EOS_ID])
+        if not at:
+            return [np.zeros(0) for _ in sizes]
+        lp = self.logprobs_at(np.asarray(stream, dtype=np.int64), np.asarray(at, dtype=np.int64), independent=True)
+        return np.split(np.asarray(lp, dtype=np.float64), np.cumsum(sizes)[:-1])
+
     def describe(self) -> str:
         """One line for summaries: family and size."""
         return f"{self.family} LM, V={len(self.vocab)}"
@@ -202,6 +235,24 @@ class Mixture(LanguageModel):
         comps = [m.next_logprobs(h if mp is None else mp[h])[slice(None) if mp is None else mp[:V]]
                  for m, mp in zip(self.models, self.maps)]
         return mix_logprobs(np.stack(comps), self.weights)
+
+    def next_logprobs_many(self, histories: Sequence[Sequence[int]]) -> np.ndarray:
+        V = len(self.vocab)
+        hs = [np.asarray(h, dtype=np.int64) for h in histories]
+        comps = [m.next_logprobs_many(hs if mp is None else [mp[h] for h in hs])[:, slice(None) if mp is None else mp[:V]]
+                 for m, mp in zip(self.models, self.maps)]
+        return mix_logprobs(np.stack(comps).reshape(len(self.models), -1), self.weights).reshape(len(hs), V)
+
+    def logprobs_after(self, histories: Sequence[Sequence[int]], words: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        hs = [np.asarray(h, dtype=np.int64) for h in histories]
+        ws = [np.asarray(w, dtype=np.int64) for w in words]
+        sizes = [len(w) for w in ws]
+        comps = []
+        for m, mp in zip(self.models, self.maps):
+            got = m.logprobs_after(hs if mp is None else [mp[h] for h in hs], ws if mp is None else [mp[w] for w in ws])
+            comps.append(np.concatenate(got) if got else np.zeros(0))
+        mixed = mix_logprobs(np.stack(comps), self.weights)
+        return np.split(mixed, np.cumsum(sizes)[:-1]) if sizes else []
 
     def describe(self) -> str:
         parts = ", ".join(f"{w:.3f} x {m.describe()}" for m, w in zip(self.models, self.weights))

@@ -57,6 +57,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                          "before (762f3e9) and now"),
     "fuzz": Experiment("fuzz", "every reader of outside files and the commands that read them fed damaged and "
                        "random inputs: outcomes counted (clean errors, tracebacks, wrong results, partial files)"),
+    "serve": Experiment("serve", "sampledlm serve: queries/s and latency with 1-64 clients, batching on and off "
+                        "(KN5, GRU); 1,000+ hostile requests", trains_lm=True),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }

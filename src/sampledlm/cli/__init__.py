@@ -28,6 +28,7 @@ COMMANDS = {
     "score": "score:score",
     "generate": "generate:generate",
     "rescore": "rescore:rescore",
+    "serve": "serve:serve",
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
     "demo": "demo:demo",

@@ -33,6 +33,44 @@ class NeuralScorer(nn.Module):
     output: OutputLayer
     Config: type
     train_defaults: dict = {}
+    #: True when ``eval_contexts`` yields ``rows`` (one context serves several predictions): exact
+    #: scoring then takes ``objective.log_prob(ctx)[rows, targets]``, else ``log_prob_targets``
+    shares_contexts: bool = False
+
+    def history_key(self, history) -> tuple | None:
+        """A hashable key that determines the context after ``<s> history`` (ids), or None when the
+        context depends on the whole history (recurrent models): what a history cache may key on."""
+        return None
+
+    def history_contexts(self, histories: list) -> torch.Tensor:
+        """``ctx [H, h_out]``: the context after ``<s> histories[i]`` (each a 1-d id array), i.e. what
+        predicts the next word. This default reads the stream ``h_1 </s> h_2 </s> ...`` with
+        ``eval_contexts`` (independent sentences) and keeps the context at each ``</s>``."""
+        import numpy as np
+
+        from ..data.vocab import EOS_ID
+
+        if not len(histories):
+            return torch.zeros((0, self.hidden_size))
+        ends, stream = [], []
+        for h in histories:
+            stream.extend(int(x) for x in h)
+            ends.append(len(stream))
+            stream.append(EOS_ID)
+        ids = np.asarray(stream, dtype=np.int64)
+        which = np.full(len(ids), -1, dtype=np.int64)
+        which[ends] = np.arange(len(histories))
+        out = None
+        for ctx, _, positions, *rows in self.eval_contexts(ids, independent=True):
+            hit = which[np.asarray(positions)]
+            keep = np.flatnonzero(hit >= 0)
+            if not len(keep):
+                continue
+            sel = ctx[rows[0][keep]] if rows else ctx[torch.from_numpy(keep)]
+            if out is None:
+                out = ctx.new_empty((len(histories), ctx.shape[1]))
+            out[torch.from_numpy(hit[keep])] = sel
+        return out
 
     @property
     def num_words(self) -> int:

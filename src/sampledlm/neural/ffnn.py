@@ -88,6 +88,20 @@ class FFNN(NeuralScorer):
         return cls(num_words, order=cfg.order, embed_dim=cfg.embed_dim, hidden=tuple(cfg.hidden), direct=cfg.direct,
                    deep_output=cfg.deep_output, dropout=cfg.dropout, sparse_output=sparse_output)
 
+    shares_contexts = True
+
+    def history_key(self, history) -> tuple:
+        """The last ``n-1`` ids of ``<s> history`` (``<s>`` = V pads a short one): all the model reads."""
+        k = self.order - 1
+        h = [int(x) for x in history][-k:]
+        return (self.num_words,) * (k - len(h)) + tuple(h)
+
+    def history_contexts(self, histories: list) -> torch.Tensor:
+        """``ctx [H, h_out]`` after each history: one forward pass over their ``(n-1)``-word keys."""
+        if not len(histories):
+            return torch.zeros((0, self.hidden_size))
+        return self(torch.tensor([self.history_key(h) for h in histories], dtype=torch.int64))
+
     # --- reading id streams ------------------------------------------------------------------
     def train_data(self, ids: np.ndarray, opts) -> "FeedForwardData":
         return FeedForwardData(ids, self.order, self.num_words, opts.batch_size, opts.seed, opts.data_fraction,

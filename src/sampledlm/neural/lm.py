@@ -121,6 +121,14 @@ def score_sentences(model, objective, vocab, sentences: list[list[str]]) -> list
     return [float(lp[s : e + 1].sum()) for s, e in zip(starts, ends)]
 
 
+def _gathers(objective) -> bool:
+    """True when the objective's ``log_prob_targets`` is the generic one (``log_prob`` then gather), so one
+    ``log_prob`` row per distinct history gives the very numbers of one row per prediction."""
+    from ..objectives.base import OutputObjective
+
+    return type(objective).log_prob_targets is OutputObjective.log_prob_targets
+
+
 class NeuralLM(LanguageModel):
     """A trained neural model with the objective that defines its inference rule."""
 
@@ -164,6 +172,82 @@ class NeuralLM(LanguageModel):
         finally:
             model.train(was_training)
         raise AssertionError("the model's contexts did not cover the stream")
+
+    # --- a decoder's queries: many histories in one forward pass ---------------------------------
+    history_cache = None  # a neural.cache.HistoryCache, when enabled
+
+    def enable_history_cache(self, capacity: int) -> bool:
+        """Cache the contexts of histories (an LRU of ``capacity`` entries) when the model's context is a
+        function of a bounded key (feed-forward: the last n-1 words); returns whether it is enabled."""
+        from .cache import HistoryCache
+
+        if capacity < 1 or self.model.history_key([]) is None:
+            self.history_cache = None
+            return False
+        self.history_cache = HistoryCache(capacity)
+        return True
+
+    def _distinct_contexts(self, histories) -> tuple[torch.Tensor, np.ndarray]:
+        """``(ctx [U, h_out], row [H])``: one context per distinct history (by the model's key, or the
+        whole history), ``ctx[row[i]]`` the one after ``histories[i]``; cached ones are reused."""
+        model = self.model
+        keys = [model.history_key(h) for h in histories]
+        keys = [k if k is not None else tuple(int(x) for x in h) for k, h in zip(keys, histories)]
+        index: dict = {}
+        row = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+        uniq = list(index)
+        first = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        reps = [np.asarray(histories[first[k]], dtype=np.int64) for k in uniq]
+        cache = self.history_cache
+        if cache is None:
+            return model.history_contexts(reps), row
+        got, missing = cache.lookup(uniq)
+        if missing:
+            new = model.history_contexts([reps[i] for i in missing])
+            cache.store([uniq[i] for i in missing], new)
+            for j, i in enumerate(missing):
+                got[i] = new[j]
+        return torch.stack(got) if got else torch.zeros((0, model.hidden_size)), row
+
+    @torch.no_grad()
+    def next_logprobs_many(self, histories) -> np.ndarray:
+        """``ln P(w | <s> histories[i])`` for every w, ``[H, V]``: one forward pass for the distinct histories."""
+        if getattr(self.objective, "uses_history", False):  # its rule reads each prediction's own words
+            return super().next_logprobs_many(histories)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            ctx, row = self._distinct_contexts(histories)
+            return self.objective.log_prob(self.model, ctx).double().cpu().numpy()[row]
+        finally:
+            self.model.train(was_training)
+
+    @torch.no_grad()
+    def logprobs_after(self, histories, words) -> list[np.ndarray]:
+        """:meth:`LanguageModel.logprobs_after` in one forward pass: the distinct histories' contexts (cached
+        for feed-forward models), then the objective's exact rule for the asked words only, computed as
+        :func:`stream_logprobs` computes them (the same numbers as ``sampledlm score``)."""
+        if getattr(self.objective, "uses_history", False):
+            return super().logprobs_after(histories, words)
+        sizes = [len(w) for w in words]
+        if not sum(sizes):
+            return [np.zeros(0) for _ in sizes]
+        model, objective = self.model, self.objective
+        was_training = model.training
+        model.eval()
+        try:
+            ctx, row = self._distinct_contexts(histories)
+            pair_row = torch.from_numpy(np.repeat(row, sizes))
+            targets = torch.from_numpy(np.concatenate([np.asarray(w, dtype=np.int64) for w in words]))
+            if model.shares_contexts or _gathers(objective):  # the same row-wise arithmetic as score's
+                lp = objective.log_prob(model, ctx)[pair_row, targets]
+            else:
+                lp = objective.log_prob_targets(model, ctx[pair_row], targets)
+            return np.split(lp.double().cpu().numpy(), np.cumsum(sizes)[:-1])
+        finally:
+            model.train(was_training)
 
     def describe(self) -> str:
         m = self.config.get("model", {})

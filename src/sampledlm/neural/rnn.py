@@ -85,10 +85,15 @@ class RNNLM(NeuralScorer):
             nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def embed_ids(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, T]`` -> ``[B, T, e]``. Tied: word w's row of the output layer, ``<s>`` (id V) its own row,
+        looked up in place (no ``[V+1, e]`` copy of the table per call, which cost more than a short
+        sentence's whole forward pass)."""
         if not self.tie:
             return self.embed(x)
-        table = torch.cat([self.output.weight, self.bos_embed], dim=0)  # [V+1, e]
-        return F.embedding(x, table)
+        V = self.output.weight.shape[0]
+        bos = x == V
+        e = F.embedding(x.clamp(max=V - 1), self.output.weight)
+        return torch.where(bos.unsqueeze(-1), self.bos_embed.to(e.dtype), e) if bool(bos.any()) else e
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """``x [B, T]`` int64 -> ``(hidden [B, T, h_out], new state)``."""
@@ -98,6 +103,24 @@ class RNNLM(NeuralScorer):
             out = self.proj(out)
         return out, state
 
+
+    def history_contexts(self, histories: list) -> torch.Tensor:
+        """``ctx [H, h_out]`` after ``<s> histories[i]`` (input ``</s> h_1 .. h_L``, the state after the last):
+        every history in one packed call of the recurrent layers, which run only each history's own steps
+        (a padded bunch would run every row to the longest history: 2-3x the work for a decoder's mixed
+        lengths)."""
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+        if not len(histories):
+            return torch.zeros((0, self.hidden_size))
+        rows = [torch.as_tensor(np.concatenate([[EOS_ID], np.asarray(h, dtype=np.int64)]), dtype=torch.int64)
+                for h in histories]
+        lengths = torch.tensor([len(r) for r in rows])
+        x = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=EOS_ID)
+        packed = pack_padded_sequence(self.drop(self.embed_ids(x)), lengths, batch_first=True, enforce_sorted=False)
+        out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
+        last = self.drop(out[torch.arange(len(rows)), lengths - 1])
+        return self.proj(last) if self.proj is not None else last
 
     @classmethod
     def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False) -> "RNNLM":

@@ -78,6 +78,13 @@ class ArpaLM(LanguageModel):
         V = len(self.vocab)
         return ng.logprob10_ids(np.broadcast_to(h, (V, len(h))), m[:V]) * LN10
 
+    def logprobs_after(self, histories, words) -> list[np.ndarray]:
+        """:meth:`LanguageModel.logprobs_after` with each history cut to its last n-1 words (all an n-gram
+        reads), so a long history costs no more than a short one; the same stream scoring as ``logprobs``."""
+        keep = max(self.order - 1, 0)
+        cut = [list(h)[len(h) - keep:] if len(h) > keep else list(h) for h in histories]
+        return super().logprobs_after(cut, words)
+
     def oov_mask(self, ids: np.ndarray) -> np.ndarray:
         """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the model and literal ``<unk>``)."""
         return np.asarray(ids) == UNK_ID

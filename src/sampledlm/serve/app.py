@@ -1,0 +1,309 @@
+"""The HTTP JSON service (aiohttp): endpoints, error handling, start and graceful stop.
+
+Endpoints (request bodies: :mod:`.limits`; every answer is JSON)::
+
+    GET  /health  {"status": "ok"}
+    GET  /info    model, family, vocab_size, device, batching, limits, history cache, counters
+    POST /score   {"sentences": [...], "per_word": false} -> {"sentences": [score --jsonl's objects], "totals": {...}}
+    POST /next    {"queries": [{"history": ..., "words": [...]}]} -> {"results": [{"ln": [...], "log10": [...]}]}
+    POST /topk    {"histories": [...], "k": 10} -> {"results": [{"words": [...], "ln": [...], "log10": [...]}]}
+
+Every refusal is ``{"error": "one line"}`` with a 4xx status (400 bad input, 404/405 wrong path or
+method, 408 a body that does not arrive within ``read_timeout``, 413 over a limit); an unexpected fault
+inside the model call is a 500 with one line, and the server goes on. A request's body is read and
+checked on the event loop; the model work goes through the :class:`~.batcher.Batcher`.
+
+Stopping (SIGTERM or SIGINT, or :meth:`Server.stop`): the listening socket closes, requests already
+received are answered (up to ``shutdown_timeout`` seconds), then the worker thread ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from ..errors import UserError
+from ..lm import LanguageModel
+from ..use.score import Totals
+from .batcher import Batcher, Closed
+from .engine import Engine
+from .limits import BadRequest, Limits, Reader, finite, parse_json, read_next, read_score, read_topk
+
+LN10 = math.log(10.0)
+log = logging.getLogger("sampledlm.serve")
+
+
+@dataclass(frozen=True)
+class Batching:
+    """The dynamic batching settings (:mod:`.batcher`)."""
+
+    enabled: bool = True
+    wait_ms: float = 2.0
+    max_batch: int = 256
+
+
+def dumps(obj) -> str:
+    """JSON text; non-finite floats (which JSON cannot hold) become null."""
+    try:
+        return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        return json.dumps(_finite(obj), separators=(",", ":"))
+
+
+def _finite(v):
+    if isinstance(v, float):
+        return finite(v)
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def reply(obj, status: int = 200) -> web.Response:
+    return web.Response(text=dumps(obj), status=status, content_type="application/json")
+
+
+def refuse(status: int, message: str) -> web.Response:
+    return reply({"error": " ".join(str(message).split())}, status)
+
+
+class InFlight:
+    """How many requests are being handled (their body still arriving included), and a wait for none."""
+
+    def __init__(self):
+        self.count = 0
+        self._idle: asyncio.Event | None = None
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if not self.count and self._idle is not None:
+            self._idle.set()
+
+    async def drained(self, timeout: float) -> bool:
+        """Wait until no request is in flight (at most ``timeout`` s); whether that happened."""
+        if not self.count:
+            return True
+        self._idle = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+
+IN_FLIGHT = web.AppKey("in_flight", InFlight)
+
+
+def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = Batching()) -> web.Application:
+    """The aiohttp application serving ``lm`` (module docstring); its batcher starts with the app."""
+    engine = Engine(lm)
+    reader = Reader(lm.vocab, lm.text_options, limits)
+    batcher = Batcher(engine.run, wait_ms=batching.wait_ms, max_batch=batching.max_batch, enabled=batching.enabled)
+    counters = {"requests": 0, "refused": 0, "errors": 0}
+    in_flight = InFlight()
+
+    @web.middleware
+    async def errors(request: web.Request, handler):
+        counters["requests"] += 1
+        in_flight.enter()
+        try:
+            return await handler(request)
+        except BadRequest as e:
+            counters["refused"] += 1
+            return refuse(e.status, e)
+        except web.HTTPRequestEntityTooLarge:
+            counters["refused"] += 1
+            return refuse(413, f"request body over the limit of {limits.max_body} bytes (--max-body)")
+        except web.HTTPException as e:
+            if e.status < 400:
+                raise
+            counters["refused"] += 1
+            what = {404: f"no endpoint {request.path!r} (GET /health, /info; POST /score, /next, /topk)",
+                    405: f"{request.method} is not allowed on {request.path} (GET /health, /info; "
+                         "POST /score, /next, /topk)"}
+            return refuse(e.status, what.get(e.status, e.reason))
+        except Closed as e:
+            return refuse(503, e)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 -- a fault in the model call: one line, the server goes on
+            counters["errors"] += 1
+            log.error("internal error on %s: %s: %s", request.path, type(e).__name__, e)
+            return refuse(500, f"internal error: {type(e).__name__}: {e}")
+        finally:
+            in_flight.leave()
+
+    async def body(request: web.Request) -> dict:
+        try:
+            raw = await asyncio.wait_for(request.read(), limits.read_timeout)
+        except asyncio.TimeoutError:
+            raise BadRequest(f"request body not received within {limits.read_timeout:g} s", 408) from None
+        return parse_json(raw)
+
+    async def health(request):
+        return reply({"status": "ok"})
+
+    async def info(request):
+        return reply({**engine.describe(), "batching": {"enabled": batching.enabled, "wait_ms": batching.wait_ms,
+                                                        "max_batch": batching.max_batch, **batcher.stats.to_dict()},
+                      "limits": limits.to_dict(), "counters": dict(counters)})
+
+    async def score(request):
+        with batcher.arriving():
+            sents, per_word = read_score(await body(request), reader)
+        got = await batcher.submit("score", sents)
+        totals = Totals()
+        for i, s in enumerate(got):
+            s.index = i + 1
+            totals.add(s)
+        return reply({"sentences": [s.to_dict(per_word) for s in got], "totals": totals.to_dict()})
+
+    async def next_words(request):
+        with batcher.arriving():
+            queries = read_next(await body(request), reader)
+        got = await batcher.submit("next", [(h, w) for h, w, _ in queries])
+        return reply({"results": [{"ln": lp.tolist(), "log10": (lp / LN10).tolist()} for lp in got]})
+
+    async def topk(request):
+        with batcher.arriving():
+            hists, k = read_topk(await body(request), reader)
+        got = await batcher.submit("topk", [(h, k) for h in hists])
+        words = lm.vocab.words
+        return reply({"results": [{"words": [words[i] for i in ids.tolist()], "ln": lp.tolist(),
+                                   "log10": (lp / LN10).tolist()} for ids, lp in got]})
+
+    async def started(app):
+        batcher.start()
+
+    async def stopped(app):
+        await batcher.close()
+
+    app = web.Application(middlewares=[errors], client_max_size=limits.max_body)
+    app.router.add_get("/health", health)
+    app.router.add_get("/info", info)
+    app.router.add_post("/score", score)
+    app.router.add_post("/next", next_words)
+    app.router.add_post("/topk", topk)
+    app.on_startup.append(started)
+    app.on_cleanup.append(stopped)
+    app[IN_FLIGHT] = in_flight
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class Server:
+    """A running server: :meth:`start` binds and serves on an event loop of its own thread (tests, the demo,
+    the bench) or :meth:`run` serves in the calling thread until SIGTERM/SIGINT (the command line)."""
+
+    def __init__(self, lm: LanguageModel, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits(),
+                 batching: Batching = Batching(), shutdown_timeout: float = 30.0):
+        self.lm, self.host, self.port, self.limits, self.batching = lm, host, port, limits, batching
+        self.shutdown_timeout = shutdown_timeout
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def serve(self, ready=None) -> None:
+        """Bind, call ``ready(server)``, serve until :meth:`stop`, then shut down gracefully."""
+        self._stop = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+        app = make_app(self.lm, self.limits, self.batching)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout, handle_signals=False,
+                               keepalive_timeout=self.limits.idle_timeout)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
+        try:
+            await site.start()
+        except OSError as e:
+            await runner.cleanup()
+            raise UserError(f"{self.host}:{self.port}: cannot listen there ({e.strerror or e}); "
+                            "give another --port (0: any free port)") from None
+        self.port = runner.addresses[0][1]
+        self.app = app
+        try:
+            if ready is not None:
+                ready(self)
+            await self._stop.wait()
+            await site.stop()  # no new connections; requests already received (bodies still arriving too) finish
+            await app[IN_FLIGHT].drained(self.shutdown_timeout)
+        finally:
+            await runner.cleanup()  # idle connections close; then the batcher ends
+
+    def stop(self) -> None:
+        """Ask a serving server to stop (any thread); :meth:`start`'s thread then ends."""
+        if self.loop is not None and self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+
+    # --- in a thread -----------------------------------------------------------------------------------
+    def start(self) -> "Server":
+        """Serve in a background thread; returns when the port is bound (``self.url`` is then known)."""
+        def main():
+            try:
+                asyncio.run(self.serve(ready=lambda s: self._ready.set()))
+            except BaseException as e:  # noqa: BLE001 -- handed to the starting thread
+                self._error = e
+                self._ready.set()
+
+        self._thread = threading.Thread(target=main, name="sampledlm-serve", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def close(self, timeout: float | None = None) -> None:
+        self.stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> "Server":
+        return self.start() if self._thread is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- in the foreground, until a signal -----------------------------------------------------------
+    def run(self, announce=None) -> None:
+        """Serve until SIGTERM or SIGINT; ``announce(server)`` once listening (the command line prints the URL)."""
+        async def main():
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.add_signal_handler(sig, self.stop)
+                except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+                    pass
+            await self.serve(ready=announce)
+
+        asyncio.run(main())
+
+
+def announce(server: Server, out=sys.stderr) -> None:
+    """The command line's first words: where it listens, and whether other machines can reach it."""
+    where = ("localhost only (give --host 0.0.0.0 to accept other machines)" if is_loopback(server.host)
+             else f"on {server.host}: any machine that can reach it may query the model")
+    b = server.batching
+    batching = (f"batching up to {b.max_batch} items, {b.wait_ms:g} ms window" if b.enabled else "batching off")
+    print(f"sampledlm serve: {server.lm.describe()}; listening on {server.url}, {where}; {batching}; "
+          "SIGTERM or Ctrl-C stops it", file=out, flush=True)

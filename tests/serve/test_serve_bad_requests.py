@@ -1,0 +1,153 @@
+"""Bad requests get a 4xx and one line, never a crash: malformed JSON, wrong types, unknown fields, empty
+input, invalid UTF-8, oversized bodies and counts, slow clients, wrong paths and methods; the server
+answers valid requests correctly afterwards."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from sampledlm.load import load_model  # noqa: E402
+from sampledlm.serve.app import Server  # noqa: E402
+from sampledlm.serve.client import Client  # noqa: E402
+from sampledlm.serve.limits import Limits  # noqa: E402
+
+LIMITS = Limits(max_body=4000, max_items=5, max_words=10, max_k=20, read_timeout=0.5, idle_timeout=1.0)
+
+
+@pytest.fixture(scope="module")
+def server(serve_models):
+    s = Server(load_model(str(serve_models / "kn3.arpa")), limits=LIMITS).start()
+    yield s
+    s.close(timeout=30)
+
+
+def post(url: str, body: bytes, path: str = "/score", method: str = "POST", headers: dict | None = None):
+    req = urllib.request.Request(url + path, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+BAD = [
+    # (path, body, status, words the one-line message holds)
+    ("/score", b"", 400, "empty request body"),
+    ("/score", b"   \n", 400, "empty request body"),
+    ("/score", b"{", 400, "malformed JSON"),
+    ("/score", b'{"sentences": ["a b"],}', 400, "malformed JSON"),
+    ("/score", b"[1, 2]", 400, "must be a JSON object"),
+    ("/score", b'"text"', 400, "must be a JSON object"),
+    ("/score", b"\xff\xfe{}", 400, "not valid UTF-8"),
+    ("/score", b'{"sentences": ["caf\xe9"]}', 400, "not valid UTF-8"),
+    ("/score", b"[" * 3000, 400, "nested too deeply"),
+    ("/score", b'{"sentences": [NaN]}', 400, "NaN"),
+    ("/score", b'{"sentences": []}', 400, "empty list"),
+    ("/score", b'{"sentences": [""]}', 400, "sentences[0]: empty"),
+    ("/score", b'{"sentences": ["<s> </s>"]}', 400, "sentences[0]: empty"),
+    ("/score", b'{"sentences": "w1 w2"}', 400, "expected a list"),
+    ("/score", b'{"sentences": [5]}', 400, "sentences[0]: expected a string or a list"),
+    ("/score", b'{"sentences": [["w1", 2]]}', 400, "sentences[0][1]: expected a string"),
+    ("/score", b'{"sentences": [["w1 w2"]]}', 400, "not one token"),
+    ("/score", b'{"sentences": [["w1", "</s>"]]}', 400, "not a word here"),
+    ("/score", b'{"sentences": ["w1"], "per_word": "yes"}', 400, "per_word: expected true or false"),
+    ("/score", b'{"sentences": ["w1"], "extra": 1}', 400, 'unknown field "extra"'),
+    ("/score", b'{"sentence": ["w1"]}', 400, 'unknown field "sentence"'),
+    ("/score", b'{"sentences": ["w1", "w1", "w1", "w1", "w1", "w1"]}', 413, "over the limit of 5"),
+    ("/score", json.dumps({"sentences": ["w1 " * 11]}).encode(), 413, "11 tokens"),
+    ("/score", json.dumps({"sentences": ["w1"] * 2000}).encode(), 413, "4000 bytes"),
+    ("/next", b'{"queries": [{"history": "w1"}]}', 400, 'queries[0]: missing field "words"'),
+    ("/next", b'{"queries": [{"history": "w1", "words": []}]}', 400, "queries[0].words: empty"),
+    ("/next", b'{"queries": [{"history": 1, "words": "w1"}]}', 400, "queries[0].history: expected"),
+    ("/next", b'{"queries": [{"history": "w1", "words": "w2", "k": 1}]}', 400, 'unknown field "k"'),
+    ("/next", b'{"queries": [["w1", "w2"]]}', 400, "queries[0]: expected an object"),
+    ("/next", b'{"queries": [{"history": ["</s>"], "words": "w2"}]}', 400, "not a word here"),
+    ("/next", b'{"queries": [{"history": "", "words": ["<s>"]}]}', 400, "not a word here"),
+    ("/next", json.dumps({"queries": [{"history": "", "words": "w1 w2 w3"}] * 2}).encode(), 413, "pairs"),
+    ("/topk", b'{"histories": ["w1"], "k": 0}', 400, "out of range"),
+    ("/topk", b'{"histories": ["w1"], "k": 21}', 400, "out of range 1..20"),
+    ("/topk", b'{"histories": ["w1"], "k": 2.5}', 400, "k: expected a whole number"),
+    ("/topk", b'{"histories": ["w1"], "k": true}', 400, "k: expected a whole number"),
+    ("/topk", b'{"histories": null}', 400, "histories: expected a list"),
+    ("/nowhere", b"{}", 404, "no endpoint"),
+]
+
+
+@pytest.mark.parametrize("path,body,status,words", BAD, ids=[f"{i}-{b[3]}" for i, b in enumerate(BAD)])
+def test_bad_request_gets_a_4xx_and_one_line(server, path, body, status, words):
+    got_status, got = post(server.url, body, path)
+    assert got_status == status, got
+    assert set(got) == {"error"} and "\n" not in got["error"] and words in got["error"]
+
+
+def test_wrong_method(server):
+    status, got = post(server.url, None, "/score", method="GET")
+    assert status == 405 and "GET is not allowed" in got["error"]
+    status, got = post(server.url, b"{}", "/info", method="POST")
+    assert status == 405
+
+
+def test_chunked_body_over_the_limit(server):
+    """A body without Content-Length (chunked) is cut at the limit too."""
+    def chunks():
+        for _ in range(100):
+            yield b'{"x": "' + b"a" * 100 + b'"}'
+
+    req = urllib.request.Request(server.url + "/score", data=chunks(), method="POST",
+                                 headers={"Transfer-Encoding": "chunked"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=30)
+    assert e.value.code == 413
+
+
+def test_slow_client_gets_408_and_others_are_served_meanwhile(server):
+    host, port = server.url.rsplit("/", 1)[1].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)))
+    try:
+        s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"sent")  # and then nothing
+        t = time.monotonic()
+        assert Client(server.url).health() == {"status": "ok"}  # served while the slow one waits
+        s.settimeout(30)
+        answer = s.recv(4096).decode()
+        assert answer.startswith("HTTP/1.1 408") and "not received within 0.5 s" in answer
+        assert time.monotonic() - t < 29  # the timeout fired; not a wall-clock assertion on speed
+    finally:
+        s.close()
+
+
+def test_silent_client_is_closed_after_the_idle_timeout(server):
+    host, port = server.url.rsplit("/", 1)[1].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)))
+    try:
+        s.sendall(b"POST /ne")  # half a request line, then nothing
+        s.settimeout(30)
+        assert s.recv(4096) == b""  # closed by the server (after idle_timeout), not held open
+    finally:
+        s.close()
+
+
+def test_garbage_on_the_socket_is_refused_and_the_server_goes_on(server):
+    host, port = server.url.rsplit("/", 1)[1].rsplit(":", 1)
+    for junk in (b"\x00\x01\x02 garbage\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"POST /score HTTP/1.1\r\nContent-Length: -5\r\n\r\n"):
+        s = socket.create_connection((host, int(port)))
+        s.settimeout(30)
+        s.sendall(junk)
+        answer = s.recv(4096)
+        s.close()
+        assert answer.startswith(b"HTTP/1.") and answer.split()[1][:1] == b"4"
+
+
+def test_valid_requests_are_right_after_the_bad_ones(server):
+    c = Client(server.url)
+    lm = server.lm
+    want = lm.logprobs_after([lm.vocab.encode(["w1", "w2"])], [lm.vocab.encode(["w3", "</s>"])])[0]
+    assert c.next_words([("w1 w2", ["w3", "</s>"])]) == [want.tolist()]
+    assert c.info()["counters"]["refused"] > 0 and c.info()["counters"]["errors"] == 0
