@@ -55,6 +55,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                       "mixtures (WER); scoring speed against KenLM", trains_lm=True),
     "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
                          "before (762f3e9) and now"),
+    "transformer": Experiment("transformer", "Transformer decoder: one epoch beside PyTorch's word_language_model "
+                              "example (re-implemented), alternating speed, the best PTB configuration", trains_lm=True),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }
