@@ -54,13 +54,16 @@ def plan(quick: bool) -> list[Run]:
             Run("best", best)]
 
 
-def reference(work: str, files: dict, quick: bool) -> dict:
-    """The example's re-implementation, one epoch, in its own process (cached in ``work``)."""
+def reference(work: str, files: dict, quick: bool, train: bool = True) -> dict | None:
+    """The example's re-implementation, one epoch, in its own process (cached in ``work``; None when
+    not run yet and ``train`` is off)."""
     import hashlib
 
     key = hashlib.sha1(json.dumps([files, quick]).encode()).hexdigest()[:8]
     out = os.path.join(work, f"reference-{key}.json")
     if not os.path.exists(out):
+        if not train:
+            return None
         import subprocess
 
         cmd = [sys.executable, "-m", "sampledlm.bench.transformer_reference", files["train"], files["valid"],
@@ -181,8 +184,12 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
     runs = plan(quick)
     result: dict = {}
     failures: dict = {}
-    ref = reference(st.work, st.files, quick) if train or os.path.exists(st.work) else None
     speed_path = os.path.join(st.work, f"speed{'-quick' if quick else ''}.json")
+    if train and not os.path.exists(speed_path):  # first: the shortest measurement, and the speed targets rest on it
+        sp = interleaved_speed(st.files, quick, rounds=2 if quick else 6, steps=3 if quick else 15)
+        with open(speed_path, "w") as f:
+            json.dump(sp, f)
+    ref = reference(st.work, st.files, quick, train)
     from .report import PACKAGE_DIR
 
     gru = gru_reference(os.path.join(os.path.dirname(os.path.dirname(PACKAGE_DIR)), "docs", "results"))
@@ -202,10 +209,6 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
                    st.meta, result, markdown(st, runs, rows, ref, speed, failures, gru, quick))
 
     rows = lmruns.run_all(st.work, st.files, runs[:2], None, failures=failures, train_new=train)
-    if train and not os.path.exists(speed_path):
-        sp = interleaved_speed(st.files, quick, rounds=2 if quick else 6, steps=3 if quick else 15)
-        with open(speed_path, "w") as f:
-            json.dump(sp, f)
     write(rows)
     rows.update(lmruns.run_all(st.work, st.files, runs[2:], None, failures=failures, train_new=train))
     write(rows)

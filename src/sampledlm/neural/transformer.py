@@ -129,12 +129,14 @@ def sinusoids(length: int, dim: int) -> torch.Tensor:
 
 def window_spans(n: int, window: int, stride: int) -> list[tuple[int, int, int]]:
     """``[(start, first, end)]`` covering positions ``0 .. n-1`` once: the window reads inputs
-    ``[start, end)`` (at most ``window`` of them) and predicts positions ``[first, end)``."""
+    ``[start, end)`` (at most ``window`` of them) and predicts positions ``[first, end)``: the first
+    window its ``window`` positions, each later one the next ``stride`` (fewer at the end) after
+    ``window - stride`` positions of context. ``stride == window``: consecutive blocks."""
     end = min(n, window)
     spans = [(0, 0, end)] if n else []
     while end < n:
         new_end = min(n, end + stride)
-        spans.append((max(0, new_end - window), end, new_end))
+        spans.append((end - (window - stride), end, new_end))
         end = new_end
     return spans
 
