@@ -24,7 +24,7 @@ import time
 
 from . import lmruns
 from .lmruns import Run
-from .report import table, write_page
+from .report import new_figure, table, write_page
 
 NAME = "transformer"
 THREADS = "2"
@@ -47,6 +47,22 @@ QUICK_BEST = ("--model", "transformer", "-d", "32", "--layers", "1", "--heads", 
 GRU_TEST_PPL_KEY = ("neural.json", "gru")
 
 
+QUICK_LINES = 300
+
+
+def shrink(files: dict, work: str, lines: int) -> dict:
+    """Copies of ``files`` cut to their first ``lines`` lines (in ``work``)."""
+    out = {}
+    for k, path in files.items():
+        dst = os.path.join(work, f"quick-{lines}-{os.path.basename(path)}")
+        with open(path, encoding="utf8") as f:
+            head = [next(f, "") for _ in range(lines)]
+        with open(dst, "w", encoding="utf8") as f:
+            f.write("".join(head))
+        out[k] = dst
+    return out
+
+
 def plan(quick: bool) -> list[Run]:
     same, sched, css, best = (QUICK_SAME, QUICK_SCHEDULE, QUICK_CSS, QUICK_BEST) if quick else (SAME, SCHEDULE, CSS,
                                                                                                   BEST)
@@ -67,7 +83,7 @@ def reference(work: str, files: dict, quick: bool, train: bool = True) -> dict |
         import subprocess
 
         cmd = [sys.executable, "-m", "sampledlm.bench.transformer_reference", files["train"], files["valid"],
-               files["test"], out, "--threads", THREADS] + (["--max-batches", "20"] if quick else [])
+               files["test"], out, "--threads", THREADS] + (["--max-batches", "10"] if quick else [])
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode:
             from ..errors import UserError
@@ -181,6 +197,9 @@ def gru_reference(repo_docs: str) -> float | None:
 
 def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
     st = lmruns.setting(quick, data_dir, with_kn3=False)
+    if quick and data_dir is None:  # a smoke test: the first sentences of the built-in corpus are enough
+        st.files = shrink(st.files, st.work, QUICK_LINES)
+        st.label += f" (first {QUICK_LINES} lines of each file)"
     runs = plan(quick)
     result: dict = {}
     failures: dict = {}
@@ -206,13 +225,39 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         result.update({"setup": st.describe(runs), "reference": ref, "rows": list(rows.values()), "speed": speed,
                        "failures": failures, "gru_test_ppl": gru})
         write_page(out_dir, NAME, "Transformer decoder: beside PyTorch's word_language_model example; PTB",
-                   st.meta, result, markdown(st, runs, rows, ref, speed, failures, gru, quick))
+                   st.meta, result, markdown(st, runs, rows, ref, speed, failures, gru, quick),
+                   figure=figure(rows, ref, speed))
 
     rows = lmruns.run_all(st.work, st.files, runs[:2], None, failures=failures, train_new=train)
     write(rows)
     rows.update(lmruns.run_all(st.work, st.files, runs[2:], None, failures=failures, train_new=train))
     write(rows)
     return result
+
+
+def figure(rows: dict, ref: dict | None, speed: dict | None):
+    """Left: training tokens/s of each side, alternating in one process. Right: test perplexity."""
+    fig, (a, b) = new_figure(1, 2, figsize=(10, 4))
+    if speed:
+        names = list(speed["tokens_per_s"])
+        a.bar(names, [speed["tokens_per_s"][k] for k in names], color=["C0", "C1", "C2"][: len(names)])
+    a.set_ylabel("training tokens/s (alternating)")
+    a.set_title("speed, one process, sides in turn")
+    labels, ppl = [], []
+    if ref:
+        labels.append("theirs")
+        ppl.append(ref["test_ppl"])
+    for name in ("ours-softmax", "ours-css-is", "best"):
+        if name in rows:
+            labels.append(name)
+            ppl.append(rows[name].get("test_ppl_block") or rows[name]["test_ppl"])
+    b.bar(labels, ppl, color="C3")
+    b.set_ylabel("test perplexity (block evaluation; best: sliding)")
+    b.set_title("exact test perplexity")
+    for ax in (a, b):
+        ax.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    return fig
 
 
 def markdown(st, runs, rows, ref, speed, failures, gru, quick) -> str:
@@ -291,8 +336,39 @@ def markdown(st, runs, rows, ref, speed, failures, gru, quick) -> str:
                 "**the Transformer does not beat the GRU** within this budget."))
             out.append("")
     out.append(lmruns.status_note(runs, rows, failures))
+    out += ["", "## Against the issue's targets", ""] + targets(rows, ref, speed, gru)
     out += ["", "## Not measured here", "",
             "The GPU rows (tokens/s at V = 10k, 100k, 1M for softmax, adaptive softmax, adaptive input + adaptive "
             "softmax and CSS-IS; the medium PTB setting against the LSTM) need a GPU, which this session did not "
             "have."]
     return "\n".join(out)
+
+
+def targets(rows: dict, ref: dict | None, speed: dict | None, gru: float | None) -> list[str]:
+    """One line per acceptance target: the measured numbers and met / missed / not measured."""
+    soft, css, best = rows.get("ours-softmax"), rows.get("ours-css-is"), rows.get("best")
+    out = []
+    if ref and soft and speed:
+        p_ok = soft["test_ppl_block"] <= ref["test_ppl"]
+        out.append(f"- same size and schedule, perplexity at least as good (block evaluation, test): ours "
+                   f"{soft['test_ppl_block']:.1f} vs theirs {ref['test_ppl']:.1f}: **{'met' if p_ok else 'missed'}**; "
+                   f"speed no lower: {speed['ours_vs_theirs']:.2f}x theirs: "
+                   f"**{'met' if speed['ours_vs_theirs'] >= 1 else 'missed'}**")
+    else:
+        out.append("- same size and schedule as the example: not all runs finished (see above)")
+    if soft and css and speed:
+        gap = css["test_ppl"] / soft["test_ppl"] - 1
+        out.append(f"- CSS-IS at least 2x faster than our softmax: {speed['css_vs_softmax']:.2f}x: "
+                   f"**{'met' if speed['css_vs_softmax'] >= 2 else 'missed'}**; within 5 % of its perplexity: "
+                   f"{100 * gap:+.1f} %: **{'met' if gap <= 0.05 else 'missed'}**")
+    else:
+        out.append("- CSS-IS against our softmax: not all runs finished (see above)")
+    if best and gru:
+        out.append(f"- best PTB Transformer found: test {best['test_ppl']:.1f} against the GRU's {gru:.1f}"
+                   + (" (beats it)" if best["test_ppl"] < gru else " (does not beat it)")
+                   + (f"; unfinished: {best['epochs']} epochs" if best.get("partial") else ""))
+    else:
+        out.append("- best PTB Transformer: not finished (see above)")
+    out.append("- GPU tokens/s at V = 10k / 100k / 1M and the medium PTB setting against the LSTM: not measured "
+               "(no GPU in this session)")
+    return out
