@@ -99,3 +99,12 @@ def test_no_train_rebuilds_the_page_from_finished_runs_only(tmp_path, monkeypatc
     assert r.exit_code != 0 and "not available" in str(r.exception)
     r = bench("nce-samples", "--no-train", "--quick", "--out", str(tmp_path / "out"))
     assert r.exit_code != 0 and "--quick" in str(r.exception)
+
+
+def test_transformer_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    data = run_quick("transformer", tmp_path / "out", against="Against the issue's targets")
+    assert data["reference"]["test_ppl"] > 1 and data["speed"]["tokens_per_s"]["theirs"] > 0
+    names = {r["name"] for r in data["rows"]}
+    assert names == {"ours-softmax", "ours-css-is", "best"}
+    assert all(r["test_ppl"] > 1 for r in data["rows"])

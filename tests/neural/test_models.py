@@ -134,7 +134,7 @@ def test_model_spec_defaults_and_errors():
     with pytest.raises(UserError, match="tie"):
         model_spec("ffnn", tie=True)
     with pytest.raises(UserError, match="unknown model"):
-        model_spec("transformer")
+        model_spec("mamba")
     with pytest.raises(UserError, match="gru"):
         build_model(model_spec("gru", embed_dim=3, hidden=5, proj=4, tie=True), V)
     assert isinstance(build_model(model_spec("lstm"), V), RNNLM)

@@ -59,6 +59,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                        "random inputs: outcomes counted (clean errors, tracebacks, wrong results, partial files)"),
     "serve": Experiment("serve", "sampledlm serve: queries/s and latency with 1-64 clients, batching on and off "
                         "(KN5, GRU); 1,000+ hostile requests", trains_lm=True),
+    "transformer": Experiment("transformer", "Transformer decoder: one epoch beside PyTorch's word_language_model "
+                              "example (re-implemented), alternating speed, the best PTB configuration", trains_lm=True),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }

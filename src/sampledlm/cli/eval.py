@@ -28,8 +28,12 @@ from .common import CONTEXT
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Evaluation batch (histories, rows or sentences).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--stride", type=click.IntRange(min=1), default=None,
+              help="Transformer models, running text: advance the sliding window by this many tokens, so every token "
+                   "is predicted from at least window - stride words [default: the model's, half its window]; "
+                   "the window's length gives block evaluation.")
 def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_sentence, running_text, batch_size, as_json,
-             threads):
+             threads, stride):
     """Exact perplexity of a model, or of a linear interpolation of models, on a test file.
 
     \b
@@ -63,6 +67,13 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     lm = load_model(model)
     if batch_size and hasattr(lm, "batch_size"):
         lm.batch_size = batch_size
+    if stride is not None:
+        window = getattr(getattr(lm, "model", None), "context", None)
+        if window is None:
+            raise UserError(f"--stride applies to transformer models only ({model} is {lm.describe()})")
+        if stride > window:
+            raise UserError(f"--stride {stride}: longer than the model's window ({window} tokens)")
+        lm.model.stride = stride
     opts = TextOptions(**(lm.text_options or {}))
     shown = "standard input" if test_path == "-" else test_path
     if test_path == "-":  # read standard input once: spool it to a file that every pass can read again

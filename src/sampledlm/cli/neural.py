@@ -97,9 +97,11 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict):
     """``(config, vocab)`` of a new run from the command line's values (None = the default)."""
+    import dataclasses
+
     from ..data.corpus import build_vocab
     from ..data.vocab import Vocab
-    from ..neural.registry import model_spec
+    from ..neural.registry import complete_spec, model_spec
     from ..neural.rundir import make_config
     from ..neural.trainer import train_options_for
     from ..objectives import make_objective
@@ -113,6 +115,9 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         model_flags["order"] = context_size + 1
     spec = model_spec(model_type, **model_flags)
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
+    if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
+        spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
+    spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     if obj_opts.get("backoff"):
         obj_opts["backoff"] = os.path.abspath(obj_opts["backoff"])  # the run directory must find it from anywhere
@@ -121,7 +126,5 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     if obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         raise UserError(f"--samples {obj_opts['samples']}: must be smaller than the vocabulary size V = {len(vocab)} "
                         "(to score every word, use --objective softmax)")
-    import dataclasses
-
     data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": opts.to_dict()}
     return make_config(spec, objective, obj_opts, dataclasses.asdict(train_opts), data, vocab), vocab

@@ -157,7 +157,12 @@ class NeuralLM(LanguageModel):
 
     @torch.no_grad()
     def next_logprobs(self, history) -> np.ndarray:
-        """One forward pass over ``history`` (read as the start of a sentence); the distribution after it."""
+        """One forward pass over ``history`` (read as the start of a sentence); the distribution after it.
+
+        A model with a key-value cache (``decode``, the transformer) keeps the last call's: when
+        ``history`` is the previous history plus one word (generation), only that word is run."""
+        if hasattr(self.model, "decode"):
+            return self._next_cached(list(map(int, history)))
         ids = np.append(np.asarray(history, dtype=np.int64), EOS_ID)
         last = len(ids) - 1
         model, objective = self.model, self.objective
@@ -246,6 +251,25 @@ class NeuralLM(LanguageModel):
             else:
                 lp = objective.log_prob_targets(model, ctx[pair_row], targets)
             return np.split(lp.double().cpu().numpy(), np.cumsum(sizes)[:-1])
+        finally:
+            model.train(was_training)
+
+    @torch.no_grad()
+    def _next_cached(self, history: list[int]) -> np.ndarray:
+        """``next_logprobs`` through the model's key-value cache; past the window (``model.context``
+        inputs) the distribution is that of the last ``context`` inputs, computed afresh."""
+        model, objective = self.model, self.objective
+        inputs = [EOS_ID] + history
+        last = getattr(self, "_cache", None)
+        was_training = model.training
+        model.eval()
+        try:
+            if last is not None and len(inputs) <= model.context and inputs[:-1] == last[0]:
+                hidden, cache = model.decode(torch.tensor([inputs[-1:]]), last[1])
+            else:
+                hidden, cache = model.decode(torch.tensor([inputs[-model.context:]]))
+            self._cache = (inputs, cache) if len(inputs) < model.context else None
+            return objective.log_prob(model, hidden[0, -1:])[0].double().cpu().numpy()
         finally:
             model.train(was_training)
 

@@ -4,6 +4,7 @@ A model's section of ``config.json`` is ``{"type": NAME, **its Config fields}``,
 
     {"type": "ffnn", "order": 3, "embed_dim": 50, "hidden": [200], "direct": false, "deep_output": null, "dropout": 0.2}
     {"type": "gru", "embed_dim": 200, "hidden": 256, "layers": 1, "dropout": 0.25, "proj": 200, "tie": true}
+    {"type": "transformer", "embed_dim": 256, "layers": 4, "heads": 4, "ff_dim": null, "context": 64, ...}
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from ..errors import UserError
 from .base import NeuralScorer
 from .ffnn import FFNN
 from .rnn import GRULM, LSTMLM, RNNLM  # noqa: F401
+from .transformer import TransformerLM
 
 MODELS: dict[str, type[NeuralScorer]] = {
     "ffnn": FFNN,
     "gru": GRULM,
     "lstm": LSTMLM,
+    "transformer": TransformerLM,
 }
 
 
@@ -49,8 +52,16 @@ def model_spec(type_: str, **options) -> dict:
     return {"type": type_, **dataclasses.asdict(cfg)}
 
 
-def build_model(spec: dict, num_words: int, sparse_output: bool = False) -> NeuralScorer:
-    """Build the model a model section describes, for V = ``num_words``."""
+def complete_spec(spec: dict, train: dict) -> dict:
+    """A new run's model section with the settings a model takes from the training options filled in
+    (the transformer's window from ``bptt``), through the class's ``complete(spec, train)`` if it has one."""
+    cls = model_class(spec.get("type"))
+    return cls.complete(dict(spec), train) if hasattr(cls, "complete") else spec
+
+
+def build_model(spec: dict, num_words: int, sparse_output: bool = False, counts=None) -> NeuralScorer:
+    """Build the model a model section describes, for V = ``num_words``; ``counts`` (training counts
+    ``[V]``) reach the models that rank words by frequency (``uses_counts``: adaptive input bands)."""
     if not isinstance(spec, dict):
         raise UserError("config.json: the model section should be a JSON object")
     spec = dict(spec)
@@ -60,6 +71,8 @@ def build_model(spec: dict, num_words: int, sparse_output: bool = False) -> Neur
     full.pop("type")
     cfg = cls.Config(**full)
     try:
+        if getattr(cls, "uses_counts", False):
+            return cls.from_config(cfg, num_words, sparse_output=sparse_output, counts=counts)
         return cls.from_config(cfg, num_words, sparse_output=sparse_output)
     except ValueError as e:
         raise UserError(f"model {type_}: {e}") from None

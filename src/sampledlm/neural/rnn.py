@@ -7,7 +7,8 @@ For the input stream ``x_1 .. x_T`` (``</s>`` first, see :mod:`sampledlm.data.ba
     ctx_t     = P h_t   (when ``proj`` is set)      projection P [proj, hidden] (Botev et al.: s_t(c) = w_c^T P h_t)
     a_w       = W_w · ctx_t + b_w                   the OutputLayer, W [V, h_out]
 
-With ``tie=True`` the input embedding of word w *is* the output row ``W_w`` (Press & Wolf 2017;
+With ``adaptive_input`` the embeddings come in frequency bands (:mod:`.adaptive_input`, Baevski &
+Auli 2019). With ``tie=True`` the input embedding of word w *is* the output row ``W_w`` (Press & Wolf 2017;
 Inan et al. 2017), which needs ``embed_dim == h_out``; only ``<s>`` (id V) keeps a row of its own.
 Dropout (when > 0) is applied to the embeddings, between layers and to ``h_t``.
 
@@ -38,6 +39,7 @@ from ..data.vocab import EOS_ID
 from ..errors import UserError
 from ..lm import sentence_bounds
 from ..objectives.output import OutputLayer
+from . import adaptive_input
 from .base import NeuralScorer
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -54,6 +56,12 @@ class RNNConfig:
     proj: int | None = option(None, "project the state to this size before the output layer (0: none) "
                                     "[default: embed_dim when tied and hidden differs, else none]", min=0)
     tie: bool = option(True, "tie input and output embeddings (Press & Wolf 2017)")
+    adaptive_input: bool = option(False, "adaptive input embeddings in frequency bands (Baevski & Auli 2019); "
+                                         "tied with --objective adaptive when --tie")
+    input_cutoffs: list[int] | None = option(None, "adaptive input: rank cutoffs of the bands [default: --cutoffs, "
+                                                   "else 80 % and 95 % unigram coverage]", min=1, multiple=True)
+    input_factor: float = option(4.0, "adaptive input: each band is this many times narrower than the last "
+                                      "(the adaptive softmax's --div-value when tied)", min=1.0)
 
 
 class RNNLM(NeuralScorer):
@@ -62,9 +70,11 @@ class RNNLM(NeuralScorer):
     train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 32, "bptt": 35, "clip": 1.0, "epochs": 8,
                       "max_halvings": 3, "min_improvement": 0.003}
     cell_type = "gru"
+    uses_counts = True  # adaptive input bands are ranks by training count
 
     def __init__(self, num_words: int, cell: str = "gru", embed_dim: int = 200, hidden: int = 200, layers: int = 1,
-                 dropout: float = 0.0, proj: int | None = None, tie: bool = False, sparse_output: bool = False):
+                 dropout: float = 0.0, proj: int | None = None, tie: bool = False, sparse_output: bool = False,
+                 adaptive: RNNConfig | None = None, counts=None):
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"unknown cell {cell!r}")
@@ -78,17 +88,25 @@ class RNNLM(NeuralScorer):
         self.drop = nn.Dropout(dropout)
         # A tied output layer is also read densely by the input lookup, so it is never built sparse.
         self.output = OutputLayer(num_words, out_dim, sparse=sparse_output and not tie)
-        if tie:
+        self.adaptive = adaptive is not None and adaptive.adaptive_input
+        if self.adaptive:  # ``adaptive``: the settings holding input_cutoffs and input_factor
+            self.embed = adaptive_input.from_config(adaptive, num_words, embed_dim, counts,
+                                                    head_rows=(lambda: self.output.weight) if tie else None)
+        elif tie:
             self.bos_embed = nn.Parameter(torch.empty(1, embed_dim).uniform_(-0.1, 0.1))
         else:
             self.embed = nn.Embedding(num_words + 1, embed_dim)
             nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
+    def adaptive_input_bands(self):
+        """What a tied adaptive softmax shares (see :class:`~sampledlm.neural.adaptive_input.AdaptiveInput`)."""
+        return self.embed.offer() if self.adaptive and self.tie else None
+
     def embed_ids(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, T]`` -> ``[B, T, e]``. Tied: word w's row of the output layer, ``<s>`` (id V) its own row,
         looked up in place (no ``[V+1, e]`` copy of the table per call, which cost more than a short
         sentence's whole forward pass)."""
-        if not self.tie:
+        if self.adaptive or not self.tie:
             return self.embed(x)
         V = self.output.weight.shape[0]
         bos = x == V
@@ -123,9 +141,10 @@ class RNNLM(NeuralScorer):
         return self.proj(last) if self.proj is not None else last
 
     @classmethod
-    def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False) -> "RNNLM":
+    def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False, counts=None) -> "RNNLM":
         return cls(num_words, cell=cls.cell_type, embed_dim=cfg.embed_dim, hidden=cfg.hidden, layers=cfg.layers,
-                   dropout=cfg.dropout, proj=cls.projection(cfg), tie=cfg.tie, sparse_output=sparse_output)
+                   dropout=cfg.dropout, proj=cls.projection(cfg), tie=cfg.tie, sparse_output=sparse_output,
+                   adaptive=cfg, counts=counts)
 
     @staticmethod
     def projection(cfg: RNNConfig) -> int | None:

@@ -85,7 +85,8 @@ def build_from_config(config: dict, vocab: Vocab):
     obj = config["objective"]
     objective = make_objective(obj["name"], counts=vocab.counts, **obj.get("options", {}))
     try:
-        model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False))
+        model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False),
+                            counts=vocab.counts)
     except (MemoryError, RuntimeError, TypeError, OverflowError) as e:
         # torch reports a failed allocation as a RuntimeError, a size past int64 as "overflow" (Runtime or TypeError)
         if not isinstance(e, MemoryError) and "allocate" not in str(e) and "verflow" not in str(e):

@@ -132,7 +132,8 @@ class TrainState:
 def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Optimizer]:
     """SGD or Adam; parameters with sparse gradients get SGD without weight decay/momentum, or SparseAdam."""
     sparse_ids = {id(p) for p in model.sparse_parameters()}
-    params = [p for p in list(model.parameters()) + list(objective.parameters()) if p.requires_grad]
+    params = list({id(p): p for p in list(model.parameters()) + list(objective.parameters())
+                   if p.requires_grad}.values())  # a weight shared by both (tied adaptive bands) once
     dense = [p for p in params if id(p) not in sparse_ids]
     sparse = [p for p in params if id(p) in sparse_ids]
     if opts.optimizer == "sgd":

@@ -82,13 +82,40 @@ class AdaptiveSoftmax(OutputObjective):
         self.register_buffer("rank", torch.from_numpy(rank))
         k = len(cuts)
         self.cluster = nn.Linear(h, k) if k else None
+        shared = self.shared_bands(scorer, cuts, order)
         tails = []
         for i in range(k):
             hsz = max(1, int(h // (self.div_value ** (i + 1))))
-            tails.append(nn.Sequential(nn.Linear(h, hsz, bias=False),
-                                       nn.Linear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False)))
+            tail = nn.Sequential(nn.Linear(h, hsz, bias=False),
+                                 nn.Linear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False))
+            if shared is not None:  # tail i is the input's band i + 1: P_i = Q_{i+1}^T, T_i = E_{i+1}
+                proj, table = shared[i]
+                if tuple(proj.shape) != (hsz, h) or tuple(table.shape) != tuple(tail[1].weight.shape):
+                    raise UserError(f"adaptive input band {i + 1} is {list(table.shape)} x {list(proj.shape)}; the "
+                                    f"adaptive softmax's tail {i} needs [{tail[1].weight.shape[0]}, {hsz}]: give the "
+                                    "same --div-value and --input-factor, or --no-tie")
+                del tail[0].weight, tail[1].weight
+                tail[0].weight, tail[1].weight = proj, table
+            tails.append(tail)
         self.tail = nn.ModuleList(tails)
         self.bound = True
+
+    def shared_bands(self, scorer: Scorer, cuts: list[int], order: np.ndarray):
+        """A scorer whose input embeddings come in the same frequency bands (adaptive input, Baevski & Auli
+        2019) offers them through ``adaptive_input_bands()``; the tails then share those weights."""
+        offer = getattr(scorer, "adaptive_input_bands", None)
+        bands = offer() if callable(offer) else None
+        if bands is None:
+            return None
+        in_cuts, factor, in_order, pairs = bands
+        if list(in_cuts) != list(cuts) or not np.array_equal(np.asarray(in_order), order):
+            raise UserError(f"tied adaptive input and adaptive softmax need the same bands: input cutoffs "
+                            f"{' '.join(map(str, in_cuts))}, softmax cutoffs {' '.join(map(str, cuts))} "
+                            "(give one --cutoffs, or --no-tie)")
+        if float(factor) != self.div_value:
+            raise UserError(f"tied adaptive input and adaptive softmax need --input-factor ({factor:g}) equal to "
+                            f"--div-value ({self.div_value:g}), or --no-tie")
+        return pairs
 
     def _check(self) -> None:
         if not self.bound:
