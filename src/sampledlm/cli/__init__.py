@@ -30,6 +30,7 @@ COMMANDS = {
     "rescore": "rescore:rescore",
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
+    "embed": "embed:embed",
     "demo": "demo:demo",
     "bench": "bench:bench",
 }

@@ -32,6 +32,15 @@ from .vectors import WordVectors
 EPS_MUL = 1e-3
 
 
+def default_eval_file(name: str) -> str | None:
+    """``$SAMPLEDLM_EVAL/NAME``, else ``../shared/data/eval/NAME`` beside the repository holding this
+    package (a development checkout); None when absent."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    base = os.environ.get("SAMPLEDLM_EVAL") or os.path.join(os.path.dirname(repo), "shared", "data", "eval")
+    path = os.path.join(base, name)
+    return path if os.path.isfile(path) else None
+
+
 def rank(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n with ties given their average rank."""
     x = np.asarray(x, dtype=np.float64)
