@@ -157,7 +157,26 @@ class AnalogyResult:
                 "syntactic": self.total("syntactic"), "all": self.total()}
 
 
-def analogy(wv: WordVectors, sections, restrict: int = 30_000, batch: int = 512) -> AnalogyResult:
+def predict(u: np.ndarray, q: np.ndarray, batch: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """3CosAdd and 3CosMul answers ``([Q], [Q])`` (row numbers of ``u [R, dim]``, unit rows) to questions
+    ``q [Q, 3]`` (rows of a, a*, b), the three question words excluded."""
+    add = np.empty(len(q), dtype=np.int64)
+    mul = np.empty(len(q), dtype=np.int64)
+    for s in range(0, len(q), batch):
+        qb = q[s : s + batch]
+        ca, cas, cb = (u[qb[:, j]] @ u.T for j in range(3))  # [B, R] each
+        rows = np.arange(len(qb))
+        score = cas - ca + cb
+        m = ((cas + 1) / 2) * ((cb + 1) / 2) / ((ca + 1) / 2 + EPS_MUL)
+        for j in range(3):
+            score[rows, qb[:, j]] = -np.inf
+            m[rows, qb[:, j]] = -np.inf
+        add[s : s + batch] = score.argmax(1)
+        mul[s : s + batch] = m.argmax(1)
+    return add, mul
+
+
+def analogy(wv: WordVectors, sections, restrict: int = 30_000) -> AnalogyResult:
     """3CosAdd and 3CosMul accuracy per section over the ``restrict`` most frequent words (module docstring)."""
     r = min(restrict, len(wv))
     u = wv.unit()[:r]
@@ -171,17 +190,8 @@ def analogy(wv: WordVectors, sections, restrict: int = 30_000, batch: int = 512)
         add = mul = 0
         if known:
             q = np.asarray(known, dtype=np.int64)
-            for s in range(0, len(q), batch):
-                qb = q[s : s + batch]
-                ca, cas, cb = (u[qb[:, j]] @ u.T for j in range(3))  # [B, r] each
-                rows = np.arange(len(qb))
-                score = cas - ca + cb
-                m = ((cas + 1) / 2) * ((cb + 1) / 2) / ((ca + 1) / 2 + EPS_MUL)
-                for j in range(3):
-                    score[rows, qb[:, j]] = -np.inf
-                    m[rows, qb[:, j]] = -np.inf
-                add += int((score.argmax(1) == qb[:, 3]).sum())
-                mul += int((m.argmax(1) == qb[:, 3]).sum())
+            pa, pm = predict(u, q[:, :3])
+            add, mul = int((pa == q[:, 3]).sum()), int((pm == q[:, 3]).sum())
         result.sections.append({"name": name, "kind": kind, "questions": len(questions), "answered": len(known),
                                 "add": add, "mul": mul})
     return result

@@ -25,11 +25,25 @@ WHICH = ("input", "output", "sum")
 
 def lm_vectors(run_dir: str, which: str = "input") -> WordVectors:
     """Word vectors of the neural LM in ``run_dir`` (``which``: input, output or sum)."""
-    from ..load import load_model
+    from ..neural.lm import load_neural
+    from ..store import read_config
 
     if which not in WHICH:
         raise UserError(f"--which {which!r}: choose from {', '.join(WHICH)}")
-    lm = load_model(run_dir, device="cpu")
+    import os
+
+    from ..store import read_json
+    from .formats import FAMILY
+
+    cpath = os.path.join(run_dir, "config.json")
+    if os.path.isfile(cpath) and isinstance(read_json(cpath), dict) and read_json(cpath).get("family") == FAMILY:
+        raise UserError(f"{run_dir}: word embeddings already, not a neural LM run (eval, neighbors and plot read it "
+                        "as it is)")
+    config, family = read_config(run_dir)
+    if family != "neural":
+        raise UserError(f"{run_dir}: a {family} model, not a neural LM run (export takes the projections of a "
+                        "feed-forward or recurrent model)")
+    lm = load_neural(run_dir, config, device="cpu")
     model = getattr(lm, "model", None)
     vocab = getattr(lm, "vocab", None)
     if model is None or vocab is None or not hasattr(model, "output"):

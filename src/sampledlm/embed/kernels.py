@@ -64,6 +64,24 @@ def _next(state):
 
 
 @njit(inline="always", cache=True)
+def context_range(i, n, window, r):
+    """word2vec's shrunk window: ``b = r mod window``; the context of position ``i`` in a sentence of ``n``
+    words is ``[lo, hi)`` without ``i``: up to ``window - b`` words on each side."""
+    b = np.int64(r % uint64(window))
+    return max(0, i - window + b), min(n, i + window - b + 1)
+
+
+@njit(cache=True)
+def random_stream(seed, n):
+    """``n`` draws of the kernel's generator from ``seed`` (for tests): ``[n]`` uint64."""
+    out = np.empty(n, dtype=np.uint64)
+    state = uint64(seed)
+    for k in range(n):
+        state, out[k] = _next(state)
+    return out
+
+
+@njit(inline="always", cache=True)
 def _output_step(l1, out, row, label, alpha, neu1e, table, dim, clip):
     """One output vector ``out[row]`` against ``l1``: update ``out[row]``, accumulate into ``neu1e``.
 
@@ -128,9 +146,7 @@ def _train_chunk(ids, sent_start, s0, s1, w_in, w_neg, w_hs, keep, alias_prob, a
         for i in range(n):
             word = sen[i]
             state, r = _next(state)
-            b = np.int64(r % uint64(window))
-            lo = max(0, i - window + b)
-            hi = min(n, i + window - b + 1)
+            lo, hi = context_range(i, n, window, r)
             if sg:
                 for c in range(lo, hi):
                     if c == i:
