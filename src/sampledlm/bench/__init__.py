@@ -55,6 +55,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                       "mixtures (WER); scoring speed against KenLM", trains_lm=True),
     "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
                          "before (762f3e9) and now"),
+    "embeddings": Experiment("embeddings", "word2vec skip-gram/CBOW against gensim 4.4 (words/s, similarity, "
+                             "analogy, file round trips); NNLM projections as embeddings"),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }

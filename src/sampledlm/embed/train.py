@@ -67,6 +67,7 @@ class TrainResult:
     w_in: np.ndarray  # [V, dim] float32: the word vectors
     w_out: np.ndarray  # [V, dim] (negative sampling) or [V - 1, dim] (tree nodes) float32
     seconds: float  # training time (kernel calls), not counting the one-off preparation
+    cpu_seconds: float  # process CPU time of the kernel calls (all threads)
     words: int  # corpus words x epochs (vocabulary words; words/s = words / seconds)
     kept: int  # words left after subsampling, over all epochs
 
@@ -127,7 +128,7 @@ def train(vocab: EmbedVocab, corpus: Corpus, cfg: Word2VecConfig, desc: str = "t
     min_alpha = a0 * 1e-4
     total = float(cfg.epochs * corpus.words)
     kept = 0
-    seconds = 0.0
+    seconds = cpu = 0.0
     args = (keep, threshold, alias, codes, points, lens, table, cfg.window, cfg.negative if neg else 0, a0, min_alpha,
             total, cfg.seed)
     train_batch(corpus.ids, corpus.sent_start, chunk_sent, chunk_word, 0, 0, w_in, w_neg, w_hs, *args, 0,
@@ -136,10 +137,11 @@ def train(vocab: EmbedVocab, corpus: Corpus, cfg: Word2VecConfig, desc: str = "t
         for epoch in range(cfg.epochs):
             for c0 in range(0, n_chunks, BATCH_CHUNKS):
                 c1 = min(n_chunks, c0 + BATCH_CHUNKS)
-                t0 = time.perf_counter()
+                t0, p0 = time.perf_counter(), time.process_time()
                 k = train_batch(corpus.ids, corpus.sent_start, chunk_sent, chunk_word, c0, c1, w_in, w_neg, w_hs,
                                 *args, epoch, cfg.model == "skipgram", hs, max_sentence)
                 seconds += time.perf_counter() - t0
+                cpu += time.process_time() - p0
                 kept += int(k.sum())
                 done = int(chunk_word[c1] - chunk_word[c0])
                 pb.update(done)
@@ -149,7 +151,7 @@ def train(vocab: EmbedVocab, corpus: Corpus, cfg: Word2VecConfig, desc: str = "t
                                        f"alpha {lr:.5f}", refresh=False)
             if not np.isfinite(w_in).all():
                 raise UserError(f"training diverged in epoch {epoch + 1} (non-finite vectors): lower --alpha")
-    return TrainResult(w_in, w_neg if neg else w_hs, seconds, int(total), kept)
+    return TrainResult(w_in, w_neg if neg else w_hs, seconds, cpu, int(total), kept)
 
 
 def warm_up() -> None:
