@@ -2,7 +2,7 @@
 
 One call of :func:`train_batch` trains on a batch of *chunks*, runs of whole sentences of about
 10,000 words; ``prange`` hands the chunks to the threads, which update the shared weights without
-a lock (Hogwild, as word2vec and gensim do: two threads rarely touch the same row at once, and a
+a lock (Hogwild: Recht et al. 2011; as word2vec and gensim do: two threads rarely touch the same row at once, and a
 lost update costs nothing measurable). Inside a chunk everything follows Mikolov et al. (2013)
 and their ``word2vec.c``:
 
