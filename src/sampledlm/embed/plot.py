@@ -46,22 +46,17 @@ def plot_words(ax, wv: WordVectors, words: list[str], title: str = "") -> list[s
 
 def write_plot(path: str, panels: list[tuple[str, WordVectors]], words: list[str]) -> list[str]:
     """One PNG with one PCA panel per ``(title, vectors)``; written atomically. Returns the words missing anywhere."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # drawn off-screen: the user's pyplot backend is never switched
 
     from ..data.textio import atomic_write
 
     n = len(panels)
-    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 5), squeeze=False)
+    fig = Figure(figsize=(5.5 * n, 5))
+    axes = fig.subplots(1, n, squeeze=False)
     missing: set[str] = set()
-    try:
-        for ax, (title, wv) in zip(axes[0], panels):
-            missing.update(plot_words(ax, wv, words, title))
-        fig.tight_layout()
-        with atomic_write(path, "wb") as f:
-            fig.savefig(f, format="png", dpi=110)
-    finally:
-        plt.close(fig)
+    for ax, (title, wv) in zip(axes[0], panels):
+        missing.update(plot_words(ax, wv, words, title))
+    fig.tight_layout()
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=110)
     return sorted(missing)
