@@ -190,6 +190,11 @@ def train_batch(ids, sent_start, chunk_sent, chunk_word, c0, c1, w_in, w_neg, w_
     ``total_words`` = epochs x words per epoch."""
     dim = w_in.shape[1]
     kept = np.zeros(c1 - c0, dtype=np.int64)
+    # work buffers, one row per chunk, allocated here: an allocation inside the prange body would be hoisted
+    # out of the loop by numba and could be shared by the threads
+    sens = np.empty((c1 - c0, max_sentence), dtype=np.int32)
+    neu1s = np.empty((c1 - c0, dim), dtype=np.float32)
+    neu1es = np.empty((c1 - c0, dim), dtype=np.float32)
     for k in prange(c1 - c0):
         c = c0 + k
         progress = (epoch * chunk_word[-1] + chunk_word[c]) / total_words
@@ -198,12 +203,9 @@ def train_batch(ids, sent_start, chunk_sent, chunk_word, c0, c1, w_in, w_neg, w_
         state = uint64(seed) * uint64(0x9E3779B97F4A7C15) + uint64(epoch) * uint64(0xD1B54A32D192ED03) \
             + uint64(c) * uint64(0x8CB92BA72F3D8DD7)
         state, _ = _next(state)
-        sen = np.empty(max_sentence, dtype=np.int32)
-        neu1 = np.empty(dim, dtype=np.float32)
-        neu1e = np.empty(dim, dtype=np.float32)
         kept[k] = _train_chunk(ids, sent_start, chunk_sent[c], chunk_sent[c + 1], w_in, w_neg, w_hs, keep,
                                alias_prob, alias_idx, codes, points, codelens, table, window, negative, alpha, state,
-                               sg, hs, sen, neu1, neu1e)
+                               sg, hs, sens[k], neu1s[k], neu1es[k])
     return kept
 
 
