@@ -1,7 +1,7 @@
 """The package's imports run one way and form no cycle (computed from the code with ``ast``).
 
 Layers, top to bottom (a module may import its own layer's siblings and anything below):
-cli, demo, bench -> load, use, serve -> neural, ngram, maxent -> objectives, lm, store, config -> data -> errors, progress.
+cli, demo, bench -> load, use, serve -> neural, ngram, maxent, embed -> objectives, lm, store, config -> data -> errors, progress.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "sampledlm"
 LAYERS = [
     {"cli", "demo", "bench", "__main__"},
     {"load", "use", "serve"},
-    {"neural", "ngram", "maxent"},
+    {"neural", "ngram", "maxent", "embed"},
     {"objectives", "lm", "store", "config"},
     {"data"},
     {"errors", "progress"},

@@ -61,6 +61,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "(KN5, GRU); 1,000+ hostile requests", trains_lm=True),
     "transformer": Experiment("transformer", "Transformer decoder: one epoch beside PyTorch's word_language_model "
                               "example (re-implemented), alternating speed, the best PTB configuration", trains_lm=True),
+    "embeddings": Experiment("embeddings", "word2vec skip-gram/CBOW against gensim 4.4 (words/s, similarity, "
+                             "analogy, file round trips); NNLM projections as embeddings"),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }

@@ -31,6 +31,7 @@ COMMANDS = {
     "serve": "serve:serve",
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
+    "embed": "embed:embed",
     "demo": "demo:demo",
     "bench": "bench:bench",
 }

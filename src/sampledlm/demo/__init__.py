@@ -26,13 +26,14 @@ from .ngram import addone_bigram_step, kneser_ney_step
 from .serve import serve_step
 from .transformer import transformer_step
 from .use import use_step
+from .embed import embed_step
 
 #: a file that marks a directory as a demo run's (so that -o DIR may be reused, and nothing else overwritten)
 MARKER = ".sampledlm-demo"
 
 #: the demo's steps, in order; a new capability adds one
 STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, maxent_step, ffnn_step,
-                                                   transformer_step, use_step, serve_step]
+                                                   transformer_step, use_step, serve_step, embed_step]
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:

@@ -1,0 +1,198 @@
+"""``sampledlm embed train|eval|neighbors|export|plot``: word vectors from the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .common import CONTEXT, force_option, refuse_existing, text_options
+from .options import dataclass_options
+from ..errors import UserError
+
+
+def _default_eval(name: str) -> str | None:
+    from ..embed.evaluate import default_eval_file
+
+    return default_eval_file(name)
+
+
+@click.group(context_settings=CONTEXT)
+def embed():
+    """Word embeddings: word2vec's skip-gram and CBOW, word2vec files, similarity and analogy evaluation.
+
+    \b
+    Example:
+      sampledlm embed train corpus.txt -o vec --model skipgram
+      sampledlm embed eval vec --analogy questions-words.txt --similarity wordsim353.tsv
+      sampledlm embed neighbors vec/vectors.bin king paris
+      sampledlm embed export ffnn3 -o ffnn3.bin      # a neural LM's projections as word vectors
+    """
+
+
+def _w2v_options():
+    from ..embed.train import Word2VecConfig
+
+    return dataclass_options({"word2vec": Word2VecConfig}, None)
+
+
+_W2V, _W2V_FIELDS = _w2v_options()
+
+
+@embed.command(context_settings=CONTEXT)
+@click.argument("corpus", nargs=-1, required=True)
+@click.option("-o", "--output", "out_dir", required=True,
+              help="Directory to write: config.json, vocab.txt, vectors.safetensors, vectors.bin, vectors.txt.")
+@click.option("--force", is_flag=True, help="Replace the embeddings already in the output directory (refused otherwise).")
+@click.option("--no-text", is_flag=True, help="Skip vectors.txt (the text format: large and slow for big vocabularies).")
+@_W2V
+@text_options
+def train(corpus, out_dir, force, no_text, opts, **kw):
+    """Train word vectors on CORPUS (one or more text files, read with the same text options).
+
+    \b
+    Skip-gram or CBOW (Mikolov et al. 2013), negative sampling or hierarchical softmax, word2vec's
+    defaults; the hot loop is compiled (numba) and runs on --threads threads without a lock. A
+    progress bar (on a terminal) shows words/s and the current learning rate.
+    """
+    import time
+
+    from ..config import check
+    from ..embed.formats import write_binary, write_directory, write_text
+    from ..embed.train import Word2VecConfig, train as train_vectors
+    from ..embed.vectors import WordVectors
+    from ..embed.vocab import read_corpus
+
+    cfg = Word2VecConfig(**{k: v for k, v in kw.items() if k in _W2V_FIELDS and v is not None})
+    check(cfg)
+    if os.path.isfile(out_dir):
+        raise UserError(f"{out_dir}: is a file; -o names a directory")
+    if os.path.exists(os.path.join(out_dir, "config.json")) and not force:
+        raise UserError(f"{out_dir}: already holds a model; give --force to replace it, or choose another -o")
+    t0 = time.perf_counter()
+    vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count)
+    click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of {len(vocab):,} words "
+               f"(min count {cfg.min_count}), {data.sentences:,} sentences", err=True)
+    result = train_vectors(vocab, data, cfg)
+    wv = WordVectors(vocab.words, result.w_in, vocab.counts)
+    extra = {"word2vec": cfg.to_dict(), "data": {"corpus": [os.path.abspath(p) for p in corpus],
+                                                 "text_options": opts.to_dict(), "tokens": data.tokens_read,
+                                                 "words": data.words, "sentences": data.sentences},
+             "training": {"seconds": round(result.seconds, 3), "words_per_second": round(result.words_per_second),
+                          "words_kept": result.kept}}
+    out_name = "output" if cfg.objective == "neg" else "nodes"
+    write_directory(out_dir, wv, extra, {out_name: result.w_out})
+    write_binary(os.path.join(out_dir, "vectors.bin"), wv)
+    if not no_text:
+        write_text(os.path.join(out_dir, "vectors.txt"), wv)
+    click.echo(f"trained {len(vocab):,} x {cfg.dim} vectors: {result.words_per_second:,.0f} words/s "
+               f"({result.seconds:.1f} s training, {time.perf_counter() - t0:.1f} s in all) -> {out_dir}", err=True)
+
+
+def _which_option():
+    return click.option("--which", type=click.Choice(["input", "output", "sum"]), default="input", show_default=True,
+                        help="For a model directory: the word vectors (input), the output vectors, or their sum.")
+
+
+@embed.command("eval", context_settings=CONTEXT)
+@click.argument("vectors")
+@click.option("--similarity", "sim_files", multiple=True,
+              help="Word-pair file(s) 'w1 w2 score' (WS-353, SimLex-999) [default: WS-353 and SimLex-999 from $SAMPLEDLM_EVAL or ../shared/data/eval].")
+@click.option("--analogy", "analogy_file", default=None,
+              help="Analogy questions (questions-words.txt) [default: questions-words.txt from $SAMPLEDLM_EVAL or ../shared/data/eval].")
+@click.option("--restrict", type=click.IntRange(min=1), default=30_000, show_default=True,
+              help="Analogy answers are searched among this many most frequent words.")
+@click.option("--sections", is_flag=True, help="Also print the analogy accuracy of every section.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@_which_option()
+def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, which):
+    """Similarity (Spearman rho) and analogy (3CosAdd, 3CosMul) scores of VECTORS.
+
+    VECTORS: a word2vec file (binary or text, told apart by content) or an embedding directory.
+    """
+    from ..embed import evaluate as ev
+    from ..embed.formats import load_vectors
+
+    sim_files = list(sim_files) or [p for p in (_default_eval("wordsim353.tsv"), _default_eval("simlex999.txt")) if p]
+    analogy_file = analogy_file or _default_eval("questions-words.txt")
+    if not sim_files and not analogy_file:
+        raise UserError("no evaluation data: give --similarity FILE and/or --analogy FILE")
+    wv = load_vectors(vectors, which)
+    out = {"vectors": vectors, "words": len(wv), "dim": wv.dim, "similarity": [], "analogy": None}
+    for path in sim_files:
+        out["similarity"].append(ev.similarity(wv, ev.read_pairs(path), os.path.basename(path)).to_dict())
+    if analogy_file:
+        out["analogy"] = ev.analogy(wv, ev.read_analogies(analogy_file), restrict).to_dict()
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"{vectors}: {len(wv):,} words x {wv.dim}")
+    for s in out["similarity"]:
+        click.echo(f"  {s['name']:<22} Spearman rho {s['spearman']:.3f}  ({s['pairs']} pairs, {s['skipped']} skipped: "
+                   "out of vocabulary)")
+    if out["analogy"]:
+        a = out["analogy"]
+        for kind in ("semantic", "syntactic", "all"):
+            t = a[kind]
+            click.echo(f"  analogy {kind:<10} 3CosAdd {t['add']:.3f}  3CosMul {t['mul']:.3f}  "
+                       f"({t['answered']}/{t['questions']} questions, coverage {t['coverage']:.1%}, top {restrict:,} words)")
+        if sections:
+            for s in a["sections"]:
+                n = s["answered"]
+                click.echo(f"    {s['name']:<28} {s['add'] / n if n else float('nan'):.3f}  "
+                           f"{s['mul'] / n if n else float('nan'):.3f}  ({n}/{s['questions']})")
+
+
+@embed.command(context_settings=CONTEXT)
+@click.argument("vectors")
+@click.argument("words", nargs=-1, required=True)
+@click.option("-n", "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Neighbours per word.")
+@_which_option()
+def neighbors(vectors, words, top, which):
+    """The nearest words (cosine) to each of WORDS in VECTORS."""
+    from ..embed.formats import load_vectors
+
+    wv = load_vectors(vectors, which)
+    for w in words:
+        near = wv.neighbors(w, top)
+        click.echo(f"{w}\t" + "  ".join(f"{n} {s:.3f}" for n, s in near))
+
+
+@embed.command(context_settings=CONTEXT)
+@click.argument("run_dir")
+@click.option("-o", "--output", "out_path", required=True,
+              help="word2vec file to write (binary when the name ends in .bin, else text).")
+@click.option("--which", type=click.Choice(["input", "output", "sum"]), default="input", show_default=True,
+              help="input: the projection table; output: the output layer's word vectors; sum: both added.")
+@force_option("the vectors file")
+def export(run_dir, out_path, which, force):
+    """Write the word vectors of a trained neural LM (RUN_DIR) as a word2vec file."""
+    from ..embed.export import lm_vectors
+    from ..embed.formats import save_vectors
+
+    refuse_existing(out_path, force)
+    wv = lm_vectors(run_dir, which)
+    save_vectors(out_path, wv)
+    click.echo(f"{len(wv):,} x {wv.dim} {which} vectors of {run_dir} -> {out_path}", err=True)
+
+
+@embed.command(context_settings=CONTEXT)
+@click.argument("vectors", nargs=-1, required=True)
+@click.option("-w", "--words", "words", required=True,
+              help="Comma-separated words to place (e.g. king,queen,man,woman,paris,france).")
+@click.option("-o", "--output", "out_path", required=True, help="PNG file to write.")
+@force_option("the picture")
+@_which_option()
+def plot(vectors, words, out_path, force, which):
+    """A PNG of WORDS on the first two principal components of each of VECTORS (one panel each)."""
+    from ..embed.formats import load_vectors
+    from ..embed.plot import write_plot
+
+    refuse_existing(out_path, force)
+    ws = [w for w in words.split(",") if w.strip()]
+    panels = [(os.path.basename(os.path.normpath(v)), load_vectors(v, which)) for v in vectors]
+    missing = write_plot(out_path, panels, [w.strip() for w in ws])
+    if missing:
+        click.echo(f"not in the vocabulary (left out): {', '.join(missing)}", err=True)
+    click.echo(f"wrote {out_path}", err=True)

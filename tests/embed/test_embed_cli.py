@@ -1,0 +1,101 @@
+"""``sampledlm embed``: train, eval, neighbors, plot and export through the command line, and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers import run_cli
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A corpus of two topics and word vectors trained on it through the CLI."""
+    from sampledlm.cli import main
+
+    d = tmp_path_factory.mktemp("emb")
+    rng = np.random.default_rng(0)
+    groups = [[f"a{i}" for i in range(8)], [f"b{i}" for i in range(8)]]
+    lines = [" ".join(groups[s % 2][j] for j in rng.integers(0, 8, size=8)) for s in range(800)]
+    (d / "corpus.txt").write_text("\n".join(lines) + "\n")
+    (d / "pairs.tsv").write_text("# w1\tw2\tscore\na0\ta1\t9\na0\tb1\t1\nb2\tb3\t8\na2\tzzz\t5\n")
+    (d / "q.txt").write_text(": topics\na0 a1 b0 b1\n")
+    with pytest.raises(SystemExit) as e:
+        main(["embed", "train", str(d / "corpus.txt"), "-o", str(d / "vec"), "--model", "skipgram", "--dim", "12",
+              "--min-count", "1", "--epochs", "3", "--sample", "0", "--threads", "1"])
+    assert e.value.code == 0
+    return d
+
+
+def test_train_writes_the_directory_and_both_word2vec_files(trained):
+    from sampledlm.embed.formats import load_vectors
+
+    vec = trained / "vec"
+    config = json.loads((vec / "config.json").read_text())
+    assert (config["family"], config["word2vec"]["model"], config["word2vec"]["alpha"]) == ("embeddings", "skipgram", 0.025)
+    a, b, c = (load_vectors(str(p)) for p in (vec, vec / "vectors.bin", vec / "vectors.txt"))
+    assert a.words == b.words == c.words and len(a) == 16
+    assert np.array_equal(a.vectors, b.vectors) and np.array_equal(a.vectors, c.vectors)
+    assert load_vectors(str(vec), "output").vectors.shape == (16, 12)
+
+
+def test_eval_reports_spearman_skips_and_analogy_coverage(trained, capsys):
+    code, out, _ = run_cli(["embed", "eval", str(trained / "vec"), "--similarity", str(trained / "pairs.tsv"),
+                            "--analogy", str(trained / "q.txt"), "--json"], capsys)
+    assert code == 0
+    res = json.loads(out)
+    sim = res["similarity"][0]
+    assert (sim["pairs"], sim["skipped"]) == (3, 1)
+    assert sim["spearman"] > 0  # same-topic pairs are the close ones
+    assert res["analogy"]["all"]["questions"] == 1 and res["analogy"]["all"]["answered"] == 1
+
+
+def test_neighbors_are_of_the_same_topic(trained, capsys):
+    code, out, _ = run_cli(["embed", "neighbors", str(trained / "vec" / "vectors.bin"), "a0", "-n", "5"], capsys)
+    assert code == 0
+    near = out.split("\t")[1].split()[::2]
+    assert len(near) == 5 and sum(w.startswith("a") for w in near) >= 4
+
+
+def test_plot_writes_a_png(trained, capsys):
+    out = trained / "p.png"
+    code, _, err = run_cli(["embed", "plot", str(trained / "vec"), "-w", "a0,a1,b0,b1,nope", "-o", str(out)], capsys)
+    assert code == 0 and out.read_bytes()[:4] == b"\x89PNG"
+    assert "nope" in err
+
+
+def test_export_gives_a_neural_lm_s_projections(trained_ffnn, tmp_path, capsys):
+    from sampledlm.embed.formats import load_vectors
+    from sampledlm.load import load_model
+
+    out = tmp_path / "ffnn.bin"
+    code, _, err = run_cli(["embed", "export", str(trained_ffnn / "run"), "-o", str(out)], capsys)
+    assert code == 0, err
+    wv = load_vectors(str(out))
+    lm = load_model(str(trained_ffnn / "run"))
+    assert wv.words == lm.vocab.words
+    assert np.array_equal(wv.vectors, lm.model.embed.weight.detach().numpy()[: len(lm.vocab)])
+    code, _, err = run_cli(["embed", "export", str(trained_ffnn / "run"), "-o", str(tmp_path / "o.txt"),
+                            "--which", "output"], capsys)
+    assert code == 0 and load_vectors(str(tmp_path / "o.txt")).dim == 8
+    code, _, err = run_cli(["embed", "export", str(trained_ffnn / "run"), "-o", str(tmp_path / "s.txt"),
+                            "--which", "sum"], capsys)  # 6-d projections, 8-d output vectors: no sum
+    assert code == 1 and err.startswith("sampledlm: error:") and "not defined" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "s.txt").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["embed", "eval", "{d}/missing.bin"], "no such file"),
+    (["embed", "neighbors", "{d}/vec", "notaword"], "not in the vocabulary"),
+    (["embed", "train", "{d}/corpus.txt", "-o", "{d}/vec"], "already holds a model"),
+    (["embed", "train", "{d}/corpus.txt", "-o", "{d}/x", "--min-count", "100000"], "--min-count 100000"),
+    (["embed", "export", "{d}/vec", "-o", "{d}/e.bin"], "not a neural LM run"),
+    (["embed", "export", "{d}", "-o", "{d}/e.bin"], "no such file"),
+])
+def test_errors_are_one_line(trained, capsys, args, message):
+    code, _, err = run_cli([a.format(d=trained) for a in args], capsys)
+    assert code == 1
+    lines = [line for line in err.splitlines() if line.startswith("sampledlm:")]
+    assert len(lines) == 1 and message in lines[0], err
