@@ -313,6 +313,42 @@ def _check_lattice(lats) -> str | None:
     return None
 
 
+# --- word2vec files ------------------------------------------------------------------------------------------
+def _make_word2vec(binary: bool):
+    def make(d: str, rng: random.Random):
+        from ..embed.formats import save_vectors
+        from ..embed.vectors import WordVectors
+
+        words = rng.sample([w for w in WORDS if w not in ("<s>", "</s>")] + [f"w{i}" for i in range(20)],
+                           rng.randint(1, 8))
+        vectors = np.asarray([[rng.uniform(-1, 1) for _ in range(4)] for _ in words], dtype=np.float32)
+        path = os.path.join(d, "vectors.bin" if binary else "vectors.txt")
+        save_vectors(path, WordVectors(words, vectors), binary=binary)
+        return path, (words, vectors)
+    return make
+
+
+def _read_word2vec(path: str):
+    from ..embed.formats import load_vectors
+
+    return load_vectors(path)
+
+
+def _word2vec_same(wv, reference) -> bool:
+    words, vectors = reference
+    return wv.words == words and np.array_equal(wv.vectors, vectors)
+
+
+def _check_word2vec(wv) -> str | None:
+    if not len(wv.words) or wv.vectors.ndim != 2 or wv.vectors.shape[0] != len(wv.words) or wv.vectors.shape[1] < 1:
+        return f"{len(wv.words)} words, vectors of shape {wv.vectors.shape}"
+    if not np.all(np.isfinite(wv.vectors)):
+        return "a vector value is not finite"
+    if any(not w or any(c.isspace() for c in w) for w in wv.words):
+        return "an empty word or one with white space"
+    return None
+
+
 def _model_victims(path: str) -> list[str]:
     return [os.path.join(path, "config.json")]
 
@@ -337,6 +373,10 @@ READERS: list[Reader] = [
     Reader("n-best jsonl", "JSON lines", _make_nbest("jsonl"), _read_nbest("jsonl"), _check_nbest, _nbest_same),
     Reader("SLF lattice", "HTK standard lattice format", _make_lattice, _read_lattice, _check_lattice,
            _lattice_same),
+    Reader("word2vec text", "word vectors, word2vec -binary 0", _make_word2vec(False), _read_word2vec,
+           _check_word2vec, _word2vec_same),
+    Reader("word2vec binary", "word vectors, word2vec -binary 1", _make_word2vec(True), _read_word2vec,
+           _check_word2vec, _word2vec_same),
 ]
 
 #: readers whose result has an exact oracle for any valid UTF-8 input (not only the unmutated one)

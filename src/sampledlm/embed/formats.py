@@ -68,6 +68,17 @@ def _header(path: str, line: bytes) -> tuple[int, int]:
     return v, d
 
 
+def _bad_word(w: str) -> bool:
+    return not w or any(c.isspace() for c in w)
+
+
+def _check_size(path: str, v: int, d: int, min_bytes_per_value: int, file_size: int) -> None:
+    """A damaged header must not make the reader allocate more than the file could hold."""
+    if v * d * min_bytes_per_value > file_size:
+        raise UserError(f"{path}:1: the header announces {v} words of {d} values, more than the file's "
+                        f"{file_size} bytes can hold")
+
+
 def is_binary(path: str) -> bool:
     """True unless the first line after the header reads as text: a word and ``dim`` numbers."""
     with open(path, "rb") as f:
@@ -90,6 +101,7 @@ def read_text(path: str) -> WordVectors:
     words: list[str] = []
     with open(path, "rb") as f:
         v, d = _header(path, f.readline())
+        _check_size(path, v, d, 2, os.fstat(f.fileno()).st_size)  # a value and its separator: 2 bytes at least
         vec = np.empty((v, d), dtype=np.float32)
         for n, raw in enumerate(f, 2):
             if not raw.strip():
@@ -103,10 +115,16 @@ def read_text(path: str) -> WordVectors:
             parts = line.rstrip().split(" ")
             if len(parts) != d + 1:
                 raise UserError(f"{path}:{n}: expected a word and {d} values, found {len(parts) - 1} values")
+            if _bad_word(parts[0]):
+                raise UserError(f"{path}:{n}: the word {parts[0]!r} is empty or holds white space")
             try:
-                vec[len(words)] = np.asarray(parts[1:], dtype=np.float32)
+                with np.errstate(over="ignore"):
+                    row = np.asarray(parts[1:], dtype=np.float32)
             except ValueError:
                 raise UserError(f"{path}:{n}: a value of {parts[0]!r} is not a number") from None
+            if not np.isfinite(row).all():
+                raise UserError(f"{path}:{n}: a value of {parts[0]!r} is not a finite float32 (NaN, inf or too large)")
+            vec[len(words)] = row
             words.append(parts[0])
     if len(words) != v:
         raise UserError(f"{path}: the header announces {v} words, the file holds {len(words)}")
@@ -123,6 +141,7 @@ def read_binary(path: str) -> WordVectors:
     v, d = _header(path, data[: nl if nl >= 0 else len(data)])
     pos = nl + 1
     words: list[str] = []
+    _check_size(path, v, d, 4, len(data))
     vec = np.empty((v, d), dtype=np.float32)
     size = 4 * d
     for i in range(v):
@@ -132,9 +151,12 @@ def read_binary(path: str) -> WordVectors:
         if sp < 0 or sp + 1 + size > len(data):
             raise UserError(f"{path}: truncated at word {i + 1} of {v} (byte {pos})")
         try:
-            words.append(data[pos:sp].decode("utf-8"))
+            word = data[pos:sp].decode("utf-8")
         except UnicodeDecodeError:
             raise UserError(f"{path}: word {i + 1} (byte {pos}) is not UTF-8") from None
+        if _bad_word(word):
+            raise UserError(f"{path}: word {i + 1} (byte {pos}), {word[:40]!r}, is empty or holds white space")
+        words.append(word)
         vec[i] = np.frombuffer(data, dtype="<f4", count=d, offset=sp + 1)
         pos = sp + 1 + size
     if data[pos:].strip():
