@@ -73,7 +73,7 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
 
 
 @ngram.command(name="eval", context_settings=CONTEXT)
-@click.argument("model", metavar="MODEL.arpa")
+@click.argument("model", metavar="MODEL")
 @click.option("--test", "test_path", required=True,
               help="Text to score, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--per-sentence", is_flag=True, help="Print each sentence's total log10 probability (one per line, "
@@ -81,7 +81,8 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @text_options
 def eval_(model, test_path, per_sentence, as_json, opts):
-    """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok).
+    """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok) or a
+    binary model directory (sampledlm ngram build-binary).
 
     \b
     Every word and every </s> is one prediction (<s> is not). As in KenLM's query, OOVs are
@@ -125,3 +126,55 @@ def eval_(model, test_path, per_sentence, as_json, opts):
         text = (f"perplexity {summary['perplexity']:.2f}  log10 prob {log10_total:.2f}  predictions {len(ids):,} "
                 f"({n_sent:,} sentences)  OOV {oov:,} ({how}; perplexity excluding OOVs {ppl_excl:.2f})")
     click.echo(text, err=per_sentence)
+
+
+def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
+    """An output directory must be new, empty, or (with --force) a model of the same kind."""
+    import os
+
+    from ..ngram.mapped import is_binary
+
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
+    if os.path.isdir(out_dir) and [n for n in os.listdir(out_dir) if n != ".lock"]:
+        if not is_binary(out_dir):
+            raise UserError(f"{out_dir}: exists and is not empty (nor a binary n-gram model); choose another -o")
+        if not force:
+            raise UserError(f"{out_dir}: already holds {what}; give --force to replace it, or choose another -o")
+
+
+@ngram.command(name="build-binary", context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL.arpa")
+@click.option("-o", "--output", default=None, help="Model directory to write (required unless --verify).")
+@click.option("--verify", is_flag=True, help="Instead: check MODEL, a binary directory, against the SHA-256 of "
+                                             "each file recorded in its config.json.")
+@force_option("the model directory")
+def build_binary(model, output, verify, force):
+    """Convert an ARPA model into a binary directory that loads by memory-mapping.
+
+    \b
+    The directory holds the sorted n-gram keys, log10 probabilities and back-off weights as
+    flat .npy arrays (and config.json, words.json). Every command that takes an n-gram model
+    (ngram eval, eval, score, rescore, generate, --interpolate/--mix, --backoff) accepts it.
+    Loading reads two small JSON files and maps the arrays: its cost does not grow with the model.
+    Example:
+      sampledlm ngram build-binary kn5.arpa -o kn5.bin
+      sampledlm ngram eval kn5.bin --test test.txt
+    """
+    from ..ngram.arpa import read_arpa
+    from ..ngram.mapped import verify_binary, write_binary
+
+    if verify:
+        bad = verify_binary(model)
+        if bad:
+            raise UserError(f"{model}: damaged: {', '.join(bad)} differ from the checksums in config.json")
+        click.echo(f"{model}: every file matches its checksum", err=True)
+        return
+    if not output:
+        raise UserError("give -o DIR, the model directory to write")
+    refuse_existing_dir(output, force, "a binary n-gram model")
+    t0 = time.perf_counter()
+    lm = read_arpa(model, cache=False)
+    write_binary(lm, output)
+    click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
+               f"{time.perf_counter() - t0:.1f} s", err=True)
