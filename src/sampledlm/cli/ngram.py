@@ -35,9 +35,12 @@ def ngram():
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
+@click.option("--prune", "prune", default=None, metavar="T1,T2,..",
+              help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
+                   "trigrams (and above: the last value repeats). T1 must be 0; values must not decrease. mkn/kn only.")
 @force_option("the ARPA file")
 @text_options
-def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, force, opts):
+def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, force, opts):
     """Estimate an n-gram model from TRAIN and write it as an ARPA file.
 
     \b
@@ -47,6 +50,7 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
       sampledlm ngram train --train ptb.train.txt --order 5 -o kn5.arpa
       sampledlm ngram train --train train.txt --smoothing jm --valid valid.txt -o jm3.arpa
       sampledlm ngram train --train train.txt --order 2 --smoothing addk --k 1 -o addone.arpa
+      sampledlm ngram train --train train.txt --order 5 --prune 0,0,1 -o kn5-pruned.arpa
     """
     from ..data.corpus import build_vocab, load_ids
     from ..data.textio import check_writable
@@ -59,17 +63,30 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
     if not (math.isfinite(add_k) and add_k > 0):
         raise UserError(f"--k {add_k}: must be a finite number > 0")
+    thresholds = parse_prune(prune, order)
     t0 = time.perf_counter()
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     train_ids = load_ids(train_path, vocab, opts)
     valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
-    lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, k=add_k)
+    lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
     write_arpa(lm, output)
     msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
            f"vocabulary {len(vocab):,}; {time.perf_counter() - t0:.1f} s")
     if valid_ids is not None and len(valid_ids):
         msg += f"; valid perplexity {lm.perplexity(valid_ids, vocab):.2f}"
     click.echo(msg, err=True)
+
+
+def parse_prune(text: str | None, order: int) -> list[int]:
+    """``--prune 0,0,1`` (or "0 0 1") -> one threshold per order."""
+    from ..ngram.prune import parse_thresholds
+
+    if text is None:
+        return [0] * order
+    parts = text.replace(",", " ").split()
+    if not parts or not all(p.isdigit() for p in parts):
+        raise UserError(f"--prune {text!r}: expected counts separated by commas, e.g. 0,0,1")
+    return parse_thresholds(parts, order)
 
 
 @ngram.command(name="eval", context_settings=CONTEXT)
@@ -178,3 +195,54 @@ def build_binary(model, output, verify, force):
     write_binary(lm, output)
     click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
                f"{time.perf_counter() - t0:.1f} s", err=True)
+
+
+@ngram.command(context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL")
+@click.option("-o", "--output", required=True, help="Pruned model: an ARPA file (.gz/.bz2/.xz ok), or a binary "
+                                                    "model directory with --binary.")
+@click.option("--threshold", type=float, default=None,
+              help="Drop an n-gram when its removal raises the training-set perplexity by less than this relative "
+                   "amount (SRILM's -prune; e.g. 1e-8 .. 1e-6).")
+@click.option("--keep", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Instead of --threshold: the threshold that keeps about this fraction of the 2-grams and above.")
+@click.option("--binary", is_flag=True, help="Write a binary model directory instead of an ARPA file.")
+@force_option("the output")
+def prune(model, output, threshold, keep, binary, force):
+    """Relative-entropy pruning of a back-off model (Stolcke 1998), as SRILM's ngram -prune.
+
+    \b
+    Each n-gram (order >= 2) is scored by the relative change in training-set perplexity its removal
+    causes; those below the threshold go, except contexts of n-grams that stay. The back-off weights
+    are then recomputed so that every distribution sums to one.
+    Example:
+      sampledlm ngram prune kn5.arpa --threshold 1e-7 -o kn5-pruned.arpa
+      sampledlm ngram prune kn5.bin --keep 0.1 -o kn5-10pct.bin --binary
+    """
+    from ..data.textio import check_writable
+    from ..ngram.arpa import write_arpa
+    from ..ngram.lm import ArpaLM
+    from ..ngram.prune import entropy_prune, entropy_scores, threshold_for_size
+
+    if (threshold is None) == (keep is None):
+        raise UserError("give exactly one of --threshold T and --keep FRACTION")
+    if binary:
+        refuse_existing_dir(output, force, "a binary n-gram model")
+    else:
+        check_writable(output)
+        refuse_existing(output, force)
+    t0 = time.perf_counter()
+    lm = ArpaLM.open(model, warn=False).ngram
+    scores = entropy_scores(lm)
+    if keep is not None:
+        threshold = threshold_for_size(scores, keep)
+    pruned = entropy_prune(lm, threshold, scores)
+    if binary:
+        from ..ngram.mapped import write_binary
+
+        write_binary(pruned, output)
+    else:
+        write_arpa(pruned, output)
+    before, after = sum(lm.counts()), sum(pruned.counts())
+    click.echo(f"threshold {threshold:.3g}: n-grams {', '.join(f'{c:,}' for c in pruned.counts())} "
+               f"({after / before:.1%} of {before:,}); {time.perf_counter() - t0:.1f} s", err=True)
