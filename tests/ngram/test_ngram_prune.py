@@ -68,7 +68,7 @@ def test_entropy_score_is_the_weighted_divergence_of_removing_that_ngram(kn4):
     k = 3
     W, V = kn4.width, kn4.width - 1
     checked = 0
-    for i in rng.choice(len(kn4.tables[k - 1]), 12, replace=False):
+    for i in rng.choice(len(kn4.tables[k - 1]), 40, replace=False):
         keep = [np.ones(len(t), bool) for t in kn4.tables]
         keep[k - 1][i] = False
         key = int(kn4.tables[k - 1].keys[i])
