@@ -38,9 +38,15 @@ def ngram():
 @click.option("--prune", "prune", default=None, metavar="T1,T2,..",
               help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
                    "trigrams (and above: the last value repeats). T1 must be 0; values must not decrease. mkn/kn only.")
+@click.option("--memory", default=None, metavar="SIZE",
+              help="Memory budget (2G, 500M, 40%): estimate through sorted runs spilled to --temp-dir so that the "
+                   "process stays within it; same ARPA bytes as in memory (mkn/kn). [default: in memory when the "
+                   "corpus fits in half the available memory, else bounded to that half]")
+@click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs [default: $TMPDIR or /tmp]; "
+                                               "removed when done, and what a killed run left is removed at the next.")
 @force_option("the ARPA file")
 @text_options
-def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, force, opts):
+def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, memory, temp_dir, force, opts):
     """Estimate an n-gram model from TRAIN and write it as an ARPA file.
 
     \b
@@ -51,6 +57,7 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
       sampledlm ngram train --train train.txt --smoothing jm --valid valid.txt -o jm3.arpa
       sampledlm ngram train --train train.txt --order 2 --smoothing addk --k 1 -o addone.arpa
       sampledlm ngram train --train train.txt --order 5 --prune 0,0,1 -o kn5-pruned.arpa
+      sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --temp-dir /scratch -o kn5.arpa
     """
     from ..data.corpus import build_vocab, load_ids
     from ..data.textio import check_writable
@@ -64,8 +71,21 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
     if not (math.isfinite(add_k) and add_k > 0):
         raise UserError(f"--k {add_k}: must be a finite number > 0")
     thresholds = parse_prune(prune, order)
+    from ..ngram.external import auto_budget, parse_memory
+
+    budget = parse_memory(memory) if memory is not None else auto_budget(train_path, order, smoothing)
     t0 = time.perf_counter()
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
+    if budget is not None:
+        from ..ngram.external import text_chunks, train_bounded
+
+        info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
+                             smoothing, thresholds)
+        click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
+                   f"vocabulary {len(vocab):,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
+                   f"MiB spilled); {time.perf_counter() - t0:.1f} s"
+                   + ("; valid perplexity: run sampledlm ngram eval" if valid_path else ""), err=True)
+        return
     train_ids = load_ids(train_path, vocab, opts)
     valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
     lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)

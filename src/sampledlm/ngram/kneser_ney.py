@@ -62,7 +62,12 @@ def counts_of_counts(a: np.ndarray, upto: int = 4) -> np.ndarray:
 
 def discounts(a: np.ndarray, modified: bool = True) -> tuple[np.ndarray, bool]:
     """``(D, fell_back)``: D[r] for r = 0..3 (D[0] = 0; D[3] applies to counts >= 3)."""
-    n = counts_of_counts(a).astype(np.float64)
+    return discounts_from_n(counts_of_counts(a), modified)
+
+
+def discounts_from_n(n: np.ndarray, modified: bool = True) -> tuple[np.ndarray, bool]:
+    """:func:`discounts` from the counts-of-counts n_0..n_4 (what a streaming pass collects)."""
+    n = np.asarray(n).astype(np.float64)
     if modified:
         if np.any(n[1:5] == 0):
             return np.array((0.0, *FALLBACK)), True
