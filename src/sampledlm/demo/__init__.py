@@ -23,14 +23,15 @@ from .common import DemoData, Result, prepare
 from .maxent import maxent_step
 from .neural import ffnn_step
 from .ngram import addone_bigram_step, kneser_ney_step
+from .ngram_scale import ngram_scale_step
 from .use import use_step
 
 #: a file that marks a directory as a demo run's (so that -o DIR may be reused, and nothing else overwritten)
 MARKER = ".sampledlm-demo"
 
 #: the demo's steps, in order; a new capability adds one
-STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, maxent_step, ffnn_step,
-                                                   use_step]
+STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, ngram_scale_step, maxent_step,
+                                                   ffnn_step, use_step]
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
