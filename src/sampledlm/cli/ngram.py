@@ -44,9 +44,17 @@ def ngram():
                    "corpus fits in half the available memory, else bounded to that half]")
 @click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs [default: $TMPDIR or /tmp]; "
                                                "removed when done, and what a killed run left is removed at the next.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="dask: count n-grams on a Dask cluster (shards of the corpus counted by the workers, merged here; "
+                   "the same model as local). Needs pip install 'dask[distributed]'.")
+@click.option("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
+                                                                 "[default: start a local cluster of --workers processes].")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Worker processes of the local Dask cluster (without --scheduler).")
 @force_option("the ARPA file")
 @text_options
-def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, memory, temp_dir, force, opts):
+def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
+          scheduler, workers, force, opts):
     """Estimate an n-gram model from TRAIN and write it as an ARPA file.
 
     \b
@@ -58,6 +66,7 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
       sampledlm ngram train --train train.txt --order 2 --smoothing addk --k 1 -o addone.arpa
       sampledlm ngram train --train train.txt --order 5 --prune 0,0,1 -o kn5-pruned.arpa
       sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --temp-dir /scratch -o kn5.arpa
+      sampledlm ngram train --train big.txt --order 5 --engine dask --scheduler tcp://head:8786 -o kn5.arpa
     """
     from ..data.corpus import build_vocab, load_ids
     from ..data.textio import check_writable
@@ -73,7 +82,12 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
     thresholds = parse_prune(prune, order)
     from ..ngram.external import auto_budget, parse_memory
 
-    budget = parse_memory(memory) if memory is not None else auto_budget(train_path, order, smoothing)
+    if engine == "dask" and memory is not None:
+        raise UserError("--engine dask counts on the cluster and estimates in memory here: leave out --memory")
+    if scheduler and engine != "dask":
+        raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
+    budget = None if engine == "dask" else (parse_memory(memory) if memory is not None
+                                            else auto_budget(train_path, order, smoothing))
     t0 = time.perf_counter()
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     if budget is not None:
@@ -88,7 +102,20 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
         return
     train_ids = load_ids(train_path, vocab, opts)
     valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
-    lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
+    if engine == "dask":
+        from ..ngram.distributed import count_with_dask
+        from ..ngram.estimate import estimate
+
+        if len(train_ids) == 0:
+            raise UserError("cannot train an n-gram model on an empty corpus")
+        if smoothing not in ("mkn", "kn") and any(thresholds):
+            raise UserError("count pruning (--prune) is defined for Kneser-Ney models (mkn, kn)")
+        counts, report = count_with_dask(train_ids, len(vocab) + 1, order, vocab.bos_id, scheduler, workers)
+        lm = estimate(counts, vocab, smoothing, valid_ids, thresholds, k=add_k)
+        click.echo(f"dask: {report['shards']} shards counted by {report['workers']} workers in "
+                   f"{report['seconds_count']:.1f} s", err=True)
+    else:
+        lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
     write_arpa(lm, output)
     msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
            f"vocabulary {len(vocab):,}; {time.perf_counter() - t0:.1f} s")

@@ -135,6 +135,15 @@ def train_ngram(train_ids: np.ndarray, vocab: Vocab, order: int, smoothing: str 
                         f"not for --smoothing {smoothing}; prune a finished model with 'sampledlm ngram prune'")
     t0 = time.perf_counter()
     counts = count_ngrams(ids, V + 1, int(order), vocab.bos_id)
+    return estimate(counts, vocab, smoothing, valid_ids, thresholds, t0=t0, **opts)
+
+
+def estimate(counts: NgramCounts, vocab: Vocab, smoothing: str = "mkn", valid_ids: np.ndarray | None = None,
+             thresholds: list[int] | None = None, t0: float | None = None, **opts) -> NgramLM:
+    """The stages after counting (:func:`train_ngram`), from counts made anywhere (e.g. :mod:`.distributed`)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    V, order = len(vocab), counts.order
+    thresholds = thresholds or [0] * order
     t_count = time.perf_counter() - t0
     pruned = count_pruned(counts, thresholds) if any(thresholds) else None
     weights, info = SMOOTHINGS[smoothing](counts, V, valid_ids=valid_ids, pruned=pruned, **opts)
