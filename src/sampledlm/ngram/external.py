@@ -18,8 +18,8 @@ every stage is a pass in key order, or a gather that reads a file range in windo
 4. **discount and interpolate**, bottom-up: per context h (contiguous in key order) the sums
    ``sum_x a(h x)`` and the discounted mass, added in the same order as ``np.bincount`` adds them;
    ``p(w|h) = alpha(h w) + gamma(h) p(w|h')`` with p(w|h') gathered from order k-1's file.
-5. **write** the ARPA file order by order; the words of each n-gram are rebuilt from the previous
-   order's word file.
+5. **write** the ARPA file order by order; each n-gram's text is its prefix's text (order k-1's,
+   kept in a spill file and read forward in step, since prefixes come in key order) plus its last word.
 
 Every floating-point operation is the in-memory path's, on the same values and in the same order, so
 the ARPA file is byte-identical (a test checks it under a budget that forces hundreds of runs). Disk
@@ -409,46 +409,78 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
     for w in words:
         if not w or any(ch.isspace() for ch in w):
             raise UserError(f"{path}: cannot write word {w!r} to an ARPA file: it is empty or contains whitespace")
-    wordarr = np.array(words, dtype=object)
+    import itertools
+
     W = len(words)
     with atomic_write(path) as f:
         f.write("\n\\data\\\n")
         f.write("".join(f"ngram {k}={c}\n" for k, c in enumerate(kept, 1)))
         for k in range(1, order + 1):
             f.write(f"\n\\{k}-grams:\n")
-            if k >= 2:
-                sp.create(f"words_{k}", np.int64)
+            prev = _Lines(sp.path(f"text_{k - 1}")) if k > 2 else None
+            out = open(sp.path(f"text_{k}"), "w", encoding="utf-8", newline="\n") if 1 < k < order else None
             for s, logp in sp.chunks(f"logp_{k}", max(MIN_WINDOW, sp.window // 3)):  # strings cost ~3x
                 n = len(logp)
                 if k == 1:
-                    ids = np.arange(s, s + n, dtype=np.int64)[:, None]
-                else:
+                    text = words[s : s + n]
+                else:  # the prefix's text (order k-1, read in step: ctx never decreases) + " " + the last word
                     keys = sp.read(f"keys_{k}", s, n)
-                    prefix = (np.arange(W, dtype=np.int64)[keys // W][:, None] if k == 2
-                              else sp.gather_sorted(f"words_{k - 1}", keys // W, width=k - 1))
-                    ids = np.concatenate([prefix, (keys % W)[:, None]], axis=1)
-                    if k < order:
-                        sp.append(f"words_{k}", ids.reshape(-1))
-                text = wordarr[ids[:, 0]]
-                for j in range(1, k):
-                    text = text + " " + wordarr[ids[:, j]]
-                keep = slice(None)
-                if k >= 2 and thresholds[k - 1] > 0:
-                    keep = sp.read(f"cnt_{k}", s, n) > thresholds[k - 1]
+                    ctx, last = (keys // W).tolist(), (keys % W).tolist()
+                    if k == 2:
+                        text = [words[c] + " " + words[w] for c, w in zip(ctx, last)]
+                    else:
+                        lines, base = prev.span(ctx[0], ctx[-1])
+                        text = [lines[c - base] + " " + words[w] for c, w in zip(ctx, last)]
+                    if out is not None:
+                        out.write("\n".join(text) + "\n")
                 _fmt_ok(logp)
-                lp, text = logp[keep].tolist(), text[keep].tolist()
+                lp = logp.tolist()
+                bow = sp.read(f"bow_{k}", s, n).tolist() if k < order else None
                 if k < order:
-                    bow = sp.read(f"bow_{k}", s, n)[keep]
-                    _fmt_ok(bow)
-                    args = [x for triple in zip(lp, text, bow.tolist()) for x in triple]
-                    f.write(("%.8f\t%s\t%.8f\n" * len(text)) % tuple(args))
+                    _fmt_ok(np.asarray(bow))
+                if k >= 2 and thresholds[k - 1] > 0:
+                    keep = (sp.read(f"cnt_{k}", s, n) > thresholds[k - 1]).tolist()
+                    lp, text = list(itertools.compress(lp, keep)), list(itertools.compress(text, keep))
+                    bow = list(itertools.compress(bow, keep)) if bow is not None else None
+                if bow is not None:
+                    f.write(("%.8f\t%s\t%.8f\n" * len(text)) % tuple(itertools.chain.from_iterable(zip(lp, text, bow))))
                 else:
-                    args = [x for pair in zip(lp, text) for x in pair]
-                    f.write(("%.8f\t%s\n" * len(text)) % tuple(args))
+                    f.write(("%.8f\t%s\n" * len(text)) % tuple(itertools.chain.from_iterable(zip(lp, text))))
                 bar.update(n)
-            if k > 2:
-                sp.remove(f"words_{k - 1}")
+            if out is not None:
+                out.close()
+            if prev is not None:
+                prev.close()
+                sp.remove(f"text_{k - 1}")
         f.write("\n\\end\\\n")
+
+
+class _Lines:
+    """The lines of a text file, read forward in windows: :meth:`span` (i, j) -> lines i..j and i's offset."""
+
+    def __init__(self, path: str):
+        self.f = open(path, encoding="utf-8", newline="\n")
+        self.buf: list[str] = []
+        self.base = 0  # file line number of buf[0]
+
+    def span(self, i: int, j: int) -> tuple[list[str], int]:
+        import itertools
+
+        if i > self.base:  # lines before i are never asked for again
+            drop = min(i - self.base, len(self.buf))
+            skip = i - self.base - drop
+            self.buf = self.buf[drop:]
+            if skip:
+                for _ in itertools.islice(self.f, skip):
+                    pass
+            self.base = i
+        need = j + 1 - (self.base + len(self.buf))
+        if need > 0:
+            self.buf += [ln[:-1] for ln in itertools.islice(self.f, need)]
+        return self.buf, self.base
+
+    def close(self) -> None:
+        self.f.close()
 
 
 # --- the pipeline -------------------------------------------------------------------------------------------
