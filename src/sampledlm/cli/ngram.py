@@ -97,7 +97,8 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
                              smoothing, thresholds)
         click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
                    f"vocabulary {len(vocab):,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
-                   f"MiB spilled); {time.perf_counter() - t0:.1f} s"
+                   f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
+                   + ", ".join(f"{k} {v:.1f} s" for k, v in info["seconds"].items()) + ")"
                    + ("; valid perplexity: run sampledlm ngram eval" if valid_path else ""), err=True)
         return
     train_ids = load_ids(train_path, vocab, opts)
