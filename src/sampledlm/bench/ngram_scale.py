@@ -445,7 +445,10 @@ def markdown(meta: dict, data: dict) -> str:
            *goals(data), "",
            f"![peak memory]({NAME}.png)", "",
            "## Scaling: in memory, bounded (`--memory 1G`), lmplz `-S 1G`", "",
-           f"lmplz: {s['lmplz']}.", "",
+           "lmplz: " + ("built by this bench from the kenlm source package (`pip download --no-binary kenlm`, "
+                        "cmake; it needs the Boost program_options/system/thread development packages, installed "
+                        "here with apt-get)" if "kenlm-build" in s["lmplz"] or "built" in s["lmplz"] else s["lmplz"])
+           + ".", "",
            "| corpus | order | n-grams | in memory s | in memory peak MB | bounded s | bounded peak MB | within 1G + 15% | "
            "same ARPA bytes | test ppl (KenLM query) | lmplz s | lmplz peak MB | lmplz ppl | bounded / lmplz time | "
            "ppl equal to 4 digits |",
@@ -495,7 +498,8 @@ def markdown(meta: dict, data: dict) -> str:
                        f"{'yes' if r['identical'] else '**no**'} |")
         out += ["", "The issue's Dask rows are on the 64M corpus; these are on the smallest Zipf corpus. On "
                 "2 shared cores, workers compete with the client and each other, so this shows exactness and overhead, "
-                "not a cluster's speed-up.", ""]
+                "not a cluster's speed-up; the single-process row was measured earlier in the run, at another load, so "
+                "its time does not compare with theirs.", ""]
     b = data["binary"]
     a = min(b["arpa_load"], key=lambda x: x["load_s"])
     m = min(b["binary_load"], key=lambda x: x["load_s"])
