@@ -4,6 +4,7 @@
     >>> lm = load_model("kn3.arpa.gz")        # n-gram (ARPA text, .gz/.bz2/.xz)
     >>> lm = load_model("runs/gru")           # a neural run directory
     >>> lm = load_model("runs/melm")          # a maximum-entropy model directory
+    >>> lm = load_model("kn3.bin")            # a binary n-gram directory (sampledlm ngram build-binary)
 
 Each returns a :class:`sampledlm.lm.LanguageModel`. A directory's ``config.json`` says its family
 (:mod:`sampledlm.store`); a file is read as ARPA.
@@ -20,6 +21,12 @@ from .lm import LanguageModel, Mixture
 def load_model(path: str, device: str | None = None) -> LanguageModel:
     """The language model stored at ``path`` (see module docstring)."""
     if os.path.isdir(path):
+        from .ngram.mapped import is_binary
+
+        if is_binary(path):  # before read_config: the model-directory module imports torch
+            from .ngram.lm import ArpaLM
+
+            return ArpaLM.open(path)
         from .store import read_config
 
         config, family = read_config(path)

@@ -35,7 +35,7 @@ from .errors import UserError
 FORMAT = "sampledlm-model"
 VERSION = 2
 LEGACY_FORMATS = {"sampledlm-run": "neural", "sampledlm-maxent-1": "maxent"}
-FAMILIES = ("neural", "maxent")
+FAMILIES = ("neural", "maxent", "ngram")  # ngram: the binary n-gram directory (ngram/mapped.py)
 
 
 # --- safetensors with a checksum ------------------------------------------------------------

@@ -49,6 +49,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                          "profile; kill -9 and --resume", trains_lm=True),
     "ngram": Experiment("ngram_bench", "n-gram LMs: agreement with KenLM lmplz, speed and memory, "
                         "perplexity by order x smoothing", trains_lm=True),
+    "ngram-scale": Experiment("ngram_scale", "n-grams at corpus scale: bounded-memory estimation vs in memory "
+                              "(and lmplz), memory-mapped binary loading, entropy vs count pruning", trains_lm=True),
     "corpus": Experiment("corpus_speed", "reading, tokenising and encoding speed of the corpus pipeline",
                          trains_lm=True),
     "asr": Experiment("asr", "a simulated recogniser's lattices and 100-best lists rescored by KN5, FFNN, GRU and "

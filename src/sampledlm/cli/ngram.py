@@ -35,9 +35,26 @@ def ngram():
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
+@click.option("--prune", "prune", default=None, metavar="T1,T2,..",
+              help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
+                   "trigrams (and above: the last value repeats). T1 must be 0; values must not decrease. mkn/kn only.")
+@click.option("--memory", default=None, metavar="SIZE",
+              help="Memory budget (2G, 500M, 40%): estimate through sorted runs spilled to --temp-dir so that the "
+                   "process stays within it; same ARPA bytes as in memory (mkn/kn). [default: in memory when the "
+                   "corpus fits in half the available memory, else bounded to that half]")
+@click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs [default: $TMPDIR or /tmp]; "
+                                               "removed when done, and what a killed run left is removed at the next.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="dask: count n-grams on a Dask cluster (shards of the corpus counted by the workers, merged here; "
+                   "the same model as local). Needs pip install 'dask[distributed]'.")
+@click.option("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
+                                                                 "[default: start a local cluster of --workers processes].")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Worker processes of the local Dask cluster (without --scheduler).")
 @force_option("the ARPA file")
 @text_options
-def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, force, opts):
+def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
+          scheduler, workers, force, opts):
     """Estimate an n-gram model from TRAIN and write it as an ARPA file.
 
     \b
@@ -47,6 +64,9 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
       sampledlm ngram train --train ptb.train.txt --order 5 -o kn5.arpa
       sampledlm ngram train --train train.txt --smoothing jm --valid valid.txt -o jm3.arpa
       sampledlm ngram train --train train.txt --order 2 --smoothing addk --k 1 -o addone.arpa
+      sampledlm ngram train --train train.txt --order 5 --prune 0,0,1 -o kn5-pruned.arpa
+      sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --temp-dir /scratch -o kn5.arpa
+      sampledlm ngram train --train big.txt --order 5 --engine dask --scheduler tcp://head:8786 -o kn5.arpa
     """
     from ..data.corpus import build_vocab, load_ids
     from ..data.textio import check_writable
@@ -59,11 +79,44 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
     if not (math.isfinite(add_k) and add_k > 0):
         raise UserError(f"--k {add_k}: must be a finite number > 0")
+    thresholds = parse_prune(prune, order)
+    from ..ngram.external import auto_budget, parse_memory
+
+    if engine == "dask" and memory is not None:
+        raise UserError("--engine dask counts on the cluster and estimates in memory here: leave out --memory")
+    if scheduler and engine != "dask":
+        raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
+    budget = None if engine == "dask" else (parse_memory(memory) if memory is not None
+                                            else auto_budget(train_path, order, smoothing))
     t0 = time.perf_counter()
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
+    if budget is not None:
+        from ..ngram.external import text_chunks, train_bounded
+
+        info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
+                             smoothing, thresholds)
+        click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
+                   f"vocabulary {len(vocab):,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
+                   f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
+                   + ", ".join(f"{k} {v:.1f} s" for k, v in info["seconds"].items()) + ")"
+                   + ("; valid perplexity: run sampledlm ngram eval" if valid_path else ""), err=True)
+        return
     train_ids = load_ids(train_path, vocab, opts)
     valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
-    lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, k=add_k)
+    if engine == "dask":
+        from ..ngram.distributed import count_with_dask
+        from ..ngram.estimate import estimate
+
+        if len(train_ids) == 0:
+            raise UserError("cannot train an n-gram model on an empty corpus")
+        if smoothing not in ("mkn", "kn") and any(thresholds):
+            raise UserError("count pruning (--prune) is defined for Kneser-Ney models (mkn, kn)")
+        counts, report = count_with_dask(train_ids, len(vocab) + 1, order, vocab.bos_id, scheduler, workers)
+        lm = estimate(counts, vocab, smoothing, valid_ids, thresholds, k=add_k)
+        click.echo(f"dask: {report['shards']} shards counted by {report['workers']} workers in "
+                   f"{report['seconds_count']:.1f} s", err=True)
+    else:
+        lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
     write_arpa(lm, output)
     msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
            f"vocabulary {len(vocab):,}; {time.perf_counter() - t0:.1f} s")
@@ -72,8 +125,20 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
     click.echo(msg, err=True)
 
 
+def parse_prune(text: str | None, order: int) -> list[int]:
+    """``--prune 0,0,1`` (or "0 0 1") -> one threshold per order."""
+    from ..ngram.prune import parse_thresholds
+
+    if text is None:
+        return [0] * order
+    parts = text.replace(",", " ").split()
+    if not parts or not all(p.isdigit() for p in parts):
+        raise UserError(f"--prune {text!r}: expected counts separated by commas, e.g. 0,0,1")
+    return parse_thresholds(parts, order)
+
+
 @ngram.command(name="eval", context_settings=CONTEXT)
-@click.argument("model", metavar="MODEL.arpa")
+@click.argument("model", metavar="MODEL")
 @click.option("--test", "test_path", required=True,
               help="Text to score, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--per-sentence", is_flag=True, help="Print each sentence's total log10 probability (one per line, "
@@ -81,7 +146,8 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, f
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @text_options
 def eval_(model, test_path, per_sentence, as_json, opts):
-    """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok).
+    """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok) or a
+    binary model directory (sampledlm ngram build-binary).
 
     \b
     Every word and every </s> is one prediction (<s> is not). As in KenLM's query, OOVs are
@@ -125,3 +191,106 @@ def eval_(model, test_path, per_sentence, as_json, opts):
         text = (f"perplexity {summary['perplexity']:.2f}  log10 prob {log10_total:.2f}  predictions {len(ids):,} "
                 f"({n_sent:,} sentences)  OOV {oov:,} ({how}; perplexity excluding OOVs {ppl_excl:.2f})")
     click.echo(text, err=per_sentence)
+
+
+def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
+    """An output directory must be new, empty, or (with --force) a model of the same kind."""
+    import os
+
+    from ..ngram.mapped import is_binary
+
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
+    if os.path.isdir(out_dir) and [n for n in os.listdir(out_dir) if n != ".lock"]:
+        if not is_binary(out_dir):
+            raise UserError(f"{out_dir}: exists and is not empty (nor a binary n-gram model); choose another -o")
+        if not force:
+            raise UserError(f"{out_dir}: already holds {what}; give --force to replace it, or choose another -o")
+
+
+@ngram.command(name="build-binary", context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL.arpa")
+@click.option("-o", "--output", default=None, help="Model directory to write (required unless --verify).")
+@click.option("--verify", is_flag=True, help="Instead: check MODEL, a binary directory, against the SHA-256 of "
+                                             "each file recorded in its config.json.")
+@force_option("the model directory")
+def build_binary(model, output, verify, force):
+    """Convert an ARPA model into a binary directory that loads by memory-mapping.
+
+    \b
+    The directory holds the sorted n-gram keys, log10 probabilities and back-off weights as
+    flat .npy arrays (and config.json, words.json). Every command that takes an n-gram model
+    (ngram eval, eval, score, rescore, generate, --interpolate/--mix, --backoff) accepts it.
+    Loading reads two small JSON files and maps the arrays: its cost does not grow with the model.
+    Example:
+      sampledlm ngram build-binary kn5.arpa -o kn5.bin
+      sampledlm ngram eval kn5.bin --test test.txt
+    """
+    from ..ngram.arpa import read_arpa
+    from ..ngram.mapped import verify_binary, write_binary
+
+    if verify:
+        bad = verify_binary(model)
+        if bad:
+            raise UserError(f"{model}: damaged: {', '.join(bad)} differ from the checksums in config.json")
+        click.echo(f"{model}: every file matches its checksum", err=True)
+        return
+    if not output:
+        raise UserError("give -o DIR, the model directory to write")
+    refuse_existing_dir(output, force, "a binary n-gram model")
+    t0 = time.perf_counter()
+    lm = read_arpa(model, cache=False)
+    write_binary(lm, output)
+    click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
+               f"{time.perf_counter() - t0:.1f} s", err=True)
+
+
+@ngram.command(context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL")
+@click.option("-o", "--output", required=True, help="Pruned model: an ARPA file (.gz/.bz2/.xz ok), or a binary "
+                                                    "model directory with --binary.")
+@click.option("--threshold", type=float, default=None,
+              help="Drop an n-gram when its removal raises the training-set perplexity by less than this relative "
+                   "amount (SRILM's -prune; e.g. 1e-8 .. 1e-6).")
+@click.option("--keep", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Instead of --threshold: the threshold that keeps about this fraction of the 2-grams and above.")
+@click.option("--binary", is_flag=True, help="Write a binary model directory instead of an ARPA file.")
+@force_option("the output")
+def prune(model, output, threshold, keep, binary, force):
+    """Relative-entropy pruning of a back-off model (Stolcke 1998), as SRILM's ngram -prune.
+
+    \b
+    Each n-gram (order >= 2) is scored by the relative change in training-set perplexity its removal
+    causes; those below the threshold go, except contexts of n-grams that stay. The back-off weights
+    are then recomputed so that every distribution sums to one.
+    Example:
+      sampledlm ngram prune kn5.arpa --threshold 1e-7 -o kn5-pruned.arpa
+      sampledlm ngram prune kn5.bin --keep 0.1 -o kn5-10pct.bin --binary
+    """
+    from ..data.textio import check_writable
+    from ..ngram.arpa import write_arpa
+    from ..ngram.lm import ArpaLM
+    from ..ngram.prune import entropy_prune, entropy_scores, threshold_for_size
+
+    if (threshold is None) == (keep is None):
+        raise UserError("give exactly one of --threshold T and --keep FRACTION")
+    if binary:
+        refuse_existing_dir(output, force, "a binary n-gram model")
+    else:
+        check_writable(output)
+        refuse_existing(output, force)
+    t0 = time.perf_counter()
+    lm = ArpaLM.open(model, warn=False).ngram
+    scores = entropy_scores(lm)
+    if keep is not None:
+        threshold = threshold_for_size(scores, keep)
+    pruned = entropy_prune(lm, threshold, scores)
+    if binary:
+        from ..ngram.mapped import write_binary
+
+        write_binary(pruned, output)
+    else:
+        write_arpa(pruned, output)
+    before, after = sum(lm.counts()), sum(pruned.counts())
+    click.echo(f"threshold {threshold:.3g}: n-grams {', '.join(f'{c:,}' for c in pruned.counts())} "
+               f"({after / before:.1%} of {before:,}); {time.perf_counter() - t0:.1f} s", err=True)

@@ -25,6 +25,7 @@ from .neural import ffnn_step
 from .ngram import addone_bigram_step, kneser_ney_step
 from .serve import serve_step
 from .transformer import transformer_step
+from .ngram_scale import ngram_scale_step
 from .use import use_step
 from .embed import embed_step
 
@@ -32,8 +33,8 @@ from .embed import embed_step
 MARKER = ".sampledlm-demo"
 
 #: the demo's steps, in order; a new capability adds one
-STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, maxent_step, ffnn_step,
-                                                   transformer_step, use_step, serve_step, embed_step]
+STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, ngram_scale_step, maxent_step,
+                                                   ffnn_step, transformer_step, use_step, serve_step, embed_step]
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:

@@ -56,6 +56,10 @@ def open_backoff(path: str, vocab: Vocab) -> VocabBackoff:
     it is missing, unreadable or over another vocabulary."""
     from .arpa import read_arpa
 
+    if os.path.isdir(path):
+        from .mapped import open_binary
+
+        return VocabBackoff(open_binary(path), vocab, path)
     if not os.path.isfile(path):
         raise UserError(f"{path}: back-off n-gram model not found (--backoff; the short-list model needs it)")
     return VocabBackoff(read_arpa(path), vocab, path)

@@ -31,17 +31,20 @@ from .counts import NgramCounts, count_ngrams
 from .jelinek_mercer import jelinek_mercer
 from .kneser_ney import kneser_ney
 from .model import NgramLM, NgramTable
+from .prune import compact, parse_thresholds
 from .smoothing import add_k, katz, witten_bell
 
 LOG_ZERO = -99.0
 
 
-def _mkn(counts, vocab_size, **_):
-    return kneser_ney(counts, modified=True)
+def _mkn(counts, vocab_size, pruned=None, **_):
+    return kneser_ney(counts, modified=True, pruned=pruned)
 
 
-def _kn(counts, vocab_size, **_):
-    return kneser_ney(counts, modified=False)
+def _kn(counts, vocab_size, pruned=None, **_):
+    return kneser_ney(counts, modified=False, pruned=pruned)
+
+PRUNABLE = ("mkn", "kn")  # count pruning follows lmplz, which prunes Kneser-Ney models only
 
 
 SMOOTHINGS = {
@@ -93,8 +96,13 @@ def interpolate(counts: NgramCounts, weights: list, vocab_size: int) -> list[Ngr
     return [NgramTable(o.keys, _log10(p), _log10(b)) for o, p, b in zip(counts.orders, probs, bows)]
 
 
+def count_pruned(counts: NgramCounts, thresholds: list[int]) -> list[np.ndarray | None]:
+    """Per order, the n-grams whose raw count is at most the order's threshold (None: nothing pruned)."""
+    return [None if k == 1 or t <= 0 else counts.orders[k - 1].count <= t for k, t in enumerate(thresholds, 1)]
+
+
 def train_ngram(train_ids: np.ndarray, vocab: Vocab, order: int, smoothing: str = "mkn",
-                valid_ids: np.ndarray | None = None, **opts) -> NgramLM:
+                valid_ids: np.ndarray | None = None, prune: list[int] | None = None, **opts) -> NgramLM:
     """Estimate an n-gram model of ``order`` from an id stream of ``vocab``.
 
     Default, interpolated modified Kneser-Ney (Chen & Goodman 1998, eq. 17 and 26)::
@@ -109,6 +117,7 @@ def train_ngram(train_ids: np.ndarray, vocab: Vocab, order: int, smoothing: str 
     Every word of ``vocab`` is in the model (unseen ones get lower-order/uniform mass), so
     sum_w p(w|h) = 1 over the V words of ``vocab`` for every history h.
     The model's ids equal ``vocab``'s, with ``<s>`` at ``vocab.bos_id``.
+    ``prune``: lmplz's count thresholds per order (``[0, 0, 1]`` drops singleton trigrams; :mod:`.prune`).
     """
     if smoothing not in SMOOTHINGS:
         raise UserError(f"unknown smoothing {smoothing!r}: use one of {', '.join(SMOOTHINGS)}")
@@ -120,11 +129,30 @@ def train_ngram(train_ids: np.ndarray, vocab: Vocab, order: int, smoothing: str 
         raise UserError("cannot train an n-gram model on an empty corpus")
     if ids.min() < 0 or ids.max() >= V:
         raise UserError("training ids fall outside the vocabulary (was the stream encoded with another vocabulary?)")
+    thresholds = parse_thresholds(prune or [], int(order))
+    if any(thresholds) and smoothing not in PRUNABLE:
+        raise UserError(f"count pruning (--prune) is defined for Kneser-Ney models ({', '.join(PRUNABLE)}), "
+                        f"not for --smoothing {smoothing}; prune a finished model with 'sampledlm ngram prune'")
     t0 = time.perf_counter()
     counts = count_ngrams(ids, V + 1, int(order), vocab.bos_id)
+    return estimate(counts, vocab, smoothing, valid_ids, thresholds, t0=t0, **opts)
+
+
+def estimate(counts: NgramCounts, vocab: Vocab, smoothing: str = "mkn", valid_ids: np.ndarray | None = None,
+             thresholds: list[int] | None = None, t0: float | None = None, **opts) -> NgramLM:
+    """The stages after counting (:func:`train_ngram`), from counts made anywhere (e.g. :mod:`.distributed`)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    V, order = len(vocab), counts.order
+    thresholds = thresholds or [0] * order
     t_count = time.perf_counter() - t0
-    weights, info = SMOOTHINGS[smoothing](counts, V, valid_ids=valid_ids, **opts)
+    pruned = count_pruned(counts, thresholds) if any(thresholds) else None
+    weights, info = SMOOTHINGS[smoothing](counts, V, valid_ids=valid_ids, pruned=pruned, **opts)
     tables = interpolate(counts, weights, V)
     info = {"smoothing": smoothing, "order": int(order), "ngrams": [len(o) for o in counts.orders],
             "seconds_count": round(t_count, 3), "seconds_total": round(time.perf_counter() - t0, 3), **info}
-    return NgramLM(list(vocab.words) + [BOS], tables, info)
+    lm = NgramLM(list(vocab.words) + [BOS], tables, info)
+    if pruned is not None:
+        info["prune"] = thresholds
+        lm = compact(lm, [np.ones(len(t), bool) if m is None else ~m for t, m in zip(tables, pruned)])
+        info["ngrams"] = lm.counts()
+    return lm

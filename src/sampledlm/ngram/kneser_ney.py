@@ -62,7 +62,12 @@ def counts_of_counts(a: np.ndarray, upto: int = 4) -> np.ndarray:
 
 def discounts(a: np.ndarray, modified: bool = True) -> tuple[np.ndarray, bool]:
     """``(D, fell_back)``: D[r] for r = 0..3 (D[0] = 0; D[3] applies to counts >= 3)."""
-    n = counts_of_counts(a).astype(np.float64)
+    return discounts_from_n(counts_of_counts(a), modified)
+
+
+def discounts_from_n(n: np.ndarray, modified: bool = True) -> tuple[np.ndarray, bool]:
+    """:func:`discounts` from the counts-of-counts n_0..n_4 (what a streaming pass collects)."""
+    n = np.asarray(n).astype(np.float64)
     if modified:
         if np.any(n[1:5] == 0):
             return np.array((0.0, *FALLBACK)), True
@@ -78,14 +83,19 @@ def discounts(a: np.ndarray, modified: bool = True) -> tuple[np.ndarray, bool]:
     return d, False
 
 
-def discounted_weights(counts: NgramCounts, k: int, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def discounted_weights(counts: NgramCounts, k: int, a: np.ndarray, d: np.ndarray,
+                       pruned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(alpha [M_k], gamma [M_{k-1}])`` for absolute discounting of ``a`` with D[min(a, 3)].
 
-    Contexts without extensions get gamma = 1 (all mass to the lower order).
+    Contexts without extensions get gamma = 1 (all mass to the lower order). ``pruned`` (bool [M_k]):
+    n-grams that will be dropped; their whole count goes to gamma (lmplz ``--prune``, :mod:`.prune`).
     """
     bucket = np.minimum(a, 3).astype(np.int64)
     denom = counts.context_sums(k, a)
-    mass = counts.context_sums(k, d[bucket] * (a > 0))
+    if pruned is None:
+        mass = counts.context_sums(k, d[bucket] * (a > 0))
+    else:
+        mass = counts.context_sums(k, np.where(pruned, a, d[bucket] * (a > 0)))
     ctx = counts.orders[k - 1].ctx if k > 1 else np.zeros(len(a), np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         alpha = np.where(a > 0, (a - d[bucket]) / denom[ctx], 0.0)
@@ -93,8 +103,11 @@ def discounted_weights(counts: NgramCounts, k: int, a: np.ndarray, d: np.ndarray
     return alpha, gamma
 
 
-def kneser_ney(counts: NgramCounts, modified: bool = True) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict]:
-    """Interpolated (modified) Kneser-Ney: per order ``(alpha, gamma)`` and a report of the discounts."""
+def kneser_ney(counts: NgramCounts, modified: bool = True,
+               pruned: list | None = None) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict]:
+    """Interpolated (modified) Kneser-Ney: per order ``(alpha, gamma)`` and a report of the discounts.
+
+    ``pruned``: per order, None or a bool mask of the n-grams count pruning drops (:mod:`.prune`)."""
     adj = adjusted_counts(counts)
     weights, info = [], {"discounts": [], "fallback_orders": []}
     for k, a in enumerate(adj, 1):
@@ -102,5 +115,5 @@ def kneser_ney(counts: NgramCounts, modified: bool = True) -> tuple[list[tuple[n
         if fell_back:
             info["fallback_orders"].append(k)
         info["discounts"].append([round(float(x), 6) for x in d[1:]])
-        weights.append(discounted_weights(counts, k, a, d))
+        weights.append(discounted_weights(counts, k, a, d, pruned[k - 1] if pruned else None))
     return weights, info

@@ -1,4 +1,4 @@
-"""An ARPA back-off model as a :class:`sampledlm.lm.LanguageModel`.
+"""An ARPA back-off model (a text file, or its memory-mapped binary directory) as a :class:`sampledlm.lm.LanguageModel`.
 
     >>> from sampledlm.ngram import ArpaLM
     >>> lm = ArpaLM.open("kn3.arpa.gz")       # any tool's ARPA file, plain or compressed
@@ -15,6 +15,7 @@ same numbers.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -43,12 +44,18 @@ class ArpaLM(LanguageModel):
         self.text_options = None
 
     @classmethod
-    def open(cls, path: str, warn: bool = True) -> "ArpaLM":
-        """Read ``path`` (plain, .gz, .bz2 or .xz; parsed tables are cached, :func:`read_arpa`).
+    def open(cls, path: str, warn: bool = True, config: dict | None = None) -> "ArpaLM":
+        """Read ``path``: an ARPA file (plain, .gz, .bz2 or .xz; parsed tables are cached, :func:`read_arpa`)
+        or a binary model directory (memory-mapped, :mod:`.mapped`; ``config`` its config.json if already read).
 
         ``warn``: print KenLM's warning on stderr when the file has no ``<unk>``.
         """
-        lm = cls(read_arpa(path), path)
+        if os.path.isdir(path):
+            from .mapped import open_binary
+
+            lm = cls(open_binary(path, config), path)
+        else:
+            lm = cls(read_arpa(path), path)
         if warn and not lm.has_unk:
             print(missing_unk_warning(path), file=sys.stderr)
         return lm

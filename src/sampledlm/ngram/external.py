@@ -1,0 +1,572 @@
+"""Kneser-Ney estimation in bounded memory: the stages of :mod:`.estimate` over sorted runs spilled to disk.
+
+The in-memory path holds every n-gram of every order at once (about 180 bytes each). Here the same
+numbers are computed with at most a *window* of elements in memory at any time (the window follows
+from ``--memory``), the rest living in flat files of a :class:`~.spill.Spill` directory. The tables
+are the ones of :mod:`.tables` -- order k sorted by ``key = index(prefix) * W + last word`` -- so
+every stage is a pass in key order, or a gather that reads a file range in windows:
+
+1. **pad** the id stream into ``<s> w_1 .. w_m </s>`` per sentence (:func:`.counts.pad_stream`), with
+   each position's place in its sentence; unigram counts (W of them) stay in memory.
+2. **count** order k = 2..N: a window of positions gives the keys ``index_{k-1}(j-1) * W + w_j``,
+   sorted and counted (``np.unique``) into a *run*; the runs are merged (a k-way merge in windows)
+   into the order-k table -- keys, raw counts, the index of each n-gram's suffix, whether it starts
+   with ``<s>`` -- and each position's order-k index (needed by order k+1) is read back from the
+   per-run ranks the merge writes.
+3. **adjust**: continuation counts N1+(. w_1..w_k) = how many order-(k+1) n-grams have this suffix,
+   counted into a file in windows; counts-of-counts give the discounts (:mod:`.kneser_ney`).
+4. **discount and interpolate**, bottom-up: per context h (contiguous in key order) the sums
+   ``sum_x a(h x)`` and the discounted mass, added in the same order as ``np.bincount`` adds them;
+   ``p(w|h) = alpha(h w) + gamma(h) p(w|h')`` with p(w|h') gathered from order k-1's file.
+5. **write** the ARPA file order by order; each n-gram's text is its prefix's text (order k-1's,
+   kept in a spill file and read forward in step, since prefixes come in key order) plus its last word.
+
+Every floating-point operation is the in-memory path's, on the same values and in the same order, so
+the ARPA file is byte-identical (a test checks it under a budget that forces hundreds of runs). Disk
+traffic per order is a few passes over the positions and the n-grams; a gather whose index spans a
+whole file reads it once per window of queries, so a budget far below the model size costs passes.
+Only the Kneser-Ney smoothings (``mkn``, ``kn``, with or without ``--prune``) stream; the others
+need the whole model in memory and say so.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+import numpy as np
+
+from .. import progress
+from ..data.vocab import BOS, EOS_ID, Vocab
+from ..errors import UserError
+from .estimate import LOG_ZERO, _log10
+from .kneser_ney import discounts_from_n
+from .prune import parse_thresholds
+from .spill import Spill
+
+STREAMING = ("mkn", "kn")
+BYTES_PER_ELEMENT = 160  # peak working bytes per windowed element (np.unique with index/inverse/counts, sorts)
+MIN_WINDOW = 1024
+
+
+def parse_memory(text: str) -> int:
+    """``2G``, ``500M``, ``64K``, ``123`` (bytes) or ``40%`` (of physical memory) -> bytes."""
+    t = str(text).strip().upper().removesuffix("B")
+    try:
+        if t.endswith("%"):
+            pct = float(t[:-1])
+            if not 0 < pct <= 100:
+                raise ValueError
+            return int(physical_memory() * pct / 100)
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+        value = float(t[:-1] if t[-1:] in "KMGT" else t) * mult
+        if not value > 0:
+            raise ValueError
+        return int(value)
+    except (ValueError, IndexError):
+        raise UserError(f"--memory {text!r}: expected a size such as 2G, 500M or 40%") from None
+
+
+def auto_budget(path: str, order: int, smoothing: str) -> int | None:
+    """None (estimate in memory) when the corpus fits in half the available memory, else that half.
+
+    The in-memory need is estimated from the file size: about 5 bytes of text a token and 140 bytes
+    per token and order (measured: 1.06 GB for 4M tokens at order 3, 2.54 GB at order 5).
+    """
+    from ..data.textio import file_size
+
+    size = file_size(path) if path != "-" else None
+    if size is not None and path.endswith((".gz", ".bz2", ".xz")):
+        size *= 4  # text compresses about 4:1
+    half = available_memory() // 2
+    if size is None or smoothing not in STREAMING or 140 * (size / 5) * order + (200 << 20) < half:
+        return None
+    return half
+
+
+def available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return physical_memory() // 2
+
+
+def physical_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def current_rss() -> int:
+    """Resident set size of this process now, bytes."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def window_for(budget: int) -> int:
+    """Elements per window: what the budget leaves above the interpreter's own footprint."""
+    free = budget - current_rss()
+    return max(MIN_WINDOW, int(free * 0.8) // BYTES_PER_ELEMENT)
+
+
+# --- the id stream, in windows -------------------------------------------------------------------------
+def array_chunks(ids: np.ndarray, size: int):
+    """Windows of an id stream; a memory-mapped stream is read with ``np.fromfile`` (nothing stays resident)."""
+    n = len(ids)
+    if isinstance(ids, np.memmap) and ids.filename:
+        for s in range(0, n, size):
+            yield np.fromfile(ids.filename, dtype=ids.dtype, count=min(size, n - s), offset=ids.offset + s * ids.itemsize)
+    else:
+        for s in range(0, n, size):
+            yield np.asarray(ids[s : s + size])
+
+
+def text_chunks(path: str, vocab: Vocab, opts):
+    """Windows of the id stream of a text file, encoded as :func:`sampledlm.data.corpus.encode_file` does."""
+    from itertools import repeat
+
+    from ..data.tokenizer import iter_sentence_chunks
+    from ..data.vocab import EOS, UNK_ID
+
+    get = vocab.index.get
+    for sents, _ in iter_sentence_chunks(path, opts):
+        flat: list[str] = []
+        for s in sents:
+            flat += s
+            flat.append(EOS)
+        if flat:
+            yield np.fromiter(map(get, flat, repeat(UNK_ID)), dtype=np.int32, count=len(flat))
+
+
+def _rechunk(chunks, size: int):
+    """The same stream cut into windows of at most ``size`` elements."""
+    for c in chunks:
+        for s in range(0, len(c), size):
+            yield c[s : s + size]
+
+
+# --- stage 1: pad ----------------------------------------------------------------------------------------
+def pad(sp: Spill, chunks, width: int, bos: int) -> tuple[np.ndarray, int]:
+    """Write ``padded`` (int64 ids) and ``pos`` (uint8, place in sentence, capped at 255); unigram counts."""
+    sp.create("padded", np.int64)
+    sp.create("pos", np.uint8)
+    uni = np.zeros(width, dtype=np.int64)
+    at_start, last_pos, last_id, n_tokens = True, 0, EOS_ID, 0
+    for ids in chunks:
+        ids = np.asarray(ids, dtype=np.int64)
+        if not len(ids):
+            continue
+        if ids.min() < 0 or ids.max() >= width - 1:
+            raise UserError("training ids fall outside the vocabulary (was the stream encoded with another vocabulary?)")
+        n_tokens += len(ids)
+        starts = np.zeros(len(ids), dtype=bool)
+        starts[1:] = ids[:-1] == EOS_ID
+        starts[0] = at_start
+        where = np.flatnonzero(starts)
+        padded = np.insert(ids, where, bos)
+        is_start = np.zeros(len(padded), dtype=bool)
+        is_start[where + np.arange(len(where))] = True
+        idx = np.arange(len(padded), dtype=np.int64)
+        last = np.maximum.accumulate(np.where(is_start, idx, -1))
+        pos = np.where(last >= 0, idx - last, last_pos + 1 + idx)
+        sp.append("padded", padded)
+        sp.append("pos", np.minimum(pos, 255).astype(np.uint8))
+        uni += np.bincount(padded, minlength=width)
+        at_start, last_pos, last_id = bool(ids[-1] == EOS_ID), int(pos[-1]), int(ids[-1])
+    if n_tokens == 0:
+        raise UserError("cannot train an n-gram model on an empty corpus")
+    if last_id != EOS_ID:  # a stream not ending with </s> gets one (pad_stream's rule)
+        sp.append("padded", np.array([EOS_ID]))
+        sp.append("pos", np.array([min(last_pos + 1, 255)], dtype=np.uint8))
+        uni[EOS_ID] += 1
+    return uni, n_tokens
+
+
+# --- stage 2: count --------------------------------------------------------------------------------------
+def count_order(sp: Spill, k: int, width: int, need_index: bool, bar) -> int:
+    """Order-k table files (``keys_k``, ``cnt_k``, ``sfx_k``, ``bos_k``) and, if ``need_index``, ``idx_k``."""
+    prev = "padded" if k == 2 else f"idx_{k - 1}"
+    total = sp.length("padded")
+    runs = []  # (start position, positions, uniques)
+    for s in range(0, total, sp.window):
+        n = min(sp.window, total - s)
+        pos = sp.read("pos", s, n)
+        cur = sp.read(prev, s, n)
+        before = sp.read(prev, s - 1, 1) if s else np.full(1, -1, np.int64)
+        shifted = np.concatenate([before, cur[:-1]])  # index of the (k-1)-gram ending one position earlier
+        at = np.flatnonzero(pos >= k - 1)
+        keys = shifted[at] * width + sp.read("padded", s, n)[at]
+        uniq, first_at, inv, cnt = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        r = len(runs)
+        sp.append(f"run{r}.keys", uniq)
+        sp.append(f"run{r}.cnt", cnt.astype(np.int64))
+        sp.append(f"run{r}.sfx", cur[at[first_at]])
+        sp.append(f"run{r}.bos", (pos[at[first_at]] == k - 1).astype(np.uint8))
+        if need_index:
+            loc = np.full(n, -1, dtype=np.int64)
+            loc[at] = inv.reshape(-1)
+            sp.append(f"loc_{k}", loc)
+        runs.append((s, n, len(uniq)))
+        bar.update(n)
+    sp.create(f"rank_{k}", np.int64, sum(u for _, _, u in runs))
+    merge_runs(sp, k, [u for _, _, u in runs])
+    if need_index:
+        sp.create(f"idx_{k}", np.int64)
+        off = 0
+        for r, (s, n, u) in enumerate(runs):
+            loc = sp.read(f"loc_{k}", s, n)
+            ranks = sp.read(f"rank_{k}", off, u)
+            sp.append(f"idx_{k}", np.where(loc >= 0, ranks[np.maximum(loc, 0)], -1))
+            off += u
+        sp.remove(f"loc_{k}")
+    sp.remove(f"rank_{k}")
+    if k > 2:
+        sp.remove(f"idx_{k - 1}")
+    return sp.length(f"keys_{k}")
+
+
+def merge_runs(sp: Spill, k: int, lengths: list[int]) -> None:
+    """k-way merge of the sorted runs into the order-k table; writes each run element's rank to ``rank_k``.
+
+    All runs' buffered elements up to the smallest last key among buffers that do not hold their
+    run's end are merged at once: keys above that bound are in no run's past, so no n-gram's
+    occurrences are ever split between two merge steps.
+    """
+    R = len(lengths)
+    cap = max(sp.window // max(R, 1), 256)
+    names = ("keys", "cnt", "sfx", "bos")
+    for name, dt in zip(names, (np.int64, np.int64, np.int64, np.uint8)):
+        sp.create(f"{name}_{k}", dt)
+    cursor = [0] * R  # next element of each run to load
+    taken = [0] * R  # elements of each run merged so far
+    bufs: list[dict] = [{n: np.zeros(0, sp.dtypes.get(f"run{r}.{n}", np.int64)) for n in names} for r in range(R)]
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    base = 0
+    big = np.iinfo(np.int64).max
+    while True:
+        for r in range(R):
+            have = len(bufs[r]["keys"])
+            if have < cap // 2 and cursor[r] < lengths[r]:
+                m = min(cap - have, lengths[r] - cursor[r])
+                for n in names:
+                    bufs[r][n] = np.concatenate([bufs[r][n], sp.read(f"run{r}.{n}", cursor[r], m)])
+                cursor[r] += m
+        live = [r for r in range(R) if len(bufs[r]["keys"])]
+        if not live:
+            break
+        bound = min((bufs[r]["keys"][-1] for r in live if cursor[r] < lengths[r]), default=big)
+        take = {r: int(np.searchsorted(bufs[r]["keys"], bound, "right")) for r in live}
+        parts = [r for r in live if take[r]]
+        cat = {n: np.concatenate([bufs[r][n][: take[r]] for r in parts]) for n in names}
+        order = np.argsort(cat["keys"], kind="stable")
+        ks = cat["keys"][order]
+        new = np.ones(len(ks), dtype=bool)
+        new[1:] = ks[1:] != ks[:-1]
+        first = np.flatnonzero(new)
+        sp.append(f"keys_{k}", ks[first])
+        sp.append(f"cnt_{k}", np.add.reduceat(cat["cnt"][order], first))
+        sp.append(f"sfx_{k}", cat["sfx"][order][first])
+        sp.append(f"bos_{k}", cat["bos"][order][first])
+        rank = np.empty(len(ks), dtype=np.int64)
+        rank[order] = base + np.cumsum(new) - 1
+        off = 0
+        for r in parts:
+            sp.write_at(f"rank_{k}", starts[r] + taken[r], rank[off : off + take[r]])
+            off += take[r]
+            taken[r] += take[r]
+            for n in names:
+                bufs[r][n] = bufs[r][n][take[r]:]
+        base += len(first)
+    for r in range(R):
+        sp.remove(*(f"run{r}.{n}" for n in names))
+
+
+# --- stages 3 and 4: adjust, discount, interpolate -----------------------------------------------------
+def adjusted(sp: Spill, k: int, n: int, bos_id: int) -> None:
+    """``a_k`` (int64): raw counts at the highest order and for n-grams starting with <s>, else N1+(. w_1..w_k)."""
+    if k == n:  # the raw counts themselves (cnt_k stays: count pruning reads it)
+        sp.dtypes[f"a_{k}"] = np.dtype(np.int64)
+        os.link(sp.path(f"cnt_{k}"), sp.path(f"a_{k}"))
+        return
+    m = sp.length(f"keys_{k}")
+    sp.create(f"cont_{k}", np.int64, m)
+    for _, sfx in sp.chunks(f"sfx_{k + 1}"):
+        sp.count_at(f"cont_{k}", sfx)
+    sp.create(f"a_{k}", np.int64)
+    for s, cont in sp.chunks(f"cont_{k}"):
+        bos = sp.read(f"bos_{k}", s, len(cont)).astype(bool)
+        sp.append(f"a_{k}", np.where(bos, sp.read(f"cnt_{k}", s, len(cont)), cont))
+    sp.remove(f"cont_{k}")
+
+
+def counts_of_counts(sp: Spill, name: str) -> np.ndarray:
+    n = np.zeros(5, dtype=np.int64)
+    for _, a in sp.chunks(name):
+        n += np.bincount(a[(a >= 1) & (a <= 4)], minlength=5)
+    return n
+
+
+def grouped_sums(sp: Spill, k: int, values):
+    """Per context of order k (runs of equal ``keys // W``): sums of each value stream, added in index order.
+
+    ``values(s, a, cnt)`` -> list of float arrays for the window at ``s``. Yields ``(ctx ids, [sums])``
+    in increasing ctx; a context cut by a window boundary carries its partial sum into the next window
+    as its first addend, so each sum is formed exactly as ``np.bincount`` forms it over the whole array.
+    """
+    pending = None
+    for s, keys in sp.chunks(f"keys_{k}"):
+        a = sp.read(f"a_{k}", s, len(keys))
+        cnt = sp.read(f"cnt_{k}", s, len(keys))
+        ctx = keys // sp.W
+        vals = values(s, a, cnt)
+        if pending is not None:
+            if ctx[0] == pending[0]:
+                ctx = np.concatenate([[pending[0]], ctx])
+                vals = [np.concatenate([[p], v]) for p, v in zip(pending[1], vals)]
+            else:
+                yield np.array([pending[0]]), [np.array([p]) for p in pending[1]]
+        new = np.ones(len(ctx), dtype=bool)
+        new[1:] = ctx[1:] != ctx[:-1]
+        gid = np.cumsum(new) - 1
+        ids = ctx[new]
+        sums = [np.bincount(gid, weights=v, minlength=len(ids)).astype(np.float64) for v in vals]
+        pending = (ids[-1], [x[-1] for x in sums])
+        if len(ids) > 1:
+            yield ids[:-1], [x[:-1] for x in sums]
+    if pending is not None:
+        yield np.array([pending[0]]), [np.array([p]) for p in pending[1]]
+
+
+def context_weights(sp: Spill, k: int, d: np.ndarray, prune_at: int) -> None:
+    """``denom_k`` and ``gamma_k`` over every order-(k-1) n-gram (contexts without extensions: 0 and 1)."""
+    m_ctx = sp.length(f"keys_{k - 1}") if k > 2 else sp.W
+
+    def values(s, a, cnt):
+        a = a.astype(np.float64)
+        disc = d[np.minimum(a, 3).astype(np.int64)] * (a > 0)
+        if prune_at > 0:
+            disc = np.where(cnt <= prune_at, a, disc)
+        return [a, disc]
+
+    sp.create(f"denom_{k}", np.float64)
+    sp.create(f"gamma_{k}", np.float64)
+    done = 0
+    for ids, (denom, mass) in grouped_sums(sp, k, values):
+        full_d = np.zeros(int(ids[-1]) + 1 - done)
+        full_m = np.zeros(len(full_d))
+        full_d[ids - done] = denom
+        full_m[ids - done] = mass
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gamma = np.where(full_d > 0, full_m / full_d, 1.0)
+        sp.append(f"denom_{k}", full_d)
+        sp.append(f"gamma_{k}", gamma)
+        done = int(ids[-1]) + 1
+    if done < m_ctx:
+        for s in range(done, m_ctx, sp.window):
+            e = min(s + sp.window, m_ctx)
+            sp.append(f"denom_{k}", np.zeros(e - s))
+            sp.append(f"gamma_{k}", np.ones(e - s))
+
+
+def interpolate_order(sp: Spill, k: int, d: np.ndarray, bar) -> None:
+    """``prob_k`` = alpha + gamma(h) p(w|h'); then ``logp_k``, and ``bow_{k-1}`` = log10 gamma_k."""
+    sp.create(f"prob_{k}", np.float64)
+    sp.create(f"logp_{k}", np.float64)
+    for s, keys in sp.chunks(f"keys_{k}"):
+        a = sp.read(f"a_{k}", s, len(keys)).astype(np.float64)
+        ctx = keys // sp.W
+        denom = sp.gather_sorted(f"denom_{k}", ctx)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha = np.where(a > 0, (a - d[np.minimum(a, 3).astype(np.int64)]) / denom, 0.0)
+        lower = sp.gather(f"prob_{k - 1}", sp.read(f"sfx_{k}", s, len(keys)))
+        p = alpha + sp.gather_sorted(f"gamma_{k}", ctx) * lower
+        sp.append(f"prob_{k}", p)
+        sp.append(f"logp_{k}", _log10(p))
+        bar.update(len(keys))
+    sp.create(f"bow_{k - 1}", np.float64)
+    for _, g in sp.chunks(f"gamma_{k}"):
+        sp.append(f"bow_{k - 1}", _log10(g))
+    sp.remove(f"denom_{k}", f"gamma_{k}", f"prob_{k - 1}", f"sfx_{k}", f"a_{k}")
+
+
+# --- stage 5: the ARPA file ----------------------------------------------------------------------------------
+def _fmt_ok(values: np.ndarray) -> None:
+    if not np.array_equal(np.round(values, 8), values):
+        raise AssertionError("bounded estimation produced a value that is not rounded to 8 decimals")
+
+
+def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thresholds: list[int], kept: list[int],
+                         bar) -> None:
+    """The ARPA file, byte for byte what :func:`.arpa.write_arpa` writes for the same model."""
+    from ..data.textio import atomic_write
+
+    for w in words:
+        if not w or any(ch.isspace() for ch in w):
+            raise UserError(f"{path}: cannot write word {w!r} to an ARPA file: it is empty or contains whitespace")
+    import itertools
+
+    W = len(words)
+    with atomic_write(path) as f:
+        f.write("\n\\data\\\n")
+        f.write("".join(f"ngram {k}={c}\n" for k, c in enumerate(kept, 1)))
+        for k in range(1, order + 1):
+            f.write(f"\n\\{k}-grams:\n")
+            prev = _Lines(sp.path(f"text_{k - 1}")) if k > 2 else None
+            out = open(sp.path(f"text_{k}"), "w", encoding="utf-8", newline="\n") if 1 < k < order else None
+            for s, logp in sp.chunks(f"logp_{k}", max(MIN_WINDOW, sp.window // 3)):  # strings cost ~3x
+                n = len(logp)
+                if k == 1:
+                    text = words[s : s + n]
+                else:  # the prefix's text (order k-1, read in step: ctx never decreases) + " " + the last word
+                    keys = sp.read(f"keys_{k}", s, n)
+                    ctx, last = (keys // W).tolist(), (keys % W).tolist()
+                    if k == 2:
+                        text = [words[c] + " " + words[w] for c, w in zip(ctx, last)]
+                    else:
+                        lines, base = prev.span(ctx[0], ctx[-1])
+                        text = [lines[c - base] + " " + words[w] for c, w in zip(ctx, last)]
+                    if out is not None:
+                        out.write("\n".join(text) + "\n")
+                _fmt_ok(logp)
+                lp = logp.tolist()
+                bow = sp.read(f"bow_{k}", s, n).tolist() if k < order else None
+                if k < order:
+                    _fmt_ok(np.asarray(bow))
+                if k >= 2 and thresholds[k - 1] > 0:
+                    keep = (sp.read(f"cnt_{k}", s, n) > thresholds[k - 1]).tolist()
+                    lp, text = list(itertools.compress(lp, keep)), list(itertools.compress(text, keep))
+                    bow = list(itertools.compress(bow, keep)) if bow is not None else None
+                if bow is not None:
+                    f.write(("%.8f\t%s\t%.8f\n" * len(text)) % tuple(itertools.chain.from_iterable(zip(lp, text, bow))))
+                else:
+                    f.write(("%.8f\t%s\n" * len(text)) % tuple(itertools.chain.from_iterable(zip(lp, text))))
+                bar.update(n)
+            if out is not None:
+                out.close()
+            if prev is not None:
+                prev.close()
+                sp.remove(f"text_{k - 1}")
+        f.write("\n\\end\\\n")
+
+
+class _Lines:
+    """The lines of a text file, read forward in windows: :meth:`span` (i, j) -> lines i..j and i's offset."""
+
+    def __init__(self, path: str):
+        self.f = open(path, encoding="utf-8", newline="\n")
+        self.buf: list[str] = []
+        self.base = 0  # file line number of buf[0]
+
+    def span(self, i: int, j: int) -> tuple[list[str], int]:
+        import itertools
+
+        if i > self.base:  # lines before i are never asked for again
+            drop = min(i - self.base, len(self.buf))
+            skip = i - self.base - drop
+            self.buf = self.buf[drop:]
+            if skip:
+                for _ in itertools.islice(self.f, skip):
+                    pass
+            self.base = i
+        need = j + 1 - (self.base + len(self.buf))
+        if need > 0:
+            self.buf += [ln[:-1] for ln in itertools.islice(self.f, need)]
+        return self.buf, self.base
+
+    def close(self) -> None:
+        self.f.close()
+
+
+# --- the pipeline -------------------------------------------------------------------------------------------
+def train_bounded(chunks, vocab: Vocab, order: int, output: str, memory: int, temp_dir: str | None = None,
+                  smoothing: str = "mkn", prune: list[int] | None = None) -> dict:
+    """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
+
+    ``memory``: the byte budget for the whole process (module docstring). Returns a report: n-grams per
+    order, discounts, the window, bytes spilled, seconds per stage.
+    """
+    if smoothing not in STREAMING:
+        raise UserError(f"--smoothing {smoothing} needs the whole model in memory; bounded estimation (--memory) "
+                        f"streams {' and '.join(STREAMING)} only: leave out --memory for {smoothing}")
+    if not isinstance(order, (int, np.integer)) or not 1 <= order <= 254:
+        raise UserError(f"order {order!r}: bounded estimation takes an integer 1 .. 254")
+    thresholds = parse_thresholds(prune or [], int(order))
+    window = window_for(memory)
+    W, V, bos = len(vocab) + 1, len(vocab), vocab.bos_id
+    words = list(vocab.words) + [BOS]
+    info: dict = {"smoothing": smoothing, "order": order, "window": window, "memory": memory, "seconds": {}}
+    t = time.perf_counter()
+    with Spill(temp_dir, window) as sp:
+        sp.W = W
+        with progress.bar(desc="pad", unit="tok") as bar:
+            uni, tokens = pad(sp, _rechunk(chunks, window), W, bos)
+            bar.update(tokens)
+        info["tokens"] = tokens
+        positions = sp.length("padded")
+        sizes = [W]
+        for k in range(2, order + 1):
+            with progress.bar(total=positions, desc=f"count {k}-grams", unit="pos") as bar:
+                sizes.append(count_order(sp, k, W, k < order, bar))
+        sp.remove("padded", "pos")
+        info["seconds"]["count"] = round(time.perf_counter() - t, 3)
+        # order 1 in memory, exactly as kneser_ney + interpolate compute it
+        if order == 1:
+            a1 = uni.astype(np.float64)
+        else:
+            sp.create("cont_1", np.int64, W)
+            for _, sfx in sp.chunks("sfx_2"):
+                sp.count_at("cont_1", sfx)
+            a1 = sp.read("cont_1").astype(np.float64)
+            a1[bos] = uni[bos]
+        a1[bos] = 0
+        modified = smoothing == "mkn"
+        d1, fb1 = discounts_from_n(np.bincount(a1[(a1 >= 1) & (a1 <= 4)].astype(np.int64), minlength=5), modified)
+        info["discounts"], info["fallback_orders"] = [[round(float(x), 6) for x in d1[1:]]], [1] if fb1 else []
+        denom1 = np.array([a1.sum()], dtype=np.float64)
+        mass1 = np.array([(d1[np.minimum(a1, 3).astype(np.int64)] * (a1 > 0)).sum()], dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha1 = np.where(a1 > 0, (a1 - d1[np.minimum(a1, 3).astype(np.int64)]) / denom1[np.zeros(W, np.int64)], 0.0)
+            gamma1 = np.where(denom1 > 0, mass1 / denom1, 1.0)
+        p1 = alpha1 + gamma1[0] / V
+        p1[bos] = 0.0
+        sp.create("prob_1", np.float64)
+        sp.append("prob_1", p1)
+        sp.create("logp_1", np.float64)
+        sp.append("logp_1", _log10(p1))
+        t = time.perf_counter()
+        ds = {}
+        for k in range(2, order + 1):
+            adjusted(sp, k, order, bos)
+            dk, fb = discounts_from_n(counts_of_counts(sp, f"a_{k}"), modified)
+            ds[k] = dk
+            info["discounts"].append([round(float(x), 6) for x in dk[1:]])
+            if fb:
+                info["fallback_orders"].append(k)
+        info["seconds"]["adjust"] = round(time.perf_counter() - t, 3)
+        t = time.perf_counter()
+        with progress.bar(total=sum(sizes[1:]), desc="interpolate", unit="ngram") as bar:
+            for k in range(2, order + 1):
+                context_weights(sp, k, ds[k], thresholds[k - 1])
+                interpolate_order(sp, k, ds[k], bar)
+        sp.create(f"bow_{order}", np.float64)
+        sp.remove(f"prob_{order}")
+        kept = list(sizes)
+        for k in range(2, order + 1):
+            if thresholds[k - 1] > 0:
+                kept[k - 1] = int(sum((c > thresholds[k - 1]).sum() for _, c in sp.chunks(f"cnt_{k}")))
+        info["seconds"]["interpolate"] = round(time.perf_counter() - t, 3)
+        t = time.perf_counter()
+        with progress.bar(total=sum(sizes), desc="write ARPA", unit="ngram") as bar:
+            write_arpa_streaming(sp, output, words, order, thresholds, kept, bar)
+        info["seconds"]["write"] = round(time.perf_counter() - t, 3)
+        info["ngrams"] = kept
+        info["spilled_bytes"] = sp.spilled
+        if any(thresholds[1:]):
+            info["prune"] = thresholds
+    return info

@@ -1,0 +1,189 @@
+"""Flat arrays spilled to a temporary directory, and the few streaming operations bounded estimation needs.
+
+A :class:`Spill` is one run's private directory ``TEMP/sampledlm-ngram.HOST.PID.XXXX/`` holding flat
+binary files (one dtype each, no header). It holds an OS lock on its ``.lock`` file while the run lives;
+:func:`sweep` removes the directories whose lock is free -- those of runs killed before they could clean
+up -- and every run calls it when it starts. The directory is removed on success and on error.
+
+Files are read by explicit ``np.fromfile`` calls, never memory-mapped, so the pages read do not stay in
+the process's resident set; every operation below holds at most a window of ``window`` elements:
+
+* :meth:`Spill.gather_sorted`: ``a[idx]`` for non-decreasing ``idx`` -- one pass over the file's range;
+* :meth:`Spill.gather`: ``a[idx]`` for any ``idx`` (sort, gather sorted, unsort);
+* :meth:`Spill.count_at`: ``a[i] += 1`` for every ``i`` of ``idx`` (counting into an integer file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+
+import numpy as np
+
+from ..errors import UserError
+
+PREFIX = "sampledlm-ngram."
+
+
+def _try_lock(path: str):
+    """An fd holding an exclusive lock on ``path``, or None when another live process holds it."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def sweep(parent: str) -> list[str]:
+    """Remove the spill directories of dead runs under ``parent`` (their lock is free); returns them."""
+    host = socket.gethostname().replace(".", "_")
+    removed = []
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(PREFIX + host + ".")]
+    except OSError:
+        return removed
+    for name in names:
+        d = os.path.join(parent, name)
+        lock = os.path.join(d, ".lock")
+        if not os.path.isdir(d):
+            continue
+        fd = _try_lock(lock) if os.path.exists(lock) else -1
+        if fd is None:
+            continue  # a live run
+        try:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    return removed
+
+
+class Spill:
+    """One run's temporary directory of flat arrays (module docstring); use as a context manager."""
+
+    def __init__(self, parent: str | None, window: int):
+        parent = parent or tempfile.gettempdir()
+        if not os.path.isdir(parent):
+            raise UserError(f"--temp-dir {parent}: no such directory")
+        sweep(parent)
+        host = socket.gethostname().replace(".", "_")
+        try:
+            self.dir = tempfile.mkdtemp(prefix=f"{PREFIX}{host}.{os.getpid()}.", dir=parent)
+            self._fd = _try_lock(os.path.join(self.dir, ".lock"))
+        except OSError as e:
+            raise UserError(f"--temp-dir {parent}: cannot create a temporary directory there ({e.strerror or e})") from None
+        self.window = int(window)
+        self.dtypes: dict[str, np.dtype] = {}
+        self.spilled = 0  # bytes written, for the report
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # --- flat files -------------------------------------------------------------------------------
+    def path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def create(self, name: str, dtype, length: int = 0, fill=0) -> None:
+        """A new file of ``length`` elements set to ``fill`` (written in windows)."""
+        self.dtypes[name] = np.dtype(dtype)
+        with open(self.path(name), "wb") as f:
+            block = np.full(min(length, self.window), fill, dtype=dtype)
+            left = length
+            while left > 0:
+                f.write(block[: min(left, len(block))].tobytes())
+                left -= min(left, len(block))
+
+    def append(self, name: str, values: np.ndarray) -> None:
+        dtype = self.dtypes.setdefault(name, np.asarray(values).dtype)
+        data = np.ascontiguousarray(values, dtype=dtype)
+        try:
+            with open(self.path(name), "ab") as f:
+                f.write(data.tobytes())
+        except OSError as e:
+            raise UserError(f"--temp-dir {self.dir}: cannot write ({e.strerror or e}); give a --temp-dir with more room") from None
+        self.spilled += data.nbytes
+
+    def write_at(self, name: str, start: int, values: np.ndarray) -> None:
+        data = np.ascontiguousarray(values, dtype=self.dtypes[name])
+        with open(self.path(name), "r+b") as f:
+            f.seek(start * data.itemsize)
+            f.write(data.tobytes())
+
+    def length(self, name: str) -> int:
+        if not os.path.exists(self.path(name)):
+            return 0
+        return os.path.getsize(self.path(name)) // self.dtypes[name].itemsize
+
+    def read(self, name: str, start: int = 0, count: int | None = None) -> np.ndarray:
+        dtype = self.dtypes[name]
+        n = self.length(name) - start if count is None else count
+        if n <= 0:
+            return np.zeros(0, dtype=dtype)
+        return np.fromfile(self.path(name), dtype=dtype, count=n, offset=start * dtype.itemsize)
+
+    def chunks(self, name: str, size: int | None = None, start: int = 0, stop: int | None = None):
+        """``(offset, array)`` windows of the file, in order."""
+        size = size or self.window
+        stop = self.length(name) if stop is None else stop
+        for s in range(start, stop, size):
+            yield s, self.read(name, s, min(size, stop - s))
+
+    def remove(self, *names: str) -> None:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path(name))
+
+    # --- windowed gather / scatter --------------------------------------------------------------
+    def gather_sorted(self, name: str, idx: np.ndarray, width: int = 1) -> np.ndarray:
+        """``a[idx]`` for non-decreasing ``idx`` (``width`` > 1: the file holds rows of that many values)."""
+        dtype = self.dtypes[name]
+        out = np.empty((len(idx), width) if width > 1 else len(idx), dtype=dtype)
+        i, n = 0, len(idx)
+        span = max(self.window // width, 1)
+        while i < n:
+            lo = int(idx[i])
+            j = int(np.searchsorted(idx, lo + span, "left"))
+            hi = int(idx[j - 1]) + 1
+            block = self.read(name, lo * width, (hi - lo) * width)
+            if width > 1:
+                block = block.reshape(-1, width)
+            out[i:j] = block[idx[i:j] - lo]
+            i = j
+        return out
+
+    def gather(self, name: str, idx: np.ndarray) -> np.ndarray:
+        """``a[idx]`` for any ``idx``."""
+        order = np.argsort(idx, kind="stable")
+        out = np.empty(len(idx), dtype=self.dtypes[name])
+        out[order] = self.gather_sorted(name, idx[order])
+        return out
+
+    def count_at(self, name: str, idx: np.ndarray) -> None:
+        """``a[i] += 1`` for every ``i`` in ``idx`` (an integer file)."""
+        uniq, sums = np.unique(idx, return_counts=True)
+        i, n = 0, len(uniq)
+        while i < n:
+            lo = int(uniq[i])
+            j = int(np.searchsorted(uniq, lo + self.window, "left"))
+            hi = int(uniq[j - 1]) + 1
+            block = self.read(name, lo, hi - lo)
+            block[uniq[i:j] - lo] += sums[i:j]
+            self.write_at(name, lo, block)
+            i = j

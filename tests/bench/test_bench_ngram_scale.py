@@ -1,0 +1,16 @@
+"""`sampledlm bench ngram-scale --quick`: bounded vs in-memory estimation, binary loading, pruning, on small corpora."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_quick
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+def test_ngram_scale_quick(tmp_path):
+    data = run_quick("ngram-scale", tmp_path / "out", against="Against the issue")
+    assert all(r["identical"] for r in data["scaling"]), "bounded estimation writes the in-memory bytes"
+    assert all(r["bounded"]["peak_mb"] > 0 for r in data["scaling"])
+    assert data["binary"]["speedup"] > 1
+    assert {r["method"] for r in data["pruning"]["rows"]} == {"none", "count", "entropy"}

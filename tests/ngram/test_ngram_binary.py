@@ -1,0 +1,93 @@
+"""The memory-mapped binary n-gram directory: ARPA -> binary gives the very same model, every loader takes it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from helpers import run_cli, synthetic_sentences, write_corpus
+
+from sampledlm.errors import UserError
+from sampledlm.ngram import read_arpa, train_ngram, write_arpa
+from sampledlm.ngram.mapped import open_binary, verify_binary, write_binary
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory, ngram_corpus):
+    vocab, train, _ = ngram_corpus
+    d = tmp_path_factory.mktemp("bin")
+    write_arpa(train_ngram(train, vocab, 4), str(d / "kn4.arpa"))
+    arpa = read_arpa(str(d / "kn4.arpa"), cache=False)
+    write_binary(arpa, str(d / "kn4.bin"))
+    return d, arpa
+
+
+def test_round_trip_gives_every_ngram_and_random_queries_exactly(model_files):
+    d, arpa = model_files
+    lm = open_binary(str(d / "kn4.bin"))
+    assert lm.words == arpa.words and lm.counts() == arpa.counts()
+    for a, b in zip(arpa.tables, lm.tables):
+        assert isinstance(b.keys, np.memmap), "the arrays are mapped, not read"
+        for name in ("keys", "logp", "bow"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    rng = np.random.default_rng(0)
+    hist = rng.integers(0, arpa.width, size=(3000, 3))
+    hist[rng.random(3000) < 0.2, 0] = arpa.bos
+    words = rng.integers(0, arpa.width - 1, size=3000)
+    words[words == arpa.bos] = arpa.eos
+    assert np.array_equal(arpa.logprob10_ids(hist, words), lm.logprob10_ids(hist, words))
+
+
+def test_every_loader_accepts_the_directory_and_scores_like_the_arpa(model_files, ngram_corpus):
+    from sampledlm.load import load_model
+    from sampledlm.ngram.backoff import open_backoff
+
+    d, _ = model_files
+    vocab, _, valid = ngram_corpus
+    a, b = load_model(str(d / "kn4.arpa")), load_model(str(d / "kn4.bin"))
+    ids = np.array([a.vocab.index.get(vocab.words[i], 1) for i in valid])
+    assert np.array_equal(a.logprobs(ids), b.logprobs(ids))
+    assert open_backoff(str(d / "kn4.bin"), a.vocab).order == 4
+
+
+def test_cli_build_eval_and_verify(tmp_path, capsys):
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(150, 30, seed=1))
+    write_corpus(tmp_path / "test.txt", synthetic_sentences(30, 30, seed=2))
+    arpa, out = str(tmp_path / "kn3.arpa"), str(tmp_path / "kn3.bin")
+    assert run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "-o", arpa], capsys)[0] == 0
+    assert run_cli(["ngram", "build-binary", arpa, "-o", out], capsys)[0] == 0
+    ppl = []
+    for m in (arpa, out):
+        code, stdout, _ = run_cli(["ngram", "eval", m, "--test", str(tmp_path / "test.txt"), "--json"], capsys)
+        assert code == 0
+        ppl.append(json.loads(stdout)["ppl"])
+    assert ppl[0] == ppl[1]
+    code, _, err = run_cli(["ngram", "build-binary", arpa, "-o", out], capsys)
+    assert code == 1 and "--force" in err and err.count("\n") == 1
+    assert run_cli(["ngram", "build-binary", "--verify", out], capsys)[0] == 0
+    with open(os.path.join(out, "logp_2.npy"), "r+b") as f:  # flip one byte of a probability
+        f.seek(-3, 2)
+        byte = f.read(1)
+        f.seek(-3, 2)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    code, _, err = run_cli(["ngram", "build-binary", "--verify", out], capsys)
+    assert code == 1 and "logp_2.npy" in err
+
+
+def test_incomplete_or_inconsistent_directories_are_one_line_errors(model_files, tmp_path):
+    import shutil
+
+    d, _ = model_files
+    bad = tmp_path / "bad.bin"
+    shutil.copytree(d / "kn4.bin", bad)
+    np.save(bad / "bow_3.npy", np.zeros(5))
+    with pytest.raises(UserError, match="bow_3.npy: holds float64\\[5\\]"):
+        open_binary(str(bad))
+    os.remove(bad / "keys_2.npy")
+    with pytest.raises(UserError, match="keys_2.npy: no such file"):
+        open_binary(str(bad))
+    os.remove(bad / "config.json")  # what a writer killed before its last file leaves
+    with pytest.raises(UserError, match="config.json: no such file"):
+        open_binary(str(bad))

@@ -1,0 +1,99 @@
+"""Bounded-memory estimation: the same ARPA bytes as in memory under a budget that forces many spills;
+temporary files gone on success, on error, and after a kill at the next run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from helpers import REPO, encode_sentences, run_cli, synthetic_sentences, write_corpus
+
+from sampledlm.data.vocab import Vocab
+from sampledlm.errors import UserError
+from sampledlm.ngram import train_ngram, write_arpa
+from sampledlm.ngram import external
+from sampledlm.ngram.external import array_chunks, parse_memory, train_bounded
+
+
+def spill_dirs(d):
+    return [n for n in os.listdir(d) if n.startswith("sampledlm-ngram.")]
+
+
+@pytest.mark.parametrize("seed,order,smoothing,prune", [
+    (1, 1, "mkn", None), (2, 2, "kn", None), (3, 3, "mkn", None), (4, 4, "kn", None), (5, 5, "mkn", None),
+    (6, 4, "mkn", [0, 1, 2]), (7, 3, "kn", [0, 0, 1])])
+def test_bounded_path_writes_the_in_memory_arpa_bytes(tmp_path, seed, order, smoothing, prune):
+    rng = np.random.default_rng(seed)
+    sents = synthetic_sentences(int(rng.integers(400, 1200)), vocab_size=int(rng.integers(20, 150)), seed=seed)
+    vocab = Vocab.from_sentences(sents)
+    ids = encode_sentences(vocab, sents)
+    if seed % 2:
+        ids = ids[:-1]  # a stream that does not end with </s>
+    a, b = tmp_path / "mem.arpa", tmp_path / "bounded.arpa"
+    write_arpa(train_ngram(ids, vocab, order, smoothing, prune=prune), str(a))
+    info = train_bounded(array_chunks(ids, 777), vocab, order, str(b), parse_memory("1K"), str(tmp_path), smoothing, prune)
+    assert info["window"] == external.MIN_WINDOW and len(ids) > 4 * info["window"], "the budget forces many runs"
+    assert a.read_bytes() == b.read_bytes()
+    assert spill_dirs(tmp_path) == []
+
+
+def test_cli_memory_flag_and_refusals(tmp_path, capsys):
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(500, 60, seed=9))
+    base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "4"]
+    assert run_cli(base + ["-o", str(tmp_path / "a.arpa")], capsys)[0] == 0
+    code, _, err = run_cli(base + ["-o", str(tmp_path / "b.arpa"), "--memory", "2K", "--temp-dir", str(tmp_path)], capsys)
+    assert code == 0 and "bounded to" in err
+    assert (tmp_path / "a.arpa").read_bytes() == (tmp_path / "b.arpa").read_bytes()
+    for extra, msg in ((["--memory", "lots"], "--memory 'lots'"), (["--memory", "1G", "--smoothing", "wb"], "needs the whole model"),
+                       (["--memory", "1G", "--temp-dir", str(tmp_path / "nope")], "no such directory")):
+        code, _, err = run_cli(base + ["-o", str(tmp_path / "c.arpa"), *extra], capsys)
+        assert code == 1 and msg in err and err.count("\n") == 1
+    assert not (tmp_path / "c.arpa").exists() and spill_dirs(tmp_path) == []
+
+
+def test_an_error_midway_removes_the_spill_and_writes_nothing(tmp_path, monkeypatch):
+    sents = synthetic_sentences(300, 30, seed=2)
+    vocab = Vocab.from_sentences(sents)
+
+    def boom(*a, **k):
+        raise UserError("disk trouble")
+
+    monkeypatch.setattr(external, "interpolate_order", boom)
+    with pytest.raises(UserError, match="disk trouble"):
+        train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path))
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(20000, 400, seed=4))
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "sampledlm", "ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "5",
+           "--memory", "1K", "--temp-dir", str(spill), "-o", str(tmp_path / "killed.arpa")]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:  # wait until a run of 3-grams is on disk
+            dirs = spill_dirs(spill)
+            if dirs and any(n.startswith("run") for n in os.listdir(spill / dirs[0])) and \
+                    os.path.exists(spill / dirs[0] / "keys_2"):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(spill_dirs(spill)) == 1, "a killed run leaves its spill behind"
+    assert not (tmp_path / "killed.arpa").exists(), "and no partial model"
+    sents = synthetic_sentences(50, 20, seed=1)
+    vocab = Vocab.from_sentences(sents)
+    train_bounded([encode_sentences(vocab, sents)], vocab, 2, str(tmp_path / "next.arpa"), 1 << 10, str(spill))
+    assert spill_dirs(spill) == []
