@@ -138,28 +138,37 @@ def trained_ffnn(tmp_path_factory) -> pathlib.Path:
     return d
 
 
-@pytest.fixture(scope="session")
-def serve_models(tmp_path_factory) -> pathlib.Path:
-    """A directory with train.txt, valid.txt, test.txt (a synthetic corpus, vocabulary 50) and kn3.arpa, ffnn3/ and
-    gru/ trained on them through the CLI (tiny; shared by the session's tests): the models a server test serves."""
+def _train_tiny_models(d: pathlib.Path, maxent: bool) -> pathlib.Path:
+    """train.txt, valid.txt, test.txt (a synthetic corpus, vocabulary 50) in ``d`` and kn3.arpa, ffnn3/, gru/ (and
+    melm/ when ``maxent``) trained on them through the CLI."""
     from sampledlm.cli import main
 
-    d = tmp_path_factory.mktemp("served")
     sents = synthetic_sentences(330, seed=0)
     write_corpus(d / "train.txt", sents[:250])
     write_corpus(d / "valid.txt", sents[250:290])
     write_corpus(d / "test.txt", sents[290:])
     common = ["--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "--epochs", "1", "--threads", "1"]
+    runs = [["ngram", "train", "--train", str(d / "train.txt"), "--order", "3", "-o", str(d / "kn3.arpa")],
+            ["train", *common, "--model", "ffnn", "--order", "3", "-d", "8", "--hidden", "16", "-o", str(d / "ffnn3")],
+            ["train", *common, "--model", "gru", "-d", "8", "--hidden", "16", "-o", str(d / "gru")]]
+    if maxent:
+        runs.append(["maxent", "train", "--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"),
+                     "-o", str(d / "melm")])
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SAMPLEDLM_CACHE", str(d / "cache"))
-        for args in (["ngram", "train", "--train", str(d / "train.txt"), "--order", "3", "-o", str(d / "kn3.arpa")],
-                     ["train", *common, "--model", "ffnn", "--order", "3", "-d", "8", "--hidden", "16", "-o", str(d / "ffnn3")],
-                     ["train", *common, "--model", "gru", "-d", "8", "--hidden", "16", "-o", str(d / "gru")]):
+        for args in runs:
             try:
                 main(args)
             except SystemExit as e:
                 assert e.code == 0, args
     return d
+
+
+@pytest.fixture(scope="session")
+def serve_models(tmp_path_factory) -> pathlib.Path:
+    """A directory with train.txt, valid.txt, test.txt (a synthetic corpus, vocabulary 50) and kn3.arpa, ffnn3/ and
+    gru/ trained on them through the CLI (tiny; shared by the session's tests): the models a server test serves."""
+    return _train_tiny_models(tmp_path_factory.mktemp("served"), maxent=False)
 
 
 # --- the command line ----------------------------------------------------------------------------------------------
@@ -191,22 +200,4 @@ def run_in_process(capsys):
 def four_models(tmp_path_factory) -> pathlib.Path:
     """A directory with train.txt, valid.txt, test.txt (a synthetic corpus, vocabulary 50) and one tiny model of
     each family trained on them through the CLI: kn3.arpa, ffnn3/, gru/, melm/ (one test module's)."""
-    from sampledlm.cli import main
-
-    d = tmp_path_factory.mktemp("models")
-    sents = synthetic_sentences(330, seed=0)
-    write_corpus(d / "train.txt", sents[:250])
-    write_corpus(d / "valid.txt", sents[250:290])
-    write_corpus(d / "test.txt", sents[290:])
-    common = ["--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "--epochs", "1", "--threads", "1"]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SAMPLEDLM_CACHE", str(d / "cache"))
-        for args in (["ngram", "train", "--train", str(d / "train.txt"), "--order", "3", "-o", str(d / "kn3.arpa")],
-                     ["train", *common, "--model", "ffnn", "--order", "3", "-d", "8", "--hidden", "16", "-o", str(d / "ffnn3")],
-                     ["train", *common, "--model", "gru", "-d", "8", "--hidden", "16", "-o", str(d / "gru")],
-                     ["maxent", "train", "--train", str(d / "train.txt"), "--valid", str(d / "valid.txt"), "-o", str(d / "melm")]):
-            try:
-                main(args)
-            except SystemExit as e:
-                assert e.code == 0, args
-    return d
+    return _train_tiny_models(tmp_path_factory.mktemp("models"), maxent=True)
