@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from ..data.vocab import BOS, EOS, UNK, UNK_ID, Vocab
+from ..errors import UserError
 from ..lm import LanguageModel
 from .arpa import UNK_LOGP, read_arpa
 from .model import LN10, NgramLM
@@ -69,13 +70,25 @@ class ArpaLM(LanguageModel):
     def order(self) -> int:
         return self.ngram.order
 
+    def _checked(self, lp: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+        """``lp``, unless a probability exceeds 1: back-off weights that are not those of the file's own
+        estimate (a damaged or hand-edited file) can push ``bow(h) P(w|h')`` past 1, and a perplexity
+        computed from such numbers would be below the truth with no sign of it."""
+        bad = np.flatnonzero(lp > 1e-6)
+        if len(bad):
+            where = f" (token {int(bad[0]) + 1}, {self.vocab.words[int(ids[bad[0]])]!r})" if ids is not None else ""
+            raise UserError(f"{self.path or 'the n-gram model'}: gives a probability above 1 "
+                            f"(ln P = {lp[bad[0]]:.4g}){where}; its back-off weights do not fit its probabilities")
+        return lp
+
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         """``ln P(w_i | h_i)`` for every token of an id stream of ``self.vocab`` (both modes agree)."""
-        return self.ngram.stream_logprobs(ids, self.vocab)
+        return self._checked(self.ngram.stream_logprobs(ids, self.vocab), ids)
 
     def logprobs_and_orders(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`logprobs` and, per token, the order of the n-gram its probability came from."""
-        return self.ngram.stream_logprobs(ids, self.vocab, with_order=True)
+        lp, orders = self.ngram.stream_logprobs(ids, self.vocab, with_order=True)
+        return self._checked(lp, ids), orders
 
     def next_logprobs(self, history) -> np.ndarray:
         n, ng = self.order, self.ngram
@@ -83,7 +96,7 @@ class ArpaLM(LanguageModel):
         h = np.concatenate([np.full(max(n - 1, 0), ng.bos, np.int64), m[np.asarray(history, dtype=np.int64)]])
         h = h[len(h) - (n - 1):] if n > 1 else h[:0]
         V = len(self.vocab)
-        return ng.logprob10_ids(np.broadcast_to(h, (V, len(h))), m[:V]) * LN10
+        return self._checked(ng.logprob10_ids(np.broadcast_to(h, (V, len(h))), m[:V]) * LN10)
 
     def logprobs_after(self, histories, words) -> list[np.ndarray]:
         """:meth:`LanguageModel.logprobs_after` with each history cut to its last n-1 words (all an n-gram
