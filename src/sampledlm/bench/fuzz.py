@@ -126,6 +126,10 @@ def run_reader_case(reader: Reader, case: int, scratch: str) -> tuple[str, str]:
                 if want is None or want != result:
                     return "wrong", f"{damage}: read {str(result)[:80]}, the reading rules give {str(want)[:80]}"
             problem = reader.check(result)
+        except UserError as e:  # refused when used (e.g. an n-gram model that gives a probability above 1)
+            if kind == "as written" or not str(e).startswith(path):
+                return ("wrong" if kind == "as written" else "unclear error"), f"{damage}: when used: {e}"
+            return "clean error", f"{damage}: when used: {e}"
         except Exception as e:  # noqa: BLE001 -- a result that breaks what comes next is a defect too
             return "traceback", f"{damage}: using the result: {type(e).__name__}: {e}"
         return ("wrong", f"{damage}: {problem}") if problem else ("ok", damage)
