@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
 
-from helpers import bench
+from helpers import run_quick
 
 
 def test_embeddings_quick_page(tmp_path, private_cache):
-    r = bench("embeddings", "--quick", "--out", str(tmp_path))
-    assert r.exit_code == 0, r.output
+    data = run_quick("embeddings", tmp_path, against="## Quality")
     page = (tmp_path / "embeddings.md").read_text()
-    data = json.loads((tmp_path / "embeddings.json").read_text())["data"]
     assert (tmp_path / "embeddings.png").read_bytes()[:4] == b"\x89PNG"
     assert "## Speed" in page and "## Quality" in page and "Load average" in page
     sides = {row["side"] for row in data["runs"]}

@@ -66,3 +66,13 @@ def test_load_cell_checks_every_answer(scored):
     assert cell["queries"] > 0 and cell["errors"] == 0 and cell["max_abs_diff"] == 0.0
     assert cell["p50_ms"] <= cell["p99_ms"]
     assert bad["max_abs_diff"] == pytest.approx(1.0)
+
+
+def test_serve_quick_page(tmp_path, monkeypatch):
+    """The whole bench on the built-in corpus: both models served, every valid answer right, no crash."""
+    from helpers import run_quick
+
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    data = run_quick("serve", tmp_path / "out", against="### GRU")
+    text = json.dumps(data)
+    assert "KN5" in text and "GRU" in text
