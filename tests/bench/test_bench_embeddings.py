@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-
+import pytest
 from helpers import run_quick
 
+from sampledlm.embed.evaluate import default_eval_file
 
+NEEDS_EVAL = pytest.mark.skipif(
+    not all(default_eval_file(f) for f in ("wordsim353.tsv", "simlex999.txt", "questions-words.txt")),
+    reason="needs WS-353, SimLex-999 and questions-words.txt in ../shared/data/eval (or $SAMPLEDLM_EVAL)")
+
+
+@NEEDS_EVAL
 def test_embeddings_quick_page(tmp_path, private_cache):
     data = run_quick("embeddings", tmp_path, against="## Quality")
     page = (tmp_path / "embeddings.md").read_text()

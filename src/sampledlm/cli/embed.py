@@ -55,6 +55,11 @@ def train(corpus, out_dir, force, no_text, opts, **kw):
     Skip-gram or CBOW (Mikolov et al. 2013), negative sampling or hierarchical softmax, word2vec's
     defaults; the hot loop is compiled (numba) and runs on --threads threads without a lock. A
     progress bar (on a terminal) shows words/s and the current learning rate.
+
+    \b
+    Example:
+      sampledlm embed train corpus.txt -o vec
+      sampledlm embed train book.txt -o vec --tokenizer raw --lowercase --gutenberg --model cbow --objective hs
     """
     import time
 
@@ -110,15 +115,20 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, whic
     """Similarity (Spearman rho) and analogy (3CosAdd, 3CosMul) scores of VECTORS.
 
     VECTORS: a word2vec file (binary or text, told apart by content) or an embedding directory.
+
+    \b
+    Example:
+      sampledlm embed eval vec
+      sampledlm embed eval vectors.bin --similarity wordsim353.tsv --analogy questions-words.txt --sections
     """
     from ..embed import evaluate as ev
     from ..embed.formats import load_vectors
 
+    wv = load_vectors(vectors, which)  # first: a wrong VECTORS path is the error to report
     sim_files = list(sim_files) or [p for p in (_default_eval("wordsim353.tsv"), _default_eval("simlex999.txt")) if p]
     analogy_file = analogy_file or _default_eval("questions-words.txt")
     if not sim_files and not analogy_file:
         raise UserError("no evaluation data: give --similarity FILE and/or --analogy FILE")
-    wv = load_vectors(vectors, which)
     out = {"vectors": vectors, "words": len(wv), "dim": wv.dim, "similarity": [], "analogy": None}
     for path in sim_files:
         out["similarity"].append(ev.similarity(wv, ev.read_pairs(path), os.path.basename(path)).to_dict())
@@ -150,7 +160,12 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, whic
 @click.option("-n", "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Neighbours per word.")
 @_which_option()
 def neighbors(vectors, words, top, which):
-    """The nearest words (cosine) to each of WORDS in VECTORS."""
+    """The nearest words (cosine) to each of WORDS in VECTORS.
+
+    \b
+    Example:
+      sampledlm embed neighbors vec king paris -n 5
+    """
     from ..embed.formats import load_vectors
 
     wv = load_vectors(vectors, which)
@@ -167,7 +182,13 @@ def neighbors(vectors, words, top, which):
               help="input: the projection table; output: the output layer's word vectors; sum: both added.")
 @force_option("the vectors file")
 def export(run_dir, out_path, which, force):
-    """Write the word vectors of a trained neural LM (RUN_DIR) as a word2vec file."""
+    """Write the word vectors of a trained neural LM (RUN_DIR) as a word2vec file.
+
+    \b
+    Example:
+      sampledlm embed export ffnn3 -o ffnn3-input.bin
+      sampledlm embed export gru -o gru-output.bin --which output
+    """
     from ..embed.export import lm_vectors
     from ..embed.formats import save_vectors
 
@@ -185,7 +206,12 @@ def export(run_dir, out_path, which, force):
 @force_option("the picture")
 @_which_option()
 def plot(vectors, words, out_path, force, which):
-    """A PNG of WORDS on the first two principal components of each of VECTORS (one panel each)."""
+    """A PNG of WORDS on the first two principal components of each of VECTORS (one panel each).
+
+    \b
+    Example:
+      sampledlm embed plot vec ffnn3-input.bin -w king,queen,man,woman,paris,france -o words.png
+    """
     from ..embed.formats import load_vectors
     from ..embed.plot import write_plot
 
