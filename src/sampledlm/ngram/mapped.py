@@ -50,7 +50,10 @@ def _file_hash(path: str) -> str:
 
 @contextlib.contextmanager
 def _locked(out_dir: str):
-    """An exclusive OS lock on ``out_dir/.lock`` while writing (a second writer stops with a clear message)."""
+    """An exclusive OS lock on ``out_dir/.lock`` while writing (a second writer stops with a clear message).
+
+    :func:`sampledlm.store.lock_directory` does the same for model directories, but ``store`` imports torch,
+    which the n-gram commands never load (they start in a fraction of a second)."""
     import fcntl
 
     try:
