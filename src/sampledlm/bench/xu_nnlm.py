@@ -201,18 +201,22 @@ def superseded_note(old: dict, rows: dict) -> str:
 
 
 def _superseded(out_dir: str, only: set[str] | None, carried: dict | None) -> dict:
-    """Rows an ``--only`` run replaces (kept on the page as "before"), or those the page already kept."""
-    if only is not None:
-        return {n: {k: carried[n][k] for k in ("test_ppl", "test_ppl_interp", "carried")} for n in sorted(only)
-                if n in carried}
+    """The first (per-target-word) figures of the fixed rows: those the page already kept, plus the rows an
+    ``--only`` run replaces that the page had not kept yet. A row kept once stays as it was, so re-running a
+    row twice never puts its per-example figure in the "before" column."""
     import json
     import os
 
     path = os.path.join(out_dir, NAME + ".json")
+    kept: dict = {}
     if os.path.exists(path):
         with open(path) as f:
-            return json.load(f).get("data", {}).get("superseded") or {}
-    return {}
+            kept = json.load(f).get("data", {}).get("superseded") or {}
+    if only is not None:
+        for n in sorted(only):
+            if n in carried and n not in kept and not carried[n].get("partial"):
+                kept[n] = {k: carried[n][k] for k in ("test_ppl", "test_ppl_interp", "carried")}
+    return kept
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
