@@ -205,7 +205,8 @@ def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_eac
 
     ``only``: train just these runs; every other run is taken finished from the cache or else from
     ``carried`` (the rows of the committed page, :func:`carried_rows`; marked ``carried`` with
-    their commit), and left out when neither has it."""
+    their commit), and left out when neither has it. With ``train_new=False`` a run of ``only`` that
+    has saved no model here keeps its ``carried`` row too."""
     rows: dict[str, dict] = {}
     unknown = sorted(set(only or ()) - {r.name for r in plan})
     if unknown:
@@ -221,6 +222,8 @@ def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_eac
             if os.path.exists(os.path.join(rd, "model.safetensors")):
                 rows[run.name] = {"name": run.name, "options": " ".join(run.options), "dir": rd, "partial": True,
                                   **summary(rd, files, arpa)}
+            elif carried and run.name in carried:  # nothing here to summarise: the committed page's row stays
+                rows[run.name] = carried[run.name]
             continue
         click.echo(f"[{i}/{len(plan)}] {run.name}", err=True)
         try:
