@@ -65,6 +65,9 @@ EXPERIMENTS: dict[str, Experiment] = {
                               "example (re-implemented), alternating speed, the best PTB configuration", trains_lm=True),
     "embeddings": Experiment("embeddings", "word2vec skip-gram/CBOW against gensim 4.4 (words/s, similarity, "
                              "analogy, file round trips); NNLM projections as embeddings"),
+    "training": Experiment("training", "the trainer end to end: css-is tokens/s at V = 10k and 1M on the CPU, two "
+                           "data-parallel ranks against one process, and on a GPU the LSTM tokens/s table and the "
+                           "medium PTB LSTM", trains_lm=True),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
                           "recoveries, temporary files"),
 }

@@ -24,7 +24,7 @@ MODEL_OPTIONS, MODEL_FIELDS = dataclass_options({name: cls.Config for name, cls 
 TRAIN_OPTIONS, TRAIN_FIELDS = dataclass_options({name: TrainOptions for name in MODELS},
                                                 {name: cls.train_defaults for name, cls in MODELS.items()})
 OBJECTIVE_FIELDS = sorted({k for cls in OBJECTIVES.values() for k in objective_options(cls)})
-RESUME_OVERRIDES = ("epochs", "max_halvings")
+RESUME_OVERRIDES = ("epochs", "max_halvings", "device")
 
 
 def _echo(msg: str) -> None:
@@ -48,9 +48,10 @@ def _echo(msg: str) -> None:
 @objective_flag_options(OPTION_HELP, OBJECTIVE_FIELDS)
 @TRAIN_OPTIONS
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default]; 1 is often fastest on a busy machine.")
+@click.option("--bf16", "bf16_alias", is_flag=True, default=False, hidden=True, help="The earlier name of --precision bf16.")
 @text_options
 def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_count, max_size, model_type, context_size,
-          objective, threads, **flags):
+          objective, threads, bf16_alias, **flags):
     """Train a feed-forward or recurrent neural LM into a run directory.
 
     \b
@@ -60,6 +61,12 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
     tied embeddings, Adam lr 0.002, 32 rows x 35 steps, clip 1). Ctrl-C writes a checkpoint;
     --resume continues with the same numbers. A run killed before its first checkpoint is
     started again by running the same command.
+
+    
+    --device auto trains on the GPU when torch sees one; --precision bf16 or fp16 runs the
+    forward pass under autocast. Several processes (GPUs, or CPU ranks over gloo) train one
+    model with torchrun; rank 0 writes the run directory:
+      torchrun --nproc-per-node 2 -m sampledlm train --train train.txt --valid valid.txt -o gru2
     Example:
       sampledlm train --train train.txt --valid valid.txt -o ffnn3
       sampledlm train --train train.txt --valid valid.txt --model gru -o gru
@@ -70,28 +77,40 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
 
     from ..neural.trainer import new_run, resume_run
 
+    from ..neural.device import resolve_device
+    from ..neural.distributed import Ranks
+
     if threads:
         torch.set_num_threads(threads)
+    if bf16_alias:
+        if flags.get("precision") not in (None, "bf16"):
+            raise UserError(f"--bf16 and --precision {flags['precision']} disagree (--bf16 is --precision bf16)")
+        flags["precision"] = "bf16"
     ctx = click.get_current_context()
+    ranks = Ranks.from_env(resolve_device(flags.get("device") or "auto"))
+    say = _echo if ranks.is_main else (lambda msg: None)  # rank 0 speaks for the run
     if resume_dir:
         given = [p for p in ctx.params if p not in ("resume_dir", "threads") + RESUME_OVERRIDES
                  and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
         if given:
-            raise UserError(f"--resume continues a run with its own settings; only --epochs, --max-halvings and "
-                            f"--threads may be given with it (got --{given[0].replace('_', '-')})")
+            raise UserError(f"--resume continues a run with its own settings; only --epochs, --max-halvings, "
+                            f"--device and --threads may be given with it (got --{given[0].replace('_', '-')})")
         over = {k: flags[k] for k in RESUME_OVERRIDES if flags.get(k) is not None}
-        trainer = resume_run(resume_dir, over, log=_echo, refuse_finished=True)
-        _echo(f"resuming {resume_dir} at epoch {trainer.state.epoch + 1}, step {trainer.state.step}")
+        trainer = resume_run(resume_dir, over, log=say, refuse_finished=True, ranks=ranks)
+        say(f"resuming {resume_dir} at epoch {trainer.state.epoch + 1}, step {trainer.state.step}")
     else:
         for flag, val in (("--train", train_path), ("--valid", valid_path), ("-o/--output", run_dir)):
             if not val:
                 raise UserError(f"{flag} is required (or --resume RUN_DIR)")
         config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type,
                                      context_size, objective, flags)
-        trainer = new_run(run_dir, config, vocab, log=_echo)
+        trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
         resume_dir = run_dir
-    state = trainer.train()
-    _echo(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
+    try:
+        state = trainer.train()
+    finally:
+        ranks.close()
+    say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
 
 
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,

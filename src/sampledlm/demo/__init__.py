@@ -25,6 +25,7 @@ from .neural import ffnn_step
 from .ngram import addone_bigram_step, kneser_ney_step
 from .serve import serve_step
 from .transformer import transformer_step
+from .parallel import parallel_step
 from .ngram_scale import ngram_scale_step
 from .use import use_step
 from .embed import embed_step
@@ -34,7 +35,8 @@ MARKER = ".sampledlm-demo"
 
 #: the demo's steps, in order; a new capability adds one
 STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, ngram_scale_step, maxent_step,
-                                                   ffnn_step, transformer_step, use_step, serve_step, embed_step]
+                                                   ffnn_step, parallel_step, transformer_step, use_step, serve_step,
+                                                   embed_step]
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:

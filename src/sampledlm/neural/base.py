@@ -13,6 +13,16 @@ from torch import nn
 from ..objectives.output import OutputLayer
 
 
+def _inputs_to_model_device(module: nn.Module, args: tuple) -> tuple:
+    """Forward pre-hook: tensor arguments on the module's device (a no-op when they are there already)."""
+    for p in module.parameters():
+        device = p.device
+        break
+    else:
+        return args
+    return tuple(a.to(device, non_blocking=True) if torch.is_tensor(a) and a.device != device else a for a in args)
+
+
 class NeuralScorer(nn.Module):
     """Base class: subclasses set ``self.output = OutputLayer(V, h, sparse)`` and define ``forward``.
 
@@ -32,6 +42,12 @@ class NeuralScorer(nn.Module):
 
     output: OutputLayer
     Config: type
+
+    def __init__(self):
+        super().__init__()
+        # Callers (evaluation, scoring, a server) hand in id tensors made on the host: they follow the
+        # model to its device here, once, instead of in every model's forward and stream reader.
+        self.register_forward_pre_hook(_inputs_to_model_device)
     train_defaults: dict = {}
     #: True when ``eval_contexts`` yields ``rows`` (one context serves several predictions): exact
     #: scoring then takes ``objective.log_prob(ctx)[rows, targets]``, else ``log_prob_targets``

@@ -51,6 +51,9 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
                     ctx, rows = ctx[needed], [local]
                 else:
                     ctx = ctx[kt]
+            targets = targets.to(ctx.device)
+            if rows:
+                rows = [rows[0].to(ctx.device)]
             if rows and getattr(objective, "uses_history", False):  # its rule reads each prediction's own words
                 ctx, rows = ctx[rows[0]], []
             if rows:  # one context serves several predictions: one output distribution for all of them
@@ -244,8 +247,8 @@ class NeuralLM(LanguageModel):
         model.eval()
         try:
             ctx, row = self._distinct_contexts(histories)
-            pair_row = torch.from_numpy(np.repeat(row, sizes))
-            targets = torch.from_numpy(np.concatenate([np.asarray(w, dtype=np.int64) for w in words]))
+            pair_row = torch.from_numpy(np.repeat(row, sizes)).to(ctx.device)
+            targets = torch.from_numpy(np.concatenate([np.asarray(w, dtype=np.int64) for w in words])).to(ctx.device)
             if model.shares_contexts or _gathers(objective):  # the same row-wise arithmetic as score's
                 lp = objective.log_prob(model, ctx)[pair_row, targets]
             else:
@@ -283,5 +286,8 @@ def load_neural(path: str, config: dict | None = None, device: str | None = None
     """Open a neural run directory as a :class:`NeuralLM` (``config`` as read by :func:`sampledlm.store.read_config`)."""
     from .rundir import load_run
 
+    from .device import resolve_device
+
     model, objective, vocab, config = load_run(path)
-    return NeuralLM(model, objective, vocab, config)
+    dev = resolve_device(device or "auto")
+    return NeuralLM(model.to(dev), objective.to(dev), vocab, config)

@@ -251,21 +251,28 @@ def optimizer_from_files(optimizers: list[torch.optim.Optimizer], tensors: dict[
             raise UserError(f"{path}: optimizer state does not fit the model ({e})") from None
 
 
-def rng_to_files() -> tuple[dict[str, torch.Tensor], dict]:
+def rng_to_files(device: torch.device | None = None) -> tuple[dict[str, torch.Tensor], dict]:
+    """Torch's (and on a GPU, that GPU's), numpy's and Python's random states as tensors + JSON."""
     import random
 
     np_state = np.random.get_state()
     py_state = random.getstate()
     tensors = {"torch": torch.get_rng_state(), "numpy_keys": torch.from_numpy(np_state[1].astype(np.int64))}
+    if device is not None and device.type == "cuda":
+        tensors["torch_cuda"] = torch.cuda.get_rng_state(device)
     meta = {"numpy": [np_state[0], int(np_state[2]), int(np_state[3]), float(np_state[4])],
             "python": [py_state[0], list(py_state[1]), py_state[2]]}
     return tensors, meta
 
 
-def rng_from_files(tensors: dict[str, torch.Tensor], meta: dict) -> None:
+def rng_from_files(tensors: dict[str, torch.Tensor], meta: dict, device: torch.device | None = None) -> None:
+    """Restore :func:`rng_to_files`' states (a GPU's only when resuming on a GPU: a run moved between
+    devices continues from the same weights, not the same random draws)."""
     import random
 
     torch.set_rng_state(tensors["torch"])
+    if device is not None and device.type == "cuda" and "torch_cuda" in tensors:
+        torch.cuda.set_rng_state(tensors["torch_cuda"], device)
     name, pos, has_gauss, gauss = meta["numpy"]
     np.random.set_state((name, tensors["numpy_keys"].numpy().astype(np.uint32), pos, has_gauss, gauss))
     v, internal, g = meta["python"]

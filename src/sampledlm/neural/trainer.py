@@ -10,9 +10,9 @@ One epoch visits every prediction of the training stream once:
   reset to zero at the start of every epoch and of every evaluation.
 
 Each step: ``loss = objective(model, hidden, targets)`` (mean over the N predictions), backward,
-optional gradient clipping to a total norm (with ``bf16`` the forward pass runs under
-bfloat16 autocast, about twice as fast on CPUs with AVX512-BF16; master weights, updates and every
-evaluation stay float32), optimiser step (SGD -- the papers' choice -- or Adam;
+optional gradient clipping to a total norm (``--precision bf16|fp16`` runs the forward pass under
+autocast; master weights, updates and every evaluation stay float32, see
+:mod:`sampledlm.neural.device`), optimiser step (SGD -- the papers' choice -- or Adam;
 for a sampled objective the output layer's parameters get sparse gradients and SGD without
 weight decay / SparseAdam). After each epoch the exact validation perplexity is measured; when it
 does not improve by the relative ``min_improvement`` the learning rate is halved (Xu et al. 2011
@@ -27,6 +27,10 @@ and the schedule, so ``--resume`` continues with the very numbers of an uninterr
 Checkpoints are written at the end of every epoch, every ``checkpoint_every`` steps, and on
 SIGINT/SIGTERM (then training stops; the previous checkpoint stays intact until the new one is
 complete, see :mod:`sampledlm.neural.rundir`).
+
+Devices and processes: the model, the objective and each batch live on ``--device``; under
+``torchrun`` every rank trains on its share of each global batch and the gradients are averaged
+over the ranks (:mod:`sampledlm.neural.distributed`); rank 0 alone writes the run directory.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ from ..config import option
 from ..errors import UserError
 from .lm import perplexity
 from ..progress import bar, enabled as progress_enabled
+from .device import PRECISIONS, autocast, device_name, grad_scaler, resolve_device, to_device
+from .distributed import Ranks
 from ..data.textio import atomic_write
 
 
@@ -82,8 +88,12 @@ class TrainOptions:
     seed: int = option(1, "one seed for all randomness", min=0)
     checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
     eval_batch: int | None = option(None, "evaluation batch (histories, rows or sentences)", min=1)
-    bf16: bool = option(False, "run the training forward pass in bfloat16 autocast (about 2x faster on CPUs with "
-                               "AVX512-BF16); weights, updates and evaluation stay float32")
+    device: str = option("auto", "where to train: auto (the GPU when there is one), cpu, cuda or cuda:N")
+    precision: str = option("fp32", "the training forward pass in fp32, or under bf16 / fp16 autocast (bf16: about 2x "
+                                    "faster on GPUs and CPUs with AVX512-BF16; fp16 with loss scaling); weights, "
+                                    "updates, the loss and every evaluation stay float32", choices=PRECISIONS)
+    compile: bool = option(False, "compile the model's forward pass with torch.compile (slow to start; helps "
+                                  "large models on a GPU)")
     train_eval: int = option(0, "after each epoch also report the exact perplexity of the first N training tokens",
                              min=0)
     data_fraction: float = option(1.0, "feed-forward: train each epoch on this random share of the positions",
@@ -93,6 +103,10 @@ class TrainOptions:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "config.json") -> "TrainOptions":
+        if isinstance(d, dict) and "bf16" in d:  # runs written before --precision: bf16 true/false
+            d = dict(d)
+            if d.pop("bf16") is True and d.get("precision", "fp32") == "fp32":
+                d["precision"] = "bf16"
         return cfgmod.from_dict(cls, d, f"{path}: train")
 
     def check(self) -> None:
@@ -169,8 +183,10 @@ def clip_gradients(params, max_norm: float) -> float:
     return norm
 
 
-def seed_everything(seed: int, epoch: int) -> None:
-    s = (seed * 1_000_003 + epoch) % (2**31)
+def seed_everything(seed: int, epoch: int, rank: int = 0) -> None:
+    """Seed torch (every device), numpy and Python from ``(seed, epoch)``, and the rank under torchrun
+    (rank 0 draws what a single process draws)."""
+    s = (seed * 1_000_003 + epoch + rank * 7_919_993) % (2**31)
     torch.manual_seed(s)
     np.random.seed(s)
     random.seed(s)
@@ -203,14 +219,30 @@ class Trainer:
     """Train ``model`` with ``objective`` into ``run_dir`` (see module docstring)."""
 
     def __init__(self, run_dir: str, model, objective, train_ids: np.ndarray, valid_ids: np.ndarray,
-                 opts: TrainOptions, log=None):
-        self.run_dir, self.model, self.objective, self.opts = run_dir, model, objective, opts
+                 opts: TrainOptions, log=None, ranks: Ranks | None = None):
+        self.run_dir, self.opts = run_dir, opts
+        self.device = resolve_device(opts.device)
+        self.ranks = ranks or Ranks.single()
+        if self.ranks.active and self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))  # one GPU per rank
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        self.model, self.objective = model.to(self.device), objective.to(self.device)
+        self.ranks.broadcast_module(self.model)
+        self.ranks.broadcast_module(self.objective)
+        if opts.compile:  # the forward method only: state_dict keys (the file format) stay the model's own
+            model.forward = torch.compile(model.forward)
         self.valid_ids = np.asarray(valid_ids)
         self.train_ids = np.asarray(train_ids)
-        self.log = log or (lambda msg: None)
+        self.log = (log or (lambda msg: None)) if self.ranks.is_main else (lambda msg: None)
         self.data = model.train_data(self.train_ids, opts)
         self.optimizers = make_optimizers(model, objective, opts)
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
+        self.sparse_ids = {id(p) for p in model.sparse_parameters()}
+        self.scaler = grad_scaler(self.device, opts.precision)
+        if self.device.type != "cpu" or self.ranks.active:
+            where = device_name(self.device) + (f", {self.ranks.world} ranks" if self.ranks.active else "")
+            self.log(f"training on {where}, precision {opts.precision}")
         self.state = TrainState(lr=opts.lr)
         self.lock = None  # the run directory's lock, held while this trainer writes into it
         self.carry = None  # what the model passes from batch to batch within an epoch (a recurrent state)
@@ -218,11 +250,21 @@ class Trainer:
 
     # --- checkpoints ---
     def save_checkpoint(self) -> None:
-        opt_tensors, opt_meta = runs.optimizer_to_files(self.optimizers)
-        rng_tensors, rng_meta = runs.rng_to_files()
+        rng_tensors, rng_meta = runs.rng_to_files(self.device)
         if self.carry is not None:
             for i, t in enumerate(self.carry if isinstance(self.carry, tuple) else (self.carry,)):
-                rng_tensors[f"carry/{i}"] = t
+                rng_tensors[f"carry/{i}"] = t.detach().cpu()
+        if self.scaler is not None:
+            rng_meta["grad_scaler"] = {k: v for k, v in self.scaler.state_dict().items() if not torch.is_tensor(v)}
+        if self.ranks.active:  # every rank's random state and carried state, written by rank 0
+            parts = self.ranks.gather((rng_tensors, rng_meta))
+            if not self.ranks.is_main:
+                self.ranks.barrier()
+                return
+            rng_meta = dict(rng_meta, world=self.ranks.world, ranks={str(r): m for r, (_, m) in enumerate(parts) if r})
+            for r, (t, _) in enumerate(parts[1:], 1):
+                rng_tensors.update({f"rank{r}/{k}": v for k, v in t.items()})
+        opt_tensors, opt_meta = runs.optimizer_to_files(self.optimizers)
         files = {
             "model.safetensors": self.model.state_dict(),
             "objective.safetensors": self.objective.state_dict(),
@@ -233,6 +275,7 @@ class Trainer:
             "trainer_state.json": dataclasses.asdict(self.state),
         }
         runs.write_checkpoint(self.run_dir, f"ckpt-{self.state.step:09d}", files)
+        self.ranks.barrier()
 
     def load_checkpoint(self, path: str) -> None:
         state = runs.read_json(os.path.join(path, "trainer_state.json"))
@@ -241,7 +284,7 @@ class Trainer:
         except TypeError as e:
             raise UserError(f"{path}/trainer_state.json: {e}") from None
         # Recreate what the start of the epoch set up, then overwrite with the saved states.
-        seed_everything(self.opts.seed, self.state.epoch)
+        seed_everything(self.opts.seed, self.state.epoch, self.ranks.rank)
         if not self.state.done:
             self.objective.start_epoch(self.state.epoch)
         for name, module in (("model", self.model), ("objective", self.objective)):
@@ -251,39 +294,79 @@ class Trainer:
         runs.optimizer_from_files(self.optimizers, runs.load_tensors(f)[0],
                                   runs.read_json(os.path.join(path, "optimizer.json")), f)
         rng_tensors, _ = runs.load_tensors(os.path.join(path, "rng.safetensors"))
-        runs.rng_from_files(rng_tensors, runs.read_json(os.path.join(path, "rng.json")))
+        rng_meta = runs.read_json(os.path.join(path, "rng.json"))
+        saved_world = rng_meta.get("world", 1)
+        if saved_world != self.ranks.world:
+            raise UserError(f"{path}: written by a run with {saved_world} rank(s); resume it with the same number "
+                            f"(torchrun --nproc-per-node {saved_world}), not {self.ranks.world}")
+        if self.ranks.rank:
+            prefix = f"rank{self.ranks.rank}/"
+            rng_tensors = {k[len(prefix):]: v for k, v in rng_tensors.items() if k.startswith(prefix)}
+            rng_meta = rng_meta["ranks"][str(self.ranks.rank)]
+        runs.rng_from_files(rng_tensors, rng_meta, self.device)
+        if self.scaler is not None and rng_meta.get("grad_scaler"):
+            self.scaler.load_state_dict(rng_meta["grad_scaler"])
         # "rnn_state/" in checkpoints written before the model owned its carried state
         st = [rng_tensors[k] for k in sorted(k for k in rng_tensors if k.startswith(("carry/", "rnn_state/")))]
+        st = [t.to(self.device) for t in st]
         self.carry = None if not st else (tuple(st) if len(st) > 1 else st[0])
         set_lr(self.optimizers, self.state.lr)
 
     # --- one step ---
     def step(self, batch) -> tuple[float, int]:
-        model, objective = self.model, self.objective
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.opts.bf16):
+        """One optimiser step on a global batch; returns ``(mean loss, predictions)`` over all ranks."""
+        model, objective, ranks = self.model, self.objective, self.ranks
+        batch = to_device(ranks.shard(batch), self.device)
+        loss = None
+        with autocast(self.device, self.opts.precision):
             ctx, targets, positions, self.carry = model.train_contexts(batch, self.carry)
             n = int(targets.shape[0])
-            if n == 0:
-                return 0.0, 0
-            if objective.uses_positions:
-                loss = objective(model, ctx, targets, positions=positions)
-            else:
-                loss = objective(model, ctx, targets)
-        loss_value = float(loss.detach())
-        if not math.isfinite(loss_value):
-            return loss_value, n  # nothing applied: no NaN/inf ever reaches the weights; the caller stops
+            if n:
+                if objective.uses_positions:
+                    loss = objective(model, ctx, targets, positions=positions)
+                else:
+                    loss = objective(model, ctx, targets)
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=True)
-        loss.backward()
+        if not ranks.active:
+            if not n:
+                return 0.0, 0
+            loss_value = float(loss.detach())
+            if not math.isfinite(loss_value):
+                return loss_value, n  # nothing applied: no NaN/inf ever reaches the weights; the caller stops
+            self._backward(loss)
+        else:  # the gradient of this rank's summed loss; reduce_gradients divides by the global count
+            local = float(loss.detach()) * n if n else 0.0
+            if n and math.isfinite(local):
+                self._backward(loss * n)
+            n, total = ranks.reduce_gradients(self.params, self.sparse_ids, n, local)
+            if not n:
+                return 0.0, 0
+            loss_value = total / n
+            if not math.isfinite(loss_value):
+                return loss_value, n  # every rank sees the same sum, so every rank stops here
+        if self.scaler is not None:
+            for opt in self.optimizers:
+                self.scaler.unscale_(opt)
         if self.opts.clip > 0 and not math.isfinite(clip_gradients(self.params, self.opts.clip)):
-            return float("nan"), n  # a non-finite gradient: skip the update, the caller stops
-        for opt in self.optimizers:
-            opt.step()
+            if self.scaler is None:
+                return float("nan"), n  # a non-finite gradient: skip the update, the caller stops
+        if self.scaler is not None:  # fp16: a step whose gradients overflowed is skipped and the scale lowered
+            for opt in self.optimizers:
+                self.scaler.step(opt)
+            self.scaler.update()
+        else:
+            for opt in self.optimizers:
+                opt.step()
         return loss_value, n
 
+    def _backward(self, loss: torch.Tensor) -> None:
+        (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+
     def valid_perplexity(self) -> float:
+        """Exact, in float32, on the training device; every rank computes it and rank 0's number is used."""
         eb = self.opts.eval_batch
-        return perplexity(self.model, self.objective, self.valid_ids, batch_size=eb)
+        return self.ranks.broadcast_float(perplexity(self.model, self.objective, self.valid_ids, batch_size=eb))
 
     # --- the loop ---
     def release_lock(self) -> None:
@@ -305,13 +388,14 @@ class Trainer:
         with interrupt_flag() as flag:
             while not st.done:
                 if st.batch == 0:
-                    seed_everything(opts.seed, st.epoch)
+                    seed_everything(opts.seed, st.epoch, self.ranks.rank)
                     self.objective.start_epoch(st.epoch)
                     self.carry = None  # e.g. a recurrent state: reset at the start of each epoch
                     st.loss_sum, st.loss_count, st.epoch_tokens, st.epoch_seconds = 0.0, 0, 0, 0.0
                 self.model.train()
                 t_last = last_log = time.perf_counter()
-                with bar(total=nb, desc=f"epoch {st.epoch + 1}", unit="batch", initial=st.batch) as pbar:
+                with bar(total=nb, desc=f"epoch {st.epoch + 1}", unit="batch", initial=st.batch,
+                         disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
                         if not math.isfinite(loss):
@@ -333,7 +417,9 @@ class Trainer:
                                      f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s")
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
-                        if flag["set"] or (self.interrupt_at_step is not None and st.step >= self.interrupt_at_step):
+                        stop = flag["set"] or (self.interrupt_at_step is not None and st.step >= self.interrupt_at_step)
+                        stop = self.ranks.any(stop, self.device)  # one rank's Ctrl-C stops them all at this step
+                        if stop:
                             self.save_checkpoint()
                             raise TrainingInterrupted(f"interrupted at step {st.step}; resume with --resume {self.run_dir}")
                         if opts.checkpoint_every and st.step % opts.checkpoint_every == 0 and st.batch < nb:
@@ -364,7 +450,8 @@ class Trainer:
         improved = valid < st.best_valid * (1.0 - opts.min_improvement)
         if valid < st.best_valid:
             st.best_valid = valid
-            runs.save_model_files(self.run_dir, self.model, self.objective, finalized=False)
+            if self.ranks.is_main:
+                runs.save_model_files(self.run_dir, self.model, self.objective, finalized=False)
         record = {
             "epoch": st.epoch + 1, "step": st.step, "train_loss": st.loss_sum / max(st.loss_count, 1),
             "valid_ppl": valid, "lr": st.lr, "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
@@ -390,6 +477,8 @@ class Trainer:
         self.write_metrics()
 
     def write_metrics(self) -> None:
+        if not self.ranks.is_main:
+            return
         with atomic_write(os.path.join(self.run_dir, "metrics.jsonl")) as f:
             f.write("".join(json.dumps(m) + "\n" for m in self.state.metrics))
         with contextlib.suppress(Exception):  # a missing font or backend must not stop training
@@ -400,6 +489,7 @@ class Trainer:
         st = self.state
         if st.finalized:
             return
+        self.ranks.barrier()  # rank 0's best model is on disk before any rank reads it
         best = os.path.join(self.run_dir, "model.safetensors")
         meta = runs.load_model_files(best, self.model, self.objective) if os.path.exists(best) else {}
         self.model.eval()
@@ -407,7 +497,8 @@ class Trainer:
         # finalized model.safetensors: it is complete (one file), so it is not finalized twice.
         if meta.get("finalized") != "true":
             self.objective.finalize(self.model)
-            runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True)
+            if self.ranks.is_main:
+                runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True)
         st.finalized = True
         self.save_checkpoint()
 
@@ -445,8 +536,10 @@ def _load_streams(config: dict, vocab):
     return load_ids(data["train"], vocab, opts), load_ids(data["valid"], vocab, opts)
 
 
-def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
-    """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``."""
+def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = None) -> Trainer:
+    """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``
+    (under torchrun every rank builds the same trainer; rank 0 alone creates and writes the directory)."""
+    ranks = ranks or Ranks.single()
     if os.path.exists(os.path.join(run_dir, "config.json")) and runs.latest_checkpoint(run_dir) is not None:
         raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
     # A directory with a config but no checkpoint is a run that stopped before its first checkpoint
@@ -461,6 +554,8 @@ def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
     train_ids, valid_ids = _load_streams(config, vocab)
     if len(train_ids) == 0 or len(valid_ids) == 0:
         raise UserError(f"{config['data']['train'] if len(train_ids) == 0 else config['data']['valid']}: no sentences")
+    if not ranks.is_main:
+        return Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
     try:
         os.makedirs(run_dir, exist_ok=True)
     except OSError as e:
@@ -472,7 +567,7 @@ def new_run(run_dir: str, config: dict, vocab, log=None) -> Trainer:
     vocab.save(os.path.join(run_dir, "vocab.txt"))
     runs.write_json(os.path.join(run_dir, "config.json"), config)
     try:
-        trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log)
+        trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
     except BaseException:
         lock.__exit__(None, None, None)
         raise
@@ -487,12 +582,15 @@ def _hold_lock(run_dir: str):
     return lock
 
 
-def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_finished: bool = False) -> Trainer:
+def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_finished: bool = False,
+               ranks: Ranks | None = None) -> Trainer:
     """A trainer that continues ``run_dir`` from its latest checkpoint.
 
-    ``overrides`` may change ``epochs`` and ``max_halvings`` (to train longer); the rest of the
-    configuration is the run's own.
+    ``overrides`` may change ``epochs`` and ``max_halvings`` (to train longer) and ``device`` (a run
+    moves between a GPU and a CPU); the rest of the configuration is the run's own. Under torchrun
+    every rank reads the checkpoint (the run directory must be on a file system they share).
     """
+    ranks = ranks or Ranks.single()
     cfg_path = os.path.join(run_dir, "config.json")
     if not os.path.isdir(run_dir):
         raise UserError(f"{run_dir}: no such run directory")
@@ -500,15 +598,16 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_fin
     if runs.latest_checkpoint(run_dir) is None:
         raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
                         f"start it again with the same 'sampledlm train ... -o {run_dir}' command")
-    lock = _hold_lock(run_dir)
+    lock = _hold_lock(run_dir) if ranks.is_main else None
     try:
-        return _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished)
+        return _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished, ranks)
     except BaseException:
-        lock.__exit__(None, None, None)
+        if lock is not None:
+            lock.__exit__(None, None, None)
         raise
 
 
-def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished) -> Trainer:
+def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished, ranks) -> Trainer:
     for k, v in (overrides or {}).items():
         if v is not None:
             config["train"][k] = v
@@ -516,7 +615,7 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
     opts = TrainOptions.from_dict(config["train"], cfg_path)
     model, objective = runs.build_from_config(config, vocab)
     train_ids, valid_ids = _load_streams(config, vocab)
-    trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log)
+    trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
     ckpt = runs.latest_checkpoint(run_dir)
     if ckpt is None:
         raise UserError(f"{run_dir}: no checkpoint to resume from (checkpoint.json missing)")
@@ -526,7 +625,8 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
         raise UserError(f"{run_dir}: training already finished (best valid ppl {trainer.state.best_valid:.2f}); "
                         "start a new run to train longer")
     if overrides and any(v is not None for v in overrides.values()):
-        runs.write_json(cfg_path, config)
+        if ranks.is_main:
+            runs.write_json(cfg_path, config)
         st = trainer.state
         if st.done and not st.finalized and st.epoch < opts.epochs:
             st.done = False  # more epochs were asked for

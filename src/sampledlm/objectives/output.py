@@ -7,6 +7,11 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def _wide(scores: torch.Tensor) -> torch.Tensor:
+    """Scores computed in 16 bits (under autocast) as float32; other dtypes as they are."""
+    return scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
+
+
 class OutputLayer(nn.Module):
     """Output embeddings ``weight [V, h]`` and biases ``bias [V, 1]``; implements the scorer methods
     of :class:`sampledlm.objectives.base.Scorer` with ``ctx`` = hidden states ``[N, h]``.
@@ -17,6 +22,10 @@ class OutputLayer(nn.Module):
     backward pass and an optimiser that supports sparse gradients (SGD, SparseAdam).
     ``score_all`` is always dense (it touches every row anyway). The bias is stored as a
     ``[V, 1]`` column so that it, too, can receive a sparse row gradient.
+
+    Scores are returned in float32 whatever the autocast precision: the products run in 16 bits
+    under ``--precision bf16|fp16``, but every objective's log-sum-exp, log-softmax, sigmoid and loss
+    then work on float32 numbers (:mod:`sampledlm.neural.device`).
     """
 
     def __init__(self, num_words: int, hidden_size: int, sparse: bool = False):
@@ -39,18 +48,18 @@ class OutputLayer(nn.Module):
 
     def score_targets(self, ctx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         w, b = self._rows(targets)  # [N, h], [N]
-        return (ctx * w).sum(-1) + b
+        return _wide((ctx * w).sum(-1) + b)
 
     def score_shared(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
         w, b = self._rows(words)  # [S, h], [S]
-        return torch.addmm(b, ctx, w.t())
+        return _wide(torch.addmm(b, ctx, w.t()))
 
     def score_each(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
         w, b = self._rows(words)  # [N, S, h], [N, S]
-        return torch.bmm(w, ctx.unsqueeze(-1)).squeeze(-1) + b
+        return _wide(torch.bmm(w, ctx.unsqueeze(-1)).squeeze(-1) + b)
 
     def score_all(self, ctx: torch.Tensor) -> torch.Tensor:
-        return F.linear(ctx, self.weight, self.bias.squeeze(1))
+        return _wide(F.linear(ctx, self.weight, self.bias.squeeze(1)))
 
     @torch.no_grad()
     def shift_bias(self, delta) -> None:

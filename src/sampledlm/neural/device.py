@@ -1,0 +1,96 @@
+"""Where a neural model runs (``--device``) and in which precision it trains (``--precision``).
+
+Devices: ``auto`` (the first CUDA GPU when torch sees one, else the CPU), ``cpu``, ``cuda`` or
+``cuda:N``. Everything a training step touches lives on that device: the model, the objective
+(its noise tables, so the samplers draw there), each batch (copied from pinned host memory without
+blocking) and the validation pass. Files are device-free: tensors are written from the CPU and
+loaded into whatever device the model is on, so a run trained on a GPU resumes or evaluates on a
+CPU and the reverse.
+
+Precisions (Micikevicius et al. 2018, "Mixed precision training"):
+
+* ``fp32``: everything in float32;
+* ``bf16``: the forward pass of a training step under bfloat16 autocast (about twice as fast on
+  CPUs with AVX512-BF16 or AMX and on GPUs' tensor cores); weights, optimiser updates and every
+  evaluation stay float32;
+* ``fp16``: the same with float16, whose narrow exponent needs the loss scaled up before the
+  backward pass and the gradients scaled back before the update (a ``torch.amp.GradScaler``).
+
+The output layer's scores are returned in float32 (:class:`~sampledlm.objectives.output.OutputLayer`),
+so the log-sum-exp, the log-softmax, the sigmoid renormalisation and the loss of every objective are
+computed in float32 under either low precision; only the matrix products run in 16 bits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from ..errors import UserError
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
+    """The ``torch.device`` a ``--device`` value names; a GPU that is not there is a one-line error."""
+    if isinstance(name, torch.device):
+        return name
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        index = name[5:]
+        if index and not index.isdigit():
+            raise UserError(f"--device {name}: expected cuda:N with N a GPU number")
+        if not torch.cuda.is_available():
+            raise UserError(f"--device {name}: this torch build or machine has no CUDA GPU "
+                            f"(torch {torch.__version__}); use --device cpu or auto")
+        if index and int(index) >= torch.cuda.device_count():
+            raise UserError(f"--device {name}: only {torch.cuda.device_count()} GPU(s) visible")
+        return torch.device(name)
+    raise UserError(f"--device {name}: choose auto, cpu, cuda or cuda:N")
+
+
+def device_name(device: torch.device) -> str:
+    """A readable name: ``cpu`` or ``cuda:0 (NVIDIA H100 80GB HBM3)``."""
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    return str(device)
+
+
+def autocast(device: torch.device, precision: str):
+    """The autocast context of a training forward pass in ``precision`` (a no-op for fp32)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=_DTYPES[precision])
+
+
+def grad_scaler(device: torch.device, precision: str):
+    """A loss scaler for fp16 (None otherwise): scales the loss up before backward, unscales before
+    clipping and stepping, and skips a step whose gradients overflowed."""
+    if precision != "fp16":
+        return None
+    return torch.amp.GradScaler(device.type)
+
+
+def to_device(batch, device: torch.device):
+    """A tuple (or one) of host tensors on ``device``: pinned and copied without blocking to a GPU."""
+    if device.type == "cpu":
+        return batch
+    if torch.is_tensor(batch):
+        return batch.pin_memory().to(device, non_blocking=True)
+    return tuple(to_device(t, device) if torch.is_tensor(t) else t for t in batch)
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of a module's first parameter or buffer (the CPU when it has none)."""
+    for t in module.parameters():
+        return t.device
+    for t in module.buffers():
+        return t.device
+    return torch.device("cpu")

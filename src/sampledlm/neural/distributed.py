@@ -1,0 +1,190 @@
+"""Data-parallel training over processes: ``torchrun --nproc-per-node N -m sampledlm train ...``.
+
+Each of the W ranks holds a full copy of the model and reads its own share of every global batch:
+rows ``[r B / W, (r + 1) B / W)`` of it (:meth:`Ranks.shard`). For a recurrent model a batch's rows
+are contiguous stretches of the token stream, so rank r reads its own shard of the stream; for a
+feed-forward model they are its slice of the epoch's shuffled positions. Each rank draws its
+negatives from its own random stream (seeded by seed, epoch and rank).
+
+After the backward pass the gradients are summed over the ranks and divided by the number of
+predictions in the whole global batch (:meth:`Ranks.reduce_gradients`), so a step with W ranks
+applies exactly the gradient of the mean loss over the global batch, the step a single process
+would take with batch B (up to the order of float additions). Dense gradients travel in one flat
+all-reduce (one bucket, as ``DistributedDataParallel`` would send them); row-sparse gradients (the
+sampled output layer, sparse embeddings) are all-gathered as (rows, values) and summed, so a step
+costs O(rows touched) on the wire, not O(V). We reduce after ``backward`` instead of wrapping the
+model in ``torch.nn.parallel.DistributedDataParallel`` because a step here is not one module's
+forward (the model computes contexts, the objective scores them, a recurrent state is carried
+between steps) and because DDP's sparse-gradient support depends on the backend; the arithmetic is
+the same.
+
+Process groups: ``nccl`` when the device is a GPU, ``gloo`` on CPUs (so the same path runs, and is
+tested, without a GPU). torchrun sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
+``MASTER_PORT``; across machines give it ``--nnodes``, ``--node-rank`` and ``--rdzv-endpoint``.
+Rank 0 alone writes the run directory (config, checkpoints, metrics, the model); a checkpoint holds
+every rank's random state and carried recurrent state, so ``--resume`` with the same number of ranks
+continues with the very numbers of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from ..errors import UserError
+
+
+def world_size_from_env() -> int:
+    """The number of ranks torchrun started (1 without torchrun)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+class Ranks:
+    """The ranks of one training run. ``Ranks.single()`` is the one-process case (every method a no-op)."""
+
+    def __init__(self, rank: int = 0, world: int = 1):
+        self.rank, self.world = rank, world
+
+    @classmethod
+    def single(cls) -> "Ranks":
+        return cls(0, 1)
+
+    @classmethod
+    def from_env(cls, device: torch.device) -> "Ranks":
+        """Join the process group torchrun describes (or a single rank without torchrun)."""
+        world = world_size_from_env()
+        if world <= 1:
+            return cls.single()
+        if not dist.is_available():
+            raise UserError("this torch build has no torch.distributed: run without torchrun")
+        if not dist.is_initialized():
+            backend = "nccl" if device.type == "cuda" else "gloo"
+            dist.init_process_group(backend=backend)
+        return cls(dist.get_rank(), dist.get_world_size())
+
+    @property
+    def active(self) -> bool:
+        return self.world > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # --- data ---
+    def bounds(self, n: int) -> tuple[int, int]:
+        """This rank's rows ``[lo, hi)`` of a global batch of ``n`` rows (``numpy.array_split``'s rule)."""
+        q, r = divmod(n, self.world)
+        lo = self.rank * q + min(self.rank, r)
+        return lo, lo + q + (1 if self.rank < r else 0)
+
+    def shard(self, batch):
+        """This rank's rows of every tensor of a batch (all share their first dimension)."""
+        if not self.active:
+            return batch
+        n = next(t for t in batch if torch.is_tensor(t)).shape[0]
+        lo, hi = self.bounds(n)
+        return tuple(t[lo:hi] if torch.is_tensor(t) else t for t in batch)
+
+    # --- gradients ---
+    def reduce_gradients(self, params: list[torch.nn.Parameter], sparse_ids: set[int], count: int,
+                         loss_sum: float) -> tuple[int, float]:
+        """Sum the gradients of ``loss_sum`` (this rank's summed loss over its ``count`` predictions) over
+        the ranks and divide by the global count: the gradient of the global mean loss. Returns the global
+        ``(count, loss_sum)``. ``params`` is the same list on every rank; ``sparse_ids`` the ids of those
+        that take row-sparse gradients. A parameter this rank's loss did not reach gets a zero gradient, so
+        that every rank sends the same tensors."""
+        if not self.active:
+            return count, loss_sum
+        for p in params:
+            if p.grad is None:
+                p.grad = (torch.sparse_coo_tensor(torch.zeros((1, 0), dtype=torch.int64, device=p.device),
+                                                  p.new_zeros((0,) + tuple(p.shape[1:])), p.shape)
+                          if id(p) in sparse_ids else torch.zeros_like(p))
+        dense = [p for p in params if not p.grad.is_sparse]
+        sparse = [p for p in params if p.grad.is_sparse]
+        device = dense[0].grad.device if dense else (sparse[0].grad.device if sparse else torch.device("cpu"))
+        flat = torch.cat([p.grad.reshape(-1).float() for p in dense]
+                         + [torch.tensor([float(count), float(loss_sum)], device=device)])
+        dist.all_reduce(flat)
+        total, total_loss = int(round(float(flat[-2]))), float(flat[-1])
+        scale = 1.0 / max(total, 1)
+        offset = 0
+        for p in dense:
+            k = p.grad.numel()
+            p.grad.copy_(flat[offset:offset + k].view_as(p.grad).to(p.grad.dtype)).mul_(scale)
+            offset += k
+        for p in sparse:
+            p.grad = self._sum_sparse(p.grad.coalesce()) * scale
+        return total, total_loss
+
+    def _sum_sparse(self, g: torch.Tensor) -> torch.Tensor:
+        """The sum over ranks of a row-sparse gradient: every rank's (rows, values), gathered and coalesced."""
+        idx, val = g.indices(), g.values()
+        counts = [torch.zeros(1, dtype=torch.int64, device=idx.device) for _ in range(self.world)]
+        dist.all_gather(counts, torch.tensor([idx.shape[1]], dtype=torch.int64, device=idx.device))
+        sizes = torch.cat(counts)
+        most = int(sizes.max())
+        pad_idx = idx.new_zeros((idx.shape[0], most))
+        pad_val = val.new_zeros((most,) + tuple(val.shape[1:]))
+        pad_idx[:, :idx.shape[1]] = idx
+        pad_val[:idx.shape[1]] = val
+        all_idx = [torch.empty_like(pad_idx) for _ in range(self.world)]
+        all_val = [torch.empty_like(pad_val) for _ in range(self.world)]
+        dist.all_gather(all_idx, pad_idx)
+        dist.all_gather(all_val, pad_val)
+        keep = [int(s) for s in sizes.tolist()]
+        idx = torch.cat([t[:, :k] for t, k in zip(all_idx, keep)], dim=1)
+        val = torch.cat([t[:k] for t, k in zip(all_val, keep)], dim=0)
+        return torch.sparse_coo_tensor(idx, val, g.shape).coalesce()
+
+    # --- keeping the ranks in step ---
+    def broadcast_module(self, module: torch.nn.Module) -> None:
+        """Rank 0's parameters and buffers on every rank (the same start everywhere)."""
+        if self.active:
+            for t in list(module.parameters()) + list(module.buffers()):
+                dist.broadcast(t.data, src=0)
+
+    def broadcast_float(self, value: float) -> float:
+        """Rank 0's number on every rank (so that decisions made from it agree)."""
+        if not self.active:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """True on every rank when ``flag`` is True on at least one (one small all-reduce)."""
+        if not self.active:
+            return flag
+        box = torch.tensor([1.0 if flag else 0.0], device=device)
+        dist.all_reduce(box, op=dist.ReduceOp.MAX)
+        return bool(box.item())
+
+    def gather(self, obj) -> list | None:
+        """Every rank's ``obj`` on rank 0 (a list by rank), None on the others."""
+        if not self.active:
+            return [obj]
+        out = [None] * self.world if self.is_main else None
+        dist.gather_object(obj, out, dst=0)
+        return out
+
+    def scatter(self, objs: list | None):
+        """Rank r receives ``objs[r]`` from rank 0."""
+        if not self.active:
+            return objs[0]
+        box = [None]
+        dist.scatter_object_list(box, objs if self.is_main else None, src=0)
+        return box[0]
+
+    def barrier(self) -> None:
+        if self.active:
+            dist.barrier()
+
+    def close(self) -> None:
+        if self.active and dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,115 @@
+"""Data-parallel training (torchrun, gloo on CPU ranks): two ranks take the step one process takes with the
+same global batch; a two-rank run resumes with the very numbers of an uninterrupted one; shards cover a batch."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, strategies as st
+
+from sampledlm.neural.distributed import Ranks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(args, cwd, ranks=2):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr",
+           "127.0.0.1", "--master-port", str(free_port()), *args]
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+def metrics(run_dir):
+    rows = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    return [(m["epoch"], m["step"], m["train_loss"], m["valid_ppl"]) for m in rows]
+
+
+@given(st.integers(0, 300), st.integers(1, 8))
+def test_shards_cover_a_batch_once_in_order(n, world):
+    bounds = [Ranks(r, world).bounds(n) for r in range(world)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    sizes = [hi - lo for lo, hi in bounds]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("model", [["--model", "ffnn"], ["--model", "gru", "--hidden", "16", "--embed-dim", "16",
+                                                         "--batch-size", "8", "--bptt", "10"]])
+def test_two_gloo_ranks_take_the_step_of_one_process(tiny_corpus, tmp_path, model):
+    common = ["--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]), "--epochs", "2",
+              "--dropout", "0", "--threads", "1", "--seed", "3", *model]
+    one = subprocess.run([sys.executable, "-m", "sampledlm", "train", *common, "-o", str(tmp_path / "one")],
+                         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")), capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    two = torchrun(["-m", "sampledlm", "train", *common, "-o", str(tmp_path / "two")], tmp_path)
+    assert "2 ranks" in two.stderr
+    a, b = metrics(tmp_path / "one"), metrics(tmp_path / "two")
+    assert [r[:2] for r in a] == [r[:2] for r in b]
+    for (_, _, loss_a, ppl_a), (_, _, loss_b, ppl_b) in zip(a, b):
+        assert loss_b == pytest.approx(loss_a, rel=1e-6)
+        assert ppl_b == pytest.approx(ppl_a, rel=1e-6)
+
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from sampledlm.neural.device import resolve_device
+    from sampledlm.neural.distributed import Ranks
+    from sampledlm.neural.trainer import TrainingInterrupted, new_run, resume_run
+    from sampledlm.data.corpus import build_vocab
+    from sampledlm.data.tokenizer import TextOptions
+    from sampledlm.neural import rundir as runs
+    from sampledlm.neural.registry import model_spec
+    from sampledlm.neural.trainer import TrainOptions
+
+    mode, run_dir, train, valid = sys.argv[1:5]
+    ranks = Ranks.from_env(resolve_device("cpu"))
+    if mode == "resume":
+        resume_run(run_dir, ranks=ranks).train()
+    else:
+        vocab = build_vocab(train)
+        spec = model_spec("gru", embed_dim=8, hidden=12, dropout=0.1)
+        opts = dict(TrainOptions(batch_size=8, bptt=6, epochs=2, lr=0.01, optimizer="adam", device="cpu").__dict__)
+        data = {"train": train, "valid": valid, "text_options": TextOptions().to_dict()}
+        config = runs.make_config(spec, "css-is", {"samples": 20}, opts, data, vocab)
+        t = new_run(run_dir, config, vocab, ranks=ranks)
+        if mode == "interrupt":
+            t.interrupt_at_step = t.data.num_batches() + 2  # in the middle of epoch 2
+            try:
+                t.train()
+            except TrainingInterrupted:
+                pass
+        else:
+            t.train()
+    ranks.close()
+""")
+
+
+def test_a_two_rank_run_resumes_with_the_numbers_of_an_uninterrupted_one(tiny_corpus, tmp_path):
+    """GRU with a sampled objective: each rank's negatives, dropout masks and carried state are its own,
+    and the row-sparse output gradients are gathered over the ranks."""
+    script = tmp_path / "ddp_run.py"
+    script.write_text(SCRIPT)
+    files = [str(tiny_corpus["train"]), str(tiny_corpus["valid"])]
+    torchrun([str(script), "full", str(tmp_path / "full"), *files], tmp_path)
+    torchrun([str(script), "interrupt", str(tmp_path / "cut"), *files], tmp_path)
+    assert not (tmp_path / "cut" / "metrics.jsonl").exists() or len(metrics(tmp_path / "cut")) == 1
+    torchrun([str(script), "resume", str(tmp_path / "cut"), *files], tmp_path)
+    assert metrics(tmp_path / "cut") == metrics(tmp_path / "full")
+
+    p = subprocess.run([sys.executable, "-m", "sampledlm", "train", "--resume", str(tmp_path / "full"), "--epochs",
+                        "3"], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")), capture_output=True,
+                       text=True)
+    assert p.returncode == 1 and "2 rank(s)" in p.stderr and "Traceback" not in p.stderr
