@@ -127,19 +127,21 @@ class Binary(OutputObjective):
             return Candidates(torch.arange(num_words, device=targets.device),
                               self.fixed_negatives(targets, positions, num_words))
         if self._sampler is None or self._sampler_v != num_words:
-            self._sampler = BernoulliSampler(torch.full((num_words,), self.neg_rate))
+            self._sampler = BernoulliSampler(torch.full((num_words,), self.neg_rate, device=targets.device))
             self._sampler_v = num_words
         groups = min(self.neg_groups, len(targets))
         if groups == 1:
             words = self._sampler.draw().to(targets.device)
             return Candidates(words, words.unsqueeze(0) != targets.unsqueeze(1))
-        draws = [self._sampler.draw() for _ in range(groups)]
+        dev = targets.device
+        draws = [self._sampler.draw().to(dev) for _ in range(groups)]
         words, inverse = torch.unique(torch.cat(draws), return_inverse=True)
-        member = torch.zeros(groups, len(words), dtype=torch.bool)
-        member[torch.repeat_interleave(torch.arange(groups), torch.tensor([len(d) for d in draws])), inverse] = True
-        group_of = torch.arange(len(targets)) % groups
-        keep = member[group_of].to(targets.device) & (words.to(targets.device).unsqueeze(0) != targets.unsqueeze(1))
-        return Candidates(words.to(targets.device), keep)
+        member = torch.zeros(groups, len(words), dtype=torch.bool, device=dev)
+        sizes = torch.tensor([len(d) for d in draws], device=dev)
+        member[torch.repeat_interleave(torch.arange(groups, device=dev), sizes), inverse] = True
+        group_of = torch.arange(len(targets), device=dev) % groups
+        keep = member[group_of] & (words.unsqueeze(0) != targets.unsqueeze(1))
+        return Candidates(words, keep)
 
     def fixed_negatives(self, targets: torch.Tensor, positions: torch.Tensor | None, num_words: int) -> torch.Tensor:
         """``[N, V]`` bool: word w is a negative of example i iff ``(w - o(p_i)) mod V`` is in the base

@@ -67,7 +67,7 @@ class NegativeSampling(NegativesObjective):
     name = "neg"
 
     def loss(self, true, logq_true, scores, logq, keep):
-        n = count_kept(keep, *scores.shape)
+        n = count_kept(keep, *scores.shape, scores.device)
         neg = masked_fill(F.softplus(scores), keep, 0.0).sum(1) / n
         return F.softplus(-true) + neg
 

@@ -32,6 +32,6 @@ class Ranking(NegativesObjective):
         return self.margin if self.margin is not None else math.log(max(self.noise.numel() - 1, 1))
 
     def loss(self, true, logq_true, scores, logq, keep):
-        n = count_kept(keep, *scores.shape)
+        n = count_kept(keep, *scores.shape, scores.device)
         terms = F.softplus(scores + self.delta() - true.unsqueeze(1))  # -log σ(a_y - a_d - Δ)
         return masked_fill(terms, keep, 0.0).sum(1) / n

@@ -50,10 +50,10 @@ def masked_fill(x: torch.Tensor, keep: torch.Tensor | None, value: float) -> tor
     return x if keep is None else x.masked_fill(~keep, value)
 
 
-def count_kept(keep: torch.Tensor | None, n: int, m: int) -> torch.Tensor:
-    """Number of kept candidates per example, ``[N]`` (at least 1, to divide by)."""
+def count_kept(keep: torch.Tensor | None, n: int, m: int, device=None) -> torch.Tensor:
+    """Number of kept candidates per example, ``[N]`` (at least 1, to divide by), on ``device``."""
     if keep is None:
-        return torch.full((n,), float(m))
+        return torch.full((n,), float(m), device=device)
     return keep.sum(1).clamp_min(1).float()
 
 
@@ -143,7 +143,8 @@ class SampledObjective(OutputObjective):
         return self._log_noise
 
     def sampler(self):
-        if self._sampler is None:
+        """The sampler over ``noise``, built on its device (again when the objective has moved)."""
+        if self._sampler is None or self._sampler.device != self.noise.device:
             self._sampler = self._build_sampler()
         return self._sampler
 
@@ -227,7 +228,7 @@ class CSSImportance(SampledObjective):
     excludes_true = True
 
     def loss(self, true, logq_true, scores, logq, keep):
-        n = count_kept(keep, scores.shape[0], scores.shape[1])
+        n = count_kept(keep, scores.shape[0], scores.shape[1], scores.device)
         log_kappa = -logq + torch.log1p(-logq_true.exp()).unsqueeze(1) - n.log().unsqueeze(1)
         return css_loss(true, scores + log_kappa, keep)
 
@@ -254,8 +255,8 @@ class CSSBernoulli(SampledObjective):
         if self.sample_mode == "shared":
             words = sampler.draw().to(targets.device)
             return Candidates(words, words.unsqueeze(0) != targets.unsqueeze(1))
-        mask = torch.rand(len(targets), len(self.inclusion)) < self.inclusion
-        mask[torch.arange(len(targets)), targets] = False
+        mask = torch.rand(len(targets), len(self.inclusion), device=self.inclusion.device) < self.inclusion
+        mask[torch.arange(len(targets), device=mask.device), targets.to(mask.device)] = False
         m = max(int(mask.sum(1).max()), 1)
         keep, words = torch.sort(mask.to(torch.int8), dim=1, descending=True, stable=True)
         return Candidates(words[:, :m].to(targets.device), keep[:, :m].bool())
