@@ -17,6 +17,11 @@
    (2 x 650, dropout 0.5, SGD lr 1, batch 20 x 35, clip 5, 39 epochs at most) with the softmax, CSS-IS
    and BlackOut, each with its test perplexity and wall time (``--data`` or ../shared/data/ptb).
 
+4. **Nothing slower** (when PTB is at hand): the feed-forward and GRU models of the results pages (their
+   defaults, the softmax) trained for one epoch on the first 100k / 50k PTB training tokens by this code and
+   by an older commit (``SAMPLEDLM_TRAINING_BEFORE=REV``, default ``5620ad1``, the trainer before devices,
+   precisions and ranks; a git worktree), alternating, two rounds: the tokens/s ratio now / before.
+
 ``--quick`` shrinks everything (sizes, tokens, steps) and runs section 3's code on the CPU, so the page's
 machinery is tested without a GPU.
 """
@@ -126,6 +131,52 @@ def data_parallel(work: str, tokens: int, epochs: int) -> dict:
     return {"one": one, "two": two, "max_rel_diff": worst}
 
 
+# --- 4. nothing slower -------------------------------------------------------------------------------------------
+ENV_BEFORE = "SAMPLEDLM_TRAINING_BEFORE"
+BEFORE = "5620ad1"
+PAGE_MODELS = {"ffnn (page defaults)": (["--model", "ffnn"], 100_000),
+               "gru (page defaults)": (["--model", "gru"], 50_000)}
+
+
+def before_after(work: str, files: dict, rounds: int, scale: float = 1.0) -> dict:
+    """tokens/s of the pages' models, this code against ``BEFORE`` (alternating which goes first)."""
+    from .faults import before_side
+    from .faults_engine import Side, child_env
+
+    rev = os.environ.get(ENV_BEFORE, BEFORE)
+    with before_side(rev, work) as (old, where):
+        if old is None:
+            return {"skipped": where}
+        sides = {"now": Side("now", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                             "now"), "before": old}
+        rows = []
+        for model, (margs, tokens) in PAGE_MODELS.items():
+            n = int(tokens * scale)
+            train = os.path.join(work, f"ptb-{n}.txt")
+            with open(files["train"], encoding="utf-8") as f, open(train, "w", encoding="utf-8") as g:
+                seen = 0
+                for line in f:
+                    if seen >= n:
+                        break
+                    g.write(line)
+                    seen += len(line.split()) + 1
+            speeds: dict[str, list[float]] = {"now": [], "before": []}
+            for r in range(rounds):
+                for name in (("now", "before") if r % 2 == 0 else ("before", "now")):
+                    out = os.path.join(work, f"ba-{model.split()[0]}-{name}-{r}")
+                    cmd = [sys.executable, "-m", "sampledlm", "train", "--train", train, "--valid", files["valid"],
+                           *margs, "--epochs", "1", "--threads", "1", "--seed", "1", "-o", out]
+                    p = subprocess.run(cmd, env=child_env(sides[name], os.path.join(work, "cache")),
+                                       capture_output=True, text=True)
+                    if p.returncode != 0:
+                        return {"skipped": f"{name}: {p.stderr.strip().splitlines()[-1:]}"}
+                    with open(os.path.join(out, "metrics.jsonl")) as f:
+                        speeds[name].append(json.loads(f.readline())["tokens_per_s"])
+            rows.append({"model": model, "tokens": n, "now": speeds["now"], "before": speeds["before"],
+                         "ratio": statistics.median(speeds["now"]) / statistics.median(speeds["before"])})
+        return {"before": where, "rows": rows}
+
+
 # --- 3. the GPU --------------------------------------------------------------------------------------------------
 def matmul_rate(device, n: int = 8192, reps: int = 20) -> float:
     """Measured bf16 matrix-multiply rate (FLOP/s) of ``n x n`` products on ``device``."""
@@ -155,13 +206,10 @@ def lstm_step_rates(device, sizes: list[int], hidden: int, batch: int, bptt: int
     """Training tokens/s of an LSTM LM (one layer, ``hidden`` units, input embeddings of ``hidden``) per output
     layer at each V: forward, backward and an optimiser step (SGD; sparse rows for the sampled ones)."""
     import torch
-    from torch import nn
-
-    from ..neural.device import autocast
-    from ..neural.rnn import LSTMLM
-    from ..objectives import make_objective
 
     rows = []
+    if device.type == "cpu":  # small matrices on a shared CPU: one thread (more spin-wait on busy cores)
+        torch.set_num_threads(1)
     for V in sizes:
         counts = np.maximum((1e9 / np.arange(1, V + 1)).astype(np.int64), 1)
         q = torch.from_numpy(counts / counts.sum())
@@ -277,6 +325,14 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
 
             files = data_files(data_dir or default_ptb())
             data["zaremba"] = zaremba_runs(work, files, ["softmax", "css-is", "blackout"], ["--precision", "bf16"])
+    from .report import data_files, default_ptb
+
+    try:
+        ptb = data_files(data_dir or default_ptb())
+    except Exception as e:  # no PTB beside this checkout: the section says so
+        data["before_after"] = {"skipped": f"no PTB ({e})"}
+    else:
+        data["before_after"] = before_after(work, ptb, rounds=1 if quick else 2, scale=0.05 if quick else 1.0)
     data["seconds"] = time.perf_counter() - t0
     write_page(out_dir, NAME, "Training at scale: cost flat in V end to end, data-parallel ranks, the GPU",
                stamp(), data, markdown(data, quick), figure=figure(data))
@@ -345,12 +401,26 @@ def markdown(data: dict, quick: bool) -> str:
                           [[r["objective"], r["epochs"], f"{r['best_valid']:.1f}",
                             "-" if r["test_ppl"] is None else f"{r['test_ppl']:.1f}", f"{r['wall_s']:.0f} s"]
                            for r in data["zaremba"]]), ""]
+    ba = data.get("before_after") or {"skipped": "not measured"}
+    out += ["## 4. Nothing slower: the results pages' models, this code against the trainer before", ""]
+    if "rows" in ba:
+        out += [f"One epoch with the softmax and each model's defaults, the first tokens of PTB train, one thread; "
+                f"before: {ba['before']}; the two sides alternate.", "",
+                table(["model", "tokens", "now tokens/s", "before tokens/s", "now / before (medians)"],
+                      [[r["model"], f"{r['tokens']:,}", ", ".join(f"{v:,.0f}" for v in r["now"]),
+                        ", ".join(f"{v:,.0f}" for v in r["before"]), f"{r['ratio']:.2f}x"] for r in ba["rows"]]), ""]
+    else:
+        out += [f"Not measured: {ba['skipped']}.", ""]
     out += ["## Against the targets", ""]
     for r in data["cpu"]:
         out.append(f"- {r['model']} with css-is: V = {sizes[0]:,} and V = {sizes[-1]:,} within "
                    f"{r['ratio']:.2f}x of each other (target 1.5x): {'met' if r['ratio'] <= 1.5 else '**missed**'}")
     out.append(f"- two ranks reach the numbers of one process with the same global batch: largest relative "
                f"difference {dp['max_rel_diff']:.1e} ({'met' if dp['max_rel_diff'] < 1e-5 else '**missed**'})")
+    for r in ba.get("rows", []):
+        spread = max(r["now"] + r["before"]) / min(r["now"] + r["before"])
+        out.append(f"- {r['model']}: now {r['ratio']:.2f}x the tokens/s before (rounds spread {spread:.2f}x): "
+                   + ("not slower" if r["ratio"] >= 1 / spread or r["ratio"] >= 0.95 else "**slower**"))
     if not data["cuda"]:
         out.append("- the GPU targets (sampled objectives >= 10x the softmax and >= the adaptive softmax at V = 1M, "
                    ">= 1M tokens/s; the softmax at >= 40 % of the matrix-multiply rate; Zaremba medium <= 82.7): "
