@@ -118,3 +118,28 @@ def test_a_run_trained_on_a_gpu_resumes_and_evaluates_on_the_cpu(words_corpus):
     t.train()
     assert all(p.device.type == "cpu" for p in t.model.parameters())
     assert np.isfinite(load_model(str(words_corpus / "g"), device="cpu").logprobs(np.array([3, 4, 2])).sum())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sampled_output_takes_a_device(device):
+    from sampledlm.objectives import SampledOutput
+
+    counts = np.arange(500, 0, -1)
+    out = SampledOutput(16, 500, objective="css-is", counts=counts, samples=30, device=device)
+    assert out.weight.device.type == device and out.objective.noise.device.type == device
+    hidden = torch.randn(8, 16, device=device)
+    out(hidden, torch.randint(500, (8,), device=device)).backward()
+    assert out.weight.grad.is_sparse and out.weight.grad.device.type == device
+
+
+@pytest.mark.parametrize("command", [["eval", "{run}", "--test", "{valid}"], ["score", "{run}", "{valid}"],
+                                     ["generate", "{run}", "-n", "1", "--seed", "1"]])
+def test_commands_that_run_a_neural_model_take_a_device(trained_ffnn, tmp_path, capsys, command):
+    from helpers import run_cli
+
+    args = [a.format(run=trained_ffnn / "run", valid=trained_ffnn / "valid.txt") for a in command]
+    code, out, err = run_cli([*args, "--device", "cpu"], capsys)
+    assert code == 0, err
+    if not torch.cuda.is_available():
+        code, out, err = run_cli([*args, "--device", "cuda"], capsys)
+        assert code != 0 and "no CUDA GPU" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

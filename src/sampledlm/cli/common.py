@@ -52,3 +52,9 @@ def refuse_existing(path: str, force: bool) -> None:
 
     if path != "-" and os.path.isfile(path) and not force:
         raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
+
+
+def device_option(f):
+    """``--device``: where neural models run (n-gram and maximum-entropy models ignore it)."""
+    return click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N",
+                        help="Where neural models run: auto is the GPU when torch sees one.")(f)

@@ -9,7 +9,7 @@ import sys
 import click
 
 from ..errors import UserError
-from .common import CONTEXT
+from .common import CONTEXT, device_option
 
 
 @click.command("eval", context_settings=CONTEXT)
@@ -32,8 +32,9 @@ from .common import CONTEXT
               help="Transformer models, running text: advance the sliding window by this many tokens, so every token "
                    "is predicted from at least window - stride words [default: the model's, half its window]; "
                    "the window's length gives block evaluation.")
+@device_option
 def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_sentence, running_text, batch_size, as_json,
-             threads, stride):
+             threads, stride, device):
     """Exact perplexity of a model, or of a linear interpolation of models, on a test file.
 
     \b
@@ -64,7 +65,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         weights = weight
     if (weights is not None or interp_valid) and not others:
         raise UserError("--weights and --interp-valid need --interpolate MODEL2")
-    lm = load_model(model)
+    lm = load_model(model, device=device)
     if batch_size and hasattr(lm, "batch_size"):
         lm.batch_size = batch_size
     if stride is not None:
@@ -96,7 +97,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
     result = {"model": model, "test": test_path, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
     if others:
-        mix = Mixture([lm] + [load_model(p) for p in others])
+        mix = Mixture([lm] + [load_model(p, device=device) for p in others])
         comps = mix.component_logprobs(ids, independent=independent)
         result["component_ppl"] = [perplexity_of(c) for c in comps]
         weights_from = set_weights(mix, weights, interp_valid, model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT
+from .common import CONTEXT, device_option
 
 
 @click.command("generate", context_settings=CONTEXT)
@@ -25,7 +25,8 @@ from .common import CONTEXT
 @click.option("--no-unk", is_flag=True, help="Never draw <unk>.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed: one seed, the same sentences.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
-def generate(model, others, weights, interp_valid, prefix, count, temperature, top_k, max_words, no_unk, seed, threads):
+@device_option
+def generate(model, others, weights, interp_valid, prefix, count, temperature, top_k, max_words, no_unk, seed, threads, device):
     """Sample sentences from a model (any family) or a mixture, one per line.
 
     \b
@@ -44,7 +45,7 @@ def generate(model, others, weights, interp_valid, prefix, count, temperature, t
         import torch
 
         torch.set_num_threads(threads)
-    lm = open_models([model, *others], weights, interp_valid)
+    lm = open_models([model, *others], weights, interp_valid, device=device)
     words = tokenize_line(prefix, TextOptions(**(lm.text_options or {})))
     for sentence in sample(lm, words, count, seed, temperature=temperature, top_k=top_k, max_words=max_words,
                            allow_unk=not no_unk):

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .common import CONTEXT, force_option
+from .common import CONTEXT, device_option, force_option
 
 FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 
@@ -47,9 +47,10 @@ FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
 @force_option("--one-best and -o")
+@device_option
 def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm_weight, word_penalty,
             first_pass_weight, tune_on, tune_refs, tune_first_pass, tune_nbest, k, one_best, output, output_format,
-            as_json, threads, force):
+            as_json, threads, force, device):
     """Rescore n-best lists or lattices with MODEL (any family, or a mixture); write the new 1-best.
 
     \b
@@ -87,7 +88,7 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
     items = _read(nbest, "slf" if lattices else fmt, refs)
     dev = _read_dev(tune_on, tune_refs, tune_nbest) if tune_on else None
-    lm = open_models([model, *others], weights, interp_valid)
+    lm = open_models([model, *others], weights, interp_valid, device=device)
     w = Weights(am_scale, lm_weight, word_penalty, first_pass_weight)
     summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items)}
     if dev is not None:

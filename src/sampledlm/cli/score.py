@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import CONTEXT
+from .common import CONTEXT, device_option
 
 
 @click.command("score", context_settings=CONTEXT)
@@ -22,7 +22,8 @@ from .common import CONTEXT
 @click.option("--bunch", type=click.IntRange(min=1), default=None,
               help="Sentences per bunch (recurrent) or distinct histories per bunch (feed-forward); 1: one at a time.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
-def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, threads):
+@device_option
+def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, threads, device):
     """Score every sentence of FILE: log10 and natural-log probability, words, OOVs, perplexity.
 
     \b
@@ -44,7 +45,7 @@ def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, th
         import torch
 
         torch.set_num_threads(threads)
-    lm = open_models([model, *others], weights, interp_valid, batch_size=bunch)
+    lm = open_models([model, *others], weights, interp_valid, batch_size=bunch, device=device)
     shown = "standard input" if text == "-" else text
     totals = Totals()
     for s in score_file(lm, text, with_orders=per_word):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT
+from .common import CONTEXT, device_option
 
 
 @click.command("serve", context_settings=CONTEXT)
@@ -39,8 +39,9 @@ from .common import CONTEXT
 @click.option("--shutdown-timeout", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds SIGTERM waits for the requests in flight.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads for the model.")
+@device_option
 def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_batch, no_batching, history_cache,
-          max_body, max_items, max_words, max_k, read_timeout, idle_timeout, shutdown_timeout, threads):
+          max_body, max_items, max_words, max_k, read_timeout, idle_timeout, shutdown_timeout, threads, device):
     """Serve MODEL (any family, or a mixture with --mix) over HTTP with JSON requests.
 
     \b
@@ -73,7 +74,7 @@ def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_b
         import torch
 
         torch.set_num_threads(threads)
-    lm = open_models([model, *others], weights, interp_valid)
+    lm = open_models([model, *others], weights, interp_valid, device=device)
     enable_history_cache(lm, history_cache)
     server = Server(lm, host, port, Limits(max_body, max_items, max_words, max_k, read_timeout, idle_timeout),
                     Batching(not no_batching, batch_wait_ms, max_batch), shutdown_timeout)

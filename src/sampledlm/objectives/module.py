@@ -61,6 +61,8 @@ class SampledOutput(nn.Module):
             distribution (uniform if omitted).
         sparse (bool, optional): sparse gradients for ``weight`` and ``bias`` (default: when the
             objective reads only some rows); False for dense ones, e.g. for ``torch.optim.Adam``.
+        device (torch.device or str, optional): where its parameters and noise tables live (and
+            its negatives are drawn), e.g. ``"cuda"``; default: the CPU (``.to(device)`` moves it later).
         **options: the objective's keyword options, e.g. ``samples=250`` (S),
             ``noise_power=0.75`` (β), ``sample_mode="shared"|"each"``, ``neg_rate=0.05`` (α),
             ``neg_subset="variable"|"fixed"``, ``margin``, ``learn_norm``, ``exclude_true``,
@@ -112,7 +114,7 @@ class SampledOutput(nn.Module):
     """
 
     def __init__(self, in_features: int, num_words: int, objective: str = "css-is", counts=None,
-                 sparse: bool | None = None, **options):
+                 sparse: bool | None = None, device=None, **options):
         super().__init__()
         if counts is not None and len(counts) != num_words:
             raise ValueError(f"counts has {len(counts)} entries, expected num_words={num_words}")
@@ -121,6 +123,8 @@ class SampledOutput(nn.Module):
         self.output = OutputLayer(num_words, in_features, sparse=sparse)
         self.objective.bind(self.output)  # the objective's own output parameters (class layer, tails)
         self.objective.prepare(self.output)  # initial biases (log unigram, log 1/V, ...)
+        if device is not None:
+            self.to(device)
 
     @property
     def weight(self) -> torch.Tensor:

@@ -46,15 +46,16 @@ def set_weights(mix: Mixture, weights: str | None, valid: str | None, name: str 
 
 
 def open_models(paths: list[str], weights: str | None = None, valid: str | None = None,
-                batch_size: int | None = None) -> LanguageModel:
+                batch_size: int | None = None, device: str | None = None) -> LanguageModel:
     """The model at ``paths[0]``, or the interpolation of all of them (module docstring).
 
     ``batch_size``: the evaluation bunch of every neural component (sentences for recurrent models,
-    distinct histories for feed-forward ones; None: their defaults).
+    distinct histories for feed-forward ones; None: their defaults). ``device``: where neural
+    components run (None or ``auto``: the GPU when torch sees one).
     """
     if (weights is not None or valid) and len(paths) < 2:
         raise UserError("--weights and --interp-valid need a second model to interpolate with")
-    models = [load_model(p) for p in paths]
+    models = [load_model(p, device=device) for p in paths]
     for m in models:
         if batch_size and hasattr(m, "batch_size"):
             m.batch_size = batch_size
