@@ -143,3 +143,14 @@ def test_commands_that_run_a_neural_model_take_a_device(trained_ffnn, tmp_path, 
     if not torch.cuda.is_available():
         code, out, err = run_cli([*args, "--device", "cuda"], capsys)
         assert code != 0 and "no CUDA GPU" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_compile_leaves_the_file_format_alone(words_corpus):
+    """--compile wraps the forward method only (compiled lazily, at the first step): the weights keep their names."""
+    config, vocab = config_for(words_corpus, epochs=1)
+    plain = new_run(str(words_corpus / "plain"), config, vocab)
+    config["train"]["compile"] = True
+    compiled = new_run(str(words_corpus / "compiled"), config, vocab)
+    assert list(compiled.model.state_dict()) == list(plain.model.state_dict())
+    assert "forward" in vars(compiled.model) and "forward" not in vars(plain.model)  # the compiled wrapper
+    plain.release_lock(), compiled.release_lock()
