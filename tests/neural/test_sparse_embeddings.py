@@ -134,20 +134,24 @@ def test_tied_adaptive_bands_shared_with_the_adaptive_softmax_stay_dense():
         "output.weight", "output.bias", "embed.tables.0", "embed.tables.1"}
 
 
+CUDA = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
 @pytest.mark.parametrize("kind", ["ffnn", "gru tied", "transformer tied", "gru adaptive input"])
-def test_sgd_on_row_sparse_gradients_trains_like_dense_sgd(kind):
+def test_sgd_on_row_sparse_gradients_trains_like_dense_sgd(kind, device):
     """SGD without momentum or weight decay: ``W_r -= lr g_r`` on the touched rows is dense SGD, so a few
     clipped steps give the same weights (up to the order of float sums); SparseAdam's first step is dense
     Adam's (an untouched row's first update is 0 / (0 + eps) = 0 in dense Adam)."""
     for optimizer, steps in (("sgd", 4), ("adam", 1)):
-        dense, sparse, obj = build(kind, False), build(kind, True), css()
+        dense, sparse, obj = build(kind, False).to(device), build(kind, True).to(device), css().to(device)
         o = TrainOptions(optimizer=optimizer, lr=0.3 if optimizer == "sgd" else 0.01)
         opt_d, opt_s = make_optimizers(dense, obj, o), make_optimizers(sparse, obj, o)
         assert len(opt_s) == (1 if optimizer == "sgd" else 2)
         params_d = [p for g in opt_d for grp in g.param_groups for p in grp["params"]]
         params_s = [p for g in opt_s for grp in g.param_groups for p in grp["params"]]
         for step in range(steps):
-            x, y = batch(kind, seed=step)
+            x, y = (t.to(device) for t in batch(kind, seed=step))
             for model, opts, params in ((dense, opt_d, params_d), (sparse, opt_s, params_s)):
                 for opt in opts:
                     opt.zero_grad(set_to_none=True)
@@ -161,7 +165,7 @@ def test_sgd_on_row_sparse_gradients_trains_like_dense_sgd(kind):
             # that float rounding of g decides, so Adam is compared at 1 % of lr (a wrong row moves by lr)
             tol = 1e-6 if optimizer == "sgd" else 1e-2 * o.lr
             assert torch.allclose(a, b, atol=tol, rtol=1e-5), (optimizer, name, (a - b).abs().max())
-            changed += int(not torch.equal(a, build(kind, False).state_dict()[name]))
+            changed += int(not torch.equal(a.cpu(), build(kind, False).state_dict()[name]))
         assert changed >= 3  # the steps did move the weights
 
 
