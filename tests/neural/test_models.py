@@ -141,7 +141,10 @@ def test_model_spec_defaults_and_errors():
 
 
 def test_sparse_output_parameters():
+    """With a sparse output the word tables are row-sparse too: the FFNN's projection; a tied W once."""
     m = FFNN(V, sparse_output=True)
-    assert len(m.sparse_parameters()) == 2
+    assert [id(p) for p in m.sparse_parameters()] == [id(m.output.weight), id(m.output.bias), id(m.embed.weight)]
     assert FFNN(V).sparse_parameters() == []
-    assert RNNLM(V, embed_dim=200, hidden=200, tie=True, sparse_output=True).sparse_parameters() == []
+    tied = RNNLM(V, embed_dim=20, hidden=20, tie=True, sparse_output=True)
+    assert [id(p) for p in tied.sparse_parameters()] == [id(tied.output.weight), id(tied.output.bias)]
+    assert RNNLM(V, embed_dim=20, hidden=20, tie=True).sparse_parameters() == []

@@ -327,3 +327,23 @@ def test_sampled_output_every_objective_with_plain_adam_or_the_optimizer_pair(na
             lp = head.log_prob(trunk(x))
         assert torch.allclose(lp.exp().sum(1), torch.ones(64), atol=1e-5)
         assert -lp.gather(1, y.unsqueeze(1)).mean().item() < start - 0.5, (name, sparse)
+
+
+def test_optimizer_pair_updates_sparse_input_embeddings_row_wise():
+    """A user's model with ``nn.Embedding(sparse=True)`` inputs before a sampled output: both tables go to
+    SparseAdam (plain Adam refuses sparse gradients), and a step moves only the rows the batch touched."""
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(V, 8, sparse=True)
+    head = SampledOutput(8, V, objective="css-is", counts=COUNTS, samples=5)
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    optimizers = optimizer_pair(model, 0.05)
+    assert [type(o).__name__ for o in optimizers] == ["SparseAdam"]
+    sparse_ids = {id(p) for p in optimizers[0].param_groups[0]["params"]}
+    assert sparse_ids == {id(emb.weight), id(head.output.weight), id(head.output.bias)}
+    before = emb.weight.detach().clone()
+    x = torch.tensor([1, 2, 2, 7])
+    head(emb(x), torch.tensor([3, 4, 5, 6])).backward()
+    for o in optimizers:
+        o.step()
+    moved = set(torch.nonzero((emb.weight.detach() != before).any(1)).flatten().tolist())
+    assert moved == {1, 2, 7}

@@ -16,6 +16,12 @@ matrix and ``Q_i`` its projection read the other way round, and the head band's 
 model's output rows of the head words.
 
 Shapes: ``forward(ids [B, T]) -> [B, T, d]``; ids in ``[0, V]`` (``V`` = ``<s>``).
+
+``sparse=True`` (a model trained with a sampled or structured objective) looks the rows up with
+row-sparse gradients: a step's gradient of ``E_i`` holds only the rows of the batch's words of band
+``i``, and the trainer updates only those (:meth:`AdaptiveInput.sparse_parameters`). A table shared with
+the adaptive softmax (:meth:`AdaptiveInput.offer`) is read densely there, so it goes back to dense
+gradients once offered.
 """
 
 from __future__ import annotations
@@ -48,13 +54,16 @@ class AdaptiveInput(nn.Module):
 
     ``head_rows``: when given (a function returning a ``[V, d]`` parameter, the output layer's weight, which
     stays the output layer's: a function, so it is neither registered nor saved twice), band 0 reads
-    its rows instead of owning a table: the head is tied to the output embeddings.
+    its rows instead of owning a table: the head is tied to the output embeddings (then ``sparse``
+    should be the output layer's own setting, so that its weight gets one kind of gradient).
+    ``sparse``: row-sparse gradients for the head and the band tables (see the module docstring).
     """
 
     def __init__(self, num_words: int, dim: int, cutoffs: list[int], factor: float = 4.0, counts=None,
-                 head_rows=None):
+                 head_rows=None, sparse: bool = False):
         super().__init__()
         self.num_words, self.dim, self.factor = num_words, dim, float(factor)
+        self.sparse_head = self.sparse_tables = bool(sparse)
         self.cutoffs = check_cutoffs(cutoffs, num_words) + [num_words]
         order = frequency_order(counts, num_words)
         rank = np.empty(num_words + 1, dtype=np.int64)
@@ -94,20 +103,30 @@ class AdaptiveInput(nn.Module):
         return list(zip(self.projs, self.tables))
 
     def offer(self):
-        """``(cutoffs, factor, word order [V], bands())``: what a tied adaptive softmax checks and shares."""
+        """``(cutoffs, factor, word order [V], bands())``: what a tied adaptive softmax checks and shares.
+        The adaptive softmax reads the shared tables densely (a tail's softmax covers its whole band), so
+        from here on they take dense gradients too."""
+        self.sparse_tables = False
         return self.cutoffs[:-1], self.factor, self.order.cpu().numpy(), self.bands()
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """The parameters this module looks up with row-sparse gradients: its own head table and the band
+        tables ``E_i`` (not the projections ``Q_i`` nor the ``<s>`` row, which are dense; not a tied
+        head's rows, which the output layer lists)."""
+        out = [self.head] if self.sparse_head and self.head is not None else []
+        return out + (list(self.tables) if self.sparse_tables else [])
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         flat = ids.reshape(-1)
         band, local = self.band[flat], self.local[flat]
         rows = []  # (positions, vectors) per band, written into one [n, d] tensor at the end
         sel = (band == 0).nonzero().squeeze(1)
-        rows.append((sel, F.embedding(flat[sel], self.head_rows()) if self.head_rows is not None
-                     else F.embedding(local[sel], self.head)))
+        rows.append((sel, F.embedding(flat[sel], self.head_rows(), sparse=self.sparse_head)
+                     if self.head_rows is not None else F.embedding(local[sel], self.head, sparse=self.sparse_head)))
         for i, (proj, table) in enumerate(zip(self.projs, self.tables), start=1):
             sel = (band == i).nonzero().squeeze(1)
             if sel.numel():
-                rows.append((sel, F.embedding(local[sel], table) @ proj))
+                rows.append((sel, F.embedding(local[sel], table, sparse=self.sparse_tables) @ proj))
         sel = (band < 0).nonzero().squeeze(1)
         if sel.numel():
             rows.append((sel, self.bos.expand(sel.numel(), -1)))
@@ -120,8 +139,8 @@ class AdaptiveInput(nn.Module):
         return out.reshape(*ids.shape, self.dim)
 
 
-def from_config(cfg, num_words: int, dim: int, counts, head_rows=None) -> AdaptiveInput:
+def from_config(cfg, num_words: int, dim: int, counts, head_rows=None, sparse: bool = False) -> AdaptiveInput:
     """The adaptive input a model's settings ask for (``input_cutoffs``, default: the adaptive softmax's
     default bands from the counts; ``input_factor``)."""
     cuts = cfg.input_cutoffs if cfg.input_cutoffs is not None else default_cutoffs(counts, num_words)
-    return AdaptiveInput(num_words, dim, cuts, cfg.input_factor, counts, head_rows=head_rows)
+    return AdaptiveInput(num_words, dim, cuts, cfg.input_factor, counts, head_rows=head_rows, sparse=sparse)

@@ -112,5 +112,15 @@ class NeuralScorer(nn.Module):
         self.output.shift_bias(delta)
 
     def sparse_parameters(self) -> list[nn.Parameter]:
-        """Parameters that receive sparse gradients (the output layer's, when built sparse)."""
-        return list(self.output.parameters()) if self.output.sparse else []
+        """Parameters that receive row-sparse gradients, which the trainer updates row-wise (plain SGD or
+        SparseAdam): the output layer's ``W [V, h]`` and ``b [V, 1]`` when it is built sparse, every
+        ``nn.Embedding`` built with ``sparse=True`` (the input embeddings ``[V+1, d]`` of a model trained
+        with a sampled objective), and whatever a submodule lists in its own ``sparse_parameters()``
+        (the adaptive input's band tables). Each parameter once, even when shared (a tied ``W``)."""
+        found = list(self.output.parameters()) if self.output.sparse else []
+        for m in self.modules():
+            if isinstance(m, nn.Embedding) and m.sparse:
+                found.append(m.weight)
+            elif m is not self and m is not self.output and callable(getattr(m, "sparse_parameters", None)):
+                found.extend(m.sparse_parameters())
+        return list({id(p): p for p in found}.values())

@@ -15,6 +15,10 @@ the one OutputLayer hold both ``U`` and ``W``, so every objective sees an ordina
 
 Shapes: ``histories [N, n-1]`` int64 (oldest first, ``<s>`` = V) -> ``ctx [N, h_out]``.
 
+With ``sparse_output`` (an objective that reads only a candidate set of output rows) the projection
+``C`` takes row-sparse gradients as well: a step touches at most ``N (n-1)`` of its ``V+1`` rows, so
+with the output layer's ``O((N + S) h)`` the whole step costs the same at any V.
+
 Training reads shuffled n-gram mini-batches (Schwenk's *bunch mode*, :class:`FeedForwardData`);
 evaluation reads the stream in order. A history never crosses a sentence boundary, so running text
 and independent sentences give the same numbers.
@@ -59,7 +63,8 @@ class FFNN(NeuralScorer):
         if order < 2:
             raise ValueError("a feed-forward model needs order >= 2 (at least one word of history)")
         self.order = order
-        self.embed = nn.Embedding(num_words + 1, embed_dim)  # row V is <s>
+        # row V is <s>; sparse with a sampled output, so a step touches only the batch's history rows
+        self.embed = nn.Embedding(num_words + 1, embed_dim, sparse=sparse_output)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
         width = (order - 1) * embed_dim
         layers = []

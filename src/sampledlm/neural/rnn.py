@@ -12,6 +12,13 @@ Auli 2019). With ``tie=True`` the input embedding of word w *is* the output row 
 Inan et al. 2017), which needs ``embed_dim == h_out``; only ``<s>`` (id V) keeps a row of its own.
 Dropout (when > 0) is applied to the embeddings, between layers and to ``h_t``.
 
+With ``sparse_output`` (an objective that reads only a candidate set of output rows: the sampled ones,
+the structured ones) every word table takes row-sparse gradients: ``E`` (untied), the adaptive input's
+band tables, and a tied ``W``, whose gradient then holds the rows of the batch's inputs plus those of
+its targets and candidates, ``O((B T + S) e)`` numbers instead of ``V e``; the optimiser updates only
+those rows (:func:`~sampledlm.neural.trainer.make_optimizers`), so a step costs the same at any V.
+Exact evaluation (``score_all``) reads ``W`` densely either way.
+
 State: ``forward(x [B, T], state) -> (hidden [B, T, h_out], state)``; ``state=None`` means zeros
 (the recurrent state starts at zero). The trainer carries the state across the BPTT segments
 of an epoch (detached, so gradients stop at the segment boundary) and resets it to zero at the
@@ -86,16 +93,17 @@ class RNNLM(NeuralScorer):
         self.rnn = rnn(embed_dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
         self.proj = nn.Linear(hidden, proj, bias=False) if proj else None
         self.drop = nn.Dropout(dropout)
-        # A tied output layer is also read densely by the input lookup, so it is never built sparse.
-        self.output = OutputLayer(num_words, out_dim, sparse=sparse_output and not tie)
+        # Tied: the input lookup reads W's rows sparsely too, so W's gradient stays row-sparse.
+        self.output = OutputLayer(num_words, out_dim, sparse=sparse_output)
         self.adaptive = adaptive is not None and adaptive.adaptive_input
         if self.adaptive:  # ``adaptive``: the settings holding input_cutoffs and input_factor
             self.embed = adaptive_input.from_config(adaptive, num_words, embed_dim, counts,
-                                                    head_rows=(lambda: self.output.weight) if tie else None)
+                                                    head_rows=(lambda: self.output.weight) if tie else None,
+                                                    sparse=sparse_output)
         elif tie:
             self.bos_embed = nn.Parameter(torch.empty(1, embed_dim).uniform_(-0.1, 0.1))
         else:
-            self.embed = nn.Embedding(num_words + 1, embed_dim)
+            self.embed = nn.Embedding(num_words + 1, embed_dim, sparse=sparse_output)
             nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def adaptive_input_bands(self):
@@ -105,12 +113,12 @@ class RNNLM(NeuralScorer):
     def embed_ids(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, T]`` -> ``[B, T, e]``. Tied: word w's row of the output layer, ``<s>`` (id V) its own row,
         looked up in place (no ``[V+1, e]`` copy of the table per call, which cost more than a short
-        sentence's whole forward pass)."""
+        sentence's whole forward pass), with a row-sparse gradient when the output layer is sparse."""
         if self.adaptive or not self.tie:
             return self.embed(x)
         V = self.output.weight.shape[0]
         bos = x == V
-        e = F.embedding(x.clamp(max=V - 1), self.output.weight)
+        e = F.embedding(x.clamp(max=V - 1), self.output.weight, sparse=self.output.sparse)
         return torch.where(bos.unsqueeze(-1), self.bos_embed.to(e.dtype), e) if bool(bos.any()) else e
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:

@@ -144,7 +144,14 @@ class TrainState:
 
 # --- optimiser -----------------------------------------------------------------------------
 def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Optimizer]:
-    """SGD or Adam; parameters with sparse gradients get SGD without weight decay/momentum, or SparseAdam."""
+    """SGD or Adam; parameters with sparse gradients get SGD without weight decay/momentum, or SparseAdam.
+
+    The sparse ones are ``model.sparse_parameters()``: with an objective that reads a candidate set, the
+    output rows and the word embeddings (tied or not). A step's gradient of such a ``[V, d]`` table holds
+    only the rows the batch touched, and both SGD (``W_r -= lr g_r``, the same numbers as dense SGD
+    without momentum or decay) and SparseAdam (Adam's moments and update for the touched rows only, a
+    *lazy* Adam: an untouched row's moments do not decay) cost O(rows touched x d), not O(V d).
+    """
     sparse_ids = {id(p) for p in model.sparse_parameters()}
     params = list({id(p): p for p in list(model.parameters()) + list(objective.parameters())
                    if p.requires_grad}.values())  # a weight shared by both (tied adaptive bands) once
@@ -169,17 +176,18 @@ def set_lr(optimizers, lr: float) -> None:
 
 def clip_gradients(params, max_norm: float) -> float:
     """Scale all gradients (dense or sparse) so that their total 2-norm is at most ``max_norm``."""
-    grads = [p.grad for p in params if p.grad is not None]
     sq = 0.0
-    for g in grads:
-        v = g.coalesce().values() if g.is_sparse else g
-        sq += float(v.pow(2).sum())
+    for p in params:
+        if p.grad is not None and p.grad.is_sparse:
+            p.grad = p.grad.coalesce()  # once: the norm needs each row once, and the optimiser reuses it
+        if p.grad is not None:
+            sq += float((p.grad.values() if p.grad.is_sparse else p.grad).pow(2).sum())
     norm = math.sqrt(sq)
     if max_norm > 0 and norm > max_norm:
         scale = max_norm / (norm + 1e-6)
         for p in params:
             if p.grad is not None:
-                p.grad = p.grad.coalesce() * scale if p.grad.is_sparse else p.grad.mul_(scale)
+                p.grad = p.grad * scale if p.grad.is_sparse else p.grad.mul_(scale)
     return norm
 
 

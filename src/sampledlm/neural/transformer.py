@@ -27,6 +27,10 @@ Evaluation (exact, every token predicted once):
 Generation and :meth:`~sampledlm.neural.lm.NeuralLM.next_logprobs` use a key-value cache
 (:meth:`TransformerLM.decode`): one new word costs one position's pass, not the whole prefix's.
 
+With ``sparse_output`` (an objective that reads only a candidate set of output rows) the word tables
+take row-sparse gradients: the untied embedding, the adaptive input's bands, or the tied output rows
+(looked up in place, so their gradient holds only the batch's input, target and candidate rows).
+
 Shapes: ``forward(x [B, T]) -> (hidden [B, T, d], cache)``, ``T <= context``.
 """
 
@@ -159,14 +163,15 @@ class TransformerLM(NeuralScorer):
             raise ValueError(f"--stride {cfg.stride} is longer than the window --context {cfg.context}")
         self.cfg, self.dim, self.context = cfg, d, cfg.context
         self.stride = cfg.stride or max(1, cfg.context // 2)
-        self.output = OutputLayer(num_words, d, sparse=sparse_output and not cfg.tie)
+        self.output = OutputLayer(num_words, d, sparse=sparse_output)
         if cfg.adaptive_input:
             self.embed = adaptive_input.from_config(cfg, num_words, d, counts,
-                                                    head_rows=(lambda: self.output.weight) if cfg.tie else None)
+                                                    head_rows=(lambda: self.output.weight) if cfg.tie else None,
+                                                    sparse=sparse_output)
         elif cfg.tie:
             self.bos_embed = nn.Parameter(torch.empty(1, d).normal_(std=d ** -0.5))
         else:
-            self.embed = nn.Embedding(num_words + 1, d)
+            self.embed = nn.Embedding(num_words + 1, d, sparse=sparse_output)
             nn.init.normal_(self.embed.weight, std=d ** -0.5)
         if cfg.positions == "learned":
             self.pos = nn.Parameter(torch.empty(cfg.context, d).normal_(std=0.5))
@@ -203,9 +208,15 @@ class TransformerLM(NeuralScorer):
 
     # --- the network ------------------------------------------------------------------------
     def embed_ids(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, T]`` -> ``[B, T, d]``. Tied: word w's output row, ``<s>`` (id V) its own row, looked up in
+        place (no ``[V+1, d]`` copy of the table per call, whose backward pass would be a dense ``[V, d]``
+        gradient), row-sparse when the output layer is sparse."""
         if self.cfg.adaptive_input or not self.cfg.tie:
             return self.embed(x)
-        return F.embedding(x, torch.cat([self.output.weight, self.bos_embed], dim=0))
+        V = self.output.weight.shape[0]
+        bos = x == V
+        e = F.embedding(x.clamp(max=V - 1), self.output.weight, sparse=self.output.sparse)
+        return torch.where(bos.unsqueeze(-1), self.bos_embed.to(e.dtype), e) if bool(bos.any()) else e
 
     def forward(self, x: torch.Tensor, past: Cache | None = None) -> tuple[torch.Tensor, Cache]:
         """``x [B, T]`` (after ``t0`` cached positions when ``past`` is given) -> ``(ctx [B, T, d], cache)``."""

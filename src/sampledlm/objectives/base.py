@@ -56,7 +56,8 @@ class OutputObjective(nn.Module):
 
     name: ClassVar[str] = "base"
     #: True when the objective touches only a candidate set, so the model should build its
-    #: OutputLayer with sparse=True (and the trainer use an optimiser that takes sparse gradients).
+    #: OutputLayer with sparse=True, and its word embeddings too (and the trainer use an optimiser
+    #: that takes sparse gradients): a training step then costs the same at any V.
     sparse_output: ClassVar[bool] = False
     #: True when :meth:`forward` takes ``positions [N]``, each example's position in the training
     #: stream (e.g. to key per-example negative subsets); the trainer passes it only then.

@@ -153,12 +153,21 @@ class SampledOutput(nn.Module):
 
 def optimizer_pair(model: nn.Module, lr: float = 1e-3, **adam_options) -> list[torch.optim.Optimizer]:
     """The optimisers for a model holding :class:`SampledOutput` layers: ``[Adam]`` over its dense
-    parameters, plus ``SparseAdam`` over the output rows that take sparse gradients, when there are any.
+    parameters, plus ``SparseAdam`` over the parameters that take row-sparse gradients, when there are
+    any: sparse output rows, ``nn.Embedding(..., sparse=True)`` tables, and what a submodule lists in its
+    ``sparse_parameters()`` (sampledlm's own models do).
 
     Step (and zero) every optimiser in the list. ``adam_options`` go to ``torch.optim.Adam``
     (``weight_decay`` only there: SparseAdam has none).
     """
-    sparse_ids = {id(p) for m in model.modules() if isinstance(m, OutputLayer) and m.sparse for p in m.parameters()}
+    sparse_ids = set()
+    for m in model.modules():
+        if isinstance(m, OutputLayer) and m.sparse:
+            sparse_ids.update(id(p) for p in m.parameters())
+        elif isinstance(m, nn.Embedding) and m.sparse:
+            sparse_ids.add(id(m.weight))
+        elif callable(getattr(m, "sparse_parameters", None)):
+            sparse_ids.update(id(p) for p in m.sparse_parameters())
     params = [p for p in model.parameters() if p.requires_grad]
     dense = [p for p in params if id(p) not in sparse_ids]
     sparse = [p for p in params if id(p) in sparse_ids]
