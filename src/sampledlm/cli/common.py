@@ -52,3 +52,15 @@ def refuse_existing(path: str, force: bool) -> None:
 
     if path != "-" and os.path.isfile(path) and not force:
         raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
+
+
+def remove_if_empty(out_dir: str) -> None:
+    """Undo the directory a command created (it holds at most the lock file) after a failure."""
+    import os
+    import shutil
+
+    try:
+        if set(os.listdir(out_dir)) <= {".lock"}:
+            shutil.rmtree(out_dir)
+    except OSError:
+        pass
