@@ -65,8 +65,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                               "example (re-implemented), alternating speed, the best PTB configuration", trains_lm=True),
     "embeddings": Experiment("embeddings", "word2vec skip-gram/CBOW against gensim 4.4 (words/s, similarity, "
                              "analogy, file round trips); NNLM projections as embeddings"),
-    "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
-                          "recoveries, temporary files"),
+    "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments (and 10 more during "
+                          "a final write): torn outputs, recoveries, temporary files"),
 }
 
 #: Other names of an experiment (same runs, same page): ``sampledlm bench maxent`` = ``xu-melm``.

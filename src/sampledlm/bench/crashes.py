@@ -7,8 +7,13 @@ in a fresh directory: that gives its wall time T and the reference result (the o
 ``vocab`` and ``ngram train``; validation and test perplexity for the models; the bytes of every array and
 the test perplexity of a binary n-gram directory; the vectors of an embedding directory, which
 ``embed train --threads 1 --seed S`` makes bit for bit the same every run). Then, for i = 0..N-1, a fresh
-run is killed with SIGKILL at (i + 1/2) T / N seconds after it started (N = 20; ``--quick``: 3 per writer,
-:data:`QUICK_WRITERS`), and the bench checks what a user would find and do:
+run is killed with SIGKILL at (i + 1/2) T / N seconds after it started (N = 20). The writers that write
+their output at the end (:data:`LATE_WRITERS`: a short write after a long computation, which evenly spread
+kills would mostly miss -- and the kills run several at a time, slower than the T measured alone) are also
+killed M = 10 times during that write: at (j + 1/2) W / M seconds after the output's first file (or its
+temporary file) appeared, W being how long the uninterrupted run took from there to its end. ``--quick``:
+:data:`QUICK_KILLS` of each, :data:`QUICK_WRITERS` only. After each kill the bench checks what a user would
+find and do:
 
 - the output: absent, or complete and loadable (the reference bytes, a model that evaluates, or a run
   directory ``--resume`` continues); anything else is **torn**. A model directory is complete when its
@@ -51,6 +56,7 @@ from .report import new_figure, stamp, table, write_page
 NAME = "crashes"
 KILLS_PER_WRITER = 20
 WRITE_KILLS = 10  # more, spread over the final write of the writers that write at the end (:data:`LATE_WRITERS`)
+QUICK_KILLS = (2, 2)  # --quick: kill points over the run, and over the final write
 ENV_ONLY = "SAMPLEDLM_CRASHES_ONLY"  # comma-separated writer names: run just those (working on the bench)
 
 
@@ -97,8 +103,9 @@ WRITERS = [
     Writer("embed train", "embed", ("embed", "train", "big.txt", "-o", "vec", "--dim", "300", "--epochs", "1",
                                     "--min-count", "1", "--threads", "1", "--seed", "1"), "vec"),
 ]
-#: The fast ones (the neural kill points are in `bench faults --quick`).
-QUICK_WRITERS = ("vocab", "ngram train", "ngram build-binary", "embed train")
+#: The fast ones (the neural kill points are in `bench faults --quick`; embed train, a few seconds a run, would add
+#: half a minute: its kills between files are in its own tests).
+QUICK_WRITERS = ("vocab", "ngram train", "ngram build-binary")
 #: Writers that write their output at the end (a short moment of a long run): killed in that write too.
 LATE_WRITERS = ("file", "ngram", "ngram-dir", "embed")
 
@@ -197,6 +204,8 @@ class _Run:
             return "complete file" + left
         if not self.complete():
             held = sorted(n for n in os.listdir(self.out) if n != ".lock")
+            if not held:
+                return "no model (an empty directory: its lock only)" + left
             return (f"no model (no config.json; holds {len(held)} files: {', '.join(held[:3])}"
                     f"{', ...' if len(held) > 3 else ''})" + left)
         state = (_embed_check(self.out) if self.w.kind == "embed" else self._ngram_dir_check())[0]
@@ -326,7 +335,7 @@ def kill_once(writer: Writer, phase: str, at: float, ref: str, side: Side, fx: F
 
 def schedule(writer: Writer, seconds: float, write_seconds: float | None, quick: bool) -> list[tuple[str, float]]:
     """The kill points of ``writer``: (phase, seconds), spread evenly over the run and over its final write."""
-    n, m = (3, 2) if quick else (KILLS_PER_WRITER, WRITE_KILLS)
+    n, m = QUICK_KILLS if quick else (KILLS_PER_WRITER, WRITE_KILLS)
     points = [("run", (i + 0.5) * seconds / n) for i in range(n)]
     if write_seconds is not None:
         points += [("write", (j + 0.5) * write_seconds / m) for j in range(m)]
@@ -388,7 +397,7 @@ def collect(writers, refs, kills, side, quick, seconds) -> dict:
                      "killed": sum(k.killed == "killed" for k in ks),
                      "in_write": sum(k.killed == "killed" and k.phase == "write" for k in ks),
                      **{x: v[x] for x in VERDICTS}, "states": dict(states)})
-    n, m = (3, 2) if quick else (KILLS_PER_WRITER, WRITE_KILLS)
+    n, m = QUICK_KILLS if quick else (KILLS_PER_WRITER, WRITE_KILLS)
     return {"setup": {"quick": quick, "kills_per_writer": n, "write_kills": m, "late_writers": list(LATE_WRITERS),
                       "now": side.rev, "jobs": jobs(), "wall_seconds": round(seconds, 1)},
             "writers": rows, "kills": [asdict(k) | {"verdict": k.verdict()} for k in kills],
