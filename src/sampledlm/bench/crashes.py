@@ -24,8 +24,9 @@ find and do:
   ``maxent train`` and the writers of one file run again; ``ngram build-binary`` and ``embed train`` run
   again too when the killed run left no ``config.json`` -- without ``--force``: what a killed run left must
   not stand in the way of the same command (when it did finish, there is nothing to redo). The final
-  numbers must equal the reference's (**differs** otherwise) and a model must be there (**not recovered**
-  otherwise);
+  numbers must equal the reference's (**differs** otherwise); a model must be there and the recovery must not
+  end refused -- neither resumable nor redone, as a run whose checkpoint pointer names half a checkpoint
+  was (**not recovered** otherwise);
 - no temporary file of ours survives the recovery run (a killed writer's ``.NAME.HOST.PID.*.tmp`` is swept by
   the next write of the same file; a killed bounded ``ngram train``'s spill directory under ``--temp-dir`` by
   the next bounded run).
@@ -121,13 +122,14 @@ class Kill:
     same: bool | None
     temps_after: str  # temporary files left after the recovery run
     phase: str = "run"
+    stuck: bool = False  # the user's last recovery step was refused (not because the killed run had finished)
 
     def verdict(self) -> str:
         if self.state.startswith("TORN"):
             return "torn"
         if self.temps_after != "none":
             return "temp left"
-        if self.same is None:
+        if self.same is None or self.stuck:
             return "not recovered"
         return "same" if self.same else "differs"
 
@@ -226,12 +228,19 @@ class _Run:
             return f"TORN: no perplexity ({e})", None
         return "loadable", f"{_dir_digest(self.out)}, test {ppl:.2f}"
 
-    def recover(self) -> str:
+    def recover(self) -> tuple[str, bool]:
+        """(what the user's recovery did, whether it ended refused: the run can be neither resumed nor redone)."""
+        before = len(self.ctx.results)
         if self.w.kind in ("neural", "maxent"):
-            return recover(self.w, self.ctx, list(self.w.argv))
-        if self.complete():  # complete (or torn: the comparison says which)
-            return "output present: nothing to redo"
-        return f"same command: {_step(self.ctx.run(list(self.w.argv), timeout=600))}"
+            steps = recover(self.w, self.ctx, list(self.w.argv))
+        elif self.complete():  # complete (or torn: the comparison says which)
+            steps = "output present: nothing to redo"
+        else:
+            steps = f"same command: {_step(self.ctx.run(list(self.w.argv), timeout=600))}"
+        last = self.ctx.results[-1] if len(self.ctx.results) > before else None
+        finished = last is not None and ("already finished" in last.stderr  # a neural run: nothing to resume
+                                         or self.w.kind == "maxent" and "already holds" in last.stderr)
+        return steps, last is not None and last.rc != 0 and not finished
 
 
 def _dir_digest(path: str) -> str:
@@ -324,11 +333,12 @@ def kill_once(writer: Writer, phase: str, at: float, ref: str, side: Side, fx: F
         r = run.ctx.run(list(writer.argv), watch=watch, poll=0.005, timeout=600)
         killed = "killed" if r.sent else "missed"
         state = run.inspect()
-        recovery = run.recover()
+        recovery, stuck = run.recover()
         final = run.result()
         temps = run.temporaries()
         same = None if final == "none" else final == ref
-        return Kill(writer.name, round(at, 3), killed, state, recovery, final, same, ", ".join(temps) or "none", phase)
+        return Kill(writer.name, round(at, 3), killed, state, recovery, final, same, ", ".join(temps) or "none", phase,
+                    stuck)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -428,7 +438,8 @@ def render(data: dict) -> str:
            "appeared, W being how long the uninterrupted run took from there to its end" if late and m else "")
         + ". After each kill: what is left must be nothing, or complete and loadable (never torn); "
         "the user's recovery (`train --resume DIR`, or the same command again, without `--force`) must reach the "
-        "reference numbers (or bytes), and no temporary file may survive it. The kills run several at a time "
+        "reference numbers (or bytes) and not end refused (not recovered otherwise), and no temporary file may "
+        "survive it. The kills run several at a time "
         "while T was measured alone, so a killed run is slower than T and the last kill points of a run can land "
         "before its write; the kills during the write do not depend on that. `embed train` with one thread and a "
         "seed writes the same vectors bit for bit on every run: its reference is their digest, the same from the "
