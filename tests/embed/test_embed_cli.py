@@ -133,7 +133,8 @@ def test_a_write_killed_before_its_last_file_leaves_no_config_and_the_same_comma
     code, _, err = run_cli(_train_args(trained, out), capsys)  # the same command, no --force
     assert code == 0, err
     a, b, c = (formats.load_vectors(str(p)) for p in (out, out / "vectors.bin", out / "vectors.txt"))
-    assert a.words == b.words == c.words and np.array_equal(a.vectors, b.vectors) and np.array_equal(a.vectors, c.vectors)
+    assert a.words == b.words == c.words
+    assert np.array_equal(a.vectors, b.vectors) and np.array_equal(a.vectors, c.vectors)
 
 
 def test_a_second_writer_of_the_directory_stops_before_reading_the_corpus(trained, tmp_path, capsys, monkeypatch):

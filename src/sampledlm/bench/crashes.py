@@ -10,8 +10,9 @@ the test perplexity of a binary n-gram directory; the vectors of an embedding di
 run is killed with SIGKILL at (i + 1/2) T / N seconds after it started (N = 20). The writers that write
 their output at the end (:data:`LATE_WRITERS`: a short write after a long computation, which evenly spread
 kills would mostly miss -- and the kills run several at a time, slower than the T measured alone) are also
-killed M = 10 times during that write: at (j + 1/2) W / M seconds after the output's first file (or its
-temporary file) appeared, W being how long the uninterrupted run took from there to its end. ``--quick``:
+killed M = 10 times during that write: M/2 times at (j + 1/2) W / (M/2) seconds after the output's first file
+(or its temporary file) appeared, W being how long the uninterrupted run took from there to its end, and M/2
+times at W / 4, W / 16, ..., W / 4^(M/2) (a write of milliseconds followed by the command's exit). ``--quick``:
 :data:`QUICK_KILLS` of each, :data:`QUICK_WRITERS` only. After each kill the bench checks what a user would
 find and do:
 
@@ -108,7 +109,7 @@ WRITERS = [
 #: half a minute: its kills between files are in its own tests).
 QUICK_WRITERS = ("vocab", "ngram train", "ngram build-binary")
 #: Writers that write their output at the end (a short moment of a long run): killed in that write too.
-LATE_WRITERS = ("file", "ngram", "ngram-dir", "embed")
+LATE_WRITERS = ("file", "ngram", "ngram-dir", "embed", "maxent")
 
 
 @dataclass
@@ -161,7 +162,7 @@ class _Run:
     def writing(self) -> bool:
         """The command has begun to write its output: a file of the output directory (its lock aside), or the
         output file or its temporary ``.NAME.*`` beside it."""
-        if self.w.kind in ("embed", "ngram-dir"):
+        if self.w.kind in ("embed", "ngram-dir", "maxent"):
             try:
                 return any(n != ".lock" for n in os.listdir(self.out))
             except OSError:
@@ -190,7 +191,8 @@ class _Run:
 
     def temporaries(self) -> list[str]:
         """Our temporary files in the directory, and whatever is in the writer's --temp-dir."""
-        temps = [p for p in snapshot(self.work) if is_temp(p) and not (self.w.spill and p.startswith(self.w.spill + "/"))]
+        spill = self.w.spill
+        temps = [p for p in snapshot(self.work) if is_temp(p) and not (spill and p.startswith(spill + "/"))]
         if self.w.spill:
             temps += [os.path.join(self.w.spill, n) for n in sorted(os.listdir(os.path.join(self.work, self.w.spill)))]
         return sorted(temps)
@@ -344,17 +346,21 @@ def kill_once(writer: Writer, phase: str, at: float, ref: str, side: Side, fx: F
 
 
 def schedule(writer: Writer, seconds: float, write_seconds: float | None, quick: bool) -> list[tuple[str, float]]:
-    """The kill points of ``writer``: (phase, seconds), spread evenly over the run and over its final write."""
+    """The kill points of ``writer``: (phase, seconds), spread evenly over the run; and over its final write W,
+    half evenly, half at W / 4, W / 16, W / 64, ... (a write of a few milliseconds at the start of a W that
+    includes the command's exit -- maxent's -- is hit too)."""
     n, m = QUICK_KILLS if quick else (KILLS_PER_WRITER, WRITE_KILLS)
     points = [("run", (i + 0.5) * seconds / n) for i in range(n)]
     if write_seconds is not None:
-        points += [("write", (j + 0.5) * write_seconds / m) for j in range(m)]
+        even = (m + 1) // 2
+        points += [("write", (j + 0.5) * write_seconds / even) for j in range(even)]
+        points += [("write", write_seconds / 4 ** k) for k in range(1, m - even + 1)]
     return points
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
-    """Kill every writer at :data:`KILLS_PER_WRITER` moments (``quick``: 3, :data:`QUICK_WRITERS`); write the
-    page."""
+    """Kill every writer at :data:`KILLS_PER_WRITER` moments and the late writers :data:`WRITE_KILLS` more times
+    (``quick``: :data:`QUICK_KILLS`, :data:`QUICK_WRITERS`); write the page."""
     meta = stamp()
     t_start = time.time()
     writers = [w for w in WRITERS if w.name in QUICK_WRITERS] if quick else WRITERS
@@ -401,8 +407,8 @@ def collect(writers, refs, kills, side, quick, seconds) -> dict:
         v = Counter(k.verdict() for k in ks)
         states = Counter(_state_class(k.state) for k in ks)
         seconds_w, write_w, ref = refs[w.name]
-        rows.append({"writer": w.name, "command": "sampledlm " + " ".join(w.argv), "uninterrupted_s": round(seconds_w, 2),
-                     "write_s": None if write_w is None else round(write_w, 3), "reference": ref,
+        rows.append({"writer": w.name, "command": "sampledlm " + " ".join(w.argv),
+                     "uninterrupted_s": round(seconds_w, 2), "write_s": None if write_w is None else round(write_w, 3), "reference": ref,
                      "setup": ["sampledlm " + " ".join(a) for a in w.setup], "tried": len(ks),
                      "killed": sum(k.killed == "killed" for k in ks),
                      "in_write": sum(k.killed == "killed" and k.phase == "write" for k in ks),
@@ -434,8 +440,10 @@ def render(data: dict) -> str:
         f"Each writing command is run once to completion (its time T and reference result), then {n} fresh runs "
         f"are killed with SIGKILL at (i + 1/2) T / {n} s (i = 0, 1, ...)"
         + (f"; the commands that write their output at the end ({', '.join(late)}) are also killed {m} times "
-           f"during that write: at (j + 1/2) W / {m} s after the output's first file (or its temporary file) "
-           "appeared, W being how long the uninterrupted run took from there to its end" if late and m else "")
+           f"during that write: {(m + 1) // 2} times at (j + 1/2) W / {(m + 1) // 2} s after the output's first "
+           "file (or its temporary file) appeared, W being how long the uninterrupted run took from there to its "
+           f"end, and {m - (m + 1) // 2} times at W / 4, W / 16, ... (W / 4^k: a write of milliseconds before "
+           "the command's exit is hit too)" if late and m else "")
         + ". After each kill: what is left must be nothing, or complete and loadable (never torn); "
         "the user's recovery (`train --resume DIR`, or the same command again, without `--force`) must reach the "
         "reference numbers (or bytes) and not end refused (not recovered otherwise), and no temporary file may "

@@ -44,8 +44,9 @@ _W2V, _W2V_FIELDS = _w2v_options()
 @click.argument("corpus", nargs=-1, required=True)
 @click.option("-o", "--output", "out_dir", required=True,
               help="Directory to write: config.json, vocab.txt, vectors.safetensors, vectors.bin, vectors.txt.")
-@click.option("--force", is_flag=True, help="Replace the embeddings already in the output directory (refused otherwise; "
-                                           "never another model or other files).")
+@click.option("--force", is_flag=True,
+              help="Replace the embeddings already in the output directory (refused otherwise; never another model "
+                   "or other files).")
 @click.option("--no-text", is_flag=True, help="Skip vectors.txt (the text format: large and slow for big vocabularies).")
 @_W2V
 @text_options

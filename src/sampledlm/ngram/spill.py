@@ -3,7 +3,8 @@
 A :class:`Spill` is one run's private directory ``TEMP/sampledlm-ngram.HOST.PID.XXXX/`` holding flat
 binary files (one dtype each, no header). It holds an OS lock on its ``.lock`` file while the run lives;
 :func:`sweep` removes the directories whose lock is free -- those of runs killed before they could clean
-up; one not locked yet only when the process named in it is gone -- and every run calls it when it starts. The directory is removed on success and on error.
+up; one not locked yet only when the process named in it is gone -- and every run calls it when it
+starts. The directory is removed on success and on error.
 
 Files are read by explicit ``np.fromfile`` calls, never memory-mapped, so the pages read do not stay in
 the process's resident set; every operation below holds at most a window of ``window`` elements:
