@@ -477,16 +477,16 @@ def render(data: dict) -> str:
 
 
 def figure(data: dict):
-    fig, ax = new_figure(figsize=(7, 3.5))
+    fig, ax = new_figure(figsize=(8, 0.35 * len(data["writers"]) + 1.8))
     names = [r["writer"] for r in data["writers"]]
     bottom = [0] * len(names)
     for verdict, colour in zip(VERDICTS, ("tab:green", "tab:red", "black", "tab:orange", "tab:purple")):
         vals = [r[verdict] for r in data["writers"]]
         ax.barh(names, vals, left=bottom, color=colour, label=verdict)
         bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.invert_yaxis()  # the page's order, top down
     ax.set_xlabel("kill points")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("SIGKILL at evenly spread moments (and during the final write): outcome after recovery",
-                 fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.set_title("SIGKILL over the run and during the final write: outcome after recovery", fontsize=10)
     fig.tight_layout()
     return fig
