@@ -99,3 +99,82 @@ def test_errors_are_one_line(trained, capsys, args, message):
     assert code == 1
     lines = [line for line in err.splitlines() if line.startswith("sampledlm:")]
     assert len(lines) == 1 and message in lines[0], err
+
+
+# --- the output directory: written in an order a kill cannot tear, locked, never someone else's -------------------
+
+class _Killed(BaseException):
+    """Stands for a SIGKILL: nothing of the command runs after it (no except clause of ours catches it)."""
+
+
+def _train_args(d, out, *extra):
+    return ["embed", "train", str(d / "corpus.txt"), "-o", str(out), "--dim", "6", "--min-count", "1", "--epochs", "1",
+            "--threads", "1", *extra]
+
+
+def test_a_write_killed_before_its_last_file_leaves_no_config_and_the_same_command_finishes_it(trained, tmp_path,
+                                                                                              capsys, monkeypatch):
+    """Found by `sampledlm bench crashes`: config.json (what marks a directory complete, and what makes the next
+    run refuse without --force) was written before vectors.bin and vectors.txt, so a kill between them left a
+    directory that claimed to be complete, lacked its word2vec files, and refused the re-run."""
+    from sampledlm.cli import main
+    from sampledlm.embed import formats
+
+    out = tmp_path / "vec"
+
+    def killed(path, wv):
+        raise _Killed
+
+    monkeypatch.setattr(formats, "write_text", killed)
+    with pytest.raises(_Killed):
+        main(_train_args(trained, out))
+    assert (out / "vectors.bin").exists() and not (out / "config.json").exists()
+    monkeypatch.undo()
+    code, _, err = run_cli(_train_args(trained, out), capsys)  # the same command, no --force
+    assert code == 0, err
+    a, b, c = (formats.load_vectors(str(p)) for p in (out, out / "vectors.bin", out / "vectors.txt"))
+    assert a.words == b.words == c.words
+    assert np.array_equal(a.vectors, b.vectors) and np.array_equal(a.vectors, c.vectors)
+
+
+def test_a_second_writer_of_the_directory_stops_before_reading_the_corpus(trained, tmp_path, capsys, monkeypatch):
+    """The output directory is locked for the whole command: a second `embed train -o DIR` stops at once with a
+    clear message (it used to train to the end and only then meet the lock, or write vectors.bin and vectors.txt
+    beside the other process's files, outside the lock)."""
+    from sampledlm import store
+    from sampledlm.embed import vocab
+
+    read = []
+    monkeypatch.setattr(vocab, "read_corpus", lambda *a, **k: read.append(a) or pytest.fail("read the corpus"))
+    out = tmp_path / "vec"
+    with store.lock_directory(str(out)):
+        code, _, err = run_cli(_train_args(trained, out), capsys)
+    assert code == 1 and not read
+    lines = [ln for ln in err.splitlines() if ln.startswith("sampledlm:")]
+    assert len(lines) == 1 and "another sampledlm process" in lines[0] and str(out) in lines[0], err
+
+
+def test_force_without_text_leaves_no_vectors_txt_of_the_old_model(trained, tmp_path, capsys):
+    out = tmp_path / "vec"
+    assert run_cli(_train_args(trained, out), capsys)[0] == 0
+    assert (out / "vectors.txt").exists()
+    code, _, err = run_cli(_train_args(trained, out, "--force", "--no-text", "--seed", "2"), capsys)
+    assert code == 0, err
+    assert not (out / "vectors.txt").exists()  # it held the vectors of the replaced model
+
+
+@pytest.mark.parametrize("files,force,message", [
+    ({"notes.txt": "mine"}, False, "is not empty"),
+    ({"vocab.txt": "mine\t1\n"}, False, "is not empty"),  # a vocab.txt alone is someone's file, not a killed write
+    ({"config.json": '{"family": "neural"}', "model.safetensors": ""}, True, "holds a neural model"),
+])
+def test_never_writes_into_other_files_or_another_model(trained, tmp_path, capsys, files, force, message):
+    out = tmp_path / "dir"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).write_text(text)
+    code, _, err = run_cli(_train_args(trained, out, *(["--force"] if force else [])), capsys)
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if ln.startswith("sampledlm:")]
+    assert len(lines) == 1 and message in lines[0] and str(out) in lines[0], err
+    assert {p.name: p.read_text() for p in out.iterdir() if p.name != ".lock"} == files

@@ -5,6 +5,7 @@ reported without naming config.json; weights holding NaN evaluated to 'ppl nan' 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -115,3 +116,37 @@ def test_taking_a_run_directory_removes_a_killed_writers_temporary_files(tmp_pat
     code, _, err = run(["train", "--resume", tmp_path / "run"], capsys)
     assert "already finished" in err
     assert not stale.exists()
+
+
+class _Killed(BaseException):
+    """Stands for a SIGKILL: nothing of the command runs after it (no except clause of ours catches it)."""
+
+
+def test_a_kill_while_the_finished_model_is_checkpointed_leaves_the_last_checkpoint_whole(tmp_path, capsys,
+                                                                                          private_cache, monkeypatch):
+    """Found by `sampledlm bench crashes`: the last epoch's checkpoint and the finalised model's have the same step,
+    so the second one removed the first -- the one checkpoint.json pointed to -- before writing itself again; a
+    kill in between left checkpoint.json pointing to half a checkpoint: `--resume` refused ('trainer_state.json: no
+    such file') and so did the same command ('already holds a run')."""
+    from sampledlm.neural import rundir
+
+    write_corpus(tmp_path)
+    real = rundir.write_json
+
+    def killed_while_finalised_state_is_written(path, obj):
+        if path.endswith("trainer_state.json") and obj.get("finalized"):
+            raise _Killed
+        real(path, obj)
+
+    monkeypatch.setattr(rundir, "write_json", killed_while_finalised_state_is_written)
+    args = ["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o", tmp_path / "run",
+            "-d", "4", "--hidden", "5", "--epochs", "1", "--threads", "1"]
+    with pytest.raises(_Killed):
+        main([str(a) for a in args])
+    monkeypatch.undo()
+    live = rundir.latest_checkpoint(str(tmp_path / "run"))
+    assert json.loads((tmp_path / "run" / live / "trainer_state.json").read_text())["done"]
+    code, _, err = run(["train", "--resume", tmp_path / "run"], capsys)
+    assert code == 0, err
+    assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == [
+        os.path.basename(rundir.latest_checkpoint(str(tmp_path / "run")))]

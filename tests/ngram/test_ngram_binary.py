@@ -91,3 +91,73 @@ def test_incomplete_or_inconsistent_directories_are_one_line_errors(model_files,
     os.remove(bad / "config.json")  # what a writer killed before its last file leaves
     with pytest.raises(UserError, match="config.json: no such file"):
         open_binary(str(bad))
+
+
+class _Killed(BaseException):
+    """Stands for a SIGKILL: nothing of the command runs after it (no except clause of ours catches it)."""
+
+
+def test_the_same_command_finishes_a_directory_whose_writer_was_killed(model_files, tmp_path, capsys, monkeypatch):
+    """Found by `sampledlm bench crashes`: build-binary killed while writing its arrays left a directory (arrays,
+    no config.json) that the same command then refused as 'not empty', so the user had to delete it by hand."""
+    from sampledlm.cli import main
+    from sampledlm.ngram import mapped
+
+    d, _ = model_files
+    out = tmp_path / "kn4.bin"
+    hashed = []
+
+    def killed_after_four_files(path):
+        hashed.append(path)
+        if len(hashed) == 4:
+            raise _Killed
+        return "0" * 64
+
+    monkeypatch.setattr(mapped, "_file_hash", killed_after_four_files)
+    with pytest.raises(_Killed):
+        main(["ngram", "build-binary", str(d / "kn4.arpa"), "-o", str(out)])
+    monkeypatch.undo()
+    assert (out / "keys_2.npy").exists() and not (out / "config.json").exists()
+    code, _, err = run_cli(["ngram", "build-binary", str(d / "kn4.arpa"), "-o", str(out)], capsys)  # no --force
+    assert code == 0, err
+    assert verify_binary(str(out)) == []
+    assert [np.array_equal(a.logp, b.logp) for a, b in zip(open_binary(str(d / "kn4.bin")).tables,
+                                                             open_binary(str(out)).tables)] == [True] * 4
+
+
+def test_a_second_writer_stops_before_reading_the_model(model_files, tmp_path, capsys, monkeypatch):
+    from sampledlm.ngram import arpa as arpa_module
+    from sampledlm.ngram.mapped import lock_directory
+
+    d, _ = model_files
+    read = []
+    monkeypatch.setattr(arpa_module, "read_arpa", lambda *a, **k: read.append(a) or pytest.fail("read the ARPA"))
+    out = tmp_path / "kn4.bin"
+    with lock_directory(str(out)):
+        code, _, err = run_cli(["ngram", "build-binary", str(d / "kn4.arpa"), "-o", str(out)], capsys)
+    assert code == 1 and not read
+    assert err.count("\n") == 1 and "another sampledlm process" in err and str(out) in err
+
+
+def test_replacing_a_model_of_a_higher_order_leaves_none_of_its_arrays(model_files, tmp_path, capsys, ngram_corpus):
+    import shutil
+
+    d, _ = model_files
+    vocab, train, _ = ngram_corpus
+    out = tmp_path / "m.bin"
+    shutil.copytree(d / "kn4.bin", out)
+    write_arpa(train_ngram(train, vocab, 2), str(tmp_path / "kn2.arpa"))
+    code, _, err = run_cli(["ngram", "build-binary", str(tmp_path / "kn2.arpa"), "-o", str(out), "--force"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.glob("*_*.npy")) == [f"{a}_{k}.npy" for a in ("bow", "keys", "logp")
+                                                            for k in (1, 2)]
+
+
+def test_a_directory_of_someone_else_s_files_is_refused(model_files, tmp_path, capsys):
+    d, _ = model_files
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "words.json").write_text('["mine"]')  # not what a killed build-binary leaves (it begins with keys_1.npy)
+    code, _, err = run_cli(["ngram", "build-binary", str(d / "kn4.arpa"), "-o", str(out)], capsys)
+    assert code == 1 and err.count("\n") == 1 and "not empty" in err and str(out) in err
+    assert [p.name for p in out.iterdir()] == ["words.json"]

@@ -97,3 +97,23 @@ def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
     vocab = Vocab.from_sentences(sents)
     train_bounded([encode_sentences(vocab, sents)], vocab, 2, str(tmp_path / "next.arpa"), 1 << 10, str(spill))
     assert spill_dirs(spill) == []
+
+
+def test_the_sweep_spares_a_live_run_that_has_not_locked_its_directory_yet(tmp_path):
+    """Two bounded runs sharing a --temp-dir (the default one, say): the second one's sweep removed the first one's
+    spill directory if it came between the first creating the directory and locking it (a directory without a
+    lock counted as dead). Now it is removed only when the process named in it is gone."""
+    import socket
+
+    from sampledlm.ngram.spill import PREFIX, sweep
+
+    host = socket.gethostname().replace(".", "_")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    live = tmp_path / f"{PREFIX}{host}.{os.getpid()}.abcd"
+    dead = tmp_path / f"{PREFIX}{host}.{gone.pid}.efgh"
+    for d in (live, dead):
+        d.mkdir()
+        (d / "counts_1").write_bytes(b"\0" * 8)
+    assert sweep(str(tmp_path)) == [str(dead)]
+    assert spill_dirs(tmp_path) == [live.name]

@@ -68,8 +68,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "training": Experiment("training", "the trainer end to end: css-is tokens/s at V = 10k and 1M on the CPU, two "
                            "data-parallel ranks against one process, and on a GPU the LSTM tokens/s table and the "
                            "medium PTB LSTM", trains_lm=True),
-    "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments: torn outputs, "
-                          "recoveries, temporary files"),
+    "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments (and 10 more during "
+                          "a final write): torn outputs, recoveries, temporary files"),
 }
 
 #: Other names of an experiment (same runs, same page): ``sampledlm bench maxent`` = ``xu-melm``.

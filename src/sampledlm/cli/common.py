@@ -58,3 +58,15 @@ def device_option(f):
     """``--device``: where neural models run (n-gram and maximum-entropy models ignore it)."""
     return click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N",
                         help="Where neural models run: auto is the GPU when torch sees one.")(f)
+
+
+def remove_if_empty(out_dir: str) -> None:
+    """Undo the directory a command created (it holds at most the lock file) after a failure."""
+    import os
+    import shutil
+
+    try:
+        if set(os.listdir(out_dir)) <= {".lock"}:
+            shutil.rmtree(out_dir)
+    except OSError:
+        pass

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .common import CONTEXT, force_option, refuse_existing, text_options
+from .common import CONTEXT, force_option, refuse_existing, remove_if_empty, text_options
 from .options import dataclass_options
 from ..errors import UserError
 
@@ -44,7 +44,9 @@ _W2V, _W2V_FIELDS = _w2v_options()
 @click.argument("corpus", nargs=-1, required=True)
 @click.option("-o", "--output", "out_dir", required=True,
               help="Directory to write: config.json, vocab.txt, vectors.safetensors, vectors.bin, vectors.txt.")
-@click.option("--force", is_flag=True, help="Replace the embeddings already in the output directory (refused otherwise).")
+@click.option("--force", is_flag=True,
+              help="Replace the embeddings already in the output directory (refused otherwise; never another model "
+                   "or other files).")
 @click.option("--no-text", is_flag=True, help="Skip vectors.txt (the text format: large and slow for big vocabularies).")
 @_W2V
 @text_options
@@ -63,36 +65,67 @@ def train(corpus, out_dir, force, no_text, opts, **kw):
     """
     import time
 
+    from .. import store
     from ..config import check
-    from ..embed.formats import write_binary, write_directory, write_text
+    from ..embed.formats import write_directory
     from ..embed.train import Word2VecConfig, train as train_vectors
     from ..embed.vectors import WordVectors
     from ..embed.vocab import read_corpus
 
     cfg = Word2VecConfig(**{k: v for k, v in kw.items() if k in _W2V_FIELDS and v is not None})
     check(cfg)
-    if os.path.isfile(out_dir):
-        raise UserError(f"{out_dir}: is a file; -o names a directory")
-    if os.path.exists(os.path.join(out_dir, "config.json")) and not force:
-        raise UserError(f"{out_dir}: already holds a model; give --force to replace it, or choose another -o")
-    t0 = time.perf_counter()
-    vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count)
-    click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of {len(vocab):,} words "
-               f"(min count {cfg.min_count}), {data.sentences:,} sentences", err=True)
-    result = train_vectors(vocab, data, cfg)
-    wv = WordVectors(vocab.words, result.w_in, vocab.counts)
-    extra = {"word2vec": cfg.to_dict(), "data": {"corpus": [os.path.abspath(p) for p in corpus],
-                                                 "text_options": opts.to_dict(), "tokens": data.tokens_read,
-                                                 "words": data.words, "sentences": data.sentences},
-             "training": {"seconds": round(result.seconds, 3), "words_per_second": round(result.words_per_second),
-                          "words_kept": result.kept}}
-    out_name = "output" if cfg.objective == "neg" else "nodes"
-    write_directory(out_dir, wv, extra, {out_name: result.w_out})
-    write_binary(os.path.join(out_dir, "vectors.bin"), wv)
-    if not no_text:
-        write_text(os.path.join(out_dir, "vectors.txt"), wv)
+    _check_output(out_dir, force)
+    created = not os.path.exists(out_dir)
+    try:
+        with store.lock_directory(out_dir):  # held to the end: a second writer of out_dir stops at once
+            _check_output(out_dir, force)  # again, now that no other process can write here
+            t0 = time.perf_counter()
+            vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count)
+            click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of "
+                       f"{len(vocab):,} words (min count {cfg.min_count}), {data.sentences:,} sentences", err=True)
+            result = train_vectors(vocab, data, cfg)
+            wv = WordVectors(vocab.words, result.w_in, vocab.counts)
+            extra = {"word2vec": cfg.to_dict(),
+                     "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": opts.to_dict(),
+                              "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences},
+                     "training": {"seconds": round(result.seconds, 3),
+                                  "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
+            out_name = "output" if cfg.objective == "neg" else "nodes"
+            write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True)
+    except BaseException:
+        if created:
+            remove_if_empty(out_dir)
+        raise
     click.echo(f"trained {len(vocab):,} x {cfg.dim} vectors: {result.words_per_second:,.0f} words/s "
                f"({result.seconds:.1f} s training, {time.perf_counter() - t0:.1f} s in all) -> {out_dir}", err=True)
+
+
+def _check_output(out_dir: str, force: bool) -> None:
+    """``-o`` must be new, empty, what a killed ``embed train`` left (no config.json: written again), or -- with
+    ``--force`` -- word embeddings; never another model's directory or a directory of other files."""
+    from ..embed.formats import FAMILY, interrupted_write
+
+    if not os.path.exists(out_dir):
+        return
+    if not os.path.isdir(out_dir):
+        raise UserError(f"{out_dir}: is a file; -o names a directory")
+    config = os.path.join(out_dir, "config.json")
+    if not os.path.exists(config):
+        names = sorted(n for n in os.listdir(out_dir) if n != ".lock")
+        if names and not interrupted_write(names):
+            raise UserError(f"{out_dir}: is not empty (it holds {names[0]!r}{' and more' if len(names) > 1 else ''} "
+                            "and no embeddings); choose another -o")
+        return
+    try:
+        with open(config, encoding="utf-8") as f:
+            family = json.load(f).get("family")
+    except (OSError, ValueError, AttributeError):
+        family = None
+    if family != FAMILY:
+        raise UserError(f"{out_dir}: holds {f'a {family} model' if isinstance(family, str) else 'a config.json'}, "
+                        "not word embeddings; choose another -o")
+    if not force:
+        raise UserError(f"{out_dir}: already holds a model; give --force to replace it, or choose another -o")
 
 
 def _which_option():

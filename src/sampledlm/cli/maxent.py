@@ -6,11 +6,10 @@ import json
 import math
 import os
 import re
-import shutil
 
 import click
 
-from .common import CONTEXT, text_options
+from .common import CONTEXT, remove_if_empty, text_options
 from ..errors import UserError
 
 
@@ -141,7 +140,7 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
                 train_sharded(job, ranks)
     except BaseException:
         if created:
-            _remove_if_empty(out_dir)
+            remove_if_empty(out_dir)
         raise
     config = store.read_json(os.path.join(out_dir, "config.json"))
     counts = ", ".join(f"{k} {v:,}" for k, v in config["feature_counts"].items())
@@ -199,15 +198,6 @@ def _check_output(out_dir: str, force: bool, clean: bool = False) -> None:
         return
     what = f"holds a {family} model" if family else "is not empty"
     raise UserError(f"{out_dir}: {what}; choose another -o (--force only replaces a maxent model)")
-
-
-def _remove_if_empty(out_dir: str) -> None:
-    """Undo the directory this command created (it holds at most the lock file) after a failure."""
-    try:
-        if set(os.listdir(out_dir)) <= {".lock"}:
-            shutil.rmtree(out_dir)
-    except OSError:
-        pass
 
 
 @maxent.command("eval", context_settings=CONTEXT)

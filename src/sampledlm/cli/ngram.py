@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 
 import click
 
-from .common import CONTEXT, force_option, refuse_existing, text_options
+from .common import CONTEXT, force_option, refuse_existing, remove_if_empty, text_options
 from ..errors import UserError
 
 
@@ -194,14 +195,15 @@ def eval_(model, test_path, per_sentence, as_json, opts):
 
 
 def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
-    """An output directory must be new, empty, or (with --force) a model of the same kind."""
-    import os
-
-    from ..ngram.mapped import is_binary
+    """An output directory must be new, empty, what a killed writer of a binary model left (written again), or
+    (with --force) a model of the same kind."""
+    from ..ngram.mapped import interrupted_write, is_binary
 
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
-    if os.path.isdir(out_dir) and [n for n in os.listdir(out_dir) if n != ".lock"]:
+    names = os.listdir(out_dir) if os.path.isdir(out_dir) else []
+    if [n for n in names if n != ".lock"] and not (interrupted_write(names)
+                                                   and not os.path.exists(os.path.join(out_dir, "config.json"))):
         if not is_binary(out_dir):
             raise UserError(f"{out_dir}: exists and is not empty (nor a binary n-gram model); choose another -o")
         if not force:
@@ -227,7 +229,7 @@ def build_binary(model, output, verify, force):
       sampledlm ngram eval kn5.bin --test test.txt
     """
     from ..ngram.arpa import read_arpa
-    from ..ngram.mapped import verify_binary, write_binary
+    from ..ngram.mapped import lock_directory, verify_binary, write_binary
 
     if verify:
         bad = verify_binary(model)
@@ -239,8 +241,16 @@ def build_binary(model, output, verify, force):
         raise UserError("give -o DIR, the model directory to write")
     refuse_existing_dir(output, force, "a binary n-gram model")
     t0 = time.perf_counter()
-    lm = read_arpa(model, cache=False)
-    write_binary(lm, output)
+    created = not os.path.exists(output)
+    try:
+        with lock_directory(output):  # held to the end: a second writer of the directory stops at once
+            refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
+            lm = read_arpa(model, cache=False)
+            write_binary(lm, output, locked=True)
+    except BaseException:
+        if created:
+            remove_if_empty(output)
+        raise
     click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
                f"{time.perf_counter() - t0:.1f} s", err=True)
 

@@ -15,7 +15,9 @@ vectors, and both readers here read gensim's files. Words may not contain whites
 ``config.json`` (``"format": "sampledlm-model", "family": "embeddings"``, the training options
 and figures), ``vocab.txt`` (``word<TAB>count``), ``vectors.safetensors`` (``input [V, dim]`` and
 the output side: ``output [V, dim]`` for negative sampling, ``nodes [V - 1, dim]`` for the tree),
-checksummed. :func:`load_vectors` opens any of the three, by content.
+checksummed, and the word vectors again as ``vectors.bin`` and ``vectors.txt``. ``config.json`` is
+written last: a directory without one is a write that did not finish. :func:`load_vectors` opens
+any of the three, by content.
 """
 
 from __future__ import annotations
@@ -170,22 +172,56 @@ def fingerprint(words: list[str]) -> str:
     return hashlib.sha1("\n".join(words).encode("utf-8")).hexdigest()[:16]
 
 
-def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, np.ndarray]) -> None:
-    """The embedding model directory (module docstring); ``tensors``: the output side, by name."""
+#: What :func:`write_directory` writes before config.json, in order (vectors.safetensors first: see
+#: :func:`interrupted_write`).
+DIRECTORY_FILES = ("vectors.safetensors", "vocab.txt", "vectors.bin", "vectors.txt")
+
+
+def interrupted_write(names: list[str]) -> bool:
+    """Whether a directory holding ``names`` (and no config.json) is what a killed :func:`write_directory` left:
+    nothing but its files and their hidden temporaries, the first of them (vectors.safetensors) among them.
+    A directory holding only a vocab.txt, say, is someone's files, not a write of ours."""
+    names = [n for n in names if n != ".lock"]
+    ours = all(n in DIRECTORY_FILES or (n.startswith(".") and n.endswith(".tmp")) for n in names)
+    return ours and any(n.startswith(("vectors.", ".vectors.")) for n in names)
+
+
+def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, np.ndarray], text: bool = True,
+                    locked: bool = False) -> None:
+    """The embedding model directory (module docstring) with ``vectors.bin`` and (``text``) ``vectors.txt``;
+    ``tensors``: the output side, by name.
+
+    Every file is written atomically and ``config.json`` last, after removing the one already there: a
+    directory with a ``config.json`` is complete, and one whose writer was killed has none (the next
+    ``embed train`` writes it again). ``locked``: the caller already holds the directory's lock
+    (:func:`sampledlm.store.lock_directory`, which this takes otherwise)."""
+    from ..store import lock_directory
+
+    if not locked:
+        with lock_directory(path):
+            write_directory(path, wv, extra, tensors, text, locked=True)
+        return
     import torch
 
-    from ..store import lock_directory, save_tensors, write_json
+    from ..store import save_tensors, write_json
     from .vocab import EmbedVocab
 
+    _check_words(os.path.join(path, "vectors.bin"), wv.words)
     counts = wv.counts if wv.counts is not None else np.zeros(len(wv), dtype=np.int64)
-    with lock_directory(path):
-        EmbedVocab(wv.words, counts).save(os.path.join(path, "vocab.txt"))
-        save_tensors(os.path.join(path, "vectors.safetensors"),
-                     {"input": torch.from_numpy(wv.vectors), **{k: torch.from_numpy(np.ascontiguousarray(v))
-                                                                for k, v in tensors.items()}})
-        config = {"format": "sampledlm-model", "family": FAMILY, "version": 2,
-                  "vocab": {"size": len(wv), "fingerprint": fingerprint(wv.words)}, **extra}
-        write_json(os.path.join(path, "config.json"), config)
+    old = [os.path.join(path, "config.json")] + ([] if text else [os.path.join(path, "vectors.txt")])
+    for p in old:  # incomplete until the new config.json lands; no vectors.txt of another model stays behind
+        if os.path.exists(p):
+            os.remove(p)
+    save_tensors(os.path.join(path, "vectors.safetensors"),
+                 {"input": torch.from_numpy(wv.vectors), **{k: torch.from_numpy(np.ascontiguousarray(v))
+                                                            for k, v in tensors.items()}})
+    EmbedVocab(wv.words, counts).save(os.path.join(path, "vocab.txt"))
+    write_binary(os.path.join(path, "vectors.bin"), wv)
+    if text:
+        write_text(os.path.join(path, "vectors.txt"), wv)
+    config = {"format": "sampledlm-model", "family": FAMILY, "version": 2,
+              "vocab": {"size": len(wv), "fingerprint": fingerprint(wv.words)}, **extra}
+    write_json(os.path.join(path, "config.json"), config)
 
 
 def read_directory(path: str, which: str = "input") -> WordVectors:

@@ -190,12 +190,25 @@ def latest_checkpoint(run_dir: str) -> str | None:
     return path
 
 
+def _live_name(run_dir: str) -> str | None:
+    """The name of the checkpoint ``checkpoint.json`` points to (None: none, or a pointer that does not point)."""
+    try:
+        path = latest_checkpoint(run_dir)
+    except UserError:
+        return None
+    return os.path.basename(path) if path else None
+
+
 def write_checkpoint(run_dir: str, name: str, files: dict[str, object]) -> str:
     """Write a checkpoint directory ``checkpoints/<name>`` and make it the latest.
 
     ``files`` maps file names to tensors dicts (``.safetensors``) or JSON-able objects (``.json``).
     Order: every file of the new directory, then ``checkpoint.json``, then the old directories go.
+    The live checkpoint (the one ``checkpoint.json`` points to) is never touched before the pointer moves:
+    a second checkpoint of the same step (the last epoch's, then the finalised model's) gets another name.
     """
+    if name == _live_name(run_dir):
+        name += "-2"
     rel = os.path.join("checkpoints", name)
     path = os.path.join(run_dir, rel)
     if os.path.isdir(path):

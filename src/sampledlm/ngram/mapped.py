@@ -20,7 +20,8 @@ Loading checks each array's dtype and length against ``config.json`` (headers on
 content is not hashed (that would read the whole model), but ``config.json`` records each
 file's SHA-256 and :func:`verify_binary` (``sampledlm ngram build-binary --verify DIR``) checks them.
 Every file is written atomically and ``config.json`` last, so a directory whose writer was
-killed has no ``config.json`` and is refused as incomplete.
+killed has no ``config.json`` and is refused as incomplete; the next ``build-binary`` (or ``prune
+--binary``) into it writes it again (:func:`interrupted_write`) without asking for ``--force``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 
 import numpy as np
 
@@ -48,8 +50,20 @@ def _file_hash(path: str) -> str:
     return h.hexdigest()
 
 
+#: The files :func:`write_binary` writes before config.json (keys_1.npy first), and their hidden temporaries.
+_WRITTEN = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|\..+\.tmp)$")
+
+
+def interrupted_write(names: list[str]) -> bool:
+    """Whether a directory holding ``names`` and no config.json is what a killed :func:`write_binary` left:
+    nothing but its files and temporaries, the first of them (keys_1.npy, or its temporary) among them."""
+    names = [n for n in names if n != ".lock"]
+    return bool(names) and all(_WRITTEN.match(n) for n in names) and any(n.startswith(("keys_", ".keys_"))
+                                                                         for n in names)
+
+
 @contextlib.contextmanager
-def _locked(out_dir: str):
+def lock_directory(out_dir: str):
     """An exclusive OS lock on ``out_dir/.lock`` while writing (a second writer stops with a clear message).
 
     :func:`sampledlm.store.lock_directory` does the same for model directories, but ``store`` imports torch,
@@ -72,28 +86,35 @@ def _locked(out_dir: str):
         os.close(fd)
 
 
-def write_binary(lm: NgramLM, out_dir: str) -> None:
-    """Write ``lm`` as a binary model directory (module docstring); atomic per file, config.json last."""
-    with _locked(out_dir):
-        old = os.path.join(out_dir, "config.json")
-        if os.path.exists(old):
-            os.remove(old)  # the directory is incomplete until the new config.json lands
-        hashes = {}
-        for k, t in enumerate(lm.tables, 1):
-            for name, dtype in ARRAYS:
-                fname = f"{name}_{k}.npy"
-                with atomic_write(os.path.join(out_dir, fname), "wb") as f:
-                    np.save(f, np.ascontiguousarray(getattr(t, name), dtype=dtype))
-                hashes[fname] = _file_hash(os.path.join(out_dir, fname))
-        with atomic_write(os.path.join(out_dir, "words.json")) as f:
-            json.dump(list(lm.words), f, ensure_ascii=False)
-        hashes["words.json"] = _file_hash(os.path.join(out_dir, "words.json"))
-        info = {k: v for k, v in lm.info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
-        config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
-                  "ngram": {"order": lm.order, "counts": lm.counts(), "words": lm.width, "info": info, "sha256": hashes}}
-        with atomic_write(old) as f:
-            json.dump(config, f, indent=2)
-            f.write("\n")
+def write_binary(lm: NgramLM, out_dir: str, locked: bool = False) -> None:
+    """Write ``lm`` as a binary model directory (module docstring); atomic per file, config.json last.
+    ``locked``: the caller holds the directory's lock (:func:`lock_directory`, taken here otherwise)."""
+    if not locked:
+        with lock_directory(out_dir):
+            return write_binary(lm, out_dir, locked=True)
+    old = os.path.join(out_dir, "config.json")
+    if os.path.exists(old):
+        os.remove(old)  # the directory is incomplete until the new config.json lands
+    for name in os.listdir(out_dir):  # arrays of a higher order, of the model replaced or a killed write
+        m = re.match(r"^(keys|logp|bow)_([0-9]+)\.npy$", name)
+        if m and int(m.group(2)) > lm.order:
+            os.remove(os.path.join(out_dir, name))
+    hashes = {}
+    for k, t in enumerate(lm.tables, 1):
+        for name, dtype in ARRAYS:
+            fname = f"{name}_{k}.npy"
+            with atomic_write(os.path.join(out_dir, fname), "wb") as f:
+                np.save(f, np.ascontiguousarray(getattr(t, name), dtype=dtype))
+            hashes[fname] = _file_hash(os.path.join(out_dir, fname))
+    with atomic_write(os.path.join(out_dir, "words.json")) as f:
+        json.dump(list(lm.words), f, ensure_ascii=False)
+    hashes["words.json"] = _file_hash(os.path.join(out_dir, "words.json"))
+    info = {k: v for k, v in lm.info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
+    config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
+              "ngram": {"order": lm.order, "counts": lm.counts(), "words": lm.width, "info": info, "sha256": hashes}}
+    with atomic_write(old) as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
 
 
 def is_binary(path: str) -> bool:

@@ -3,7 +3,8 @@
 A :class:`Spill` is one run's private directory ``TEMP/sampledlm-ngram.HOST.PID.XXXX/`` holding flat
 binary files (one dtype each, no header). It holds an OS lock on its ``.lock`` file while the run lives;
 :func:`sweep` removes the directories whose lock is free -- those of runs killed before they could clean
-up -- and every run calls it when it starts. The directory is removed on success and on error.
+up; one not locked yet only when the process named in it is gone -- and every run calls it when it
+starts. The directory is removed on success and on error.
 
 Files are read by explicit ``np.fromfile`` calls, never memory-mapped, so the pages read do not stay in
 the process's resident set; every operation below holds at most a window of ``window`` elements:
@@ -41,8 +42,22 @@ def _try_lock(path: str):
     return fd
 
 
+def _alive(pid: str) -> bool:
+    """Whether process ``pid`` (the number in a spill directory's name) still runs on this host."""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):  # gone, or a number no process has
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True
+
+
 def sweep(parent: str) -> list[str]:
-    """Remove the spill directories of dead runs under ``parent`` (their lock is free); returns them."""
+    """Remove the spill directories of dead runs under ``parent`` (their lock is free, or, not locked yet, the
+    process named in the directory is gone); returns them."""
     host = socket.gethostname().replace(".", "_")
     removed = []
     try:
@@ -54,9 +69,14 @@ def sweep(parent: str) -> list[str]:
         lock = os.path.join(d, ".lock")
         if not os.path.isdir(d):
             continue
-        fd = _try_lock(lock) if os.path.exists(lock) else -1
-        if fd is None:
-            continue  # a live run
+        if os.path.exists(lock):
+            fd = _try_lock(lock)
+            if fd is None:
+                continue  # a live run
+        elif _alive(name[len(PREFIX + host) + 1:].split(".", 1)[0]):
+            continue  # a run between creating its directory and locking it
+        else:
+            fd = -1
         try:
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
