@@ -108,8 +108,10 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
         resume_dir = run_dir
     try:
         state = trainer.train()
-    finally:
-        ranks.close()
+    except BaseException:
+        ranks.close(together=False)
+        raise
+    ranks.close()
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
 
 

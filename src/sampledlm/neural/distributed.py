@@ -185,6 +185,12 @@ class Ranks:
         if self.active:
             dist.barrier()
 
-    def close(self) -> None:
+    def close(self, together: bool = True) -> None:
+        """Leave the process group: ``together`` (after a finished run), every rank first waits for the
+        others, since a rank that tears its connections down while another still uses them makes gloo
+        abort that one ("terminate called without an active exception"); after an error, at once (the
+        other ranks may never reach the barrier; torchrun stops them)."""
         if self.active and dist.is_initialized():
+            if together:
+                dist.barrier()
             dist.destroy_process_group()
