@@ -299,10 +299,19 @@ def zaremba_runs(work: str, files: dict, objectives: list[str], extra: list[str]
 
 # --- the page ----------------------------------------------------------------------------------------------------
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+    import shutil
+
+    work = tempfile.mkdtemp(prefix="sampledlm-training-")
+    try:
+        return _run(quick, data_dir, out_dir, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(quick: bool, data_dir: str | None, out_dir: str, work: str) -> dict:
     import torch
 
     cuda = torch.cuda.is_available()
-    work = tempfile.mkdtemp(prefix="sampledlm-training-")
     t0 = time.perf_counter()
     data: dict = {"cuda": cuda}
     sizes = [1000, 20000] if quick else [10_000, 1_000_000]
