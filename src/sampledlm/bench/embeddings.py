@@ -478,7 +478,7 @@ def one_thread_note(res) -> str:
             f"{max(loads1):.1f}). " if loads1 else "") + " ".join(parts)
     if shares and max(shares) < 1.5:
         text += (" Words/s = CPU seconds per second / CPU seconds per word: on this machine a second thread adds little "
-                 "CPU time per second (the other jobs keep both cores busy), while the two threads' updates of the same "
+                 "or no CPU time per second (the other jobs keep both cores busy), while the two threads' updates of the same "
                  "rows (the frequent words') add CPU time per word, so the second thread buys little or nothing here (on an "
                  "idle 2-core machine it would add close to a core's CPU time per second: expected, not measured here).")
     from ..embed.train import BATCH_CHUNKS
