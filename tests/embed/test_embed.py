@@ -150,6 +150,33 @@ def test_one_thread_and_a_seed_give_the_same_vectors(tmp_path):
     assert not np.array_equal(a, c)
 
 
+def test_equal_counts_go_by_first_occurrence_the_latest_first_as_gensim(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("zeta beta\nalpha zeta beta alpha gamma\nx\n")
+    from sampledlm.data.tokenizer import TextOptions
+
+    vocab, _ = read_corpus([(str(path), TextOptions())], min_count=1)
+    assert vocab.words == ["alpha", "beta", "zeta", "x", "gamma"]  # by count, then the latest first seen (not a-z)
+    assert vocab.counts.tolist() == [2, 2, 2, 1, 1]
+
+
+def test_huffman_tree_is_gensims_node_for_node(tmp_path):
+    """Same vocabulary order, same tree: equal counts (most rare words) pair up as gensim pairs them."""
+    gensim_models = pytest.importorskip("gensim.models", reason="gensim is not installed (pip install gensim)")
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(300)]
+    sents = [[words[j] for j in rng.zipf(1.3, size=12).clip(max=300) - 1] for _ in range(400)]
+    vocab, _ = _corpus_from(sents, tmp_path)
+    assert len(set(vocab.counts.tolist())) < len(vocab) / 2  # many ties
+    g = gensim_models.Word2Vec(vector_size=4, min_count=1, hs=1, negative=0, workers=1)
+    g.build_vocab(sents)
+    assert list(g.wv.index_to_key) == vocab.words
+    codes, points, lens = huffman_codes(vocab.counts)
+    for i, w in enumerate(vocab.words):
+        assert codes[i, : lens[i]].tolist() == list(g.wv.get_vecattr(w, "code"))
+        assert points[i, : lens[i]].tolist() == list(g.wv.get_vecattr(w, "point"))
+
+
 def test_long_sentences_are_cut_and_dropped_words_removed(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("x " * 25 + "rare\n" + "x y\n")

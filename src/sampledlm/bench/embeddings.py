@@ -154,6 +154,21 @@ def file_check(wv, work) -> dict:
     return out
 
 
+def huffman_check(vocab, sents) -> bool:
+    """Our vocabulary order and Huffman tree against gensim's on the page's sentences: every word's code and path."""
+    from gensim.models import Word2Vec
+
+    from ..embed.huffman import huffman_codes
+
+    g = Word2Vec(vector_size=4, min_count=5, hs=1, negative=0, workers=1)
+    g.build_vocab(sents)
+    if list(g.wv.index_to_key) != vocab.words:
+        return False
+    codes, points, lens = huffman_codes(vocab.counts)
+    return all(codes[i, : lens[i]].tolist() == list(g.wv.get_vecattr(w, "code"))
+               and points[i, : lens[i]].tolist() == list(g.wv.get_vecattr(w, "point")) for i, w in enumerate(vocab.words))
+
+
 def nnlm_runs(train_missing: bool = False) -> list[dict]:
     """The neural LM runs whose projections are evaluated: the `neural` page's finished runs, else short ones
     (trained here when ``train_missing``); a run that is neither is reported missing (``"missing": True``)."""
@@ -208,6 +223,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
     if not have_gensim and not quick:
         raise UserError("the embeddings page compares with gensim: pip install gensim==4.4.0 (or pip install -e '.[bench]')")
     loads, runs = [], []
+    one_thread = []  # skip-gram with negative sampling on one thread each side, beside the two-thread pair
     keep = {}
     for si, seed in enumerate(seeds):
         for ci, (model, objective) in enumerate(CONFIGS):
@@ -231,6 +247,23 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
                     keep[side] = wv
                 print(f"  {side} {model}-{objective} seed {seed}: {row['words_per_s']:,.0f} words/s, "
                       f"ws {row['ws353']:.3f} sl {row['simlex']:.3f} add {row['add']:.3f} (load {load:.1f})", flush=True)
+            if (model, objective) == ("skipgram", "neg") and not quick:
+                for side in reversed(sides):  # the two-thread pair, then one thread each, in mirrored order
+                    if side == "gensim" and not have_gensim:
+                        continue
+                    load = os.getloadavg()[0]
+                    if side == "ours":
+                        wv, secs, cpu = ours(vocab, corpus, "skipgram", "neg", seed, epochs, threads=1)
+                    else:
+                        wv, secs, cpu, _ = theirs(sents, "skipgram", "neg", seed, epochs, threads=1)
+                    loads.append(load)
+                    sc = scores(wv, data)
+                    sc.pop("sections")
+                    one_thread.append({"side": side, "seed": seed, "seconds": secs, "cpu_seconds": cpu,
+                                       "words_per_s": corpus.words * epochs / secs, "load": load, **sc})
+                    print(f"  1 thread {side} skipgram-neg seed {seed}: {one_thread[-1]['words_per_s']:,.0f} words/s, "
+                          f"ws {sc['ws353']:.3f} sl {sc['simlex']:.3f} add {sc['add']:.3f} (load {load:.1f})",
+                          flush=True)
     summary = []
     for model, objective in CONFIGS:
         rs = {s: [r for r in runs if (r["model"], r["objective"], r["side"]) == (model, objective, s)]
@@ -244,23 +277,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
             for k in ("words_per_s", "ws353", "simlex", "add", "mul", "coverage"):
                 entry[f"{side}_{k}"] = _mean_spread([r[k] for r in rs[side]])
         summary.append(entry)
-    one_thread = []  # skip-gram with negative sampling on one thread each side: quality without Hogwild races
-    for si, seed in enumerate(seeds if not quick else ()):
-        for side in (["ours", "gensim"] if si % 2 == 0 else ["gensim", "ours"]):
-            if side == "gensim" and not have_gensim:
-                continue
-            load = os.getloadavg()[0]
-            if side == "ours":
-                wv, secs, cpu = ours(vocab, corpus, "skipgram", "neg", seed, epochs, threads=1)
-            else:
-                wv, secs, cpu, _ = theirs(sents, "skipgram", "neg", seed, epochs, threads=1)
-            sc = scores(wv, data)
-            sc.pop("sections")
-            one_thread.append({"side": side, "seed": seed, "seconds": secs, "words_per_s": corpus.words * epochs / secs,
-                               "load": load, **sc})
-            print(f"  1 thread {side} skipgram-neg seed {seed}: {one_thread[-1]['words_per_s']:,.0f} words/s, "
-                  f"ws {sc['ws353']:.3f} sl {sc['simlex']:.3f} add {sc['add']:.3f}", flush=True)
     files = file_check(keep["ours"], work) if have_gensim else None
+    same_tree = huffman_check(vocab, sents) if have_gensim else None
     nnlm = []
     same_text = None
     if not quick:
@@ -270,7 +288,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
                         "sentences": corpus.sentences, "epochs": epochs, "seeds": list(seeds), "threads": 2,
                         "gensim": gv, "load_min": min(loads), "load_max": max(loads),
                         "load_mean": statistics.fmean(loads), "quick": quick},
-              "runs": runs, "summary": summary, "one_thread": one_thread, "files": files, "nnlm": nnlm, "ptb_word2vec": same_text}
+              "runs": runs, "summary": summary, "one_thread": one_thread, "files": files, "huffman_same_as_gensim": same_tree,
+              "nnlm": nnlm, "ptb_word2vec": same_text}
     body = page(result)
     fig = fig_path
     write_page(out_dir, NAME, "Word embeddings: word2vec (skip-gram, CBOW) against gensim, and NNLM projections",
@@ -346,6 +365,11 @@ def page(res: dict) -> str:
         "on 2 cores shared with other jobs, so single timings move by tens of percent; the ratios below pair "
         "runs made one after the other.",
         "",
+        "Threads: ours cuts the corpus into chunks of about 10,000 words of whole sentences and each thread takes the "
+        "next chunk in corpus order when it is free, as gensim's workers take its jobs of 10,000 words from one queue; "
+        "each thread has its own random stream and work buffers; the learning rate of a chunk falls linearly with "
+        "the words of the run before it (gensim: before the job).",
+        "",
         "Words/s = vocabulary words of the corpus x epochs / wall time of the training call (gensim: "
         "`Word2Vec.train` on the tokenised sentences after `build_vocab`; ours: the kernel calls after the "
         "vocabulary and id stream are built). CPU ratio = gensim's process CPU seconds / ours for the same work.",
@@ -383,8 +407,9 @@ def page(res: dict) -> str:
                 rows.append([side, f"{statistics.fmean(r['words_per_s'] for r in rs):,.0f}"]
                             + [_ms(_mean_spread([r[k] for r in rs])) for k in ("ws353", "simlex", "add", "mul")])
         lines += ["### The same, skip-gram with negative sampling on one thread each side", "",
-                  "Without two threads updating the shared vectors at once (Hogwild), quality is that of one "
-                  "sequential pass; the difference from the table above is what the races cost each side.", "",
+                  "On one thread no two updates of the shared vectors overlap (Hogwild) and the corpus is read "
+                  "strictly in order; the difference from the table above is what the second thread costs each "
+                  "side.", "",
                   table(["side", "words/s (mean)", "WS-353 rho", "SimLex-999 rho", "3CosAdd", "3CosMul"], rows), "",
                   one_thread_note(res), ""]
     r0 = next((r for r in res["runs"] if r["side"] == "ours"), None)
@@ -409,6 +434,11 @@ def page(res: dict) -> str:
                   f"{f['binary']['gensim_reads_ours_identical']}, text {f['text']['gensim_reads_ours_identical']}; "
                   f"the files gensim writes back (`save_word2vec_format`) read in ours identically: binary "
                   f"{f['binary']['we_read_gensims_identical']}, text {f['text']['we_read_gensims_identical']}.", ""]
+        if res.get("huffman_same_as_gensim") is not None:
+            lines += [f"Hierarchical softmax: our vocabulary order and Huffman tree (every word's code and path of inner "
+                      f"nodes) equal gensim's built from the same sentences: {res['huffman_same_as_gensim']}. (Words of "
+                      "equal count are ordered as gensim orders them, by first occurrence, and paired by the same heap; "
+                      "an earlier alphabetical order paired unrelated rare words and cost skip-gram's WS-353 rho.)", ""]
     if res["nnlm"]:
         lines += nnlm_section(res)
     lines += ["![PCA of chosen words](embeddings.png)", "",
@@ -420,19 +450,45 @@ def page(res: dict) -> str:
 def one_thread_note(res) -> str:
     """What the one-thread rows say about the two-thread ones (numbers from this run)."""
     s0 = next(s for s in res["summary"] if (s["model"], s["objective"]) == ("skipgram", "neg"))
-    one = [r for r in res["one_thread"] if r["side"] == "ours"]
-    if not one:
-        return ""
-    ws1, sl1 = statistics.fmean(r["ws353"] for r in one), statistics.fmean(r["simlex"] for r in one)
-    wps1 = statistics.fmean(r["words_per_s"] for r in one)
-    ws2, sl2, wps2 = s0["ours_ws353"][0], s0["ours_simlex"][0], s0["ours_words_per_s"][0]
-    return (f"Ours on one thread: WS-353 {ws1:.3f} and SimLex {sl1:.3f} against {ws2:.3f} and {sl2:.3f} on two, at "
-            f"{wps1:,.0f} words/s against {wps2:,.0f} on two. "
-            + ("So the similarity gap of the two-thread rows comes from the two threads updating the same vectors "
-               "at once, not from the algorithm: one sequential pass scores as gensim does. "
-               if ws1 - ws2 > 0.01 else "")
-            + ("On this loaded machine the second thread does not pay: the threads contend for the shared rows "
-               "(the frequent words' vectors) and for the cores. " if wps1 > wps2 else ""))
+    parts, shares, cpus = [], [], []
+    for side in ("ours", "gensim"):
+        one = [r for r in res["one_thread"] if r["side"] == side]
+        if not one or s0[f"{side}_ws353"][0] != s0[f"{side}_ws353"][0]:
+            continue
+        quality = []
+        for k, name in (("ws353", "WS-353"), ("simlex", "SimLex")):
+            m1, sp1 = _mean_spread([r[k] for r in one])
+            m2, sp2 = s0[f"{side}_{k}"]
+            within = abs(m1 - m2) <= max(sp1, sp2)
+            quality.append(f"{name} {m2:.3f} on two threads against {m1:.3f} on one "
+                           f"({'within' if within else 'outside'} the seeds' spread, {max(sp1, sp2):.3f})")
+        wps1 = statistics.fmean(r["words_per_s"] for r in one)
+        wps2 = s0[f"{side}_words_per_s"][0]
+        two = [r for r in res["runs"] if (r["side"], r["model"], r["objective"]) == (side, "skipgram", "neg")]
+        cpu1, cpu2 = (statistics.fmean(r["cpu_seconds"] for r in rs) for rs in (one, two))
+        share1, share2 = (statistics.fmean(r["cpu_seconds"] / r["seconds"] for r in rs) for rs in (one, two))
+        shares.append(share2 / share1)
+        cpus.append(cpu2 / cpu1)
+        parts.append(f"{side}: " + ", ".join(quality) + f"; {wps2:,.0f} words/s on two threads against {wps1:,.0f} on "
+                     f"one (x{wps2 / wps1:.2f}): the process got {share2:.2f} CPU seconds per second on two threads "
+                     f"against {share1:.2f} on one (x{share2 / share1:.2f}) and spent {cpu2:.1f} CPU seconds a run "
+                     f"against {cpu1:.1f} (x{cpu2 / cpu1:.2f}).")
+    loads1 = [r["load"] for r in res["one_thread"]]
+    text = (f"Each seed's one-thread runs were made right after its two-thread pair (load {min(loads1):.1f} to "
+            f"{max(loads1):.1f}). " if loads1 else "") + " ".join(parts)
+    if shares and max(shares) < 1.5:
+        text += (" Words/s = CPU seconds per second / CPU seconds per word: on this machine a second thread adds little "
+                 "or no CPU time per second (the other jobs keep both cores busy), while the two threads' updates of the same "
+                 "rows (the frequent words') add CPU time per word, so the second thread buys little or nothing here (on an "
+                 "idle 2-core machine it would add close to a core's CPU time per second: expected, not measured here).")
+    from ..embed.train import BATCH_CHUNKS
+
+    text += (" Reading order matters on this corpus of two unlike texts: an earlier version of our kernel let numba "
+             f"split each batch of {BATCH_CHUNKS} chunks in two halves, one per thread, so two threads read the corpus "
+             f"in two streams {BATCH_CHUNKS // 2} chunks apart; one thread reading the chunks in that interleaved order "
+             "scored as two threads did, below the in-order reading, so the loss was the order, not simultaneous "
+             "updates. Threads now take the chunks in order.")
+    return text
 
 
 def verdicts(res) -> str:
@@ -493,19 +549,56 @@ def nnlm_section(res) -> list[str]:
     return lines
 
 
+def _versus(x, ref) -> str:
+    """``x`` against ``ref`` in words: on par (within 10 %), or the fraction of it."""
+    if ref > 0 and abs(x - ref) <= 0.1 * ref:
+        return "on par"
+    return f"{x / ref:.0%} of it" if ref > 0 else ("above" if x > ref else "below")
+
+
 def conclusion(res) -> str:
+    """What the NNLM rows show against word2vec on the same PTB text (all figures from this run)."""
     ok = [r for r in res["nnlm"] if "error" not in r]
     if not ok:
         return ("What it shows: nothing yet about the NNLM projections (no run evaluated); the word2vec rows are the "
                 "reference they will be read against.")
     p = res["ptb_word2vec"]
-    best = max(ok, key=lambda r: r["ws353"])
-    best_an = max(ok, key=lambda r: r["add"])
-    return (f"What it shows: the best NNLM rows reach WS-353 rho {best['ws353']:.3f} ({best['name']} {best['which']}) "
-            f"and 3CosAdd {best_an['add']:.3f} ({best_an['name']} {best_an['which']}), against {p['ws353']:.3f} and "
-            f"{p['add']:.3f} for word2vec on the same PTB text. "
-            + ("The projections are embeddings in the sense that related words end up close (rho well above 0), "
-               if best["ws353"] > 0.2 else "The projections carry little of the similarity structure word2vec finds, ")
-            + ("and " if best_an["add"] >= 0.5 * p["add"] else "but ")
-            + f"{'they keep' if best_an['add'] >= 0.5 * p['add'] else 'they lose most of'} the linear analogy "
-              "structure word2vec's training objective is built to produce.")
+    out = [f"What it shows, against word2vec (skip-gram, negative sampling) trained on the same PTB text (WS-353 "
+           f"{p['ws353']:.3f}, SimLex {p['simlex']:.3f}, 3CosAdd {p['add']:.3f}):"]
+    close = lambda x, ref: x >= 0.9 * ref  # noqa: E731
+    both, related, neither, analogies = [], [], [], []
+    for name in dict.fromkeys(r["name"] for r in ok):
+        rows = [r for r in ok if r["name"] == name]
+        best = max(rows, key=lambda r: r["ws353"] + r["simlex"])
+        tied = len(rows) > 1 and len({(round(r["ws353"], 6), round(r["simlex"], 6)) for r in rows}) == 1
+        which = "its one tied table (input = output)" if tied else \
+            f"its {best['which']} vectors (the best of {', '.join(r['which'] for r in rows)})"
+        out.append(f"{name}, {which}: WS-353 {best['ws353']:.3f} ({_versus(best['ws353'], p['ws353'])}), SimLex "
+                   f"{best['simlex']:.3f} ({_versus(best['simlex'], p['simlex'])}), 3CosAdd {best['add']:.3f} "
+                   f"({_versus(best['add'], p['add'])}).")
+        if close(best["ws353"], p["ws353"]) and close(best["simlex"], p["simlex"]):
+            both.append(name)
+        elif close(max(r["ws353"] for r in rows), p["ws353"]):
+            related.append(name)
+        else:
+            neither.append(name)
+        if close(max(r["add"] for r in rows), p["add"]):
+            analogies.append(name)
+    said = []
+    if both:
+        said.append(f"{' and '.join(both)}: the projections are embeddings as far as similarity goes, ranking WS-353 "
+                    "and SimLex pairs as word2vec does on the same text")
+    if related:
+        said.append(f"{' and '.join(related)}: related words (WS-353) end up as close as word2vec puts them, but "
+                    "similar words (SimLex, which scores synonyms above mere associates) less so")
+    if neither:
+        said.append(f"{' and '.join(neither)}: less of the similarity structure than word2vec finds")
+    out.append("So, " + "; ".join(said) + ". "
+               + (f"Analogies by vector offsets come out as often as with word2vec for {' and '.join(analogies)} only."
+                  if analogies else "Fewer analogies come out by vector offsets than with word2vec, whose objective is "
+                  "built for that linear structure."))
+    if any(r.get("short") for r in ok):
+        out.append("These LMs had one epoch of training; the word2vec rows five.")
+    out.append(f"word2vec on the page's larger corpus (PTB + War and Peace) reaches WS-353 "
+               f"{res['summary'][0]['ours_ws353'][0]:.3f}, against {p['ws353']:.3f} on PTB alone.")
+    return " ".join(out)

@@ -8,8 +8,11 @@ prod_j sigma((1 - 2 code_j) u_{point_j} . l1)``, which sums to one over the leav
 :func:`huffman_codes` returns, for each word ``w``, its ``code`` (bits from the root down: 0 = the
 first child, 1 = the second) and ``points`` (the inner nodes from the root down, numbered
 ``0 .. V - 2``; the root is ``V - 2``), padded into ``[V, L]`` arrays, ``L`` the longest code.
-Built with a heap as gensim does; ties between equal counts go to the node created first, so the
-tree is a deterministic function of the counts.
+Built with a heap exactly as gensim builds it: the leaves heapified in vocabulary order, the two
+smallest popped and merged, items compared by count alone, so equal counts come out in the heap's
+own order. The tree is a deterministic function of the counts in vocabulary order, and for
+gensim's vocabulary order (:mod:`.vocab`) it is gensim's tree node for node. Which words of equal count
+become siblings matters to the vectors: see :mod:`.vocab`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,18 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+
+
+class _Item:
+    """A node on the heap: ordered by count alone (as gensim's ``Heapitem``)."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, count: int, index: int):
+        self.count, self.index = count, index
+
+    def __lt__(self, other: "_Item") -> bool:
+        return self.count < other.count
 
 
 def huffman_codes(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -27,16 +42,16 @@ def huffman_codes(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     v = len(counts)
     if v == 0:
         raise ValueError("no words to build a Huffman tree from")
-    heap = [(int(c), i) for i, c in enumerate(counts)]
+    heap = [_Item(int(c), i) for i, c in enumerate(counts)]
     heapq.heapify(heap)
     parent = np.full(2 * v - 1, -1, dtype=np.int64)
     bit = np.zeros(2 * v - 1, dtype=np.uint8)
     for node in range(v, 2 * v - 1):
-        c1, a = heapq.heappop(heap)
-        c2, b = heapq.heappop(heap)
-        parent[a], parent[b] = node, node
-        bit[b] = 1
-        heapq.heappush(heap, (c1 + c2, node))
+        a = heapq.heappop(heap)
+        b = heapq.heappop(heap)
+        parent[a.index], parent[b.index] = node, node
+        bit[b.index] = 1
+        heapq.heappush(heap, _Item(a.count + b.count, node))
     lengths = np.zeros(v, dtype=np.int32)
     paths = []
     for w in range(v):

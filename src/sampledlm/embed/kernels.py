@@ -1,10 +1,13 @@
 """The compiled hot loop of word2vec: skip-gram and CBOW, negative sampling and hierarchical softmax.
 
 One call of :func:`train_batch` trains on a batch of *chunks*, runs of whole sentences of about
-10,000 words; ``prange`` hands the chunks to the threads, which update the shared weights without
-a lock (Hogwild: Recht et al. 2011; as word2vec and gensim do: two threads rarely touch the same row at once, and a
-lost update costs nothing measurable). Inside a chunk everything follows Mikolov et al. (2013)
-and their ``word2vec.c``:
+10,000 words. Each of the ``threads`` threads takes the next chunk in corpus order from a shared
+counter (an atomic fetch-and-add) whenever it is free, so the threads read the corpus front to
+back side by side, one chunk apart, as gensim's workers take its jobs of 10,000 words from one
+queue; the threads update the shared weights without a lock (Hogwild: Recht et al. 2011; as
+word2vec and gensim do). Each thread has its own work buffers (the subsampled sentence, ``neu1``,
+``neu1e``), rows at least two cache lines apart, so no thread writes a line another one reads.
+Inside a chunk everything follows Mikolov et al. (2013) and their ``word2vec.c``:
 
 - frequent-word subsampling: word ``w`` is kept with probability ``keep[w] / 2**32`` (computed in
   :mod:`.vocab`), drawn afresh each time it occurs;
@@ -24,10 +27,20 @@ and their ``word2vec.c``:
   sigma comes from word2vec's table of 1,000 values over [-6, 6]; beyond it the negative-sampling
   gradient is clipped (``sigma = 0`` or ``1``), as word2vec.c does.
 
-The learning rate decays linearly with the words seen: a chunk starting at word ``s`` of epoch
-``e`` uses ``alpha = alpha0 - (alpha0 - min_alpha) * (e * N + s) / (epochs * N)``.
-Random numbers come from a splitmix64 stream per chunk seeded by ``(seed, epoch, chunk)``, so a
-run with one thread is reproducible bit for bit, whatever the batch size.
+The learning rate decays linearly with the words seen over the whole run (all threads together),
+as gensim's does with the words of the jobs handed out: a chunk starting at word ``s`` of epoch
+``e`` uses ``alpha = alpha0 - (alpha0 - min_alpha) * (e * N + s) / (epochs * N)``
+(:func:`chunk_alpha`); since chunks are handed out in corpus order, ``e * N + s`` is the number of
+words handed out before the chunk, within ``threads - 1`` chunks of the number already trained.
+
+Why the order matters: reading the corpus in two far-apart streams (the first and the second half
+of a batch side by side, which is what a static split of the batch between two threads gives) is
+a different order of updates, and on a corpus of unlike parts (news, then a novel) the similarity
+scores depend on that order; reading it front to back side by side scores as one thread does.
+
+Random numbers come from a splitmix64 stream per chunk, started at a hash of ``(seed, epoch,
+chunk)`` (:func:`chunk_state`), so the streams of two chunks, two epochs or two seeds are
+unrelated, and a run with one thread is reproducible bit for bit, whatever the batch size.
 
 Shapes: ``W_in [V, dim]``, ``W_neg [V, dim]`` (or ``[1, dim]`` unused), ``W_hs [V - 1, dim]`` (or
 ``[1, dim]``), all float32 and C-contiguous; ``codes [V, L] uint8``, ``points [V, L] int32``,
@@ -40,11 +53,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, uint64
+from numba import njit, prange, types, uint64
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 MAX_EXP = 6.0
 EXP_TABLE_SIZE = 1000
 _MASK32 = (1 << 32) - 1
+LINE = 64  # bytes of a cache line
 
 
 def exp_table() -> np.ndarray:
@@ -79,6 +95,70 @@ def random_stream(seed, n):
     for k in range(n):
         state, out[k] = _next(state)
     return out
+
+
+@njit(cache=True)
+def _hash(x):
+    """splitmix64's output function of ``x`` (a bijection of 64-bit words that mixes every bit)."""
+    return _next(uint64(x))[1]
+
+
+@njit(cache=True)
+def chunk_state(seed, epoch, chunk):
+    """The start of chunk ``chunk``'s random stream in epoch ``epoch`` of a run with ``seed``: seed, epoch and
+    chunk hashed one after the other, so no two of them start on the same stream (nor one draw apart)."""
+    return _hash(_hash(_hash(uint64(seed)) ^ uint64(epoch)) ^ uint64(chunk))
+
+
+@njit(inline="always", cache=True)
+def chunk_alpha(alpha0, min_alpha, epoch, chunk_word, c, total_words):
+    """The learning rate of chunk ``c`` of epoch ``epoch``: linear in the words of the run before it."""
+    progress = (epoch * chunk_word[-1] + chunk_word[c]) / total_words
+    return np.float32(max(min_alpha, alpha0 - (alpha0 - min_alpha) * progress))
+
+
+@intrinsic
+def _fetch_add(typingctx, ary, idx, val):
+    """Atomically ``ary[idx] += val`` for a 1-D int64 array; returns the value before."""
+    if not (isinstance(ary, types.Array) and ary.ndim == 1 and ary.dtype == types.int64
+            and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
+        return None
+    sig = types.int64(ary, idx, val)
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty, valty = signature.args
+        arr, i, v = args
+        a = context.make_array(aryty)(context, builder, arr)
+        i = context.cast(builder, i, idxty, types.intp)
+        v = context.cast(builder, v, valty, types.int64)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, a, [i])
+        return builder.atomic_rmw("add", ptr, v, "seq_cst")
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def fetch_add(ary, idx, val):
+    """``_fetch_add`` for tests: atomically ``ary[idx] += val``, returns the value before."""
+    return _fetch_add(ary, idx, val)
+
+
+@njit(cache=True)
+def padded(n, itemsize):
+    """Elements per row of a per-thread buffer of ``n`` items: ``n`` rounded up to whole cache lines, plus two
+    lines, so rows of two threads never share a line (nor a pair of lines the hardware prefetches together)."""
+    per_line = LINE // itemsize
+    return (n + per_line - 1) // per_line * per_line + 2 * per_line
+
+
+@njit(cache=True)
+def work_buffers(threads, dim, max_sentence):
+    """One row per thread: the subsampled sentence ``[threads, >= max_sentence] int32``, and ``neu1`` and
+    ``neu1e`` ``[threads, >= dim] float32`` (the first ``max_sentence`` or ``dim`` items of a row are used)."""
+    sens = np.empty((threads, padded(max_sentence, 4)), dtype=np.int32)
+    neu1s = np.empty((threads, padded(dim, 4)), dtype=np.float32)
+    neu1es = np.empty((threads, padded(dim, 4)), dtype=np.float32)
+    return sens, neu1s, neu1es
 
 
 @njit(inline="always", cache=True)
@@ -183,29 +263,34 @@ def _train_chunk(ids, sent_start, s0, s1, w_in, w_neg, w_hs, keep, alias_prob, a
 @njit(parallel=True, nogil=True, fastmath=True, cache=True)
 def train_batch(ids, sent_start, chunk_sent, chunk_word, c0, c1, w_in, w_neg, w_hs, keep, alias_prob, alias_idx,
                 codes, points, codelens, table, window, negative, alpha0, min_alpha, total_words, seed, epoch, sg, hs,
-                max_sentence):
-    """Train on chunks ``c0 .. c1 - 1`` in parallel; returns the words kept by subsampling per chunk.
+                max_sentence, threads, trace):
+    """Train on chunks ``c0 .. c1 - 1`` on ``threads`` threads; returns the words kept by subsampling per chunk.
 
-    ``chunk_word [C + 1]``: the word offset of each chunk in the epoch (for the learning rate);
+    The threads take the chunks one at a time, in corpus order, from a shared counter. ``trace [c1 - c0, 2]``
+    int64 gets, for each chunk, the thread (``0 .. threads - 1``) that trained it and the number of earlier
+    chunks of the batch still in training when it started (at most ``threads - 1``: the threads read the corpus
+    side by side). ``chunk_word [C + 1]``: the word offset of each chunk in the epoch (for the learning rate);
     ``total_words`` = epochs x words per epoch."""
     dim = w_in.shape[1]
     kept = np.zeros(c1 - c0, dtype=np.int64)
-    # work buffers, one row per chunk, allocated here: an allocation inside the prange body would be hoisted
-    # out of the loop by numba and could be shared by the threads
-    sens = np.empty((c1 - c0, max_sentence), dtype=np.int32)
-    neu1s = np.empty((c1 - c0, dim), dtype=np.float32)
-    neu1es = np.empty((c1 - c0, dim), dtype=np.float32)
-    for k in prange(c1 - c0):
-        c = c0 + k
-        progress = (epoch * chunk_word[-1] + chunk_word[c]) / total_words
-        alpha = np.float32(max(min_alpha, alpha0 - (alpha0 - min_alpha) * progress))
-        # a chunk's own random stream: mixes seed, epoch and chunk index
-        state = uint64(seed) * uint64(0x9E3779B97F4A7C15) + uint64(epoch) * uint64(0xD1B54A32D192ED03) \
-            + uint64(c) * uint64(0x8CB92BA72F3D8DD7)
-        state, _ = _next(state)
-        kept[k] = _train_chunk(ids, sent_start, chunk_sent[c], chunk_sent[c + 1], w_in, w_neg, w_hs, keep,
-                               alias_prob, alias_idx, codes, points, codelens, table, window, negative, alpha, state,
-                               sg, hs, sens[k], neu1s[k], neu1es[k])
+    # allocated here, one padded row per thread: an allocation inside the prange body would be hoisted out of
+    # the loop by numba and shared by the threads
+    sens, neu1s, neu1es = work_buffers(threads, dim, max_sentence)
+    counters = np.zeros(2 * LINE // 8, dtype=np.int64)  # [0]: chunks handed out, [LINE // 8]: chunks finished
+    done = LINE // 8  # (a line apart)
+    for t in prange(threads):
+        while True:
+            k = _fetch_add(counters, 0, 1)
+            if k >= c1 - c0:
+                break
+            trace[k, 1] = k - _fetch_add(counters, done, 0)
+            c = c0 + k
+            alpha = chunk_alpha(alpha0, min_alpha, epoch, chunk_word, c, total_words)
+            kept[k] = _train_chunk(ids, sent_start, chunk_sent[c], chunk_sent[c + 1], w_in, w_neg, w_hs, keep,
+                                   alias_prob, alias_idx, codes, points, codelens, table, window, negative, alpha,
+                                   chunk_state(seed, epoch, c), sg, hs, sens[t], neu1s[t], neu1es[t])
+            trace[k, 0] = t
+            _fetch_add(counters, done, 1)
     return kept
 
 

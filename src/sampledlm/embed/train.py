@@ -26,7 +26,7 @@ from .huffman import huffman_codes
 from .noise import alias_table, noise_distribution
 from .vocab import Corpus, EmbedVocab
 
-CHUNK_WORDS = 10_000  # words per chunk of sentences (one task of a thread)
+CHUNK_WORDS = 10_000  # words per chunk of sentences (one task of a thread), as gensim's jobs
 BATCH_CHUNKS = 64  # chunks per kernel call (progress is reported between calls)
 
 
@@ -94,7 +94,6 @@ def set_threads(threads: int) -> int:
 
     n = min(threads, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(n)
-    numba.set_parallel_chunksize(1)  # threads take chunks one at a time: no thread idles behind a slow one
     return n
 
 
@@ -123,7 +122,7 @@ def train(vocab: EmbedVocab, corpus: Corpus, cfg: Word2VecConfig, desc: str = "t
     chunk_sent, chunk_word = _chunks(corpus, CHUNK_WORDS)
     n_chunks = len(chunk_sent) - 1
     max_sentence = int(np.diff(corpus.sent_start).max())
-    set_threads(cfg.threads)
+    threads = set_threads(cfg.threads)
     a0 = float(cfg.start_alpha)
     min_alpha = a0 * 1e-4
     total = float(cfg.epochs * corpus.words)
@@ -131,15 +130,17 @@ def train(vocab: EmbedVocab, corpus: Corpus, cfg: Word2VecConfig, desc: str = "t
     seconds = cpu = 0.0
     args = (keep, threshold, alias, codes, points, lens, table, cfg.window, cfg.negative if neg else 0, a0, min_alpha,
             total, cfg.seed)
+    trace = np.zeros((BATCH_CHUNKS, 2), dtype=np.int64)  # which thread trained each chunk (for tests; unused here)
+    # compiles (or loads from numba's cache) outside the clock
     train_batch(corpus.ids, corpus.sent_start, chunk_sent, chunk_word, 0, 0, w_in, w_neg, w_hs, *args, 0,
-                cfg.model == "skipgram", hs, max_sentence)  # compiles (or loads from numba's cache) outside the clock
+                cfg.model == "skipgram", hs, max_sentence, threads, trace)
     with progress.bar(total=int(total), desc=desc, unit="w") as pb:
         for epoch in range(cfg.epochs):
             for c0 in range(0, n_chunks, BATCH_CHUNKS):
                 c1 = min(n_chunks, c0 + BATCH_CHUNKS)
                 t0, p0 = time.perf_counter(), time.process_time()
                 k = train_batch(corpus.ids, corpus.sent_start, chunk_sent, chunk_word, c0, c1, w_in, w_neg, w_hs,
-                                *args, epoch, cfg.model == "skipgram", hs, max_sentence)
+                                *args, epoch, cfg.model == "skipgram", hs, max_sentence, threads, trace)
                 seconds += time.perf_counter() - t0
                 cpu += time.process_time() - p0
                 kept += int(k.sum())
