@@ -38,7 +38,9 @@ import time
 
 import numpy as np
 
+from ..neural.distributed import free_port
 from .report import stamp, table, write_page
+from .scaling import zipf_counts
 
 NAME = "training"
 SAMPLED_GPU = ["is", "css-is", "css-bernoulli", "nce", "neg", "blackout", "ranking", "binary"]
@@ -60,7 +62,7 @@ def zipf_vocab(path: str, vocab_size: int) -> None:
     from ..data.vocab import EOS, UNK, Vocab
 
     n = vocab_size - 2  # </s> and <unk> count among the V words
-    counts = np.maximum((1e9 / np.arange(1, n + 1)).astype(np.int64), 1)
+    counts = zipf_counts(n)
     Vocab([EOS, UNK] + [f"w{i}" for i in range(n)], [int(1e9 / 20), 0] + counts.tolist()).save(path)
 
 
@@ -72,20 +74,12 @@ def _env() -> dict:
 def _train(args: list[str], out: str, ranks: int = 1) -> list[dict]:
     launch = [sys.executable, "-m", "sampledlm"] if ranks == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
-        "--master-port", str(_free_port()), "-m", "sampledlm"]
+        "--master-port", str(free_port()), "-m", "sampledlm"]
     p = subprocess.run(launch + ["train", *args, "-o", out], env=_env(), capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"sampledlm train {' '.join(args)}: {p.stderr.strip().splitlines()[-1:]}")
     with open(os.path.join(out, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- 1. the CPU, end to end --------------------------------------------------------------------------------------
@@ -211,7 +205,7 @@ def lstm_step_rates(device, sizes: list[int], hidden: int, batch: int, bptt: int
     if device.type == "cpu":  # small matrices on a shared CPU: one thread (more spin-wait on busy cores)
         torch.set_num_threads(1)
     for V in sizes:
-        counts = np.maximum((1e9 / np.arange(1, V + 1)).astype(np.int64), 1)
+        counts = zipf_counts(V)
         q = torch.from_numpy(counts / counts.sum())
         torch.manual_seed(0)
         x = torch.multinomial(q, batch * bptt, replacement=True).view(batch, bptt).to(device)

@@ -5,13 +5,13 @@ there are GPUs), then evaluated exactly like any run directory."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 
 from ..errors import UserError
 from ..load import load_model
+from ..neural.distributed import free_port
 from ..lm import perplexity_of
 from .common import DemoData, Result
 
@@ -20,9 +20,7 @@ def parallel_step(data: DemoData) -> list[Result]:
     """Two ranks, css-is, one epoch; each rank reads half of every batch and the gradients are averaged."""
     t0 = time.perf_counter()
     out = os.path.join(data.directory, "ffnn-2ranks")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",

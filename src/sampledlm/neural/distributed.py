@@ -36,6 +36,15 @@ import torch.distributed as dist
 from ..errors import UserError
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A free TCP port on ``host``: the rendezvous of a local ``torchrun --master-port``."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
 def world_size_from_env() -> int:
     """The number of ranks torchrun started (1 without torchrun)."""
     try:
