@@ -13,8 +13,8 @@ Each step: ``loss = objective(model, hidden, targets)`` (mean over the N predict
 optional gradient clipping to a total norm (``--precision bf16|fp16`` runs the forward pass under
 autocast; master weights, updates and every evaluation stay float32, see
 :mod:`sampledlm.neural.device`), optimiser step (SGD -- the papers' choice -- or Adam;
-for a sampled objective the output layer's parameters get sparse gradients and SGD without
-weight decay / SparseAdam). After each epoch the exact validation perplexity is measured; when it
+for a sampled or structured objective the output layer and the word tables -- input embeddings, a tied
+``W`` -- get row-sparse gradients and SGD without weight decay / SparseAdam, see :func:`make_optimizers`). After each epoch the exact validation perplexity is measured; when it
 does not improve by the relative ``min_improvement`` the learning rate is halved (Xu et al. 2011
 §3.1), and training stops when that happens after ``max_halvings`` halvings, or after ``epochs``.
 The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
