@@ -43,3 +43,36 @@ def test_a_run_version_changes_its_directory(tmp_path):
     old, new = Run("r", ("--x",)), Run("r", ("--x",), version="per-example")
     assert lmruns.run_dir("w", files, old) != lmruns.run_dir("w", files, new)
     assert lmruns.run_dir("w", files, old) == lmruns.run_dir("w", files, Run("r", ("--x",)))
+
+
+def test_outputs_only_carries_the_sampled_rows_from_objectives_ptb(tmp_path):
+    from sampledlm.bench import outputs
+
+    (tmp_path / "objectives_ptb.json").write_text(json.dumps(
+        {"meta": {"commit": "old1"}, "data": {"rows": [{"name": "nce-s250", "test_ppl": 150.0},
+                                                        {"name": "softmax", "test_ppl": 154.0}]}}))
+    (tmp_path / "outputs.json").write_text(json.dumps(
+        {"meta": {"commit": "new2"}, "data": {"ptb": {"rows": [{"name": "softmax", "test_ppl": 153.0}]}}}))
+    rows = outputs.carried_ptb_rows(str(tmp_path))
+    # this page's own row wins over the other page's row of the same run
+    assert rows["softmax"] == {"name": "softmax", "test_ppl": 153.0, "carried": "new2"}
+    assert rows["nce-s250"]["carried"] == "old1"
+
+
+def test_outputs_budget_takes_the_epochs_ended_within_it():
+    from sampledlm.bench.outputs import within_budget
+
+    row = {"curve": [{"valid_ppl": 200.0, "wall_s": 100}, {"valid_ppl": 180.0, "wall_s": 250},
+                     {"valid_ppl": 185.0, "wall_s": 290}, {"valid_ppl": 170.0, "wall_s": 400}]}
+    assert within_budget(row, 50) is None
+    assert within_budget(row, 300) == 180.0 and within_budget(row, 400) == 170.0
+
+
+def test_transformer_only_names_runs_of_its_plan(tmp_path):
+    from sampledlm.bench import transformer
+
+    (tmp_path / "transformer.json").write_text(json.dumps(
+        {"meta": {"commit": "abc"}, "data": {"rows": [], "reference": {"test_ppl": 228.5}, "speed": None}}))
+    assert transformer.committed(str(tmp_path)) == {"reference": {"test_ppl": 228.5, "carried": "abc"}}
+    with pytest.raises(UserError, match="no run named nope"):
+        transformer.run(False, None, str(tmp_path), train=False, only={"nope"})

@@ -195,31 +195,51 @@ def gru_reference(repo_docs: str) -> float | None:
         return None
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def committed(out_dir: str) -> dict:
+    """The page already in ``out_dir``: its reference run and speed section, marked ``carried`` with
+    their commit (for ``--only``, which re-runs neither)."""
+    with open(os.path.join(out_dir, NAME + ".json")) as f:
+        doc = json.load(f)
+    commit = doc.get("meta", {}).get("commit", "?")
+    data = doc.get("data", {})
+    return {k: {**data[k], "carried": data[k].get("carried") or commit} for k in ("reference", "speed") if data.get(k)}
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    """``only``: train just these runs of :func:`plan`; the other rows, the reference run and the speed
+    section come from this machine's cache when there, else from the page in ``out_dir`` (marked †)."""
+    runs = plan(quick)
+    unknown = sorted((only or set()) - {r.name for r in runs})
+    if unknown:
+        from ..errors import UserError
+
+        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan "
+                        f"({', '.join(r.name for r in runs)})")
+    carried = lmruns.carried_rows(out_dir, NAME)[0] if only is not None else None
+    old = committed(out_dir) if only is not None else {}
     st = lmruns.setting(quick, data_dir, with_kn3=False)
     if quick and data_dir is None:  # a smoke test: the first sentences of the built-in corpus are enough
         st.files = shrink(st.files, st.work, QUICK_LINES)
         st.label += f" (first {QUICK_LINES} lines of each file)"
-    runs = plan(quick)
     result: dict = {}
     failures: dict = {}
     speed_path = os.path.join(st.work, f"speed{'-quick' if quick else ''}.json")
-    if train and not os.path.exists(speed_path):  # first: the shortest measurement, and the speed targets rest on it
+    if train and only is None and not os.path.exists(speed_path):  # first: the shortest measurement, and the speed targets rest on it
         sp = interleaved_speed(st.files, quick, rounds=2 if quick else 6, steps=3 if quick else 15)
         with open(speed_path, "w") as f:
             json.dump(sp, f)
-    ref = reference(st.work, st.files, quick, train)
+    ref = reference(st.work, st.files, quick, train and only is None) or old.get("reference")
     from .report import PACKAGE_DIR
 
     gru = gru_reference(os.path.join(os.path.dirname(os.path.dirname(PACKAGE_DIR)), "docs", "results"))
 
     def write(rows: dict) -> None:
-        speed = None
+        speed = old.get("speed")
         if os.path.exists(speed_path):
             with open(speed_path) as f:
                 speed = json.load(f)
         for r in rows.values():
-            if not r.get("partial") and r["name"] != "best":
+            if not r.get("partial") and not r.get("carried") and r["name"] != "best":
                 r["test_ppl_block"] = block_eval(r["dir"], st.files, 35 if not quick else 35)
         result.clear()
         result.update({"setup": st.describe(runs), "reference": ref, "rows": list(rows.values()), "speed": speed,
@@ -228,9 +248,11 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
                    st.meta, result, markdown(st, runs, rows, ref, speed, failures, gru, quick),
                    figure=figure(rows, ref, speed))
 
-    rows = lmruns.run_all(st.work, st.files, runs[:2], None, failures=failures, train_new=train)
+    rows = lmruns.run_all(st.work, st.files, runs[:2], None, failures=failures, train_new=train,
+                          only=None if only is None else only & {r.name for r in runs[:2]}, carried=carried)
     write(rows)
-    rows.update(lmruns.run_all(st.work, st.files, runs[2:], None, failures=failures, train_new=train))
+    rows.update(lmruns.run_all(st.work, st.files, runs[2:], None, failures=failures, train_new=train,
+                               only=None if only is None else only & {r.name for r in runs[2:]}, carried=carried))
     write(rows)
     return result
 
@@ -280,7 +302,8 @@ def markdown(st, runs, rows, ref, speed, failures, gru, quick) -> str:
            "default sliding window (stride 17: every token after the first window sees at least 18 words).", ""]
     body = []
     if ref:
-        body.append(["theirs (re-implementation), softmax", f"{ref['valid_ppl']:.1f}", f"{ref['test_ppl']:.1f}", "",
+        body.append(["theirs (re-implementation), softmax" + ("†" if ref.get("carried") else ""),
+                     f"{ref['valid_ppl']:.1f}", f"{ref['test_ppl']:.1f}", "",
                      f"{ref['train_seconds']:.0f}", f"{ref['tokens_per_s']:.0f}"])
     for name in ("ours-softmax", "ours-css-is"):
         r = rows.get(name)
@@ -302,7 +325,13 @@ def markdown(st, runs, rows, ref, speed, failures, gru, quick) -> str:
         out.append(f"CSS-IS vs our softmax, test perplexity (sliding): {b['test_ppl']:.1f} vs {a['test_ppl']:.1f}, "
                    f"{100 * gap:+.1f} % (target: within 5 %: **{'met' if gap <= 0.05 else 'missed'}**).")
         out.append("")
+    if ref and ref.get("carried"):
+        out += [f"† theirs: not re-run for this page; carried over from the page written at commit {ref['carried']}.",
+                ""]
     out += ["## 2. Speed, alternating in one process", ""]
+    if speed and speed.get("carried"):
+        out += [f"Not re-run for this page (`--only`): carried over from the page written at commit "
+                f"{speed['carried']}.", ""]
     if speed:
         tp = speed["tokens_per_s"]
         out += [f"{speed['rounds']} rounds of {speed['steps_per_block']} training steps per side (after one warm-up "
