@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 
 from ..errors import UserError
+from .arpa_lines import ByteLines, WordBytes, formattable, join_texts, lines
 from .spill import Spill
 
 MIN_LINES = 1024  # the smallest window of lines written at once
@@ -33,70 +34,61 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
         if not w or any(ch.isspace() for ch in w):
             raise UserError(f"{path}: cannot write word {w!r} to an ARPA file: it is empty or contains whitespace")
     W = len(words)
-    with atomic_write(path) as f:
-        f.write("\n\\data\\\n")
-        f.write("".join(f"ngram {k}={c}\n" for k, c in enumerate(kept, 1)))
+    wb = WordBytes(words)
+    none = np.zeros(0, np.int64)
+    every = np.arange(W, dtype=np.int64)
+    word_lines = join_texts(wb.buf, none, none, wb.buf, wb.start, every, False)  # the words as lines
+    with atomic_write(path, "wb") as f:
+        f.write(b"\n\\data\\\n")
+        f.write("".join(f"ngram {k}={c}\n" for k, c in enumerate(kept, 1)).encode())
         for k in range(1, order + 1):
-            f.write(f"\n\\{k}-grams:\n")
-            prev = _Lines(sp.path(f"text_{k - 1}")) if k > 2 else None
-            out = open(sp.path(f"text_{k}"), "w", encoding="utf-8", newline="\n") if 1 < k < order else None
-            for s, logp in sp.chunks(f"logp_{k}", max(MIN_LINES, sp.window // 3)):  # strings cost ~3x
+            f.write(f"\n\\{k}-grams:\n".encode())
+            prev = ByteLines(sp.path(f"text_{k - 1}")) if k > 2 else None
+            out = open(sp.path(f"text_{k}"), "wb") if 1 < k < order else None
+            for s, logp in sp.chunks(f"logp_{k}", max(MIN_LINES, sp.window // 3)):  # texts cost ~3x
                 n = len(logp)
                 if k == 1:
-                    text = words[s : s + n]
+                    text = join_texts(wb.buf, none, none, wb.buf, wb.start, every[s : s + n], False)
                 else:  # the prefix's text (order k-1, read in step: ctx never decreases) + " " + the last word
                     keys = sp.read(f"keys_{k}", s, n)
-                    ctx, last = (keys // W).tolist(), (keys % W).tolist()
+                    ctx, last = keys // W, keys % W
                     if k == 2:
-                        text = [words[c] + " " + words[w] for c, w in zip(ctx, last)]
+                        text = join_texts(*word_lines, ctx, wb.buf, wb.start, last, True)
                     else:
-                        lines, base = prev.span(ctx[0], ctx[-1])
-                        text = [lines[c - base] + " " + words[w] for c, w in zip(ctx, last)]
+                        pbuf, pstart, base = prev.span(int(ctx[0]), int(ctx[-1]))
+                        text = join_texts(pbuf, pstart, ctx - base, wb.buf, wb.start, last, True)
                     if out is not None:
-                        out.write("\n".join(text) + "\n")
+                        out.write(text[0].tobytes())
                 _fmt_ok(logp)
-                lp = logp.tolist()
-                bow = sp.read(f"bow_{k}", s, n).tolist() if k < order else None
-                if k < order:
-                    _fmt_ok(np.asarray(bow))
-                if k >= 2 and thresholds[k - 1] > 0:
-                    keep = (sp.read(f"cnt_{k}", s, n) > thresholds[k - 1]).tolist()
-                    lp, text = list(itertools.compress(lp, keep)), list(itertools.compress(text, keep))
-                    bow = list(itertools.compress(bow, keep)) if bow is not None else None
+                bow = sp.read(f"bow_{k}", s, n) if k < order else None
                 if bow is not None:
-                    f.write(("%.8f\t%s\t%.8f\n" * len(text)) % tuple(itertools.chain.from_iterable(zip(lp, text, bow))))
-                else:
-                    f.write(("%.8f\t%s\n" * len(text)) % tuple(itertools.chain.from_iterable(zip(lp, text))))
+                    _fmt_ok(bow)
+                keep = None
+                if k >= 2 and thresholds[k - 1] > 0:
+                    keep = sp.read(f"cnt_{k}", s, n) > thresholds[k - 1]
+                f.write(_lines(logp, bow, text, keep))
                 bar.update(n)
             if out is not None:
                 out.close()
             if prev is not None:
                 prev.close()
                 sp.remove(f"text_{k - 1}")
-        f.write("\n\\end\\\n")
+        f.write(b"\n\\end\\\n")
 
 
-class _Lines:
-    """The lines of a text file, read forward in windows: :meth:`span` (i, j) -> lines i..j and i's offset."""
-
-    def __init__(self, path: str):
-        self.f = open(path, encoding="utf-8", newline="\n")
-        self.buf: list[str] = []
-        self.base = 0  # file line number of buf[0]
-
-    def span(self, i: int, j: int) -> tuple[list[str], int]:
-        if i > self.base:  # lines before i are never asked for again
-            drop = min(i - self.base, len(self.buf))
-            skip = i - self.base - drop
-            self.buf = self.buf[drop:]
-            if skip:
-                for _ in itertools.islice(self.f, skip):
-                    pass
-            self.base = i
-        need = j + 1 - (self.base + len(self.buf))
-        if need > 0:
-            self.buf += [ln[:-1] for ln in itertools.islice(self.f, need)]
-        return self.buf, self.base
-
-    def close(self) -> None:
-        self.f.close()
+def _lines(logp: np.ndarray, bow: np.ndarray | None, text: tuple[np.ndarray, np.ndarray],
+           keep: np.ndarray | None) -> bytes:
+    """The window's ARPA lines: compiled when the numbers allow (:func:`.arpa_lines.formattable`),
+    else Python's ``%.8f`` (the same bytes)."""
+    if formattable(logp) and (bow is None or formattable(bow)):
+        return lines(logp, bow if bow is not None else logp, bow is not None, *text,
+                     keep if keep is not None else np.zeros(0, np.bool_), keep is not None).tobytes()
+    texts = text[0].tobytes().decode("utf-8").split("\n")[:-1]
+    lp, bw = logp.tolist(), None if bow is None else bow.tolist()
+    if keep is not None:
+        mask = keep.tolist()
+        lp, texts = list(itertools.compress(lp, mask)), list(itertools.compress(texts, mask))
+        bw = list(itertools.compress(bw, mask)) if bw is not None else None
+    if bw is not None:
+        return (("%.8f\t%s\t%.8f\n" * len(texts)) % tuple(itertools.chain.from_iterable(zip(lp, texts, bw)))).encode()
+    return (("%.8f\t%s\n" * len(texts)) % tuple(itertools.chain.from_iterable(zip(lp, texts)))).encode()
