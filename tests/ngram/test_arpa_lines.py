@@ -68,3 +68,15 @@ def test_byte_lines_reads_forward_across_blocks(tmp_path):
             a, b = start[m - base], start[m - base + 1] - 1
             assert buf[a:b].tobytes().decode() == text[m]
     reader.close()
+
+
+def test_group_keys_equals_numpy_unique():
+    from sampledlm.ngram.counts import group_keys
+
+    rng = np.random.default_rng(3)
+    for n, hi in [(0, 5), (1, 5), (1000, 3), (20000, 500), (50000, 10**12)]:
+        keys = rng.integers(0, hi, n).astype(np.int64)
+        want = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        got = group_keys(keys)
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b.reshape(-1))

@@ -6,7 +6,7 @@ that occurs inside a padded sentence; so near a sentence start the n-grams are s
 begin with ``<s>`` (``<s> w_1`` is a bigram, ``<s> w_1 w_2`` a trigram).
 
 Counting is vectorised over the stream: the k-gram ending at padded position ``j`` is the
-key ``index_{k-1}(j-1) * W + w_j`` (see :mod:`.tables`), and ``np.unique`` over those keys gives
+key ``index_{k-1}(j-1) * W + w_j`` (see :mod:`.tables`), and sorting those keys (:func:`group_keys`) gives
 the sorted order-k table, its raw counts and, for every position, the k-gram's index. No
 Python dictionaries of tuples; memory is a few int64 arrays of the stream's length per order.
 
@@ -26,6 +26,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.vocab import EOS_ID
+
+
+def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True, return_inverse=True, return_counts=True)``, the same four
+    arrays, about 3x faster: one unstable argsort (numpy's SIMD sort for 64-bit integers, where the
+    stable sort that ``return_index`` makes ``np.unique`` use has none), each group's first occurrence
+    taken as the smallest position in it."""
+    n = len(keys)
+    if n == 0:
+        e = np.zeros(0, np.int64)
+        return keys[:0], e, e, e
+    perm = np.argsort(keys, kind="quicksort")
+    ks = keys[perm]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(ks[1:], ks[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[perm] = np.cumsum(new) - 1
+    count = np.diff(np.append(starts, n))
+    return ks[starts], np.minimum.reduceat(perm, starts), inverse, count
 
 
 @dataclass
@@ -91,7 +112,7 @@ def count_ngrams(ids: np.ndarray, width: int, order: int, bos: int) -> NgramCoun
     for k in range(2, order + 1):
         at = np.flatnonzero(pos >= k - 1)
         keys = index[at - 1] * width + padded[at]
-        uniq, first_at, inverse, count = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        uniq, first_at, inverse, count = group_keys(keys)
         ctx = uniq // width
         suffix = index[at[first_at]]
         nxt = np.full(len(padded), -1, dtype=np.int64)

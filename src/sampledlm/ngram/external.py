@@ -9,7 +9,7 @@ every stage is a pass in key order, or a gather that reads a file range in windo
 1. **pad** the id stream into ``<s> w_1 .. w_m </s>`` per sentence (:func:`.counts.pad_stream`), with
    each position's place in its sentence; unigram counts (W of them) stay in memory.
 2. **count** order k = 2..N: a window of positions gives the keys ``index_{k-1}(j-1) * W + w_j``,
-   sorted and counted (``np.unique``) into a *run*; the runs are merged (a k-way merge in windows)
+   sorted and counted (:func:`.counts.group_keys`) into a *run*; the runs are merged (a k-way merge in windows)
    into the order-k table -- keys, raw counts, the index of each n-gram's suffix, whether it starts
    with ``<s>`` -- and each position's order-k index (needed by order k+1) is read back from the
    per-run ranks the merge writes.
@@ -40,6 +40,7 @@ import numpy as np
 from .. import progress
 from ..data.vocab import BOS, EOS_ID, Vocab
 from ..errors import UserError
+from .counts import group_keys
 from .estimate import _log10
 from .kneser_ney import discounts_from_n
 from .prune import parse_thresholds
@@ -47,7 +48,7 @@ from .arpa_stream import write_arpa_streaming
 from .spill import Spill
 
 STREAMING = ("mkn", "kn")
-BYTES_PER_ELEMENT = 160  # peak working bytes per windowed element (np.unique with index/inverse/counts, sorts)
+BYTES_PER_ELEMENT = 160  # peak working bytes per windowed element (group_keys: index/inverse/counts, sorts)
 MIN_WINDOW = 1024
 
 
@@ -203,7 +204,7 @@ def count_order(sp: Spill, k: int, width: int, need_index: bool, bar) -> int:
         shifted = np.concatenate([before, cur[:-1]])  # index of the (k-1)-gram ending one position earlier
         at = np.flatnonzero(pos >= k - 1)
         keys = shifted[at] * width + sp.read("padded", s, n)[at]
-        uniq, first_at, inv, cnt = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        uniq, first_at, inv, cnt = group_keys(keys)
         r = len(runs)
         sp.append(f"run{r}.keys", uniq)
         sp.append(f"run{r}.cnt", cnt.astype(np.int64))
