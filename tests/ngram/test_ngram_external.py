@@ -117,3 +117,35 @@ def test_the_sweep_spares_a_live_run_that_has_not_locked_its_directory_yet(tmp_p
         (d / "counts_1").write_bytes(b"\0" * 8)
     assert sweep(str(tmp_path)) == [str(dead)]
     assert spill_dirs(tmp_path) == [live.name]
+
+
+def test_one_pass_text_reading_gives_build_vocab_and_its_ids(tmp_path):
+    """The bounded path reads a text once for vocabulary and ids (read_text): the same vocabulary as
+    build_vocab (counts, order, literal <unk>/</s>/<s> handled alike) and the same ids as text_chunks."""
+    from sampledlm.data.corpus import build_vocab
+    from sampledlm.data.tokenizer import TextOptions
+    from sampledlm.ngram.spill import Spill
+
+    text = tmp_path / "t.txt"
+    lines = ["the cat <unk> sat", "", "a </s> b <s> the", "cat cat the end"] * 40 + ["rare word at the end"]
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    opts = TextOptions()
+    want = build_vocab(str(text), opts)
+    with Spill(str(tmp_path), 64) as sp:
+        got, chunks = external.read_text(sp, str(text), opts)
+        ids = np.concatenate(list(chunks))
+    assert got.words == want.words and got.counts.tolist() == want.counts.tolist()
+    assert ids.tolist() == np.concatenate(list(external.text_chunks(str(text), want, opts))).tolist()
+    assert not spill_dirs(tmp_path)
+
+
+def test_bounded_training_reads_standard_input(tmp_path):
+    sents = synthetic_sentences(300, vocab_size=40, seed=11)
+    write_corpus(tmp_path / "train.txt", sents)
+    vocab = Vocab.from_sentences(sents)
+    write_arpa(train_ngram(encode_sentences(vocab, sents), vocab, 3, "mkn"), str(tmp_path / "mem.arpa"))
+    p = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", "-", "--order", "3",
+                        "--memory", "200M", "-o", str(tmp_path / "stdin.arpa")], cwd=REPO, capture_output=True,
+                       stdin=open(tmp_path / "train.txt", "rb"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "stdin.arpa").read_bytes() == (tmp_path / "mem.arpa").read_bytes()

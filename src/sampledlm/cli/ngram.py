@@ -90,18 +90,23 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
     budget = None if engine == "dask" else (parse_memory(memory) if memory is not None
                                             else auto_budget(train_path, order, smoothing))
     t0 = time.perf_counter()
-    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     if budget is not None:
         from ..ngram.external import text_chunks, train_bounded
 
-        info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
-                             smoothing, thresholds)
+        if vocab_path:
+            vocab = Vocab.load(vocab_path)
+            info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
+                                 smoothing, thresholds)
+        else:  # one pass over the text for the vocabulary and the ids
+            info = train_bounded(None, None, order, output, budget, temp_dir, smoothing, thresholds,
+                                 text=(train_path, opts))
         click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
-                   f"vocabulary {len(vocab):,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
+                   f"vocabulary {info['vocabulary']:,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
                    f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
                    + ", ".join(f"{k} {v:.1f} s" for k, v in info["seconds"].items()) + ")"
                    + ("; valid perplexity: run sampledlm ngram eval" if valid_path else ""), err=True)
         return
+    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     train_ids = load_ids(train_path, vocab, opts)
     valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
     if engine == "dask":

@@ -14,7 +14,6 @@ import itertools
 import numpy as np
 
 from ..errors import UserError
-from .arpa_lines import ByteLines, WordBytes, formattable, join_texts, lines
 from .spill import Spill
 
 MIN_LINES = 1024  # the smallest window of lines written at once
@@ -29,6 +28,7 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
                          bar) -> None:
     """The ARPA file, byte for byte what :func:`.arpa.write_arpa` writes for the same model."""
     from ..data.textio import atomic_write
+    from .arpa_lines import ByteLines, WordBytes, join_texts  # numba: loaded only when bounded estimation writes
 
     for w in words:
         if not w or any(ch.isspace() for ch in w):
@@ -58,7 +58,7 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
                         pbuf, pstart, base = prev.span(int(ctx[0]), int(ctx[-1]))
                         text = join_texts(pbuf, pstart, ctx - base, wb.buf, wb.start, last, True)
                     if out is not None:
-                        out.write(text[0].tobytes())
+                        out.write(text[0])  # the array's own buffer: no copy
                 _fmt_ok(logp)
                 bow = sp.read(f"bow_{k}", s, n) if k < order else None
                 if bow is not None:
@@ -77,12 +77,13 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
 
 
 def _lines(logp: np.ndarray, bow: np.ndarray | None, text: tuple[np.ndarray, np.ndarray],
-           keep: np.ndarray | None) -> bytes:
+           keep: np.ndarray | None) -> np.ndarray | bytes:
     """The window's ARPA lines: compiled when the numbers allow (:func:`.arpa_lines.formattable`),
     else Python's ``%.8f`` (the same bytes)."""
+    from .arpa_lines import formattable, lines
     if formattable(logp) and (bow is None or formattable(bow)):
         return lines(logp, bow if bow is not None else logp, bow is not None, *text,
-                     keep if keep is not None else np.zeros(0, np.bool_), keep is not None).tobytes()
+                     keep if keep is not None else np.zeros(0, np.bool_), keep is not None)
     texts = text[0].tobytes().decode("utf-8").split("\n")[:-1]
     lp, bw = logp.tolist(), None if bow is None else bow.tolist()
     if keep is not None:

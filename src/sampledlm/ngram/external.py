@@ -146,6 +146,54 @@ def text_chunks(path: str, vocab: Vocab, opts):
             yield np.fromiter(map(get, flat, repeat(UNK_ID)), dtype=np.int32, count=len(flat))
 
 
+def read_text(sp: Spill, path: str, opts) -> tuple[Vocab, object]:
+    """One pass over a text file for both its vocabulary and its id stream: the :class:`Vocab` that
+    :func:`sampledlm.data.corpus.build_vocab` builds, and windows of the id stream that
+    :func:`text_chunks` yields with it (the same ids), read back from the spill file ``raw``.
+
+    Words get provisional ids in order of first appearance while the text is read (the dictionary
+    lookups of the ids already seen run at C speed; only a window's new words take a Python step),
+    their counts by ``bincount``; once the vocabulary is known, a table maps provisional ids to its
+    ids as each window is read back. The text is read once (``--train -`` works), not twice."""
+    from collections import Counter
+    from itertools import repeat
+
+    from ..data.textio import file_size
+    from ..data.tokenizer import iter_sentence_chunks
+    from ..data.vocab import EOS, UNK_ID
+
+    seen: dict[str, int] = {}
+    get = seen.get
+    counts = np.zeros(0, np.int64)
+    n_sent = 0
+    sp.create("raw", np.int32)
+    with progress.bar(total=file_size(path), desc=f"reading {os.path.basename(path)}", unit="B") as pb:
+        for sents, nbytes in iter_sentence_chunks(path, opts):
+            flat: list[str] = []
+            for sent in sents:
+                flat += sent
+                flat.append(EOS)
+            if flat:
+                ids = np.fromiter(map(get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+                for i in np.flatnonzero(ids < 0).tolist():
+                    j = get(flat[i])
+                    if j is None:
+                        j = seen[flat[i]] = len(seen)
+                    ids[i] = j
+                c = np.bincount(ids, minlength=len(seen))
+                c[: len(counts)] += counts
+                counts = c
+                sp.append("raw", ids.astype(np.int32))
+            n_sent += len(sents)
+            pb.update(nbytes)
+    if n_sent == 0:
+        raise UserError(f"{path}: no words found (empty file or blank lines only)")
+    words = list(seen)  # in order of provisional id
+    vocab = Vocab.from_counts(Counter(dict(zip(words, counts.tolist()))), n_sent)  # </s>'s count is dropped there
+    table = np.array([vocab.index.get(w, UNK_ID) for w in words], dtype=np.int32)
+    return vocab, (table[raw] for _, raw in sp.chunks("raw"))
+
+
 def _rechunk(chunks, size: int):
     """The same stream cut into windows of at most ``size`` elements."""
     for c in chunks:
@@ -398,12 +446,14 @@ def interpolate_order(sp: Spill, k: int, d: np.ndarray, bar) -> None:
 
 
 # --- the pipeline -------------------------------------------------------------------------------------------
-def train_bounded(chunks, vocab: Vocab, order: int, output: str, memory: int, temp_dir: str | None = None,
-                  smoothing: str = "mkn", prune: list[int] | None = None) -> dict:
+def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: int, temp_dir: str | None = None,
+                  smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None) -> dict:
     """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
 
-    ``memory``: the byte budget for the whole process (module docstring). Returns a report: n-grams per
-    order, discounts, the window, bytes spilled, seconds per stage.
+    ``memory``: the byte budget for the whole process (module docstring). ``text``: instead of
+    ``chunks`` and ``vocab``, ``(path, TextOptions)`` of a text read once for both (:func:`read_text`).
+    Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
+    seconds per stage.
     """
     if smoothing not in STREAMING:
         raise UserError(f"--smoothing {smoothing} needs the whole model in memory; bounded estimation (--memory) "
@@ -411,16 +461,22 @@ def train_bounded(chunks, vocab: Vocab, order: int, output: str, memory: int, te
     if not isinstance(order, (int, np.integer)) or not 1 <= order <= 254:
         raise UserError(f"order {order!r}: bounded estimation takes an integer 1 .. 254")
     thresholds = parse_thresholds(prune or [], int(order))
-    window = window_for(memory)
-    W, V, bos = len(vocab) + 1, len(vocab), vocab.bos_id
-    words = list(vocab.words) + [BOS]
-    info: dict = {"smoothing": smoothing, "order": order, "window": window, "memory": memory, "seconds": {}}
+    info: dict = {"smoothing": smoothing, "order": order, "memory": memory, "seconds": {}}
     t = time.perf_counter()
-    with Spill(temp_dir, window) as sp:
+    with Spill(temp_dir, MIN_WINDOW) as sp:
+        if text is not None:
+            vocab, chunks = read_text(sp, *text)
+        # sized after reading the text: what its strings leave resident (the allocator keeps freed arenas)
+        # counts against the budget
+        sp.window = window = info["window"] = window_for(memory)
+        W, V, bos = len(vocab) + 1, len(vocab), vocab.bos_id
+        words = list(vocab.words) + [BOS]
+        info["vocabulary"] = V
         sp.W = W
         with progress.bar(desc="pad", unit="tok") as bar:
             uni, tokens = pad(sp, _rechunk(chunks, window), W, bos)
             bar.update(tokens)
+        sp.remove("raw")
         info["tokens"] = tokens
         positions = sp.length("padded")
         sizes = [W]
