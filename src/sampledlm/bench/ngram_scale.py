@@ -229,24 +229,29 @@ def binary_rows(arpa: str, work: str, repeats: int) -> dict:
     return res
 
 
-def dask_rows(row: dict, corpora: list, work: str) -> dict:
-    """``ngram train --engine dask`` with 1 and 2 local workers on ``row``'s corpus and order; same bytes?"""
+def dask_rows(label: str, train: str, order: int, work: str) -> dict:
+    """``ngram train --engine dask`` with 1 and 2 local workers on ``train`` at ``order``, each against a
+    single-process in-memory run of the same corpus measured here first: time, peak, same bytes?"""
     try:
         import dask.distributed  # noqa: F401
     except ImportError:
         return {"skipped": 'Dask is not installed (pip install "dask[distributed]")'}
-    train = next(p for label, p, _ in corpora if label == row["corpus"])
-    out = {"corpus": row["corpus"], "order": row["order"], "runs": []}
+    out = {"corpus": label, "order": order, "runs": []}
+    ref = os.path.join(work, "dask-single.arpa")
+    single = run_child(sampledlm("ngram", "train", "--train", train, "--order", str(order), "-o", ref, "--force"))
+    out["single"] = {k: v for k, v in single.items() if k != "stdout"}
     for workers in (1, 2):
         path = os.path.join(work, f"dask-{workers}.arpa")
-        r = run_child(sampledlm("ngram", "train", "--train", train, "--order", str(row["order"]), "-o", path, "--force",
+        r = run_child(sampledlm("ngram", "train", "--train", train, "--order", str(order), "-o", path, "--force",
                                 "--engine", "dask", "--workers", str(workers)))
         r["workers"] = workers
-        r["identical"] = r["rc"] == 0 and subprocess.run(["cmp", "-s", path, row["arpa"]]).returncode == 0
+        r["identical"] = r["rc"] == 0 and single["rc"] == 0 and subprocess.run(["cmp", "-s", path, ref]).returncode == 0
         r["count_line"] = next((ln for ln in r["stderr"].splitlines() if ln.startswith("dask:")), "")
         out["runs"].append({k: v for k, v in r.items() if k != "stdout"})
         if os.path.exists(path):
             os.remove(path)
+    if os.path.exists(ref):
+        os.remove(ref)
     return out
 
 
@@ -327,29 +332,38 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
     rows = scaling_rows(first, orders, work, lmplz)
     biggest = max((r for r in rows if r.get("arpa") and r["order"] == orders[-1]), key=lambda r: r["bytes"])
     binary = binary_rows(biggest["arpa"], work, 1 if quick else 2)
-    dask = dask_rows(next(r for r in rows if r.get("arpa") and r["order"] == orders[0]), corpora, work)
+    dask = dask_rows(corpora[0][0], corpora[0][1], orders[0], work)
     for r in rows:
         if r.get("arpa") and os.path.exists(r["arpa"]):
             os.remove(r["arpa"])
     pruning = pruning_rows(files, work, quick)
     setup = {"sizes_m": sizes, "orders": orders, "budget": BUDGET, "quick": quick, "lmplz": lmplz_note, "data": label}
-    data = None
-    for more in [None] + corpora[1:-1]:
-        if more is not None:
-            extra = scaling_rows([more], orders, work, lmplz)
-            for r in extra:
-                if r.get("arpa") and os.path.exists(r["arpa"]):
-                    os.remove(r["arpa"])
-            rows = rows[:-len(orders)] + extra + rows[-len(orders):]  # PTB rows stay last
+    def page() -> dict:
         meta["load_average_before"] = load_before
         meta["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         done = [c[0] for c in corpora if any(r["corpus"] == c[0] for r in rows)]
-        data = {"setup": {**setup, "corpora_done": done},
-                "scaling": [{k: ({kk: vv for kk, vv in v.items() if kk not in ("stdout",)} if isinstance(v, dict) else v)
-                             for k, v in r.items() if k != "arpa"} for r in rows],
-                "binary": binary, "dask": dask, "pruning": pruning}
-        write_page(out_dir, NAME, "N-gram models at corpus scale: bounded memory, binary format, pruning", meta, data,
-                   markdown(meta, data), figure=plot(data))
+        d = {"setup": {**setup, "corpora_done": done},
+             "scaling": [{k: ({kk: vv for kk, vv in v.items() if kk not in ("stdout",)} if isinstance(v, dict) else v)
+                          for k, v in r.items() if k != "arpa"} for r in rows],
+             "binary": binary, "dask": dask, "pruning": pruning}
+        write_page(out_dir, NAME, "N-gram models at corpus scale: bounded memory, binary format, pruning", meta, d,
+                   markdown(meta, d), figure=plot(d))
+        return d
+
+    data = page()
+    for more in corpora[1:-1]:
+        extra = scaling_rows([more], orders, work, lmplz)
+        for r in extra:
+            if r.get("arpa") and os.path.exists(r["arpa"]):
+                os.remove(r["arpa"])
+        rows = rows[:-len(orders)] + extra + rows[-len(orders):]  # PTB rows stay last
+        data = page()
+    # last, Dask again on the largest corpus whose in-memory estimate fitted (the client estimates in memory)
+    fits = [c for c in corpora[1:-1] if any(r["corpus"] == c[0] and r["order"] == orders[0]
+                                            and r.get("memory", {}).get("rc") == 0 for r in rows)]
+    if fits:
+        dask = dask_rows(fits[-1][0], fits[-1][1], orders[0], work)
+        data = page()
     return data
 
 
@@ -384,8 +398,8 @@ def write_share(rows: list[dict]) -> str:
             if st.get("write"):
                 parts.append(f"{r['corpus']} order {r['order']}: writing the ARPA text {st['write']:.0f} of "
                              f"{sum(st.values()):.0f} s")
-    return (". Where the time goes (" + "; ".join(parts) + "): formatting the ARPA text in Python, which the "
-            "in-memory path shares and lmplz does in C++") if parts else ""
+    return (". Where the time goes (" + "; ".join(parts) + "): the ARPA text, formatted by compiled loops "
+            "(numba) and written through Python's file layer") if parts else ""
 
 
 def goals(data: dict) -> list[str]:
@@ -487,19 +501,20 @@ def markdown(meta: dict, data: dict) -> str:
     if "skipped" in dk:
         out += [dk["skipped"], ""]
     else:
-        in_mem = next((r for r in data["scaling"] if r["corpus"] == dk["corpus"] and r["order"] == dk["order"]), {})
+        single = dk.get("single") or {}
         out += [f"{dk['corpus']}, order {dk['order']}: counting on Dask worker processes, estimation in the client "
-                "process. Same ARPA bytes = compared with the single-process model.", "",
+                "process. Same ARPA bytes = compared with the single-process model, trained here just before.", "",
                 "| configuration | wall s | peak MB (client) | counting | same ARPA bytes |", "|---|---|---|---|---|"]
-        if in_mem.get("memory", {}).get("wall_s"):
-            out.append(f"| single process (in memory) | {in_mem['memory']['wall_s']} | {in_mem['memory']['peak_mb']} | - | - |")
+        if single.get("wall_s"):
+            out.append(f"| single process (in memory) | {single['wall_s']} | {single['peak_mb']} | - | - |")
         for r in dk["runs"]:
             out.append(f"| {r['workers']} worker(s) | {r['wall_s']} | {r['peak_mb']} | {r['count_line']} | "
                        f"{'yes' if r['identical'] else '**no**'} |")
-        out += ["", "The issue's Dask rows are on the 64M corpus; these are on the smallest Zipf corpus. On "
-                "2 shared cores, workers compete with the client and each other, so this shows exactness and overhead, "
-                "not a cluster's speed-up; the single-process row was measured earlier in the run, at another load, so "
-                "its time does not compare with theirs.", ""]
+        out += ["", f"The issue asks for these rows on the 64M corpus. The Dask path counts on the workers but "
+                "estimates in the client's memory, which at 64M tokens needs more than this 24 GiB machine holds, so "
+                f"they are on the largest corpus whose in-memory estimate fits ({dk['corpus']}). On 2 shared cores the "
+                "workers compete with the client and each other: this shows exactness and overhead, not a cluster's "
+                "speed-up.", ""]
     b = data["binary"]
     a = min(b["arpa_load"], key=lambda x: x["load_s"])
     m = min(b["binary_load"], key=lambda x: x["load_s"])
@@ -510,7 +525,11 @@ def markdown(meta: dict, data: dict) -> str:
             "| from | load s | first query s | peak MB |", "|---|---|---|---|",
             f"| ARPA (parse) | {a['load_s']} | {a['first_query_s']} | {a['peak_mb']} |",
             f"| binary (memory-mapped) | {m['load_s']} | {m['first_query_s']} | {m['peak_mb']} |", "",
-            f"Binary loads **{b['speedup']}x** faster (target: at least 50x).", ""]
+            f"Binary loads **{b['speedup']}x** faster (target: at least 50x).", "",
+            "The issue asks for the 64M-token order-5 model. Its baseline, parsing the ARPA file into memory, takes "
+            f"about {a['peak_mb'] / 1024:.1f} GB here for this model, so for the 64M model's ~13x more n-grams it "
+            "would need more than this 24 GiB machine holds; the binary side's load does not grow with the model "
+            "(memory-mapped), so the comparison is made on the largest order-5 model of the first pass.", ""]
     p = data["pruning"]
     out += [f"## Pruning: {s['data']} KN{p['order']}", "",
             "| method | setting | kept (2-grams and up) | n-grams per order | ARPA MB | test ppl |",
