@@ -13,4 +13,4 @@ def test_ngram_scale_quick(tmp_path):
     assert all(r["identical"] for r in data["scaling"]), "bounded estimation writes the in-memory bytes"
     assert all(r["bounded"]["peak_mb"] > 0 for r in data["scaling"])
     assert data["binary"]["speedup"] > 1
-    assert {r["method"] for r in data["pruning"]["rows"]} == {"none", "count", "entropy"}
+    assert {r["method"] for r in data["pruning"]["rows"]} == {"none", "count", "entropy", "entropy, Katz P(h)"}

@@ -10,7 +10,8 @@ from sampledlm.data.vocab import Vocab
 from sampledlm.errors import UserError
 from sampledlm.ngram import train_ngram
 from sampledlm.ngram.counts import count_ngrams
-from sampledlm.ngram.prune import compact, entropy_prune, entropy_scores, recompute_backoffs, threshold_for_size
+from sampledlm.ngram.prune import (compact, context_logprob10, entropy_prune, entropy_scores, history_logprob10,
+                                   recompute_backoffs, threshold_for_size)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,24 @@ def test_entropy_pruned_models_sum_to_one(kn4, corpus, fraction):
     contexts_are_stored(pruned)
     s = sums_over_vocab(pruned, train, np.random.default_rng(1))
     assert np.abs(s - 1).max() < 1e-6
+
+
+def test_history_model_gives_the_contexts_probabilities(kn4, corpus):
+    """P(h) from a history model (SRILM -prune-history-lm): the model itself gives its own chain's P(h);
+    a Katz model gives other scores, and the pruned model still sums to one."""
+    vocab, train, _ = corpus
+    from sampledlm.ngram.prune import _words
+
+    words = _words(kn4)
+    for k in (1, 2, 3):
+        own = context_logprob10(kn4, k, words[k - 1])
+        assert np.allclose(history_logprob10(kn4, kn4, words[k - 1]), own, atol=1e-9)
+    katz = train_ngram(train, vocab, 4, "katz")
+    scores = entropy_scores(kn4, katz)
+    assert not np.allclose(scores[2], entropy_scores(kn4)[2])
+    pruned = entropy_prune(kn4, threshold_for_size(scores, 0.2), scores)
+    contexts_are_stored(pruned)
+    assert np.abs(sums_over_vocab(pruned, train, np.random.default_rng(2)) - 1).max() < 1e-6
 
 
 def test_recomputed_backoffs_of_an_unpruned_interpolated_model_are_its_own(kn4):
@@ -125,3 +144,13 @@ def test_prune_command(tmp_path, capsys):
     code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--prune", "0,x",
                             "-o", str(tmp_path / "c.arpa")], capsys)
     assert code == 1 and "--prune" in err
+    katz = str(tmp_path / "katz3.arpa")
+    assert run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--smoothing", "katz", "-o", katz],
+                   capsys)[0] == 0
+    code, _, err = run_cli(["ngram", "prune", arpa, "--keep", "0.2", "--history-lm", katz,
+                            "-o", str(tmp_path / "h.arpa")], capsys)
+    assert code == 0 and "threshold" in err
+    assert (tmp_path / "h.arpa").read_bytes() != (tmp_path / "p.arpa").read_bytes()
+    code, _, err = run_cli(["ngram", "prune", arpa, "--keep", "0.2", "--history-lm", str(tmp_path / "none.arpa"),
+                            "-o", str(tmp_path / "x.arpa")], capsys)
+    assert code == 1 and "none.arpa" in err and not (tmp_path / "x.arpa").exists()

@@ -269,9 +269,13 @@ def build_binary(model, output, verify, force):
                    "amount (SRILM's -prune; e.g. 1e-8 .. 1e-6).")
 @click.option("--keep", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Instead of --threshold: the threshold that keeps about this fraction of the 2-grams and above.")
+@click.option("--history-lm", "history_lm", default=None, metavar="MODEL2",
+              help="Take the contexts' probabilities P(h) from this model (ARPA or binary), as SRILM's "
+                   "-prune-history-lm: for a Kneser-Ney MODEL give a Katz or Witten-Bell model of the same text "
+                   "(Chelba et al. 2010); KN's own lower orders misjudge P(h).")
 @click.option("--binary", is_flag=True, help="Write a binary model directory instead of an ARPA file.")
 @force_option("the output")
-def prune(model, output, threshold, keep, binary, force):
+def prune(model, output, threshold, keep, history_lm, binary, force):
     """Relative-entropy pruning of a back-off model (Stolcke 1998), as SRILM's ngram -prune.
 
     \b
@@ -281,6 +285,8 @@ def prune(model, output, threshold, keep, binary, force):
     Example:
       sampledlm ngram prune kn5.arpa --threshold 1e-7 -o kn5-pruned.arpa
       sampledlm ngram prune kn5.bin --keep 0.1 -o kn5-10pct.bin --binary
+      sampledlm ngram train --train train.txt --order 5 --smoothing katz -o katz5.arpa
+      sampledlm ngram prune kn5.arpa --keep 0.1 --history-lm katz5.arpa -o kn5-10pct.arpa
     """
     from ..data.textio import check_writable
     from ..ngram.arpa import write_arpa
@@ -296,7 +302,8 @@ def prune(model, output, threshold, keep, binary, force):
         refuse_existing(output, force)
     t0 = time.perf_counter()
     lm = ArpaLM.open(model, warn=False).ngram
-    scores = entropy_scores(lm)
+    history = ArpaLM.open(history_lm, warn=False).ngram if history_lm else None
+    scores = entropy_scores(lm, history)
     if keep is not None:
         threshold = threshold_for_size(scores, keep)
     pruned = entropy_prune(lm, threshold, scores)

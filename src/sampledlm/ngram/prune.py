@@ -21,7 +21,13 @@ estimate b'(h) p(w|h') and changes the back-off weight of h to b'(h); in the not
     dH     = -P(h) [ p(w|h) (log b'(h) + log p(w|h') - log p(w|h)) + num (log b'(h) - log b(h)) ]   (log10)
 
 where P(h) is the probability of the context words under the model (a leading ``<s>`` counts as
-p(``</s>``), as SRILM does). The n-gram goes when the relative change of the training-set perplexity,
+p(``</s>``), as SRILM does) or, given a *history model* (SRILM's ``-prune-history-lm``), under that one.
+On a Kneser-Ney model the model's own P(h) is poor: its lower orders are continuation distributions
+(how many contexts a word follows, not how often it occurs), so the chain's first factors misjudge how
+often a context is seen and pruning removes n-grams whose loss it underestimates. Chelba et al. (2010)
+found KN models degrade badly under entropy pruning for this reason and computed P(h) with a Katz model
+instead; on PTB KN5 that turns entropy pruning from worse than count thresholds at every size into
+better at 10 % and 1 % of the n-grams (``docs/results/ngram-scale.md``). The n-gram goes when the relative change of the training-set perplexity,
 ``10^dH - 1``, is below the threshold -- unless it is the context of an n-gram that stays. Every n-gram
 is judged against the unpruned model (highest order first, so that a context's fate is known when it is
 judged), then all back-off weights are recomputed bottom-up so that every p(.|h) sums to one again.
@@ -137,8 +143,26 @@ def context_logprob10(lm: NgramLM, k: int, words: np.ndarray) -> np.ndarray:
     return out
 
 
-def entropy_scores(lm: NgramLM) -> list[np.ndarray]:
-    """Relative perplexity change 10^dH - 1 of removing each n-gram alone (order 1: zeros), per order."""
+def history_logprob10(history: NgramLM, lm: NgramLM, words: np.ndarray) -> np.ndarray:
+    """log10 P(h) under ``history`` of contexts given as ``lm``'s word ids ``words`` [M, k] (a leading
+    ``<s>`` counts as p(``</s>``)); words ``history`` lacks are its ``<unk>``."""
+    index = {w: i for i, w in enumerate(history.words)}
+    unk = index.get("<unk>", 1)
+    to_hist = np.array([index.get(w, unk) for w in lm.words], dtype=np.int64)
+    h = to_hist[words]
+    out = np.zeros(len(h))
+    for j in range(h.shape[1]):
+        lp = history.logprob10_ids(h[:, :j], h[:, j])
+        if j == 0:
+            eos = history.logprob10_ids(h[:, :0], np.full(len(h), history.eos))
+            lp = np.where(h[:, 0] == history.bos, eos, lp)
+        out += lp
+    return out
+
+
+def entropy_scores(lm: NgramLM, history: NgramLM | None = None) -> list[np.ndarray]:
+    """Relative perplexity change 10^dH - 1 of removing each n-gram alone (order 1: zeros), per order;
+    P(h) from ``history`` when given (module docstring), else from ``lm``."""
     words = _words(lm)
     scores = [np.zeros(len(lm.tables[0]))]
     for k in range(2, lm.order + 1):
@@ -146,7 +170,9 @@ def entropy_scores(lm: NgramLM) -> list[np.ndarray]:
         ctx = np.asarray(t.keys) // lm.width
         p, q, num, den = _bow_parts(lm, k, words[k - 1])
         bow = np.asarray(lm.tables[k - 2].bow)[ctx]
-        ph = 10.0 ** context_logprob10(lm, k - 1, words[k - 2])[ctx]
+        ctx_lp = (context_logprob10(lm, k - 1, words[k - 2]) if history is None else
+                  history_logprob10(history, lm, words[k - 2]))
+        ph = 10.0 ** ctx_lp[ctx]
         with np.errstate(divide="ignore", invalid="ignore"):
             new_bow = np.log10(num[ctx] + p) - np.log10(den[ctx] + q)
             delta_p = np.log10(np.maximum(q, 1e-300)) + new_bow - np.asarray(t.logp)
