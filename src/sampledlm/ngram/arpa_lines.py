@@ -22,10 +22,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 SCALE = 100_000_000  # 10^8: eight decimals
-NUMBER_MAX = 17  # bytes of the longest number written: sign, 7 integer digits, point, 8 decimals
 LIMIT = float(2**20)  # values at or above this magnitude go through Python's formatting
 
 
@@ -71,20 +70,32 @@ def _put_number(v, out, p):
     return p + 9
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _number_size(v):
+    neg = v < 0.0 or (v == 0.0 and math.copysign(1.0, v) < 0.0)
+    ip = np.int64(np.rint(abs(v) * 1e8)) // SCALE
+    digits = 1
+    while ip >= 10:
+        ip //= 10
+        digits += 1
+    return neg + digits + 9
+
+
+@njit(cache=True, parallel=True)
 def join_texts(pbuf, pstart, ctx, wbuf, wstart, last, has_prefix):
     """The texts of n n-grams: prefix line ``ctx[i]`` (of ``pbuf``/``pstart``), a space and word
-    ``last[i]``; or the word alone when ``has_prefix`` is false. Returns (buf, start)."""
+    ``last[i]``; or the word alone when ``has_prefix`` is false. Returns (buf, start). The lines are
+    sized, then written, in parallel (each to its own range of ``buf``)."""
     n = len(last)
-    start = np.empty(n + 1, np.int64)
-    start[0] = 0
-    for i in range(n):
-        size = wstart[last[i] + 1] - wstart[last[i]] + 1
+    size = np.empty(n, np.int64)
+    for i in prange(n):
+        size[i] = wstart[last[i] + 1] - wstart[last[i]] + 1
         if has_prefix:
-            size += pstart[ctx[i] + 1] - pstart[ctx[i]]  # the prefix's text and its '\n' (becomes ' ')
-        start[i + 1] = start[i] + size
+            size[i] += pstart[ctx[i] + 1] - pstart[ctx[i]]  # the prefix's text and its '\n' (becomes ' ')
+    start = np.zeros(n + 1, np.int64)
+    start[1:] = np.cumsum(size)
     buf = np.empty(start[n], np.uint8)
-    for i in range(n):
+    for i in prange(n):
         p = start[i]
         if has_prefix:
             a, b = pstart[ctx[i]], pstart[ctx[i] + 1] - 1
@@ -99,20 +110,24 @@ def join_texts(pbuf, pstart, ctx, wbuf, wstart, last, has_prefix):
     return buf, start
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def lines(logp, bow, has_bow, tbuf, tstart, keep, has_keep):
-    """ARPA lines ``logp \\t text [\\t bow] \\n`` for the n-grams with ``keep`` (all without ``has_keep``)."""
+    """ARPA lines ``logp \\t text [\\t bow] \\n`` for the n-grams with ``keep`` (all without ``has_keep``):
+    each line's exact size first, then every line written to its own range, in parallel."""
     n = len(logp)
-    total = 0
-    for i in range(n):
+    size = np.zeros(n, np.int64)
+    for i in prange(n):
         if not has_keep or keep[i]:
-            total += tstart[i + 1] - tstart[i] + 2 * NUMBER_MAX + 2
-    out = np.empty(total, np.uint8)
-    p = 0
-    for i in range(n):
+            size[i] = _number_size(logp[i]) + 1 + tstart[i + 1] - tstart[i]
+            if has_bow:
+                size[i] += 1 + _number_size(bow[i])
+    at = np.zeros(n + 1, np.int64)
+    at[1:] = np.cumsum(size)
+    out = np.empty(at[n], np.uint8)
+    for i in prange(n):
         if has_keep and not keep[i]:
             continue
-        p = _put_number(logp[i], out, p)
+        p = _put_number(logp[i], out, at[i])
         out[p] = 9
         p += 1
         a, b = tstart[i], tstart[i + 1] - 1
@@ -123,8 +138,7 @@ def lines(logp, bow, has_bow, tbuf, tstart, keep, has_keep):
             p += 1
             p = _put_number(bow[i], out, p)
         out[p] = 10
-        p += 1
-    return out[:p]
+    return out
 
 
 class ByteLines:
