@@ -114,9 +114,28 @@ def inference_cost(V: int, rounds: int) -> list[dict]:
 
 
 # --- (c) PTB ------------------------------------------------------------------------------------
+def gru_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
+    """(objective, run): the GRU of the ``neural`` page (its softmax run, shared: same name and options)
+    and the structured and self-normalised objectives with the same trunk and schedule. None with --quick."""
+    if quick:
+        return []
+    from .neural_lms import RUNS
+
+    opts = RUNS["gru"][1].split()
+    at = opts.index("--objective")
+    plan = [("softmax", lmruns.Run("gru", tuple(opts)))]
+    for o in STRUCTURED:
+        if o == "shortlist" and not arpa:
+            continue
+        extra = ["--shortlist", str(SHORTLIST), "--backoff", arpa] if o == "shortlist" else []
+        plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
+                                   tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
+    return plan
+
+
 def ptb_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
-    """(objective, run): the runs of ``objectives-ptb`` (same names and options, so shared), then the
-    structured and self-normalised objectives with the same trunk and schedule."""
+    """(objective, run) of the feed-forward trunk: the runs of ``objectives-ptb`` (same names and options,
+    so shared), then the structured and self-normalised objectives with the same trunk and schedule."""
     from . import objectives_ptb as op
     from .xu_nnlm import MODEL, QUICK_MODEL, QUICK_TRAIN, TRAIN
 
@@ -191,17 +210,24 @@ def ptb_part(quick: bool, data_dir: str | None, train: bool, only: set[str] | No
         st.arpa, st.kn3_ppl = lmruns.kn3(st.work, st.files)
     elif os.path.exists(arpa):
         st.arpa = arpa
-    plan = ptb_plan(quick, arpa)
+    plan = [("ffnn", o, r) for o, r in ptb_plan(quick, arpa)] + [("gru", o, r) for o, r in gru_plan(quick, arpa)]
+    unknown = sorted((only or set()) - {r.name for _, _, r in plan})
+    if unknown:
+        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan "
+                        f"({', '.join(r.name for _, _, r in plan)})")
     failures: dict = {}
     carried = carried_ptb_rows(out_dir) if only is not None and out_dir else None
-    rows = lmruns.run_all(st.work, st.files, [r for _, r in plan], st.arpa, failures=failures, train_new=train,
-                          only=only, carried=carried)
-    for o, r in plan:
+    rows = {}
+    for trunk in ("ffnn", "gru"):  # the feed-forward rows first: a page with them all comes sooner
+        runs = [r for t, _, r in plan if t == trunk]
+        rows.update(lmruns.run_all(st.work, st.files, runs, st.arpa, failures=failures, train_new=train,
+                                   only=None if only is None else only & {r.name for r in runs}, carried=carried))
+    for _, o, r in plan:
         if o == "selfnorm" and r.name in rows and not rows[r.name].get("carried"):
             rows[r.name]["self_normalisation"] = selfnorm_report(rows[r.name]["dir"], st.files)
     return {"data": st.label, "kn3_test_ppl": st.kn3_ppl, "failures": failures,
-            "plan": [{"objective": o, "name": r.name, "options": " ".join(r.options)} for o, r in plan],
-            "rows": [{**rows[r.name], "objective": o} for o, r in plan if r.name in rows]}
+            "plan": [{"trunk": t, "objective": o, "name": r.name, "options": " ".join(r.options)} for t, o, r in plan],
+            "rows": [{**rows[r.name], "trunk": t, "objective": o} for t, o, r in plan if r.name in rows]}
 
 
 # --- the page -----------------------------------------------------------------------------------
@@ -282,16 +308,45 @@ def training_table(data: dict) -> str:
                   + [f"{by[(n, sizes[-1])]['sec_per_step'] / by[(n, sizes[0])]['sec_per_step']:.2f}x"] for n in names])
 
 
+TRUNKS = {"ffnn": "Feed-forward trigram (the trunk and schedule of `objectives_ptb.md`)",
+          "gru": "GRU (the trunk and schedule of `neural.md`: hidden 256, projection 200, tied embeddings, 8 epochs)"}
+
+
 def ptb_text(data: dict, meta: dict) -> str:
     ptb = data["ptb"]
     quick = data["setup"]["quick"]
     cmd = "sampledlm bench outputs" + (" --quick" if quick else "")
     if ptb.get("skipped"):
         return f"Skipped: {ptb['skipped']}"
-    rows = {r["name"]: r for r in ptb["rows"]}
-    soft = next((r for r in ptb["rows"] if r["objective"] == "softmax"), None)
+    head = (f"Data: {ptb['data']}. Each trunk trained with each objective; exact test perplexity alone and linearly "
+            f"interpolated with KN3 (weight by EM on validation); `shortlist-{SHORTLIST}`: Schwenk's short-list of the "
+            f"{SHORTLIST:,} most frequent words with KN3 as its back-off (its own figure already contains the "
+            "n-gram, so its target compares the + KN3 column). Time to best: wall seconds from the start of training "
+            "to the end of the best validation epoch (validation included), with that epoch and the epochs run. "
+            "Last column: Chen et al. 2016's protocol, the lowest validation perplexity reached within "
+            f"{' and '.join(f'{b} s' for b in BUDGETS)} of training (- when no epoch had ended by then).")
+    if not ptb["rows"]:
+        head += (f"\n\n**Not run yet** on this page. `{cmd}` trains every run below and fills the table; "
+                 f"`{cmd} --no-train` rebuilds the page from the runs finished so far.")
+    parts = [head]
+    for trunk in dict.fromkeys(p.get("trunk", "ffnn") for p in ptb["plan"]):
+        parts.append(trunk_text(ptb, trunk, cmd))
+    note = lmruns.status_note([lmruns.Run(p["name"], ()) for p in ptb["plan"]], {r["name"]: r for r in ptb["rows"]},
+                              ptb["failures"])
+    if any(r.get("carried") for r in ptb["rows"]):
+        note += (" They were trained on another run of this machine kind with the same options and seed (the "
+                 "sampled objectives' rows of `objectives_ptb.md`); their times were taken at another load.")
+    return "\n\n".join(parts + ([note] if note else []))
+
+
+def trunk_text(ptb: dict, trunk: str, cmd: str) -> str:
+    """One trunk's table, its self-normalisation report and its equal-budget comparison."""
+    plan = [p for p in ptb["plan"] if p.get("trunk", "ffnn") == trunk]
+    mine = [r for r in ptb["rows"] if r.get("trunk", "ffnn") == trunk]
+    rows = {r["name"]: r for r in mine}
+    soft = next((r for r in mine if r["objective"] == "softmax"), None)
     out = []
-    for p in ptb["plan"]:
+    for p in plan:
         r = rows.get(p["name"])
         if r is None:
             why = ptb["failures"].get(p["name"], f"not run yet (`{cmd}` trains it)")
@@ -300,10 +355,10 @@ def ptb_text(data: dict, meta: dict) -> str:
         interp = r.get("test_ppl_interp")
         tgt, verdict = PTB_TARGET.get(p["objective"]), ""
         if soft and tgt is not None:
-            mine = interp if p["objective"] == "shortlist" else r["test_ppl"]
+            got = interp if p["objective"] == "shortlist" else r["test_ppl"]
             ref = soft.get("test_ppl_interp") if p["objective"] == "shortlist" else soft["test_ppl"]
-            if mine is not None and ref is not None:
-                ok = mine <= ref * (1 + tgt)
+            if got is not None and ref is not None:
+                ok = got <= ref * (1 + tgt)
                 verdict = f"within {100 * tgt:.0f} %"
                 sn = r.get("self_normalisation")
                 if p["objective"] == "selfnorm" and sn:
@@ -314,34 +369,20 @@ def ptb_text(data: dict, meta: dict) -> str:
                     f"{r['tokens_per_s']:,.0f}", f"{r['train_s_to_best']:.0f} s ({r['best_epoch']} of {r['epochs']})",
                     f"{100 * (r['test_ppl'] / soft['test_ppl'] - 1):+.1f} %" if soft else "", verdict,
                     " ".join(f"{within_budget(r, b):.1f}" if within_budget(r, b) else "-" for b in BUDGETS)])
-    done = len(ptb["rows"])
-    head = (f"Data: {ptb['data']}. Feed-forward trigram (the trunk and schedule of `objectives_ptb.md`) trained with "
-            f"each objective; exact test perplexity alone and linearly interpolated with KN3 (weight by EM on "
-            f"validation); `shortlist-{SHORTLIST}`: Schwenk's short-list of the {SHORTLIST:,} most frequent words with "
-            "KN3 as its back-off (its own figure already contains the n-gram). Time to best: wall seconds from the "
-            "start of training to the end of the best validation epoch (validation included), with that epoch and "
-            "the epochs run. Last column: Chen et al. 2016's protocol, the lowest validation perplexity reached "
-            f"within {' and '.join(f'{b} s' for b in BUDGETS)} of training (- when no epoch had ended by then).\n\n")
-    if done == 0:
-        head += (f"**Not run yet** on this page: this 2-core shared machine was kept for (a) and (b). `{cmd}` trains "
-                 "every run below (about 12 epochs each; they are reused by `objectives-ptb`) and fills the table; "
-                 f"`{cmd} --no-train` rebuilds the page from the runs finished so far.\n\n")
-    body = head + table(["run", "test ppl", "test ppl + KN3", "tokens/s", "time to best", "vs softmax", "target",
-                         f"valid ppl within {' / '.join(f'{b} s' for b in BUDGETS)}"], out)
-    sn = next((r.get("self_normalisation") for r in ptb["rows"] if r["objective"] == "selfnorm"), None)
-    if sn:
-        body += (f"\n\nSelf-normalisation on the test file (`sampledlm eval` of the `selfnorm` run): log Z mean "
+    body = f"### {TRUNKS.get(trunk, trunk)}\n\n" + table(
+        ["run", "test ppl", "test ppl + KN3", "tokens/s", "time to best", "vs softmax", "target",
+         f"valid ppl within {' / '.join(f'{b} s' for b in BUDGETS)}"], out)
+    sn_row = next((r for r in mine if r["objective"] == "selfnorm" and r.get("self_normalisation")), None)
+    if sn_row:
+        sn = sn_row["self_normalisation"]
+        body += (f"\n\nSelf-normalisation on the test file (`sampledlm eval` of `{sn_row['name']}`): log Z mean "
                  f"{sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| {sn['log_z_abs_mean']:.3f}; the raw "
                  f"scores taken as log P (the unnormalised mode a decoder uses) give perplexity "
-                 f"{sn['unnormalised_ppl']:.1f}, against the exact {rows[next(p['name'] for p in ptb['plan'] if p['objective'] == 'selfnorm')]['test_ppl']:.1f}.")
-    budget = budget_text(ptb)
+                 f"{sn['unnormalised_ppl']:.1f}, against the exact {sn_row['test_ppl']:.1f}.")
+    budget = budget_text({"rows": mine})
     if budget:
         body += "\n\n" + budget
-    note = lmruns.status_note([lmruns.Run(p["name"], ()) for p in ptb["plan"]], rows, ptb["failures"])
-    if any(r.get("carried") for r in ptb["rows"]):
-        note += (" They were trained on another run of this machine kind with the same options and seed (the "
-                 "sampled objectives' rows of `objectives_ptb.md`); their times were taken at another load.")
-    return body + ("\n\n" + note if note else "")
+    return body
 
 
 def budget_text(ptb: dict) -> str:
@@ -352,8 +393,8 @@ def budget_text(ptb: dict) -> str:
         got = sorted(((v, r) for v, r in got if v is not None), key=lambda t: t[0])
         if got:
             v, r = got[0]
-            lines.append(f"- within {b} s: **{lmruns.label(r)}** ({v:.1f}), then "
-                         + ", ".join(f"{lmruns.label(x)} ({y:.1f})" for y, x in got[1:4]))
+            rest = ", ".join(f"{lmruns.label(x)} ({y:.1f})" for y, x in got[1:4])
+            lines.append(f"- within {b} s: **{lmruns.label(r)}** ({v:.1f})" + (f", then {rest}" if rest else ""))
     if not lines:
         return ""
     return ("Equal wall-clock budgets (Chen et al. 2016 compare output layers this way), best validation perplexity "
