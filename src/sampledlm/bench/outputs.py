@@ -151,6 +151,9 @@ def ptb_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
             continue
         new.append((o, lmruns.Run(o if o != "shortlist" else f"shortlist-{SHORTLIST}",
                                   (*model, "--objective", o, *extra, *train))))
+    if not quick:  # the class layer as Mikolov et al. 2011 set it: C = sqrt(V) classes of equal unigram mass
+        new.append(("class", lmruns.Run("class-c100-mass", (*model, "--objective", "class", "--classes", "100",
+                                                             "--binning", "mass", *train))))
     return old + new
 
 
