@@ -65,16 +65,22 @@ def build_vocab(path: str, opts: TextOptions = TextOptions(), min_count: int = 1
     return Vocab.from_counts(wc.counts, wc.sentences, min_count=min_count, max_size=max_size)
 
 
+def with_ends(sents: list[list[str]]) -> list[str]:
+    """The tokens of ``sents`` in order, ``</s>`` after each sentence: what the id stream holds."""
+    flat: list[str] = []
+    for s in sents:
+        flat += s
+        flat.append(EOS)
+    return flat
+
+
 def encode_file(path: str, vocab: Vocab, opts: TextOptions = TextOptions()) -> np.ndarray:
     """Encode a text file into its id stream (see module docstring); shape ``[tokens + sentences]``."""
     get = vocab.index.get
     parts: list[np.ndarray] = []
     with progress.bar(total=file_size(path), desc=f"encoding {os.path.basename(path)}", unit="B") as pb:
         for sents, nbytes in iter_sentence_chunks(path, opts):
-            flat: list[str] = []
-            for s in sents:
-                flat += s
-                flat.append(EOS)
+            flat = with_ends(sents)
             parts.append(np.fromiter(map(get, flat, repeat(UNK_ID)), dtype=np.int32, count=len(flat)))
             pb.update(nbytes)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)

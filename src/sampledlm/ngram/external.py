@@ -133,15 +133,13 @@ def text_chunks(path: str, vocab: Vocab, opts):
     """Windows of the id stream of a text file, encoded as :func:`sampledlm.data.corpus.encode_file` does."""
     from itertools import repeat
 
+    from ..data.corpus import with_ends
     from ..data.tokenizer import iter_sentence_chunks
-    from ..data.vocab import EOS, UNK_ID
+    from ..data.vocab import UNK_ID
 
     get = vocab.index.get
     for sents, _ in iter_sentence_chunks(path, opts):
-        flat: list[str] = []
-        for s in sents:
-            flat += s
-            flat.append(EOS)
+        flat = with_ends(sents)
         if flat:
             yield np.fromiter(map(get, flat, repeat(UNK_ID)), dtype=np.int32, count=len(flat))
 
@@ -158,9 +156,10 @@ def read_text(sp: Spill, path: str, opts) -> tuple[Vocab, object]:
     from collections import Counter
     from itertools import repeat
 
+    from ..data.corpus import with_ends
     from ..data.textio import file_size
     from ..data.tokenizer import iter_sentence_chunks
-    from ..data.vocab import EOS, UNK_ID
+    from ..data.vocab import UNK_ID
 
     seen: dict[str, int] = {}
     get = seen.get
@@ -169,10 +168,7 @@ def read_text(sp: Spill, path: str, opts) -> tuple[Vocab, object]:
     sp.create("raw", np.int32)
     with progress.bar(total=file_size(path), desc=f"reading {os.path.basename(path)}", unit="B") as pb:
         for sents, nbytes in iter_sentence_chunks(path, opts):
-            flat: list[str] = []
-            for sent in sents:
-                flat += sent
-                flat.append(EOS)
+            flat = with_ends(sents)
             if flat:
                 ids = np.fromiter(map(get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
                 for i in np.flatnonzero(ids < 0).tolist():
