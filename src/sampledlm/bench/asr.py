@@ -125,16 +125,88 @@ def ngram_speed(arpa: str, test: str) -> dict:
     return res
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+def other_domain(path: str, vocab_words, count: int, skip: int = 0) -> list[list[str]]:
+    """Sentences of a raw Gutenberg text made PTB-like: lowercased, punctuation dropped, tokens with a digit
+    as ``N``, words outside the PTB vocabulary as ``<unk>`` (as Mikolov's PTB preprocessing); sentences of
+    3 to 40 words, ``count`` of them after the first ``skip``."""
+    from ..data.tokenizer import TextOptions, iter_sentences
+
+    known = set(vocab_words)
+    out: list[list[str]] = []
+    seen = 0
+    for sent in iter_sentences(path, TextOptions(tokenizer="raw", lowercase=True, gutenberg=True)):
+        words = ["N" if any(c.isdigit() for c in w) else w for w in sent if any(c.isalnum() for c in w)]
+        if not 3 <= len(words) <= 40:
+            continue
+        seen += 1
+        if seen <= skip:
+            continue
+        out.append([w if w in known else "<unk>" for w in words])
+        if len(out) == count:
+            break
+    return out
+
+
+def task(name: str, dev_refs: list, test_refs: list, models: dict, kn3, n_best: int) -> dict:
+    """One simulated recogniser's test set: lattices and n-best lists from the channel and KN3, then every
+    model's n-best and lattice rescoring (module docstring)."""
+    from ..use.channel import Channel
+    from ..use.lattice import expand, rescore_all, rescore_nbest
+    from ..use.nbest import add_lm_scores, evaluate, tune
+    from ..use.wer import Errors, align
+
     import numpy as np
 
+    channel = Channel(kn3.vocab.words, seed=SEED)
+    t0 = time.perf_counter()
+    acoustic = {"dev": [channel.lattice(f"dev{i}", r) for i, r in enumerate(dev_refs)],
+                "test": [channel.lattice(f"test{i}", r) for i, r in enumerate(test_refs)]}
+    first = {k: [expand(lat, kn3) for lat in lats] for k, lats in acoustic.items()}
+    for k in first:
+        for lat, a in zip(first[k], acoustic[k]):
+            lat.ref = a.ref
+    click.echo(f"  {name}: lattices built and expanded with KN3 ({time.perf_counter() - t0:.0f} s)", err=True)
+    w_first = tune([rescore_nbest(lat, n_best) for lat in first["dev"]])
+    lists = {k: [rescore_nbest(lat, n_best, w_first) for lat in lats] for k, lats in first.items()}
+    fp = evaluate(lists["test"], w_first)
+    build_s = time.perf_counter() - t0
+    click.echo(f"  {name}: first pass, {n_best}-best lists ({build_s:.0f} s)", err=True)
+    rows = [{"model": "KN3 (first pass)", "nbest_wer": fp.first_pass.wer, "lattice_wer": fp.first_pass.wer,
+             "weights": w_first.__dict__}]
+    for label, lm in models.items():
+        t = time.perf_counter()
+        add_lm_scores(lm, lists["dev"])
+        w = tune(lists["dev"])
+        add_lm_scores(lm, lists["test"])
+        nb = evaluate(lists["test"], w).rescored
+        t_nbest = time.perf_counter() - t
+        recurrent = "GRU" in label
+        row = {"model": label, "nbest_wer": nb.wer, "weights": w.__dict__, "nbest_s": round(t_nbest, 1),
+               "k": 2 if recurrent else None}
+        t = time.perf_counter()
+        lat_err = Errors()  # searched: the first pass's lattices without their KN3 split (same paths, fewer nodes)
+        for lat, hyp in zip(acoustic["test"], rescore_all(acoustic["test"], lm, w, k=2 if recurrent else None)):
+            lat_err = lat_err + align(lat.ref, hyp.words)
+        row.update({"lattice_wer": lat_err.wer, "lattice_s": round(time.perf_counter() - t, 1)})
+        rows.append(row)
+        click.echo(f"  {name} {label}: n-best {t_nbest:.0f} s, lattices {row['lattice_s']:.0f} s", err=True)
+    links = [len(lat.links) for lat in first["test"]]
+    return {"name": name, "test_sentences": len(test_refs), "dev_sentences": len(dev_refs),
+            "oov_rate": sum(w == "<unk>" for r in test_refs for w in r) / max(1, sum(len(r) for r in test_refs)),
+            "first_pass_lattice_links_mean": float(np.mean(links)), "build_s": round(build_s, 1),
+            "channel": {"sub_competitors": 3, "dele": channel.dele, "ins": channel.ins, "gap": channel.gap},
+            "oracle_wer_100best": fp.oracle.wer, "first_pass_wer": fp.first_pass.wer,
+            "reference_words": fp.first_pass.ref_words, "rows": rows}
+
+
+WAR_AND_PEACE = ("gutenberg", "war-and-peace.txt")
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
     from ..data.corpus import load_ids
     from ..lm import Mixture
     from ..load import load_model
-    from ..use.channel import Channel
-    from ..use.lattice import expand, rescore_all, rescore_nbest
-    from ..use.nbest import Weights, add_lm_scores, evaluate, tune
-    from ..use.wer import Errors, align
+    from .report import shared_data
 
     s = lmruns.setting(quick, data_dir, with_kn3=True)
     n_test, n_dev, n_best = (12, 12, 20) if quick else (300, 200, 100)
@@ -149,49 +221,23 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         mix = Mixture([base[c] for c in combo])
         mix.fit_weights(valid)
         models[" + ".join(combo)] = mix
-    channel = Channel(kn3.vocab.words, seed=SEED)
-    t0 = time.perf_counter()
-    acoustic = {"dev": [channel.lattice(f"dev{i}", r) for i, r in enumerate(sentences(s.files["valid"], n_dev))],
-                "test": [channel.lattice(f"test{i}", r) for i, r in enumerate(sentences(s.files["test"], n_test))]}
-    first = {k: [expand(lat, kn3) for lat in lats] for k, lats in acoustic.items()}
-    for k in first:
-        for lat, a in zip(first[k], acoustic[k]):
-            lat.ref = a.ref
-    click.echo(f"  lattices built and expanded with KN3 ({time.perf_counter() - t0:.0f} s)", err=True)
-    w_first = tune([rescore_nbest(lat, n_best) for lat in first["dev"]])
-    lists = {k: [rescore_nbest(lat, n_best, w_first) for lat in lats] for k, lats in first.items()}
-    fp = evaluate(lists["test"], w_first)
-    build_s = time.perf_counter() - t0
-    click.echo(f"  first pass: {n_best}-best lists ({build_s:.0f} s)", err=True)
-    rows = [{"model": "KN3 (first pass)", "nbest_wer": fp.first_pass.wer, "lattice_wer": fp.first_pass.wer,
-             "weights": w_first.__dict__}]
-    for name, lm in models.items():
-        t = time.perf_counter()
-        add_lm_scores(lm, lists["dev"])
-        w = tune(lists["dev"])
-        add_lm_scores(lm, lists["test"])
-        nb = evaluate(lists["test"], w).rescored
-        t_nbest = time.perf_counter() - t
-        recurrent = "GRU" in name
-        row = {"model": name, "nbest_wer": nb.wer, "weights": w.__dict__, "nbest_s": round(t_nbest, 1),
-               "k": 2 if recurrent else None}
-        t = time.perf_counter()
-        lat_err = Errors()  # searched: the first pass's lattices without their KN3 split (same paths, fewer nodes)
-        for lat, hyp in zip(acoustic["test"], rescore_all(acoustic["test"], lm, w, k=2 if recurrent else None)):
-            lat_err = lat_err + align(lat.ref, hyp.words)
-        row.update({"lattice_wer": lat_err.wer, "lattice_s": round(time.perf_counter() - t, 1)})
-        rows.append(row)
-        click.echo(f"  {name}: n-best {t_nbest:.0f} s, lattices {row['lattice_s']:.0f} s", err=True)
-    links = [len(lat.links) for lat in first["test"]]
+    tasks = [task(s.label.split(" ")[0], sentences(s.files["valid"], n_dev), sentences(s.files["test"], n_test),
+                  models, kn3, n_best)]
+    wp = os.path.join(shared_data(), *WAR_AND_PEACE) if data_dir is None and not quick else None
+    if wp and os.path.exists(wp):  # another domain: the PTB models (and mixture weights) on Tolstoy's text
+        words = kn3.vocab.words
+        tasks.append(task("War and Peace", other_domain(wp, words, n_dev), other_domain(wp, words, n_test, n_dev),
+                          models, kn3, n_best))
+    main = tasks[0]
     data = {"setup": {**s.describe([]), "test_sentences": n_test, "dev_sentences": n_dev, "n_best": n_best,
-                      "seed": SEED, "channel": {"sub_competitors": 3, "dele": channel.dele, "ins": channel.ins,
-                                                "gap": channel.gap},
-                      "first_pass_lattice_links_mean": float(np.mean(links)), "build_s": round(build_s, 1)},
-            "oracle_wer_100best": fp.oracle.wer, "first_pass_wer": fp.first_pass.wer,
-            "reference_words": fp.first_pass.ref_words, "rows": rows,
+                      "seed": SEED, "channel": main["channel"],
+                      "first_pass_lattice_links_mean": main["first_pass_lattice_links_mean"],
+                      "build_s": main["build_s"]},
+            "oracle_wer_100best": main["oracle_wer_100best"], "first_pass_wer": main["first_pass_wer"],
+            "reference_words": main["reference_words"], "rows": main["rows"], "tasks": tasks,
             "speed": speed(s.files, dirs["gru"], kn5_path)}
     write_page(out_dir, NAME, "Rescoring a simulated recogniser's lattices and n-best lists", s.meta, data,
-               markdown(data), figure=plot(rows))
+               markdown(data), figure=plot(main["rows"]))
     return data
 
 
@@ -210,6 +256,23 @@ def markdown(d: dict) -> str:
                      "exact" if r.get("k") is None else f"k = {r['k']}", f"{w['lm_weight']:.2f}",
                      f"{w['word_penalty']:.2f}"])
     out.append(table(["model", f"{su['n_best']}-best WER %", "lattice WER %", "lattice search", "LM weight", "word penalty"], body))
+    for t in d.get("tasks", [])[1:]:
+        out += ["", f"## Another domain: {t['name']}", "",
+                f"The same models, trained on {su['data']} (mixture weights from its validation text), on "
+                f"{t['test_sentences']} sentences of {t['name']} ({t['reference_words']:,} reference words; weights "
+                f"tuned on the {t['dev_sentences']} sentences before them), made PTB-like: lowercased, punctuation "
+                "dropped, numbers as N, words outside the PTB vocabulary as <unk> "
+                f"({100 * t['oov_rate']:.1f} % of the words). Same channel; oracle WER of the {su['n_best']}-best "
+                f"lists {100 * t['oracle_wer_100best']:.2f} %, first pass (KN3) {100 * t['first_pass_wer']:.2f} %.", "",
+                table(["model", f"{su['n_best']}-best WER %", "lattice WER %", "vs first pass (n-best)"],
+                      [[r["model"], f"{100 * r['nbest_wer']:.2f}", f"{100 * r['lattice_wer']:.2f}",
+                        f"{100 * (r['nbest_wer'] / t['first_pass_wer'] - 1):+.1f} %"] for r in t["rows"]])]
+        alone = {r["model"]: r["nbest_wer"] for r in t["rows"]}
+        mixes = [r for r in t["rows"] if "+" in r["model"]]
+        if mixes and "GRU" in alone:
+            m = min(mixes, key=lambda r: r["nbest_wer"])
+            out += ["", f"What interpolation buys here: the GRU alone {100 * alone['GRU']:.2f} %, the best mixture "
+                    f"({m['model']}) {100 * m['nbest_wer']:.2f} %, KN5 alone {100 * alone.get('KN5', float('nan')):.2f} %."]
     out += ["", "## Scoring speed and agreement", "",
             f"- `sampledlm score` of the test file with the GRU: {sp['gru_bunch64_s']} s with bunches of 64 "
             f"sentences, {sp['gru_bunch1_s']} s one sentence at a time: **{sp['gru_bunching_speedup']:.1f}x** "

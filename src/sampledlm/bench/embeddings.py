@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from ..errors import UserError
-from .report import new_figure, stamp, table, work_dir, write_page
+from .report import new_figure, shared_data, stamp, table, work_dir, write_page
 
 NAME = "embeddings"
 CONFIGS = [("skipgram", "neg"), ("cbow", "neg"), ("skipgram", "hs")]
@@ -43,12 +43,6 @@ PLOT_WORDS = ("king queen prince princess man woman father mother son daughter f
               "buy sell bought sold").split()
 #: short NNLM runs when the `neural` page's runs are not in the cache: epochs per run
 SHORT_EPOCHS = {"ffnn3": 1, "gru": 1}
-
-
-def shared_data() -> str:
-    from .report import default_ptb
-
-    return os.path.dirname(default_ptb())
 
 
 def corpus_sources(quick: bool, scratch: str):

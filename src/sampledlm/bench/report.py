@@ -161,6 +161,12 @@ def default_ptb() -> str:
     return os.environ.get("SAMPLEDLM_PTB") or os.path.join(os.path.dirname(repo), "shared", "data", "ptb")
 
 
+def shared_data() -> str:
+    """The folder holding the PTB folder (:func:`default_ptb`): ``../shared/data`` in a development checkout,
+    where the other corpora (War and Peace, the embedding test sets) live too."""
+    return os.path.dirname(default_ptb())
+
+
 def lm_data(data_dir: str | None, quick: bool, scratch: str) -> tuple[dict[str, str], str]:
     """The train/valid/test files of an experiment that trains a language model, and a label.
 
