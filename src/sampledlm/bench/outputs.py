@@ -180,18 +180,32 @@ def carried_ptb_rows(out_dir: str) -> dict[str, dict]:
     return rows
 
 
+TRAIN_SAMPLE = 4000  # training sentences scored for the self-normalisation report
+
+
 def selfnorm_report(rd: str, files: dict) -> dict | None:
     """``sampledlm eval``'s self-normalisation report (log Z mean, sd, mean |log Z|, the raw scores'
-    perplexity) of a self-normalised run on the test file; cached in ``rd``."""
-    cache = os.path.join(rd, "bench_selfnorm.json")
-    if not os.path.exists(cache):
-        out = lmruns.cli("eval", rd, "--test", files["test"], "--json", "--threads", "1")
-        from ..data.textio import atomic_write
+    perplexity) of a self-normalised run on the test file, and (``train_sample``) on the first
+    :data:`TRAIN_SAMPLE` training sentences, both scored in evaluation mode; cached in ``rd``."""
+    from ..data.textio import atomic_write
 
+    cache = os.path.join(rd, "bench_selfnorm.json")
+    got = None
+    if os.path.exists(cache):
+        with open(cache) as f:
+            got = json.load(f)
+    if not got or "train_sample" not in got:
+        sample = os.path.join(rd, "bench_train_sample.txt")
+        with open(files["train"], encoding="utf-8") as f, atomic_write(sample) as g:
+            g.write("".join(line for _, line in zip(range(TRAIN_SAMPLE), f)))
+        report = {}
+        for key, path in (("test", files["test"]), ("train_sample", sample)):
+            out = lmruns.cli("eval", rd, "--test", path, "--json", "--threads", "1")
+            report[key] = json.loads(out.strip().splitlines()[-1]).get("self_normalisation")
+        got = {**report["test"], "train_sample": report["train_sample"]}
         with atomic_write(cache) as f:
-            json.dump(json.loads(out.strip().splitlines()[-1]).get("self_normalisation"), f)
-    with open(cache) as f:
-        return json.load(f)
+            json.dump(got, f)
+    return got
 
 
 #: Chen et al. 2016's protocol on the PTB runs: the best validation perplexity each reached within these
@@ -337,12 +351,51 @@ def ptb_text(data: dict, meta: dict) -> str:
     parts = [head]
     for trunk in dict.fromkeys(p.get("trunk", "ffnn") for p in ptb["plan"]):
         parts.append(trunk_text(ptb, trunk, cmd))
+    misses = misses_text(ptb)
+    if misses:
+        parts.append(misses)
     note = lmruns.status_note([lmruns.Run(p["name"], ()) for p in ptb["plan"]], {r["name"]: r for r in ptb["rows"]},
                               ptb["failures"])
     if any(r.get("carried") for r in ptb["rows"]):
         note += (" They were trained on another run of this machine kind with the same options and seed (the "
                  "sampled objectives' rows of `objectives_ptb.md`); their times were taken at another load.")
     return "\n\n".join(parts + ([note] if note else []))
+
+
+def misses_text(ptb: dict) -> str:
+    """The feed-forward rows that miss their targets, and the reading of why (figures from the rows)."""
+    rows = {r["name"]: r for r in ptb["rows"] if r.get("trunk", "ffnn") == "ffnn"}
+    soft = rows.get("softmax")
+    if not soft:
+        return ""
+
+    def gap(name):
+        return f"{100 * (rows[name]['test_ppl'] / soft['test_ppl'] - 1):+.1f} %" if name in rows else "not run"
+
+    out = []
+    if "class" in rows or "hsm" in rows:
+        out.append(
+            f"Reading the misses. `class` ({gap('class')}) and `hsm` ({gap('hsm')}) factor p(w|h) through groupings "
+            "chosen by frequency alone: a class, or a node of the Huffman tree, holds words that share nothing but "
+            "their counts, so the first decisions (which class; each left or right turn) are ones no context "
+            "predicts well, and every word's probability pays for them. Mnih & Hinton (2009) found trees built "
+            "from word usage far better than frequency-based ones, and Goodman (2001) and Mikolov et al. (2011) "
+            "report class-based outputs giving up some perplexity for their speed. Mikolov et al.'s own setting "
+            f"(`class-c100-mass`: 100 classes of equal unigram mass) gives {gap('class-c100-mass')}: fewer, larger "
+            "classes leave more of the choice to the exact within-class softmax. Classes and trees from word "
+            "usage (Brown clustering), the issue's other way to build them, are not implemented yet.")
+    for name in ("selfnorm", "selfnorm-a1"):
+        sn = rows.get(name, {}).get("self_normalisation")
+        if sn and abs(sn["log_z_mean"]) > 0.1:
+            out.append(
+                f"`{name}` keeps the softmax's perplexity ({gap(name)}) but its log Z on test text averages "
+                f"{sn['log_z_mean']:+.3f} (target |mean| <= 0.1, sd {sn['log_z_sd']:.3f})"
+                + (f"; on the first {TRAIN_SAMPLE:,} training sentences, scored the same way, it averages "
+                   f"{sn['train_sample']['log_z_mean']:+.3f}, so the offset is not the test text's: the penalty acts on "
+                   "the log Z of training batches, which pass through dropout, while evaluation runs without "
+                   "dropout, which changes every hidden activation and so the log-sum-exp of the scores (a larger "
+                   "alpha trades a little perplexity for a tighter log Z)." if sn.get("train_sample") else "."))
+    return "\n\n".join(out)
 
 
 def trunk_text(ptb: dict, trunk: str, cmd: str) -> str:
