@@ -191,7 +191,8 @@ def selfnorm_report(rd: str, files: dict) -> dict | None:
 
     cache = os.path.join(rd, "bench_selfnorm.json")
     got = None
-    if os.path.exists(cache):
+    model = os.path.join(rd, "model.safetensors")
+    if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(model):  # else: a newer model
         with open(cache) as f:
             got = json.load(f)
     if not got or "train_sample" not in got:
