@@ -38,12 +38,24 @@ class WordBytes:
         np.cumsum([len(e) for e in enc], out=self.start[1:])
 
 
+def in_range(values: np.ndarray) -> bool:
+    """True when ``values`` are finite and below 2^20 in magnitude (module docstring)."""
+    return not len(values) or bool(np.isfinite(values).all() and np.abs(values).max() < LIMIT)
+
+
 def formattable(values: np.ndarray) -> bool:
     """True when :func:`lines` writes ``values`` exactly as ``%.8f`` would (finite, 8 decimals, < 2^20)."""
-    if not len(values):
-        return True
-    return bool(np.isfinite(values).all() and np.abs(values).max() < LIMIT
-                and np.array_equal(np.round(values, 8), values))
+    return in_range(values) and bool(np.array_equal(np.round(values, 8), values))
+
+
+@njit(cache=True, inline="always")
+def _digits(ip):
+    """Decimal digits of the integer ``ip`` >= 0."""
+    digits = 1
+    while ip >= 10:
+        ip //= 10
+        digits += 1
+    return digits
 
 
 @njit(cache=True, inline="always")
@@ -54,11 +66,7 @@ def _put_number(v, out, p):
         v = -v
     m = np.int64(np.rint(v * 1e8))
     ip, fp = m // SCALE, m % SCALE
-    digits = 1
-    t = ip
-    while t >= 10:
-        t //= 10
-        digits += 1
+    digits = _digits(ip)
     for d in range(digits - 1, -1, -1):
         out[p + d] = 48 + ip % 10
         ip //= 10
@@ -73,12 +81,7 @@ def _put_number(v, out, p):
 @njit(cache=True, inline="always")
 def _number_size(v):
     neg = v < 0.0 or (v == 0.0 and math.copysign(1.0, v) < 0.0)
-    ip = np.int64(np.rint(abs(v) * 1e8)) // SCALE
-    digits = 1
-    while ip >= 10:
-        ip //= 10
-        digits += 1
-    return neg + digits + 9
+    return neg + _digits(np.int64(np.rint(abs(v) * 1e8)) // SCALE) + 9
 
 
 @njit(cache=True, parallel=True)
