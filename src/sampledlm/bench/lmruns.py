@@ -194,6 +194,13 @@ def carried_rows(out_dir: str, page: str) -> tuple[dict[str, dict], str]:
     return rows, commit
 
 
+def check_only(only: set[str] | None, names: list[str]) -> None:
+    """UserError when ``--only`` names a run the experiment's plan (``names``) does not have."""
+    unknown = sorted(set(only or ()) - set(names))
+    if unknown:
+        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan ({', '.join(names)})")
+
+
 def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_each=None,
             failures: dict | None = None, train_new: bool = True, only: set[str] | None = None,
             carried: dict[str, dict] | None = None) -> dict[str, dict]:
@@ -208,10 +215,7 @@ def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_eac
     their commit), and left out when neither has it. With ``train_new=False`` a run of ``only`` that
     has saved no model here keeps its ``carried`` row too."""
     rows: dict[str, dict] = {}
-    unknown = sorted(set(only or ()) - {r.name for r in plan})
-    if unknown:
-        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan "
-                        f"({', '.join(r.name for r in plan)})")
+    check_only(only, [r.name for r in plan])
     for i, run in enumerate(plan, 1):
         rd = run_dir(work, files, run)
         if only is not None and run.name not in only and not finished(rd):

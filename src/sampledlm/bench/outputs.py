@@ -232,10 +232,7 @@ def ptb_part(quick: bool, data_dir: str | None, train: bool, only: set[str] | No
     elif os.path.exists(arpa):
         st.arpa = arpa
     plan = [("ffnn", o, r) for o, r in ptb_plan(quick, arpa)] + [("gru", o, r) for o, r in gru_plan(quick, arpa)]
-    unknown = sorted((only or set()) - {r.name for _, _, r in plan})
-    if unknown:
-        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan "
-                        f"({', '.join(r.name for _, _, r in plan)})")
+    lmruns.check_only(only, [r.name for _, _, r in plan])
     failures: dict = {}
     carried = carried_ptb_rows(out_dir) if only is not None and out_dir else None
     rows = {}

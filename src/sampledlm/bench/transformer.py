@@ -209,12 +209,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
     """``only``: train just these runs of :func:`plan`; the other rows, the reference run and the speed
     section come from this machine's cache when there, else from the page in ``out_dir`` (marked †)."""
     runs = plan(quick)
-    unknown = sorted((only or set()) - {r.name for r in runs})
-    if unknown:
-        from ..errors import UserError
-
-        raise UserError(f"--only: no run named {', '.join(unknown)} in this experiment's plan "
-                        f"({', '.join(r.name for r in runs)})")
+    lmruns.check_only(only, [r.name for r in runs])
     carried = lmruns.carried_rows(out_dir, NAME)[0] if only is not None else None
     old = committed(out_dir) if only is not None else {}
     st = lmruns.setting(quick, data_dir, with_kn3=False)
