@@ -347,3 +347,73 @@ def test_optimizer_pair_updates_sparse_input_embeddings_row_wise():
         o.step()
     moved = set(torch.nonzero((emb.weight.detach() != before).any(1)).flatten().tolist())
     assert moved == {1, 2, 7}
+
+
+@pytest.mark.parametrize("kind", ["ffnn", "gru"])
+@pytest.mark.parametrize("name", ["class", "hsm"])
+def test_word_classes_from_a_clustering_stay_exact(name, kind):
+    """With classes given (as ``sampledlm classes`` makes them), P still sums to one over V and the
+    training loss is still -log P."""
+    model = model_of(kind)
+    obj = make_objective(name, COUNTS)
+    obj.bind(model)
+    cls = np.random.default_rng(4).integers(0, 7, size=V)
+    obj.set_word_classes(cls)
+    scaled(model, obj)
+    model.eval()
+    ids = zipf_stream(200)
+    with torch.no_grad():
+        for ctx, targets, _, *rows in model.eval_contexts(ids, batch_size=64 if kind == "ffnn" else 1):
+            lp = obj.log_prob(model, ctx).double()
+            if rows:
+                ctx, lp = ctx[rows[0]], lp[rows[0]]
+            assert torch.allclose(lp.exp().sum(1), torch.ones(len(targets), dtype=torch.float64), atol=1e-5)
+            assert obj(model, ctx, targets).item() == pytest.approx(-lp.gather(1, targets.unsqueeze(1)).mean().item(),
+                                                                    rel=1e-5)
+    if name == "class":
+        assert torch.equal(obj.word_class, torch.from_numpy(np.unique(cls, return_inverse=True)[1]))
+
+
+def test_class_huffman_tree_keeps_each_class_a_subtree():
+    from sampledlm.objectives.structure import class_huffman_tree
+
+    rng = np.random.default_rng(0)
+    cls = rng.integers(0, 6, size=40)
+    parent, side = class_huffman_tree(COUNTS[:40], cls)
+    assert (parent == -1).sum() == 1 and parent[-1] == -1
+    nodes, signs = word_paths(parent, side, 40)
+    below: dict[int, set] = {}
+    for w in range(40):
+        for n in nodes[w][signs[w] != 0].tolist():
+            below.setdefault(n, set()).add(w)
+    for c in np.unique(cls):
+        members = set(np.flatnonzero(cls == c).tolist())
+        if len(members) > 1:  # some internal node has exactly the class's words below it
+            assert any(s == members for s in below.values())
+    # within a class, a frequent word's path is no longer than a rarer one's
+    length = (signs != 0).sum(1).numpy()
+    for c in np.unique(cls):
+        m = np.flatnonzero(cls == c)
+        assert length[m[0]] <= length[m[-1]]
+
+
+def test_selfnorm_calibration_moves_mean_log_z_to_zero_and_keeps_exact_probabilities(words_corpus):
+    """After training, the output biases move by minus the validation text's mean log Z (evaluation mode):
+    there it becomes 0, and every exact probability is what the uncalibrated model gives."""
+    from sampledlm.data.corpus import load_ids
+    from sampledlm.neural.lm import stream_log_normalisers, stream_logprobs
+
+    got = {}
+    for calibrate in (True, False):
+        config, vocab = config_for(words_corpus, "ffnn", epochs=1)
+        config["model"]["dropout"] = 0.3  # the train / eval shift the calibration is for
+        config["objective"] = {"name": "selfnorm", "options": {"selfnorm_calibrate": calibrate}}
+        run = str(words_corpus / f"run-{calibrate}")
+        new_run(run, config, vocab).train()
+        model, obj, vocab, _ = runs.load_run(run)
+        valid = load_ids(config["data"]["valid"], vocab)
+        got[calibrate] = (stream_log_normalisers(model, obj, valid), stream_logprobs(model, obj, valid))
+    (z_cal, lp_cal), (z_raw, lp_raw) = got[True], got[False]
+    assert abs(z_cal.mean()) < 1e-4 and abs(z_raw.mean()) > 1e-3
+    assert np.allclose(z_cal - z_raw, z_cal.mean() - z_raw.mean(), atol=1e-4)  # one shift for every history
+    assert np.allclose(lp_cal, lp_raw, atol=1e-5)

@@ -133,9 +133,19 @@ def gru_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
     return plan
 
 
-def ptb_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
+def word_classes(work: str, files: dict, make: bool) -> str | None:
+    """The exchange algorithm's 200 classes of the training file (``sampledlm classes``, made once per work
+    folder and training file when ``make``); None when absent and not made."""
+    path = lmruns.kn3_path(work, files).replace("kn3-", "classes-").replace(".arpa", ".txt")
+    if make and not os.path.exists(path):
+        lmruns.cli("classes", files["train"], "-o", path)
+    return path if os.path.exists(path) else None
+
+
+def ptb_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[tuple[str, lmruns.Run]]:
     """(objective, run) of the feed-forward trunk: the runs of ``objectives-ptb`` (same names and options,
-    so shared), then the structured and self-normalised objectives with the same trunk and schedule."""
+    so shared), then the structured and self-normalised objectives with the same trunk and schedule;
+    with ``classes`` (a word-classes file) also class and hsm over those classes."""
     from . import objectives_ptb as op
     from .xu_nnlm import MODEL, QUICK_MODEL, QUICK_TRAIN, TRAIN
 
@@ -157,6 +167,9 @@ def ptb_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
         # a stronger self-normalisation penalty: with Devlin et al.'s alpha = 0.1 log Z drifts from 0 on test text
         new.append(("selfnorm", lmruns.Run("selfnorm-a1", (*model, "--objective", "selfnorm", "--selfnorm-alpha", "1",
                                                            *train))))
+    if not quick and classes:  # Brown-style classes (exchange algorithm) for the class layer and the tree
+        for o in ("class", "hsm"):
+            new.append((o, lmruns.Run(f"{o}-brown", (*model, "--objective", o, "--word-classes", classes, *train))))
     return old + new
 
 
@@ -231,7 +244,9 @@ def ptb_part(quick: bool, data_dir: str | None, train: bool, only: set[str] | No
         st.arpa, st.kn3_ppl = lmruns.kn3(st.work, st.files)
     elif os.path.exists(arpa):
         st.arpa = arpa
-    plan = [("ffnn", o, r) for o, r in ptb_plan(quick, arpa)] + [("gru", o, r) for o, r in gru_plan(quick, arpa)]
+    classes = None if quick else word_classes(st.work, st.files, make=train)
+    plan = [("ffnn", o, r) for o, r in ptb_plan(quick, arpa, classes)] + \
+        [("gru", o, r) for o, r in gru_plan(quick, arpa)]
     lmruns.check_only(only, [r.name for _, _, r in plan])
     failures: dict = {}
     carried = carried_ptb_rows(out_dir) if only is not None and out_dir else None

@@ -23,6 +23,7 @@ from .common import CONTEXT
 COMMANDS = {
     "vocab": "corpus:vocab",
     "stats": "corpus:stats",
+    "classes": "corpus:classes",
     "train": "neural:train",
     "eval": "eval:eval_cmd",
     "score": "score:score",

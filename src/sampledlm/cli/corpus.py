@@ -1,4 +1,4 @@
-"""``sampledlm vocab`` and ``sampledlm stats``: corpus commands."""
+"""``sampledlm vocab``, ``stats`` and ``classes``: corpus commands."""
 
 from __future__ import annotations
 
@@ -57,3 +57,54 @@ def stats(files, vocab_path, top_k, as_json, opts):
     for path in files:
         s = corpus_stats(path, opts, vocab=v, top_k=top_k)
         click.echo(json.dumps(s) if as_json else format_stats(s))
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("train", metavar="TRAIN")
+@click.option("-o", "--output", required=True, help="Word-classes file to write (class<TAB>word<TAB>count).")
+@click.option("--classes", "num_classes", type=click.IntRange(min=1), default=None,
+              help="Number of classes C [default: round(2 sqrt(V)), as --objective class].")
+@click.option("--vocab", "vocab_path", default=None,
+              help="Vocabulary file (the model's): words outside it count as <unk> [default: TRAIN's words].")
+@click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Without --vocab: words seen fewer times become <unk>.")
+@click.option("--max-size", type=click.IntRange(min=2), default=None,
+              help="Without --vocab: keep at most this many entries, </s> and <unk> included.")
+@click.option("--iterations", type=click.IntRange(min=1), default=20, show_default=True,
+              help="At most this many passes (it stops earlier once a pass moves under 0.1 % of the words).")
+@force_option("the word-classes file")
+@text_options
+def classes(train, output, num_classes, vocab_path, min_count, max_size, iterations, force, opts):
+    """Cluster TRAIN's words into classes (exchange algorithm, Brown-style).
+
+    \b
+    Words go to the classes that maximise the likelihood of TRAIN under the class bigram model
+    P(c(w) | c(prev)) P(w | c(w)) (Kneser & Ney 1993; Martin et al. 1998): the flat form of Brown
+    et al. (1992)'s clustering. The file feeds the class-based and hierarchical output layers.
+    Example:
+      sampledlm classes ptb.train.txt -o classes.txt
+      sampledlm train ... --objective class --word-classes classes.txt
+      sampledlm train ... --objective hsm --word-classes classes.txt
+    Give the model's own --vocab (or the same --min-count / --max-size) so the words agree.
+    """
+    import math
+
+    from ..data.clusters import class_bigram_perplexity, exchange_classes, write_word_classes
+    from ..data.corpus import build_vocab, load_ids
+    from ..data.textio import check_writable
+    from ..data.vocab import Vocab
+
+    check_writable(output)
+    refuse_existing(output, force)
+    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train, opts, min_count=min_count, max_size=max_size)
+    ids = load_ids(train, vocab, opts)
+    c = num_classes or max(1, min(len(vocab), round(2 * math.sqrt(len(vocab)))))
+
+    def report(it, moved):
+        click.echo(f"pass {it}: {moved:,} of {len(vocab):,} words moved", err=True)
+
+    cls = exchange_classes(ids, len(vocab), c, vocab.counts, iterations=iterations, report=report)
+    write_word_classes(output, vocab.words, cls, vocab.counts)
+    ppl = class_bigram_perplexity(ids, cls)
+    click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "
+               f"bigram model {ppl:.1f}; written to {output}", err=True)

@@ -115,6 +115,19 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
 
 
+def _check_word_classes(obj_opts: dict, vocab) -> None:
+    """Read ``--word-classes`` once now (a bad line fails before training starts), say how many words
+    it lacks, and record its absolute path (the run directory must find it from anywhere)."""
+    from ..data.clusters import check_class_file, read_word_classes
+
+    path = check_class_file(obj_opts["word_classes"])
+    missing = read_word_classes(path, vocab.words)[1]
+    if missing:
+        click.echo(f"{obj_opts['word_classes']}: {missing:,} of the {len(vocab):,} vocabulary words have no class "
+                   "there; they share one extra class", err=True)
+    obj_opts["word_classes"] = path
+
+
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict):
     """``(config, vocab)`` of a new run from the command line's values (None = the default)."""
@@ -143,6 +156,8 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     if obj_opts.get("backoff"):
         obj_opts["backoff"] = os.path.abspath(obj_opts["backoff"])  # the run directory must find it from anywhere
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+    if obj_opts.get("word_classes"):
+        _check_word_classes(obj_opts, vocab)
     make_objective(objective, counts=vocab.counts, **obj_opts)  # refuses options that do not apply, early
     if obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         raise UserError(f"--samples {obj_opts['samples']}: must be smaller than the vocabulary size V = {len(vocab)} "

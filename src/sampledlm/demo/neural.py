@@ -1,7 +1,8 @@
 """The demo's neural step: a small feed-forward trigram LM trained with the exact softmax, with a
 sampled objective (CSS-IS, S = 100 words per step instead of all V) and with a structured one (the
 adaptive softmax of Grave et al. 2017: frequent words in a head, the rest in cheaper tail clusters),
-all evaluated exactly; and,
+and the class-based layer over word classes the exchange algorithm found in the demo corpus
+(``sampledlm classes``), all evaluated exactly; and,
 when the n-gram step left a KN3 ARPA file, the softmax model's linear interpolation with it (weight
 tuned by EM on valid)."""
 
@@ -57,7 +58,14 @@ def _train(data: DemoData, name: str, options: dict, label: str):
 def _ffnn_step(data: DemoData) -> list[Result]:
     t0 = time.perf_counter()
     results, logprobs = [], {}
-    for name, options, label in OBJECTIVES:
+    from ..data.clusters import exchange_classes, write_word_classes
+
+    classes = os.path.join(data.directory, "classes.txt")  # Brown-style classes for the class layer
+    c = max(2, round(2 * len(data.vocab) ** 0.5))
+    cls = exchange_classes(data.ids["train"], len(data.vocab), c, data.vocab.counts)
+    write_word_classes(classes, data.vocab.words, cls, data.vocab.counts)
+    objectives = OBJECTIVES + [("class", {"word_classes": classes}, "exchange classes")]  # C = 2 sqrt(V)
+    for name, options, label in objectives:
         logprobs[name], result = _train(data, name, options, label)
         results.append(result)
     arpa = data.extra.get("kn3_arpa")

@@ -77,8 +77,11 @@ def check_config(config, path: str) -> dict:
     return config
 
 
-def build_from_config(config: dict, vocab: Vocab):
-    """``(model, objective)`` for a config (weights freshly initialised)."""
+def build_from_config(config: dict, vocab: Vocab, fresh: bool = False):
+    """``(model, objective)`` for a config (weights freshly initialised).
+
+    ``fresh``: for a new run, whose structure the word-classes file (``--word-classes``) decides; a run
+    that loads weights takes its structure (classes, tree) from them and does not read the file."""
     from .registry import build_model
     from ..objectives import make_objective
 
@@ -99,6 +102,11 @@ def build_from_config(config: dict, vocab: Vocab):
         from ..ngram.backoff import open_backoff
 
         objective.set_backoff(open_backoff(backoff, vocab))  # the short-list's n-gram (Schwenk 2007)
+    classes = obj.get("options", {}).get("word_classes")
+    if fresh and classes is not None:
+        from ..data.clusters import read_word_classes
+
+        objective.set_word_classes(read_word_classes(classes, vocab.words)[0])
     return model, objective
 
 

@@ -505,10 +505,23 @@ class Trainer:
         # finalized model.safetensors: it is complete (one file), so it is not finalized twice.
         if meta.get("finalized") != "true":
             self.objective.finalize(self.model)
+            if getattr(self.objective, "calibrate_on_valid", False):
+                self.calibrate_log_z()
             if self.ranks.is_main:
                 runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True)
         st.finalized = True
         self.save_checkpoint()
+
+
+    def calibrate_log_z(self) -> None:
+        """Self-normalisation's calibration (:meth:`~sampledlm.objectives.selfnorm.SelfNormalised.calibrate`):
+        the mean log Z of the final weights on the validation text, measured in evaluation mode, moved to 0."""
+        from .lm import stream_log_normalisers
+
+        log_z = stream_log_normalisers(self.model, self.objective, self.valid_ids, batch_size=self.opts.eval_batch)
+        shift = self.objective.calibrate(self.model, float(log_z.mean()))
+        self.log(f"self-normalisation: output biases shifted by {shift:+.4f}, so the mean log Z on the validation "
+                 "text is 0 (exact probabilities unchanged)")
 
 
 def plot_learning_curve(metrics: list[dict], path: str) -> None:
@@ -557,7 +570,7 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     if opts.data_fraction < 1.0 and config["model"]["type"] != "ffnn":
         raise UserError("--data-fraction applies to feed-forward models only")
     torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
-    model, objective = runs.build_from_config(config, vocab)
+    model, objective = runs.build_from_config(config, vocab, fresh=True)
     objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
     train_ids, valid_ids = _load_streams(config, vocab)
     if len(train_ids) == 0 or len(valid_ids) == 0:

@@ -73,7 +73,8 @@ class ClassSoftmax(OutputObjective):
     """Two-level class-factored softmax (see the module docstring).
 
     Options ``classes``: C (default ``round(2 sqrt(V))``); ``binning``: ``sqrt`` (default) or ``mass``
-    (:func:`frequency_classes`).
+    (:func:`frequency_classes`); ``word_classes``: a word-classes file instead (Brown-style classes from
+    ``sampledlm classes``; the run directory reads it and calls :meth:`set_word_classes`).
 
     Shapes: ``ctx [N, h]``, ``targets [N]`` -> scalar mean ``-log P(y|h)``. Per step
     O(N (C + T) h) with T the words of the classes among the batch's targets (at most V; for one
@@ -83,11 +84,15 @@ class ClassSoftmax(OutputObjective):
     name = "class"
     sparse_output = True  # a step reads only the output rows of the targets' classes
 
-    def __init__(self, counts=None, *, classes: int | None = None, binning: str = "sqrt"):
+    def __init__(self, counts=None, *, classes: int | None = None, binning: str = "sqrt",
+                 word_classes: str | None = None):
         super().__init__(counts)
+        if word_classes is not None and classes is not None:
+            raise UserError("--classes and --word-classes: give one (the file decides the number of classes)")
         self.counts = None if counts is None else np.asarray(counts)
         self.classes_option = classes
         self.binning = binning
+        self.word_classes_path = word_classes  # read by the run directory (set_word_classes), not here
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:
@@ -98,6 +103,15 @@ class ClassSoftmax(OutputObjective):
         if c > v:
             raise UserError(f"--classes {c}: at most V = {v}")
         self._set_classes(frequency_classes(self.counts, v, c, self.binning), h)
+
+    def set_word_classes(self, cls) -> None:
+        """Use the classes ``cls [V]`` (e.g. the exchange algorithm's, :mod:`sampledlm.data.clusters`)
+        instead of frequency bins; after :meth:`bind`, before training."""
+        self._check()
+        cls = np.asarray(cls, dtype=np.int64)
+        if cls.shape != tuple(self.word_class.shape):
+            raise ValueError(f"word classes for {len(cls)} words, the model has {self.word_class.numel()}")
+        self._set_classes(cls, self.class_layer.in_features)
 
     def upgrade_state(self, tensors: dict) -> dict:
         """Adopt the class assignment saved with the weights (a model file written with other binning or

@@ -15,7 +15,12 @@ ties word i's input embedding to node i's vector; train with ``--no-tie`` for in
 
 The tree is a Huffman tree by training count (word2vec's): a frequent word has a short path, and
 the mean path length is within one bit of the unigram entropy, so training costs O(h log V) per
-token. Paths are padded to the longest one in the batch: a step is one ``[N, L]`` gather-product
+token. With ``word_classes`` (a file of word classes, e.g. the exchange algorithm's from
+``sampledlm classes``) each class becomes a subtree: a Huffman tree within each class, then one over
+the classes by their counts (:func:`~.structure.class_huffman_tree`), so the top decisions choose
+among groups of words that occur in like contexts, as in Mnih & Hinton (2009)'s trees built from
+word clusters (the issue asked for a balanced tree over the clusters; a Huffman tree keeps the same
+grouping with shorter paths for the frequent words and classes). Paths are padded to the longest one in the batch: a step is one ``[N, L]`` gather-product
 (``score_each``). The tree (``parent``, ``side``) and the padded paths are saved with the model.
 """
 
@@ -28,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
-from .structure import huffman_tree, word_paths
+from .structure import class_huffman_tree, huffman_tree, word_paths
 
 
 def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
@@ -59,9 +64,10 @@ class HierarchicalSoftmax(OutputObjective):
     name = "hsm"
     sparse_output = True  # only the rows of the nodes on the batch's paths
 
-    def __init__(self, counts=None):
+    def __init__(self, counts=None, *, word_classes: str | None = None):
         super().__init__(counts)
         self.counts = None if counts is None else np.asarray(counts)
+        self.word_classes_path = word_classes  # read by the run directory (set_word_classes), not here
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:
@@ -77,6 +83,19 @@ class HierarchicalSoftmax(OutputObjective):
         self._derive()
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
+
+    def set_word_classes(self, cls) -> None:
+        """Rebuild the tree so that each class of ``cls [V]`` is a subtree (:func:`class_huffman_tree`;
+        e.g. the exchange algorithm's classes); after :meth:`bind`, before training."""
+        self._check()
+        cls = np.asarray(cls, dtype=np.int64)
+        if len(cls) != self.num_words:
+            raise ValueError(f"word classes for {len(cls)} words, the model has {self.num_words}")
+        counts = np.ones(self.num_words) if self.counts is None else self.counts
+        parent, side = class_huffman_tree(counts, cls)
+        self.parent.copy_(torch.from_numpy(parent))
+        self.side.copy_(torch.from_numpy(side))
+        self._derive()
 
     def _derive(self) -> None:
         """Padded paths and tree levels from the (saved) ``parent`` / ``side`` buffers."""

@@ -66,7 +66,9 @@ class SampledOutput(nn.Module):
         **options: the objective's keyword options, e.g. ``samples=250`` (S),
             ``noise_power=0.75`` (β), ``sample_mode="shared"|"each"``, ``neg_rate=0.05`` (α),
             ``neg_subset="variable"|"fixed"``, ``margin``, ``learn_norm``, ``exclude_true``,
-            ``classes``, ``cutoffs``, ``div_value``, ``selfnorm_alpha``, ``shortlist``.
+            ``classes``, ``cutoffs``, ``div_value``, ``selfnorm_alpha``, ``shortlist``;
+            ``word_classes``: each word's class ``(V,)`` for ``class`` and ``hsm`` (e.g. the exchange
+            algorithm's: :func:`sampledlm.data.clusters.exchange_classes`).
 
     Shape:
         - hidden: ``(N, in_features)``; target: ``(N,)`` int64 in ``[0, V)``; positions (optional):
@@ -118,10 +120,18 @@ class SampledOutput(nn.Module):
         super().__init__()
         if counts is not None and len(counts) != num_words:
             raise ValueError(f"counts has {len(counts)} entries, expected num_words={num_words}")
+        word_classes = options.pop("word_classes", None)
+        if isinstance(word_classes, str):
+            raise TypeError("SampledOutput(word_classes=...) takes each word's class [num_words]; read a file with "
+                            "sampledlm.data.clusters.read_word_classes(path, words)[0]")
         self.objective = make_objective(objective, counts, **options)
         sparse = self.objective.sparse_output if sparse is None else bool(sparse)
         self.output = OutputLayer(num_words, in_features, sparse=sparse)
         self.objective.bind(self.output)  # the objective's own output parameters (class layer, tails)
+        if word_classes is not None:  # class / hsm: the user's classes (e.g. the exchange algorithm's)
+            if not hasattr(self.objective, "set_word_classes"):
+                raise TypeError(f"word_classes does not apply to objective {objective!r} (class, hsm)")
+            self.objective.set_word_classes(word_classes)
         self.objective.prepare(self.output)  # initial biases (log unigram, log 1/V, ...)
         if device is not None:
             self.to(device)

@@ -28,12 +28,17 @@ OPTION_HELP: dict[str, dict] = {
                         "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},
     "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last",
                   "min": 1.0, "type": float},
-    "classes": {"help": "class: number of word classes C, frequency-binned (default 2 sqrt(V))", "min": 1, "type": int},
+    "classes": {"help": "class: number of word classes C, frequency-binned (default 2 sqrt(V); not with --word-classes)", "min": 1, "type": int},
     "binning": {"help": "class: how words are cut into classes by frequency: sqrt (equal mass of sqrt unigram "
                         "probability, the RNNLM toolkit's default) or mass (equal unigram mass, its -old-classes)",
                 "choices": ("sqrt", "mass"), "type": str},
+    "word_classes": {"help": "class, hsm: word classes from a file (class<TAB>word[<TAB>count]; make one with "
+                             "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class "
+                             "[default: frequency binning, a Huffman tree]", "type": str},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},
+    "selfnorm_calibrate": {"help": "selfnorm: after training, shift the output biases so the mean log Z on the "
+                                   "validation text is 0 (exact probabilities unchanged; default on)", "type": bool},
     "shortlist": {"help": "shortlist: the S most frequent words the network's softmax covers (Schwenk 2007: 2,000; "
                           "at most V)", "min": 1, "type": int},
     "backoff": {"help": "shortlist: back-off n-gram (ARPA file, same vocabulary) for the other words and the "

@@ -45,6 +45,40 @@ def check_words(counts, num_words: int | None, name: str) -> int:
     return v
 
 
+def _merge(heap: list, parent: np.ndarray, side: np.ndarray, nxt: int) -> tuple[int, int]:
+    """Huffman-merge the ``(weight, tie-break, vertex)`` heap down to one; returns (its vertex, next free id)."""
+    heapq.heapify(heap)
+    while len(heap) > 1:
+        w0, _, a = heapq.heappop(heap)
+        w1, _, b = heapq.heappop(heap)
+        parent[a], side[a] = nxt, 0
+        parent[b], side[b] = nxt, 1
+        heapq.heappush(heap, (w0 + w1, nxt, nxt))
+        nxt += 1
+    return heap[0][2], nxt
+
+
+def class_huffman_tree(counts, word_class) -> tuple[np.ndarray, np.ndarray]:
+    """A binary tree over V >= 2 words that keeps each class a subtree: a Huffman tree over each
+    class's words by count, then one over the classes by their total count. Same layout as
+    :func:`huffman_tree` (words ``0 .. V-1``, internal nodes after them, root last). Among trees whose
+    top splits separate whole classes, this one has the shortest mean path for the training counts.
+    """
+    c = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+    cls = np.asarray(word_class, dtype=np.int64)
+    v = len(c)
+    parent = np.full(2 * v - 1, -1, dtype=np.int64)
+    side = np.zeros(2 * v - 1, dtype=np.int64)
+    order = np.argsort(cls, kind="stable")
+    bounds = np.flatnonzero(np.diff(cls[order])) + 1
+    nxt, tops = v, []
+    for members in np.split(order, bounds):
+        root, nxt = _merge([(float(c[i]), int(i), int(i)) for i in members], parent, side, nxt)
+        tops.append((float(c[members].sum()), root, root))
+    _merge(tops, parent, side, nxt)
+    return parent, side
+
+
 def huffman_tree(counts) -> tuple[np.ndarray, np.ndarray]:
     """A binary Huffman tree over V >= 2 words by count (as word2vec builds it).
 
@@ -57,16 +91,7 @@ def huffman_tree(counts) -> tuple[np.ndarray, np.ndarray]:
     v = len(c)
     parent = np.full(2 * v - 1, -1, dtype=np.int64)
     side = np.zeros(2 * v - 1, dtype=np.int64)
-    heap = [(float(c[i]), i, i) for i in range(v)]  # (weight, tie-break, vertex)
-    heapq.heapify(heap)
-    nxt = v
-    while len(heap) > 1:
-        w0, _, a = heapq.heappop(heap)
-        w1, _, b = heapq.heappop(heap)
-        parent[a], side[a] = nxt, 0
-        parent[b], side[b] = nxt, 1
-        heapq.heappush(heap, (w0 + w1, nxt, nxt))
-        nxt += 1
+    _merge([(float(c[i]), i, i) for i in range(v)], parent, side, v)  # (weight, tie-break, vertex)
     return parent, side
 
 

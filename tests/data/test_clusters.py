@@ -1,0 +1,143 @@
+"""Word classes by the exchange algorithm: every pass raises the class bigram likelihood, a finished
+run is a local optimum (no single move helps, checked by brute force), the classes file round trip,
+and the `classes` command feeding `--word-classes` for the class and hsm output layers."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sampledlm.data.clusters import (bigram_tables, class_bigram_objective, class_bigram_perplexity,
+                                     exchange_classes, read_word_classes, write_word_classes)
+from sampledlm.errors import UserError
+
+
+def two_topic_stream(n_sent=400, seed=0):
+    """Sentences 'a_i b_j' and 'x_i y_j': words a* follow </s> and precede b*, so {a}, {b}, {x}, {y}
+    are the classes a bigram likelihood wants (ids: 0 = </s>, a = 1..5, b = 6..10, x = 11..15, y = 16..20)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_sent):
+        base = 1 if rng.random() < 0.5 else 11
+        out += [base + rng.integers(5), base + 5 + rng.integers(5), 0]
+    return np.array(out, dtype=np.int64)
+
+
+def test_bigram_tables_count_every_consecutive_pair():
+    ids = np.array([1, 2, 1, 2, 0, 1, 1])
+    (rp, rn, rc), (lp, ln, lc) = bigram_tables(ids, 3)
+    right = {(w, int(rn[j])): int(rc[j]) for w in range(3) for j in range(rp[w], rp[w + 1])}
+    left = {(int(ln[j]), w): int(lc[j]) for w in range(3) for j in range(lp[w], lp[w + 1])}
+    assert right == left == {(1, 2): 2, (2, 1): 1, (2, 0): 1, (0, 1): 1, (1, 1): 1}
+
+
+def test_exchange_finds_the_planted_classes_and_raises_the_likelihood():
+    # a local search: from the round-robin start this corpus (seed 1) leads to the planted classes; other
+    # draws can end in a local optimum (the brute-force test below checks that property on random text)
+    ids = two_topic_stream(seed=1)
+    cls = exchange_classes(ids, 21, 5, iterations=20)
+    groups = {frozenset(np.flatnonzero(cls == c).tolist()) for c in range(5)}
+    assert groups == {frozenset([0]), frozenset(range(1, 6)), frozenset(range(6, 11)), frozenset(range(11, 16)),
+                      frozenset(range(16, 21))}
+    start = np.arange(21) % 5
+    assert class_bigram_objective(ids, cls) > class_bigram_objective(ids, start)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_pass_raises_f_and_the_end_is_a_local_optimum(seed):
+    """On random text: F never falls from one pass to the next, and once a pass moves nothing, moving any
+    word to any other class (brute force, its last word excepted) does not raise F."""
+    rng = np.random.default_rng(seed)
+    v, c = 30, 4
+    ids = rng.choice(v, size=600, p=rng.dirichlet(np.ones(v) * 0.5)).astype(np.int64)
+    fs = []
+    for it in range(1, 8):
+        fs.append(class_bigram_objective(ids, exchange_classes(ids, v, c, iterations=it)))
+    assert all(b >= a - 1e-6 for a, b in zip(fs, fs[1:]))
+    cls = exchange_classes(ids, v, c, iterations=200)
+    best = class_bigram_objective(ids, cls)
+    sizes = np.bincount(cls, minlength=c)
+    for w in range(v):
+        if sizes[cls[w]] == 1:
+            continue
+        for k in range(c):
+            moved = cls.copy()
+            moved[w] = k
+            assert class_bigram_objective(ids, moved) <= best + 1e-6
+
+
+def test_class_bigram_perplexity_is_the_class_models_own():
+    ids = two_topic_stream(50)
+    cls = exchange_classes(ids, 21, 5)
+    c = cls[ids]
+    lp = 0.0
+    for a, b, wa, wb in zip(c[:-1], c[1:], ids[:-1], ids[1:]):
+        p_class = ((c[:-1] == a) & (c[1:] == b)).sum() / (c[:-1] == a).sum()
+        p_word = (ids[1:] == wb).sum() / (c[1:] == b).sum()
+        lp += np.log(p_class * p_word)
+    assert class_bigram_perplexity(ids, cls) == pytest.approx(np.exp(-lp / (len(ids) - 1)), rel=1e-9)
+
+
+def test_classes_file_round_trip_and_errors(tmp_path):
+    words = ["</s>", "<unk>", "a", "b", "c"]
+    cls = np.array([0, 0, 1, 1, 2])
+    path = str(tmp_path / "c.txt")
+    write_word_classes(path, words, cls, np.array([9, 0, 5, 4, 1]))
+    back, missing = read_word_classes(path, words)
+    assert missing == 0 and np.array_equal(back, cls)
+    back, missing = read_word_classes(path, words + ["new"])
+    assert missing == 1 and back[-1] == 3 and np.array_equal(back[:5], cls)
+    (tmp_path / "bad.txt").write_text("0\ta\t1\nnotabs here\n")
+    with pytest.raises(UserError, match=r"bad.txt:2:"):
+        read_word_classes(str(tmp_path / "bad.txt"), words)
+    (tmp_path / "twice.txt").write_text("0\ta\n1\ta\n")
+    with pytest.raises(UserError, match=r"twice.txt:2: word 'a' already"):
+        read_word_classes(str(tmp_path / "twice.txt"), words)
+    (tmp_path / "bits.txt").write_text("0110\ta\t5\n0111\tb\t4\n0110\tc\t1\n")  # brown-cluster's paths file
+    back, missing = read_word_classes(str(tmp_path / "bits.txt"), words)
+    assert missing == 2 and back[2] == back[4] != back[3] and back[0] == back[1]
+
+
+@pytest.mark.parametrize("objective", ["class", "hsm"])
+def test_classes_command_feeds_word_classes(objective, tmp_path, run_in_process):
+    from helpers import write_word_corpus
+
+    from sampledlm.neural import rundir as runs
+
+    for split, n, seed in (("train", 80, 1), ("valid", 20, 2), ("test", 20, 3)):
+        write_word_corpus(tmp_path / f"{split}.txt", n, seed)
+    r = run_in_process("classes", "train.txt", "--classes", "4", "-o", "cls.txt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "4 classes" in r.stderr and "perplexity" in r.stderr
+    r = run_in_process("classes", "train.txt", "-o", "cls.txt", cwd=tmp_path)
+    assert r.returncode == 1 and "already exists" in r.stderr
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "-o", "run", "--objective", objective,
+                       "--word-classes", "cls.txt", "--order", "3", "-d", "6", "--hidden", "8", "--epochs", "1",
+                       "--batch-size", "16", "--threads", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "cls.txt").unlink()  # the structure is saved with the model: loading needs no file
+    model, obj, vocab, config = runs.load_run(str(tmp_path / "run"))
+    assert config["objective"]["options"]["word_classes"] == str(tmp_path / "cls.txt")
+    r = run_in_process("eval", "run", "--test", "test.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert 1 < json.loads(r.stdout)["ppl"] < 2 * len(vocab)
+    if objective == "class":
+        assert obj.num_classes == 4
+    else:  # the top of the tree splits whole classes: each class's words share the path above their subtree
+        assert obj.nodes.shape[1] >= 2
+
+
+def test_word_classes_errors(tmp_path, run_in_process):
+    from helpers import write_word_corpus
+
+    write_word_corpus(tmp_path / "train.txt", 40, 1)
+    base = ("train", "--train", "train.txt", "--valid", "train.txt", "-o", "run", "--order", "3", "-d", "4",
+            "--hidden", "4", "--epochs", "1")
+    r = run_in_process(*base, "--objective", "class", "--word-classes", "nope.txt", cwd=tmp_path)
+    assert r.returncode == 1 and "nope.txt: no such word-classes file" in r.stderr
+    (tmp_path / "c.txt").write_text("0\tthe\n")
+    r = run_in_process(*base, "--objective", "class", "--word-classes", "c.txt", "--classes", "3", cwd=tmp_path)
+    assert r.returncode == 1 and "--classes and --word-classes" in r.stderr
+    r = run_in_process(*base, "--objective", "softmax", "--word-classes", "c.txt", cwd=tmp_path)
+    assert r.returncode == 1 and "--word-classes" in r.stderr and "softmax" in r.stderr
+    assert not (tmp_path / "run").exists()
