@@ -20,7 +20,7 @@ def final_numbers(run_dir):
     model, objective, vocab, config = runs.load_run(str(run_dir))
     metrics = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
     for m in metrics:  # timings differ between runs, numbers must not
-        m.pop("tokens_per_s"), m.pop("wall_s")
+        m.pop("tokens_per_s"), m.pop("wall_s"), m.pop("cpu_s")
     return {k: v.clone() for k, v in model.state_dict().items()}, metrics
 
 
@@ -231,3 +231,16 @@ def test_data_fraction_is_refused_for_recurrent_models(words_corpus):
     with pytest.raises(UserError, match="feed-forward"):
         new_run(str(words_corpus / "df"), config, vocab)
     assert not (words_corpus / "df").exists()
+
+
+@pytest.mark.parametrize("clock", ["wall", "cpu"])
+def test_max_time_stops_at_the_end_of_the_epoch_that_passes_it(words_corpus, clock):
+    """--max-time: a budget already spent after the first epoch stops the run there (finalised); every
+    epoch records its wall and CPU seconds."""
+    config, vocab = config_for(words_corpus, "ffnn", epochs=5, max_time=1e-6, time_clock=clock)
+    state = new_run(str(words_corpus / clock), config, vocab).train()
+    assert len(state.metrics) == 1 and state.finalized
+    m = state.metrics[0]
+    assert m["wall_s"] > 0 and m["cpu_s"] > 0
+    config, vocab = config_for(words_corpus, "ffnn", epochs=2, max_time=1e6, time_clock=clock)
+    assert len(new_run(str(words_corpus / f"{clock}-long"), config, vocab).train().metrics) == 2

@@ -227,9 +227,10 @@ def selfnorm_report(rd: str, files: dict) -> dict | None:
 BUDGETS = (300, 900)
 
 
-def within_budget(row: dict, budget: float) -> float | None:
-    """The lowest validation perplexity of the epochs that ended within ``budget`` seconds."""
-    got = [c["valid_ppl"] for c in row.get("curve", []) if c["wall_s"] <= budget]
+def within_budget(row: dict, budget: float, clock: str = "wall_s") -> float | None:
+    """The lowest validation perplexity of the epochs that ended within ``budget`` seconds of ``clock``
+    (``wall_s``, or ``cpu_s``: the training process's CPU seconds)."""
+    got = [c["valid_ppl"] for c in row.get("curve", []) if clock in c and c[clock] <= budget]
     return min(got) if got else None
 
 

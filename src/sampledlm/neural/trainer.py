@@ -81,6 +81,11 @@ class TrainOptions:
     batch_size: int = option(128, "n-grams per batch (feed-forward) or BPTT rows (recurrent)", min=1, short="-b")
     bptt: int = option(35, "recurrent models: BPTT segment length", min=1)
     epochs: int = option(20, "maximum epochs", min=1)
+    max_time: float = option(0.0, "stop at the end of the epoch that passes this many seconds of training, validation "
+                                  "included (0: no limit); with --data-fraction for short epochs, a time budget "
+                                  "(Chen et al. 2016 compare output layers this way)", min=0.0)
+    time_clock: str = option("wall", "the clock of --max-time: wall seconds, or cpu (the training process's CPU "
+                                     "seconds, fairer on a shared machine)", choices=("wall", "cpu"))
     max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
                                min=0)
     min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
@@ -139,6 +144,7 @@ class TrainState:
     epoch_tokens: int = 0
     epoch_seconds: float = 0.0
     wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # the training process's CPU time (all its threads), validation included
     metrics: list = field(default_factory=list)
 
 
@@ -402,6 +408,7 @@ class Trainer:
                     st.loss_sum, st.loss_count, st.epoch_tokens, st.epoch_seconds = 0.0, 0, 0, 0.0
                 self.model.train()
                 t_last = last_log = time.perf_counter()
+                c_last = time.process_time()
                 with bar(total=nb, desc=f"epoch {st.epoch + 1}", unit="batch", initial=st.batch,
                          disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
@@ -417,6 +424,9 @@ class Trainer:
                         st.epoch_seconds += now - t_last
                         st.wall_seconds += now - t_last
                         t_last = now
+                        c_now = time.process_time()
+                        st.cpu_seconds += c_now - c_last
+                        c_last = c_now
                         pbar.update(1)
                         if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
                             last_log = now
@@ -448,13 +458,14 @@ class Trainer:
 
     def end_epoch(self) -> None:
         st, opts = self.state, self.opts
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         valid = self.valid_perplexity()
         train_ppl = None
         if opts.train_eval > 0:  # the exact training likelihood (Botev et al. 2017 fig. 3), on a prefix to bound its cost
             train_ppl = perplexity(self.model, self.objective, self.train_ids[:opts.train_eval],
                                    batch_size=opts.eval_batch)
         st.wall_seconds += time.perf_counter() - t0
+        st.cpu_seconds += time.process_time() - c0
         improved = valid < st.best_valid * (1.0 - opts.min_improvement)
         if valid < st.best_valid:
             st.best_valid = valid
@@ -463,7 +474,7 @@ class Trainer:
         record = {
             "epoch": st.epoch + 1, "step": st.step, "train_loss": st.loss_sum / max(st.loss_count, 1),
             "valid_ppl": valid, "lr": st.lr, "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
-            "wall_s": st.wall_seconds,
+            "wall_s": st.wall_seconds, "cpu_s": st.cpu_seconds,
         }
         if train_ppl is not None:
             record["train_ppl"] = train_ppl
@@ -479,7 +490,8 @@ class Trainer:
                 set_lr(self.optimizers, st.lr)
         st.epoch += 1
         st.batch = 0
-        if st.epoch >= opts.epochs:
+        spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
+        if st.epoch >= opts.epochs or (opts.max_time > 0 and spent >= opts.max_time):
             st.done = True
         self.save_checkpoint()
         self.write_metrics()
