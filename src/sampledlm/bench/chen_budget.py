@@ -114,3 +114,38 @@ def run(work: str, ptb: dict, data_root: str, train_new: bool) -> dict:
                     "curve": row["curve"]})
     return {"vocabulary": vocabulary_size(files), "files": files, "budgets": list(BUDGETS), "rows": out,
             "train_tokens": sum(len(line.split()) + 1 for line in open(files["train"], encoding="utf-8"))}
+
+
+def markdown(d: dict) -> str:
+    """The page's section: one row per objective and the ranking within each budget."""
+    from .report import table
+
+    if d.get("skipped"):
+        return f"Skipped: {d['skipped']}."
+    head = (f"PTB joined with War and Peace, every word kept: V = {d['vocabulary']:,} words ({d['train_tokens']:,} "
+            "training tokens, `</s>` included; module `sampledlm.bench.chen_budget`). The feed-forward trigram of "
+            "part (c) with each objective, trained on a random tenth of the positions per epoch (`--data-fraction "
+            "0.1`) so that validation comes often, until its CPU time passes the larger budget (`--max-time "
+            f"{max(d['budgets'])} --time-clock cpu`; one thread). Budgets count the training process's CPU seconds, "
+            "validation included: the machine ran other jobs beside these runs, and CPU time is what each method "
+            "was given. Valid ppl: the best validation perplexity among the epochs that ended within the budget "
+            "(- when none had); test ppl: the final model's exact test perplexity.")
+    if not d["rows"]:
+        return head + "\n\n**Not run yet**: `sampledlm bench outputs` trains these runs."
+    rows = []
+    for r in d["rows"]:
+        rows.append([r["name"] + (" *" if r.get("partial") else ""), f"{r['tokens_per_s']:,.0f}", str(r["epochs"]),
+                     *[f"{v:.1f}" if (v := r["budget_ppl"][str(b)]) else "-" for b in d["budgets"]],
+                     f"{r['test_ppl']:.1f}"])
+    body = table(["objective", "tokens/s", "epochs (tenths of the data)",
+                  *[f"valid ppl within {b} CPU-s" for b in d["budgets"]], "test ppl"], rows)
+    lines = []
+    for b in d["budgets"]:
+        got = sorted(((r["budget_ppl"][str(b)], r["name"]) for r in d["rows"] if r["budget_ppl"][str(b)]))
+        if got:
+            rest = ", ".join(f"{n} ({v:.1f})" for v, n in got[1:4])
+            lines.append(f"- within {b} CPU-s: **{got[0][1]}** ({got[0][0]:.1f})" + (f", then {rest}" if rest else ""))
+    partial = [r["name"] for r in d["rows"] if r.get("partial")]
+    note = f"\n\nUnfinished when the page was written (best epoch so far, marked *): {', '.join(partial)}." \
+        if partial else ""
+    return "\n\n".join([head, body, "\n".join(lines)]) + note

@@ -219,7 +219,20 @@ def selfnorm_report(rd: str, files: dict) -> dict | None:
         got = {**report["test"], "train_sample": report["train_sample"]}
         with atomic_write(cache) as f:
             json.dump(got, f)
-    return got
+    return {**got, "calibrated": calibration_shift(rd)}
+
+
+def calibration_shift(rd: str) -> float | None:
+    """The output-bias shift the trainer applied after training (its log's "self-normalisation: output biases
+    shifted by X" line), or None for a run trained before that step existed."""
+    import re
+
+    try:
+        with open(rd + ".log", encoding="utf-8", errors="replace") as f:
+            found = re.findall(r"output biases shifted by ([-+0-9.e]+)", f.read())
+    except OSError:
+        return None
+    return float(found[-1]) if found else None
 
 
 #: Chen et al. 2016's protocol on the PTB runs: the best validation perplexity each reached within these
@@ -299,11 +312,18 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
     finally:
         torch.set_num_threads(threads)
     ptb = ptb_part(quick, data_dir, train, only, out_dir)
+    chen = {"skipped": "--quick and --data run PTB's part only"}
+    if not quick and data_dir is None and not ptb.get("skipped"):
+        from . import chen_budget
+        from .report import shared_data
+
+        st = lmruns.setting(False, None, with_kn3=False)
+        chen = chen_budget.run(st.work, st.files, shared_data(), train_new=train and only is None)
     data = {"setup": {"hidden": H, "batch": B, "samples": S, "shortlist": SHORTLIST, "sizes": sizes, "rounds": rounds,
                       "requests": REQUESTS, "inference_V": mid, "quick": quick, "torch_threads": 1,
                       "load_average_start": load0, "load_average_end": load1, "synthetic_seconds": synthetic_s},
             "training": train_rows, "inference": infer_rows,
-            "criteria": criteria(train_rows, infer_rows, sizes, mid), "ptb": ptb}
+            "criteria": criteria(train_rows, infer_rows, sizes, mid), "ptb": ptb, "chen": chen}
     write_page(out_dir, NAME, "Output layers: structured, self-normalised, sampled", meta, data,
                markdown(data, meta), figure=plot(data))
     return data
@@ -396,11 +416,13 @@ def misses_text(ptb: dict) -> str:
             "from word usage far better than frequency-based ones, and Goodman (2001) and Mikolov et al. (2011) "
             "report class-based outputs giving up some perplexity for their speed. Mikolov et al.'s own setting "
             f"(`class-c100-mass`: 100 classes of equal unigram mass) gives {gap('class-c100-mass')}: fewer, larger "
-            "classes leave more of the choice to the exact within-class softmax. Classes and trees from word "
-            "usage (Brown clustering), the issue's other way to build them, are not implemented yet.")
+            "classes leave more of the choice to the exact within-class softmax."
+            + (f" Classes from word usage (the exchange algorithm's 200 classes of the training text, "
+               f"`sampledlm classes`) give `class-brown` {gap('class-brown')} and a tree whose top splits whole "
+               f"classes `hsm-brown` {gap('hsm-brown')}." if "class-brown" in rows or "hsm-brown" in rows else ""))
     for name in ("selfnorm", "selfnorm-a1"):
         sn = rows.get(name, {}).get("self_normalisation")
-        if sn and abs(sn["log_z_mean"]) > 0.1:
+        if sn and abs(sn["log_z_mean"]) > 0.1 and not sn.get("calibrated"):
             out.append(
                 f"`{name}` keeps the softmax's perplexity ({gap(name)}) but its log Z on test text averages "
                 f"{sn['log_z_mean']:+.3f} (target |mean| <= 0.1, sd {sn['log_z_sd']:.3f})"
@@ -447,10 +469,14 @@ def trunk_text(ptb: dict, trunk: str, cmd: str) -> str:
          f"valid ppl within {' / '.join(f'{b} s' for b in BUDGETS)}"], out)
     for sn_row in (r for r in mine if r["objective"] == "selfnorm" and r.get("self_normalisation")):
         sn = sn_row["self_normalisation"]
+        shift = sn.get("calibrated")
         body += (f"\n\nSelf-normalisation on the test file (`sampledlm eval` of `{sn_row['name']}`): log Z mean "
                  f"{sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| {sn['log_z_abs_mean']:.3f}; the raw "
                  f"scores taken as log P (the unnormalised mode a decoder uses) give perplexity "
-                 f"{sn['unnormalised_ppl']:.1f}, against the exact {sn_row['test_ppl']:.1f}.")
+                 f"{sn['unnormalised_ppl']:.1f}, against the exact {sn_row['test_ppl']:.1f}. "
+                 + (f"Its output biases were shifted by {shift:+.3f} after training, the mean log Z of the validation "
+                    "text (the trainer's calibration, exact probabilities unchanged)." if shift is not None else
+                    "Trained before the trainer's calibration step existed: its biases are as training left them."))
     budget = budget_text({"rows": mine})
     if budget:
         body += "\n\n" + budget
@@ -472,6 +498,12 @@ def budget_text(ptb: dict) -> str:
     return ("Equal wall-clock budgets (Chen et al. 2016 compare output layers this way), best validation perplexity "
             "first; the runs shared the machine two at a time, so a budget is only roughly the same for each:\n\n"
             + "\n".join(lines))
+
+
+def chen_markdown(chen: dict) -> str:
+    from .chen_budget import markdown as chen_text
+
+    return chen_text(chen)
 
 
 def markdown(data: dict, meta: dict) -> str:
@@ -533,11 +565,15 @@ whole network (not only the output layer) is timed; our hidden layer is one smal
 
 {ptb_text(data, meta)}
 
+## (d) Equal budgets at a larger vocabulary (Chen et al. 2016)
+
+{chen_markdown(data.get("chen") or dict(skipped="not run"))}
+
 ## Against the paper
 
 Chen et al. 2016 compare these output layers at 10k, 100k and 800k words under a fixed time budget (here: table
 (a) gives the cost side at 10k-1M; part (c) the budget comparison on PTB's 10k words, from the runs' learning
-curves; not run: the larger vocabulary of their protocol). Devlin et al. 2014 report
+curves; part (d) at the largest vocabulary the data here gives). Devlin et al. 2014 report
 self-normalised scoring about 15x faster than normalising over V in their decoder (table (b)). Grave et al. 2017
 design the adaptive softmax for GPUs, where a product's cost is not proportional to its size; on one CPU thread
 its gain comes only from the tail clusters' narrower projections and the head's S-word product.
