@@ -417,3 +417,18 @@ def test_selfnorm_calibration_moves_mean_log_z_to_zero_and_keeps_exact_probabili
     assert abs(z_cal.mean()) < 1e-4 and abs(z_raw.mean()) > 1e-3
     assert np.allclose(z_cal - z_raw, z_cal.mean() - z_raw.mean(), atol=1e-4)  # one shift for every history
     assert np.allclose(lp_cal, lp_raw, atol=1e-5)
+
+
+def test_hsm_unties_a_recurrent_models_embeddings_unless_told(tmp_path, run_in_process):
+    from helpers import write_word_corpus
+
+    write_word_corpus(tmp_path / "train.txt", 40, 1)
+    base = ("train", "--train", "train.txt", "--valid", "train.txt", "--model", "gru", "-d", "6", "--hidden", "6",
+            "--proj", "6", "--epochs", "1", "--objective", "hsm", "--threads", "1")
+    r = run_in_process(*base, "-o", "a", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "untied" in r.stderr
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["model"]["tie"] is False
+    r = run_in_process(*base, "--tie", "-o", "b", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["model"]["tie"] is True

@@ -128,6 +128,8 @@ def gru_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
         if o == "shortlist" and not arpa:
             continue
         extra = ["--shortlist", str(SHORTLIST), "--backoff", arpa] if o == "shortlist" else []
+        if o == "hsm":  # the output rows are tree nodes: untied (the default for hsm since 2026-11-24, explicit here)
+            extra = ["--no-tie"]
         plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
                                    tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
     return plan

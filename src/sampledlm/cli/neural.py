@@ -147,6 +147,12 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
             raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
                             "(order = context size + 1)")
         model_flags["order"] = context_size + 1
+    if objective == "hsm" and "tie" in model_flags and model_flags["tie"] is None and \
+            model_spec(model_type).get("tie"):
+        # hsm scores the tree's nodes with the output rows: tied, word i's input embedding would be node i's vector
+        model_flags["tie"] = False
+        click.echo("--objective hsm: input and output embeddings untied (the output rows are the tree's nodes; "
+                   "give --tie to tie them anyway)", err=True)
     spec = model_spec(model_type, **model_flags)
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
