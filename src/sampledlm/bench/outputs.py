@@ -114,7 +114,7 @@ def inference_cost(V: int, rounds: int) -> list[dict]:
 
 
 # --- (c) PTB ------------------------------------------------------------------------------------
-def gru_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
+def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[tuple[str, lmruns.Run]]:
     """(objective, run): the GRU of the ``neural`` page (its softmax run, shared: same name and options)
     and the structured and self-normalised objectives with the same trunk and schedule. None with --quick."""
     if quick:
@@ -132,6 +132,9 @@ def gru_plan(quick: bool, arpa: str | None) -> list[tuple[str, lmruns.Run]]:
             extra = ["--no-tie"]
         plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
                                    tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
+    for o in ("class", "hsm") if classes else ():  # the exchange algorithm's classes, as for the feed-forward trunk
+        extra = ["--word-classes", classes] + (["--no-tie"] if o == "hsm" else [])
+        plan.append((o, lmruns.Run(f"gru-{o}-brown", tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
     return plan
 
 
@@ -262,7 +265,7 @@ def ptb_part(quick: bool, data_dir: str | None, train: bool, only: set[str] | No
         st.arpa = arpa
     classes = None if quick else word_classes(st.work, st.files, make=train)
     plan = [("ffnn", o, r) for o, r in ptb_plan(quick, arpa, classes)] + \
-        [("gru", o, r) for o, r in gru_plan(quick, arpa)]
+        [("gru", o, r) for o, r in gru_plan(quick, arpa, classes)]
     lmruns.check_only(only, [r.name for _, _, r in plan])
     failures: dict = {}
     carried = carried_ptb_rows(out_dir) if only is not None and out_dir else None
