@@ -52,8 +52,14 @@ def test_sums_to_one_over_v_with_real_models(name, kind):
     obj = make_objective(name, COUNTS)
     obj.bind(model)
     scaled(model, obj)
+    check_exact(model, obj, kind, name in STRUCTURED)
+
+
+def check_exact(model, obj, kind, loss_is_log_p, n=300):
+    """On sampled histories: log_prob sums to one over V, log_prob_targets agrees with it and (structured
+    objectives) the training loss is -mean log P."""
     model.eval()
-    ids = zipf_stream(300)
+    ids = zipf_stream(n)
     with torch.no_grad():
         for ctx, targets, _, *rows in model.eval_contexts(ids, batch_size=64 if kind == "ffnn" else 1):
             lp = obj.log_prob(model, ctx).double()
@@ -64,7 +70,7 @@ def test_sums_to_one_over_v_with_real_models(name, kind):
             assert lp.exp().min() > 0
             direct = obj.log_prob_targets(model, ctx, targets).double()
             assert torch.allclose(direct, lp.gather(1, targets.unsqueeze(1)).squeeze(1), atol=1e-5)
-            if name in STRUCTURED:  # their training loss is -log P itself
+            if loss_is_log_p:
                 assert obj(model, ctx, targets).item() == pytest.approx(-direct.mean().item(), rel=1e-5)
 
 
@@ -360,16 +366,7 @@ def test_word_classes_from_a_clustering_stay_exact(name, kind):
     cls = np.random.default_rng(4).integers(0, 7, size=V)
     obj.set_word_classes(cls)
     scaled(model, obj)
-    model.eval()
-    ids = zipf_stream(200)
-    with torch.no_grad():
-        for ctx, targets, _, *rows in model.eval_contexts(ids, batch_size=64 if kind == "ffnn" else 1):
-            lp = obj.log_prob(model, ctx).double()
-            if rows:
-                ctx, lp = ctx[rows[0]], lp[rows[0]]
-            assert torch.allclose(lp.exp().sum(1), torch.ones(len(targets), dtype=torch.float64), atol=1e-5)
-            assert obj(model, ctx, targets).item() == pytest.approx(-lp.gather(1, targets.unsqueeze(1)).mean().item(),
-                                                                    rel=1e-5)
+    check_exact(model, obj, kind, True, n=200)
     if name == "class":
         assert torch.equal(obj.word_class, torch.from_numpy(np.unique(cls, return_inverse=True)[1]))
 

@@ -67,6 +67,23 @@ def _kernel():
         return x * math.log(x) if x > 0 else 0.0
 
     @numba.njit(cache=True, nogil=True)
+    def by_class(w, ptr, nbr, cnt, cls, acc, seen):
+        """Add w's bigram counts with each other word into ``acc[class]``; list the classes met in ``seen``.
+        Returns (how many classes, the count of the pair (w, w))."""
+        n, self_count = 0, 0
+        for j in range(ptr[w], ptr[w + 1]):
+            v = nbr[j]
+            if v == w:
+                self_count += cnt[j]
+                continue
+            c = cls[v]
+            if acc[c] == 0:
+                seen[n] = c
+                n += 1
+            acc[c] += cnt[j]
+        return n, self_count
+
+    @numba.njit(cache=True, nogil=True)
     def exchange_pass(order, cls, size, m, row, col, r_ptr, r_nbr, r_cnt, l_ptr, l_nbr, l_cnt, u_right, u_left):
         """One pass of the exchange algorithm over ``order``; updates the state in place, returns the moves."""
         c_total = m.shape[0]
@@ -79,28 +96,8 @@ def _kernel():
             a = cls[w]
             if size[a] == 1:
                 continue
-            nr = 0
-            nl = 0
-            s = 0
-            for j in range(r_ptr[w], r_ptr[w + 1]):
-                v = r_nbr[j]
-                if v == w:
-                    s += r_cnt[j]
-                    continue
-                c = cls[v]
-                if r[c] == 0:
-                    rc[nr] = c
-                    nr += 1
-                r[c] += r_cnt[j]
-            for j in range(l_ptr[w], l_ptr[w + 1]):
-                v = l_nbr[j]
-                if v == w:
-                    continue
-                c = cls[v]
-                if lft[c] == 0:
-                    lc[nl] = c
-                    nl += 1
-                lft[c] += l_cnt[j]
+            nr, s = by_class(w, r_ptr, r_nbr, r_cnt, cls, r, rc)  # bigrams (w, v) by v's class; s: (w, w)
+            nl, _ = by_class(w, l_ptr, l_nbr, l_cnt, cls, lft, lc)  # bigrams (v, w) by v's class
             # take w out of class a
             for i in range(nr):
                 m[a, rc[i]] -= r[rc[i]]
