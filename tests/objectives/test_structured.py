@@ -429,3 +429,31 @@ def test_hsm_unties_a_recurrent_models_embeddings_unless_told(tmp_path, run_in_p
     r = run_in_process(*base, "--tie", "-o", "b", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b" / "config.json").read_text())["model"]["tie"] is True
+
+
+def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_process):
+    """`sampledlm calibrate`: on a finished self-normalised run, the mean log Z on the given text becomes 0
+    and the model records the total shift; exact perplexity unchanged; other objectives are refused."""
+    from sampledlm.data.corpus import load_ids
+    from sampledlm.neural.lm import stream_log_normalisers
+    from sampledlm.store import load_tensors
+
+    config, vocab = config_for(words_corpus, "ffnn", epochs=1)
+    config["objective"] = {"name": "selfnorm", "options": {}}
+    run = words_corpus / "sn"
+    new_run(str(run), config, vocab).train()
+    trained_shift = float(load_tensors(str(run / "model.safetensors"))[1]["log_z_shift"])
+    before = run_in_process("eval", str(run), "--test", str(words_corpus / "train.txt"), "--json", cwd=words_corpus)
+    r = run_in_process("calibrate", str(run), "--text", str(words_corpus / "train.txt"), cwd=words_corpus)
+    assert r.returncode == 0, r.stderr
+    model, obj, vocab, _ = runs.load_run(str(run))
+    z = stream_log_normalisers(model, obj, load_ids(str(words_corpus / "train.txt"), vocab))
+    assert abs(z.mean()) < 1e-4
+    total = float(load_tensors(str(run / "model.safetensors"))[1]["log_z_shift"])
+    assert total != trained_shift and "total" in r.stderr
+    after = run_in_process("eval", str(run), "--test", str(words_corpus / "train.txt"), "--json", cwd=words_corpus)
+    assert json.loads(after.stdout)["ppl"] == pytest.approx(json.loads(before.stdout)["ppl"], rel=1e-5)
+    config["objective"] = {"name": "softmax", "options": {}}
+    new_run(str(words_corpus / "soft"), config, vocab).train()
+    r = run_in_process("calibrate", str(words_corpus / "soft"), "--text", str(words_corpus / "train.txt"), cwd=words_corpus)
+    assert r.returncode == 1 and "selfnorm" in r.stderr

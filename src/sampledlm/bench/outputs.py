@@ -210,6 +210,10 @@ def selfnorm_report(rd: str, files: dict) -> dict | None:
     cache = os.path.join(rd, "bench_selfnorm.json")
     got = None
     model = os.path.join(rd, "model.safetensors")
+    by_command = False
+    if calibration_shift(rd) is None:  # trained before the trainer calibrated: the same step, by the command
+        lmruns.cli("calibrate", rd, "--text", files["valid"], "--threads", "1")
+        by_command = True
     if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(model):  # else: a newer model
         with open(cache) as f:
             got = json.load(f)
@@ -224,20 +228,21 @@ def selfnorm_report(rd: str, files: dict) -> dict | None:
         got = {**report["test"], "train_sample": report["train_sample"]}
         with atomic_write(cache) as f:
             json.dump(got, f)
+    if by_command:
+        got["calibrated_by_command"] = True
+        with atomic_write(cache) as f:
+            json.dump(got, f)
     return {**got, "calibrated": calibration_shift(rd)}
 
 
 def calibration_shift(rd: str) -> float | None:
-    """The output-bias shift the trainer applied after training (its log's "self-normalisation: output biases
-    shifted by X" line), or None for a run trained before that step existed."""
-    import re
+    """The output-bias shift a self-normalised run's model records (``log_z_shift``: the trainer's calibration
+    on the validation text, or ``sampledlm calibrate``'s), None when it has none."""
+    from safetensors import safe_open
 
-    try:
-        with open(rd + ".log", encoding="utf-8", errors="replace") as f:
-            found = re.findall(r"output biases shifted by ([-+0-9.e]+)", f.read())
-    except OSError:
-        return None
-    return float(found[-1]) if found else None
+    with safe_open(os.path.join(rd, "model.safetensors"), "pt") as f:
+        shift = (f.metadata() or {}).get("log_z_shift")
+    return None if shift is None else float(shift)
 
 
 #: Chen et al. 2016's protocol on the PTB runs: the best validation perplexity each reached within these
@@ -479,9 +484,12 @@ def trunk_text(ptb: dict, trunk: str, cmd: str) -> str:
                  f"{sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| {sn['log_z_abs_mean']:.3f}; the raw "
                  f"scores taken as log P (the unnormalised mode a decoder uses) give perplexity "
                  f"{sn['unnormalised_ppl']:.1f}, against the exact {sn_row['test_ppl']:.1f}. "
-                 + (f"Its output biases were shifted by {shift:+.3f} after training, the mean log Z of the validation "
-                    "text (the trainer's calibration, exact probabilities unchanged)." if shift is not None else
-                    "Trained before the trainer's calibration step existed: its biases are as training left them."))
+                 + (f"Its output biases were shifted by {shift:+.3f} after training, minus the mean log Z of the "
+                    "validation text (exact probabilities unchanged): "
+                    + ("trained before the trainer did this, the run was calibrated by `sampledlm calibrate RUN --text "
+                       "ptb.valid.txt`, the same step." if sn.get("calibrated_by_command") else
+                       "the trainer's calibration.") if shift is not None else
+                    "Its biases are as training left them (no calibration)."))
     budget = budget_text({"rows": mine})
     if budget:
         body += "\n\n" + budget

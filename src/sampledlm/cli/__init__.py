@@ -26,6 +26,7 @@ COMMANDS = {
     "classes": "corpus:classes",
     "train": "neural:train",
     "eval": "eval:eval_cmd",
+    "calibrate": "calibrate:calibrate",
     "score": "score:score",
     "generate": "generate:generate",
     "rescore": "rescore:rescore",

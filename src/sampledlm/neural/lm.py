@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..errors import UserError
 from ..data.vocab import EOS_ID
 from ..lm import LanguageModel, perplexity_of
 
@@ -84,6 +85,17 @@ def stream_log_normalisers(model, objective, ids: np.ndarray, batch_size: int | 
     finally:
         model.train(was_training)
     return out
+
+
+def calibrate_log_z(model, objective, ids: np.ndarray, batch_size: int | None = None) -> float:
+    """Shift a self-normalised model's output biases so that the mean log Z over the histories of
+    ``ids`` (scored in evaluation mode) is 0 (:meth:`~sampledlm.objectives.selfnorm.SelfNormalised.calibrate`:
+    exact probabilities unchanged); returns the shift."""
+    log_z = stream_log_normalisers(model, objective, ids, batch_size=batch_size)
+    if log_z is None or not hasattr(objective, "calibrate"):
+        raise UserError(f"objective {getattr(objective, 'name', '?')!r} has no unnormalised scoring mode to calibrate "
+                        "(train with --objective selfnorm)")
+    return objective.calibrate(model, float(log_z.mean()))
 
 
 def self_normalisation_report(logprobs: np.ndarray, log_z: np.ndarray) -> dict:

@@ -124,11 +124,14 @@ def _sizes(spec) -> str:
     return ", ".join(f"{k} {spec[k]}" for k in keys if spec.get(k) is not None)
 
 
-def save_model_files(run_dir: str, model: torch.nn.Module, objective: torch.nn.Module, finalized: bool) -> None:
-    """The usable model: weights and objective in ONE file, written atomically."""
+def save_model_files(run_dir: str, model: torch.nn.Module, objective: torch.nn.Module, finalized: bool,
+                     meta: dict[str, str] | None = None) -> None:
+    """The usable model: weights and objective in ONE file, written atomically; ``meta``: more metadata
+    (e.g. ``log_z_shift``, the self-normalisation calibration applied to the output biases)."""
     tensors = {f"model/{k}": v for k, v in model.state_dict().items()}
     tensors.update({f"objective/{k}": v for k, v in objective.state_dict().items()})
-    save_tensors(os.path.join(run_dir, "model.safetensors"), tensors, {"finalized": "true" if finalized else "false"})
+    save_tensors(os.path.join(run_dir, "model.safetensors"), tensors,
+                 {**(meta or {}), "finalized": "true" if finalized else "false"})
     legacy = os.path.join(run_dir, "objective.safetensors")
     if os.path.exists(legacy):
         os.remove(legacy)

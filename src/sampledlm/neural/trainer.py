@@ -517,23 +517,24 @@ class Trainer:
         # finalized model.safetensors: it is complete (one file), so it is not finalized twice.
         if meta.get("finalized") != "true":
             self.objective.finalize(self.model)
+            meta = {}
             if getattr(self.objective, "calibrate_on_valid", False):
-                self.calibrate_log_z()
+                meta["log_z_shift"] = f"{self.calibrate_log_z():.9g}"
             if self.ranks.is_main:
-                runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True)
+                runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True, meta=meta)
         st.finalized = True
         self.save_checkpoint()
 
 
-    def calibrate_log_z(self) -> None:
-        """Self-normalisation's calibration (:meth:`~sampledlm.objectives.selfnorm.SelfNormalised.calibrate`):
-        the mean log Z of the final weights on the validation text, measured in evaluation mode, moved to 0."""
-        from .lm import stream_log_normalisers
+    def calibrate_log_z(self) -> float:
+        """Self-normalisation's calibration (:func:`~sampledlm.neural.lm.calibrate_log_z`) on the validation
+        text; returns the shift."""
+        from .lm import calibrate_log_z
 
-        log_z = stream_log_normalisers(self.model, self.objective, self.valid_ids, batch_size=self.opts.eval_batch)
-        shift = self.objective.calibrate(self.model, float(log_z.mean()))
+        shift = calibrate_log_z(self.model, self.objective, self.valid_ids, batch_size=self.opts.eval_batch)
         self.log(f"self-normalisation: output biases shifted by {shift:+.4f}, so the mean log Z on the validation "
                  "text is 0 (exact probabilities unchanged)")
+        return shift
 
 
 def plot_learning_curve(metrics: list[dict], path: str) -> None:
