@@ -293,14 +293,15 @@ def markdown(d: dict) -> str:
         if "lattice_weights" not in r:
             w = r["weights"]
             body.append([r["model"], f"{100 * r['nbest_wer']:.2f}", f"{100 * r['nbest_fp_wer']:.2f}",
-                         f"{100 * r['lattice_wer']:.2f}", "exact", _w(w), _w(w), _w(w)])
+                         f"{100 * r['lattice_wer']:.2f}", "", "exact", _w(w), _w(w), _w(w)])
             continue
         body.append([r["model"], f"{100 * r['nbest_wer']:.2f}", f"{100 * r['nbest_fp_wer']:.2f}",
-                     f"**{100 * r['lattice_wer']:.2f}**", "exact" if r.get("k") is None else f"k = {r['k']}",
+                     f"**{100 * r['lattice_wer']:.2f}**", _delta(r, d["reference_words"]),
+                     "exact" if r.get("k") is None else f"k = {r['k']}",
                      _w(r["weights"]), _w(r["nbest_fp_weights"]), _w(r["lattice_weights"])])
     out.append(table(["model", f"{n}-best WER %, LM replaced", f"{n}-best WER %, first pass kept",
-                      "lattice WER %, first pass kept", "lattice search", "weights: n-best replaced",
-                      "n-best kept", "lattice"], body))
+                      "lattice WER %, first pass kept", "lattice - n-best (errors: replaced, kept)", "lattice search",
+                      "weights: n-best replaced", "n-best kept", "lattice"], body))
     out += ["", "Weights are `lm_weight / word_penalty / b`.", ""]
     out += _why(d["rows"], n)
     for t in d.get("tasks", [])[1:]:
@@ -312,10 +313,12 @@ def markdown(d: dict) -> str:
                 f"({100 * t['oov_rate']:.1f} % of the words). Same channel; oracle WER of the {su['n_best']}-best "
                 f"lists {100 * t['oracle_wer_100best']:.2f} %, first pass (KN3) {100 * t['first_pass_wer']:.2f} %.", "",
                 table(["model", f"{su['n_best']}-best WER %, LM replaced", f"{su['n_best']}-best WER %, first pass kept",
-                       "lattice WER %, first pass kept", "vs first pass (n-best, replaced)"],
+                       "lattice WER %, first pass kept", "lattice - n-best (errors: replaced, kept)",
+                       "vs first pass (n-best, replaced)", "lattice weights"],
                       [[r["model"], f"{100 * r['nbest_wer']:.2f}", f"{100 * r.get('nbest_fp_wer', r['nbest_wer']):.2f}",
-                        f"{100 * r['lattice_wer']:.2f}",
-                        f"{100 * (r['nbest_wer'] / t['first_pass_wer'] - 1):+.1f} %"] for r in t["rows"]])]
+                        f"{100 * r['lattice_wer']:.2f}", _delta(r, t["reference_words"]),
+                        f"{100 * (r['nbest_wer'] / t['first_pass_wer'] - 1):+.1f} %",
+                        _w(r.get("lattice_weights", r["weights"]))] for r in t["rows"]])]
         alone = {r["model"]: r["nbest_wer"] for r in t["rows"]}
         mixes = [r for r in t["rows"] if "+" in r["model"]]
         if mixes and "GRU" in alone:
@@ -338,7 +341,10 @@ def markdown(d: dict) -> str:
     lat_ok = all(r["lattice_wer"] <= r["nbest_wer"] + 1e-12 for r in rescored)
     lat_ok_fp = all(r["lattice_wer"] <= r["nbest_fp_wer"] + 1e-12 for r in rescored)
     worse = [f"{r['model']}{' (' + t['name'] + ')' if len(d.get('tasks', [])) > 1 else ''}: "
-             f"{100 * r['lattice_wer']:.2f} vs {100 * r['nbest_fp_wer']:.2f} %"
+             f"{100 * r['lattice_wer']:.2f} vs {100 * r['nbest_fp_wer']:.2f} %, "
+             f"{round((r['lattice_wer'] - r['nbest_fp_wer']) * t['reference_words']):+d} errors of "
+             f"{t['reference_words']:,} words; development errors: lattice {r['lattice_dev_errors']}, n-best "
+             f"{r['nbest_fp_dev_errors']}"
              for t in d.get("tasks", [d]) for r in t["rows"] if "lattice_weights" in r
              and r["lattice_wer"] > r["nbest_fp_wer"] + 1e-12]
     out += ["", "## Against the issue's targets", "",
@@ -352,6 +358,14 @@ def markdown(d: dict) -> str:
     if "ngram_vs_kenlm" in sp:
         out.append(f"- n-gram scoring within 2x of KenLM's module: {sp['ngram_vs_kenlm'] <= 2} ({sp['ngram_vs_kenlm']:.2f}x).")
     return "\n".join(out) + "\n"
+
+
+def _delta(r: dict, words: int) -> str:
+    """The lattice's test errors minus the n-best lists' (LM replaced, first pass kept)."""
+    if "lattice_weights" not in r:
+        return ""
+    err = lambda wer: round(wer * words)  # noqa: E731
+    return f"{err(r['lattice_wer']) - err(r['nbest_wer']):+d}, {err(r['lattice_wer']) - err(r['nbest_fp_wer']):+d}"
 
 
 def _w(w: dict) -> str:
