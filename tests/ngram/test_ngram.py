@@ -188,3 +188,31 @@ def test_orders_beyond_five(ngram_corpus, smoothing):
     for hist in histories(vocab, train, 7, np.random.default_rng(7))[::4]:
         assert abs(probs_over_vocab(lm, [int(x) for x in hist]).sum() - 1) < 1e-6
     assert math.isfinite(lm.perplexity(valid, vocab))
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_stream_scorer_trie_ranges_match_the_vectorised_lookups(ngram_corpus, order):
+    """The compiled stream scorer (each lookup within its context's range, KenLM's trie pointers) gives
+    bit-identical probabilities and orders to the numpy binary searches over whole tables."""
+    from sampledlm.ngram.tables import HAVE_NUMBA, context_starts, lookup, lookup_in_context
+
+    vocab, train, valid = ngram_corpus
+    lm = train_ngram(train, vocab, order)
+    fast = lm.stream_logprobs(valid, vocab, with_order=True)
+    lm.__dict__["_ranges"] = None
+    saved, type(lm).RANGES_MAX = type(lm).RANGES_MAX, -1  # no ranges: the numpy path
+    try:
+        slow = lm.stream_logprobs(valid, vocab, with_order=True)
+    finally:
+        type(lm).RANGES_MAX = saved
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    if HAVE_NUMBA and order > 1:
+        rng = np.random.default_rng(order)
+        keys = lm._keys[1]
+        ctx = rng.integers(-1, len(lm.tables[0]), 500)
+        word = rng.integers(0, lm.width, 500)
+        ctx[:50], word[:50] = keys[:50] // lm.width, keys[:50] % lm.width  # some present
+        got = np.empty(500, dtype=np.int64)
+        lookup_in_context(keys, context_starts(keys, len(lm.tables[0]), lm.width), ctx, word, lm.width, got)
+        np.testing.assert_array_equal(got, lookup(keys, ctx, word, lm.width))

@@ -149,14 +149,77 @@ def test_cli_rescores_lattices(four_models, run_in_process, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["exact"] and doc["k"] == 2 and doc["utterances"] == 4 and 0 <= doc["rescored_wer"]
+    assert doc["dev"]["lattices"] and doc["dev"]["utterances"] == 4  # tuned on the dev lattices themselves
     best = dict(line.split(" ", 1) for line in (tmp_path / "best.txt").read_text().splitlines())
     assert sorted(best) == ["lat4", "lat5", "lat6", "lat7"]
     w = doc["weights"]
     big = read_slf(str(tmp_path / "expanded" / "lat5.slf"))
     assert " ".join(best_path(big, Weights(w["am_scale"], w["lm_weight"], w["word_penalty"]))[0]) == best["lat5"]
+    r = run_in_process("rescore", str(four_models / "kn3.arpa"), "lats", "--tune-on", "dev", "--tune-refs", "refs",
+                       "--tune-nbest", "5", "--tune-first-pass", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert "lattices" not in doc["dev"] and doc["dev"]["hypotheses"] <= 20  # on the dev lattices' 5 best paths
+    r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "1", "--tune-on", "dev", "--tune-refs",
+                       "refs", "--tune-first-pass", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["dev"]["lattices"], r.stderr
     r = run_in_process("rescore", str(four_models / "gru"), "lats", cwd=tmp_path)
     assert r.returncode == 1 and "give --k" in r.stderr
     r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "--refs", "refs", cwd=tmp_path)
     assert r.returncode == 0 and "WER: first pass" in r.stdout, r.stderr
     r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "-o", "x", cwd=tmp_path)
     assert r.returncode == 1 and "exactly expanded lattices" in r.stderr
+
+
+def test_recorded_expansion_gives_the_search_and_tuning_uses_it(four_models):
+    """The expansion a search records reproduces that search; an exact model's record gives the exact best path
+    under any weights (brute force), and tune_lattices' choice and error count agree with direct searches."""
+    from sampledlm.use.lattice import tune_lattices
+    from sampledlm.use.nbest import Grid
+    from sampledlm.use.wer import align
+
+    lm = load_model(str(four_models / "kn3.arpa"))
+    lats = [random_lattice(seed, WORDS, nodes=5, extra=4) for seed in range(6)]
+    for lat in lats:
+        lat.ref = list(all_paths(lat)[-1].words)
+    w0 = Weights(1.0, 2.0, 0.5, 0.3)
+    hyps, exps = rescore_all(lats, lm, w0, record=True)
+    assert [e.best_words(w0) for e in exps] == [h.words for h in hyps]
+    for w in (Weights(1.0, 0.5, -1.0, 0.0), Weights(1.0, 4.0, 2.0, 0.6)):
+        for lat, e in zip(lats, exps):
+            best = max(path_scores(lat, lm, w), key=lambda x: x[1])
+            assert tuple(e.best_words(w)) == best[0]
+    grid = Grid(lm_weight=[0.0, 0.5, 2.0, 8.0], word_penalty=[-2.0, 0.0, 2.0], first_pass_weight=[0.0, 0.5])
+    tuned, errors = tune_lattices(exps, grid=grid)
+    counts = {}
+    for b in grid.first_pass_weight:
+        for lw in grid.lm_weight:
+            for wp in grid.word_penalty:
+                w = Weights(1.0, lw, wp, b)
+                counts[(lw, wp, b)] = sum(align(lat.ref, h.words).errors for lat, h in zip(lats, rescore_all(lats, lm, w)))
+    assert errors == min(counts.values())
+    assert counts[(tuned.lm_weight, tuned.word_penalty, tuned.first_pass_weight)] == errors
+    first_min = next(key for key, v in counts.items() if v == errors)  # ties: the first grid point (tune's order)
+    assert first_min == (tuned.lm_weight, tuned.word_penalty, tuned.first_pass_weight)
+    # a recurrent model: the record holds the scores given the histories its search kept
+    gru = load_model(str(four_models / "gru"))
+    hyps, exps = rescore_all(lats, gru, w0, k=1, record=True)
+    assert [e.best_words(w0) for e in exps] == [h.words for h in hyps]
+
+
+def test_continuation_queries_grouped_by_history_give_score_numbers(four_models):
+    """Queries sharing a history are read once; the numbers are the stream scorer's (one sentence per query)."""
+    from sampledlm.data.vocab import EOS_ID
+    from sampledlm.use.lattice import continuation_logprobs
+
+    for name in ("kn3.arpa", "gru"):
+        lm = load_model(str(four_models / name))
+        ids = [lm.vocab.index.get(w, 1) for w in WORDS]
+        queries = [((), ids[0]), ((ids[1], ids[2]), ids[3]), ((), ids[4]), ((ids[1], ids[2]), EOS_ID),
+                   ((ids[1], ids[2]), ids[5]), ((ids[6],), ids[0])]
+        got = continuation_logprobs(lm, queries)
+        want = []
+        for hist, word in queries:
+            stream = np.array(list(hist) + [word] + ([] if word == EOS_ID else [EOS_ID]), dtype=np.int64)
+            want.append(lm.logprobs(stream, independent=True)[len(hist)])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

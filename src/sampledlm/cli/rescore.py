@@ -31,11 +31,14 @@ FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
               help="Keep this share of the first-pass LM score (0: replace it with MODEL's).")
 @click.option("--tune-on", default=None, metavar="DEV",
               help="Development n-best lists or lattices: choose --lm-weight and --word-penalty there for the "
-                   "lowest WER (lattices: on their --tune-nbest best paths).")
+                   "lowest WER. Lattices rescoring lattices: each DEV lattice is searched once (at the given "
+                   "weights) with its links' scores recorded, and the weights are tuned by Viterbi searches over "
+                   "those records; with --tune-nbest, or for n-best input, on their best paths instead.")
 @click.option("--tune-refs", default=None, help="References of --tune-on (not needed when DEV is JSONL with refs).")
 @click.option("--tune-first-pass", is_flag=True, help="With --tune-on: also tune --first-pass-weight (0 to 0.9).")
-@click.option("--tune-nbest", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Lattices given to --tune-on: tune on this many best paths of each.")
+@click.option("--tune-nbest", type=click.IntRange(min=1), default=None,
+              help="Lattices given to --tune-on: tune on this many best paths of each (the first pass's order) "
+                   "instead of the lattices themselves [100 when NBEST is n-best lists].")
 @click.option("--k", "k", type=click.IntRange(min=0), default=None,
               help="Lattices: merge histories sharing their last k words [default: the model's n-1; "
                    "recurrent models need it].")
@@ -57,7 +60,8 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     Each hypothesis gets score = am_scale*am + lm_weight*lm + word_penalty*words, where lm is
     MODEL's ln P(words </s>) (with --first-pass-weight b: (1-b)*MODEL's + b*the first pass's).
     Scores are natural logs inside; SRILM files hold log10 scores, Kaldi files costs (-ln).
-    With --tune-on the LM weight and word penalty minimise WER on development lists first.
+    With --tune-on the LM weight and word penalty minimise WER on development lists first (on
+    development lattices, when both are lattices: searched once, the weights tuned on the records).
     Lattices (HTK SLF) are searched exactly for n-gram and feed-forward models (each node split by
     its last n-1 words); for recurrent models histories sharing their last --k words are merged.
     Example:
@@ -87,16 +91,20 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
                 raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
     lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
     items = _read(nbest, "slf" if lattices else fmt, refs)
-    dev = _read_dev(tune_on, tune_refs, tune_nbest) if tune_on else None
+    dev_lattices = bool(tune_on) and lattices and is_slf(tune_on) and tune_nbest is None
+    dev = _read_dev(tune_on, tune_refs, tune_nbest or 100, lattices=dev_lattices) if tune_on else None
     lm = open_models([model, *others], weights, interp_valid, device=device)
     w = Weights(am_scale, lm_weight, word_penalty, first_pass_weight)
     summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items)}
     if dev is not None:
-        add_lm_scores(lm, dev)
         grid = Grid(first_pass_weight=[i / 10 for i in range(10)] if tune_first_pass else [first_pass_weight])
-        w = tune(dev, am_scale, grid)
+        if dev_lattices:
+            w, summary["dev"] = _tune_lattices(dev, lm, w, _search_k(lm, k, None), grid)
+        else:
+            add_lm_scores(lm, dev)
+            w = tune(dev, am_scale, grid)
+            summary["dev"] = evaluate(dev, w).to_dict()
         summary["tuned_on"] = tune_on
-        summary["dev"] = evaluate(dev, w).to_dict()
     summary["weights"] = {key: float(v) for key, v in w.__dict__.items()}
     if lattices:
         best = _rescore_lattices(items, lm, w, k, output, summary)
@@ -128,13 +136,14 @@ def _read(path, fmt, refs):
     return items
 
 
-def _read_dev(path, refs, n):
-    """Development n-best lists (from lattices: their ``n`` best paths), each with its reference."""
+def _read_dev(path, refs, n, lattices=False):
+    """Development n-best lists (from lattices: their ``n`` best paths, or the lattices themselves when
+    ``lattices``), each with its reference."""
     from ..errors import UserError
     from ..use.lattice import is_slf, rescore_nbest
 
     dev = _read(path, "slf" if is_slf(path) else "auto", refs)
-    if is_slf(path):
+    if is_slf(path) and not lattices:
         dev = [rescore_nbest(lat, n) for lat in dev]
     if any(nb.ref is None for nb in dev):
         raise UserError(f"{path}: tuning needs references: give --tune-refs or a JSONL file with 'ref'")
@@ -160,10 +169,10 @@ def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
     return [(nb.id, nb.hyps[0].words) for nb in ranked]
 
 
-def _rescore_lattices(lats, lm, w, k, output, summary):
+def _search_k(lm, k, output):
+    """The k of the lattice search: the model's n-1 unless given (recurrent models need it)."""
     from ..errors import UserError
-    from ..use.lattice import context_length, expand, first_pass_best, rescore_all, write_slf
-    from ..use.wer import Errors, align
+    from ..use.lattice import context_length
 
     exact = context_length(lm)
     if k is None and exact is None:
@@ -172,7 +181,32 @@ def _rescore_lattices(lats, lm, w, k, output, summary):
     if output and (exact is None or (k is not None and k < exact)):
         raise UserError("-o writes exactly expanded lattices: it needs an n-gram or feed-forward model (and --k at "
                         "least its n-1)")
-    k = exact if k is None else k
+    return exact if k is None else k
+
+
+def _tune_lattices(dev, lm, w, k, grid):
+    """Weights tuned on development lattices (one recorded search each at ``w``, then the grid over the
+    records) and the development summary."""
+    from dataclasses import asdict
+
+    from ..errors import UserError
+    from ..use.lattice import rescore_all, tune_lattices
+
+    if any(lat.ref is None for lat in dev):
+        raise UserError("tuning on lattices needs references: give --tune-refs")
+    _, exps = rescore_all(dev, lm, w, k, record=True)
+    best, errors = tune_lattices(exps, w.am_scale, grid)
+    words = sum(len(lat.ref) for lat in dev)
+    return best, {"rescored_wer": errors / words if words else 0.0, "reference_words": words,
+                  "utterances": len(dev), "lattices": True, "weights": asdict(best)}
+
+
+def _rescore_lattices(lats, lm, w, k, output, summary):
+    from ..use.lattice import context_length, expand, first_pass_best, rescore_all, write_slf
+    from ..use.wer import Errors, align
+
+    exact = context_length(lm)
+    k = _search_k(lm, k, output)
     best, first, resc = [], Errors(), Errors()
     for lat, hyp in zip(lats, rescore_all(lats, lm, w, k)):
         best.append((lat.id, hyp.words))

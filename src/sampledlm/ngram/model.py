@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
-from .tables import context_and_gram_indices, lookup, lookup_grams
+from .tables import (HAVE_NUMBA, back_off_order, context_and_gram_indices, context_starts, lookup,
+                     lookup_grams, lookup_in_context)
 
 LN10 = math.log(10.0)
 CHUNK = 1 << 20  # predictions scored per batch in stream_logprobs
@@ -205,14 +206,43 @@ class NgramLM:
         """
         starts = np.ones(len(words), dtype=bool)
         starts[1:] = is_eos[:-1]
+        ranges = self._context_ranges()
         ctx, gram = [np.zeros(len(words), dtype=np.int64)], [words]
         for j in range(1, self.order):
             c = np.empty(len(words), dtype=np.int64)
             c[1:] = gram[j - 1][:-1]
             c[starts] = self.bos if j == 1 else -1
             ctx.append(c)
-            gram.append(lookup(self._keys[j], c, words, self.width))
-        return self._back_off(ctx, gram, True)
+            if ranges is None:
+                gram.append(lookup(self._keys[j], c, words, self.width))
+            else:
+                g = np.empty(len(words), dtype=np.int64)
+                lookup_in_context(self._keys[j], ranges[j], c, words, self.width, g)
+                gram.append(g)
+        if ranges is None:
+            return self._back_off(ctx, gram, True)
+        out = np.zeros(len(words), dtype=np.float64)
+        done = np.zeros(len(words), dtype=np.bool_)
+        order = np.zeros(len(words), dtype=np.int64)
+        for j in range(len(ctx) - 1, -1, -1):
+            t = self.tables[j]
+            back_off_order(j, gram[j], ctx[j], t.logp, self.tables[j - 1].bow if j else t.bow, out, done, order)
+        return out, order
+
+    #: contexts per order up to which the stream scorer builds its trie pointers (8 bytes each)
+    RANGES_MAX = 100_000_000
+
+    def _context_ranges(self):
+        """Per order j >= 1, :func:`.tables.context_starts` of its keys (built once, kept); None without numba
+        or for tables too large to add a pointer per context."""
+        if not HAVE_NUMBA or self.order < 2 or any(len(t) > self.RANGES_MAX for t in self.tables[:-1]):
+            return None
+        got = self.__dict__.get("_ranges")
+        if got is None:
+            got = [None] + [context_starts(self._keys[j], len(self.tables[j - 1]), self.width)
+                            for j in range(1, self.order)]
+            self.__dict__["_ranges"] = got
+        return got
 
     # --- convenience API (strings) ------------------------------------------------------
     def encode(self, words: list[str]) -> np.ndarray:

@@ -291,17 +291,26 @@ def context_length(lm) -> int | None:
 
 
 def continuation_logprobs(lm, queries: list[tuple[tuple[int, ...], int]]) -> np.ndarray:
-    """``ln P(word | <s> history)`` for each ``(history ids, word id)``: one bunched call of the model."""
+    """``ln P(word | <s> history)`` for each ``(history ids, word id)``: one bunched call of the model.
+
+    Queries are grouped by history (:meth:`~sampledlm.lm.LanguageModel.logprobs_after`), so a history
+    followed by several candidate words is read once (one context per distinct history for neural
+    models; the numbers are those ``sampledlm score`` gives)."""
     if not queries:
         return np.zeros(0)
-    stream, at = [], []
-    for hist, word in queries:
-        at.append(len(stream) + len(hist))
-        stream.extend(hist)
-        stream.append(word)
-        if word != EOS_ID:
-            stream.append(EOS_ID)
-    return lm.logprobs_at(np.asarray(stream, dtype=np.int64), np.asarray(at), independent=True)
+    index: dict[tuple, int] = {}
+    words: list[list[int]] = []
+    where = np.empty((len(queries), 2), dtype=np.int64)
+    for q, (hist, word) in enumerate(queries):
+        i = index.setdefault(tuple(hist), len(index))
+        if i == len(words):
+            words.append([])
+        where[q] = i, len(words[i])
+        words[i].append(word)
+    got = lm.logprobs_after([list(h) for h in index], words)
+    starts = np.concatenate([[0], np.cumsum([len(w) for w in words])[:-1]]).astype(np.int64)
+    flat = np.concatenate([np.asarray(g, dtype=np.float64) for g in got])
+    return flat[starts[where[:, 0]] + where[:, 1]]
 
 
 def _word_id(lm, word: str) -> int:
@@ -373,7 +382,8 @@ def rescore(lat: Lattice, lm, weights: Weights = Weights(), k: int | None = None
     return rescore_all([lat], lm, weights, k)[0]
 
 
-def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | None = None) -> list[Hypothesis]:
+def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | None = None,
+                record: bool = False):
     """Each lattice's best path under ``lm`` (``lm_new`` set), searching its expansion by last-``k``-words histories.
 
     Each expanded state keeps its best partial path and scores its links with ``lm`` given that path's
@@ -381,15 +391,20 @@ def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | 
     :func:`context_length`) and the standard approximation for recurrent models otherwise. The lattices
     advance together a level at a time (a node's level: its longest distance from the start), and each
     level's LM queries of every lattice go to the model in one bunched call.
+
+    ``record``: also return each lattice's searched expansion (:class:`Expansion`: every expanded link
+    with its acoustic, new and first-pass LM scores), as ``(hypotheses, expansions)``; weights can then be
+    tuned on it without calling the model again (:func:`tune_lattices`).
     """
     k = context_length(lm) if k is None else k
     if k is None:
         raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
-    searches = [_Search(lat, k, weights) for lat in lats]
+    searches = [_Search(lat, k, weights, record) for lat in lats]
     while True:
         active = [s for s in searches if s.result is None]
         if not active:
-            return [s.result for s in searches]
+            hyps = [s.result for s in searches]
+            return (hyps, [s.expansion() for s in searches]) if record else hyps
         todo = [s.pending(lm) for s in active]
         lp = continuation_logprobs(lm, [q for queries, _ in todo for q in queries])
         at = 0
@@ -398,10 +413,93 @@ def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | 
             at += len(queries)
 
 
+@dataclass
+class Expansion:
+    """A lattice expanded by LM histories, as arrays: link ``j`` goes from state ``src[j]`` to ``dst[j]``
+    (states numbered in a topological order, ``0`` the start, ``final`` the end: the ``</s>`` probability
+    is on the links into it), with acoustic score ``am[j]``, the rescoring LM's ``lm_new[j]``, the first
+    pass's ``lm_first[j]`` and word ``words[j]`` (None: an epsilon link).
+
+    Exact for n-gram and feed-forward models; for a recurrent model each state's LM scores are those
+    given the history that survived the search which recorded it (so they depend, slightly, on that
+    search's weights)."""
+
+    id: str
+    num_states: int
+    final: int
+    src: np.ndarray
+    dst: np.ndarray
+    am: np.ndarray
+    lm_new: np.ndarray
+    lm_first: np.ndarray
+    words: list
+    ref: list[str] | None = None
+
+    def best_words(self, weights: Weights) -> list[str]:
+        """The best path's words under ``weights`` (a Viterbi search; ties: the first link found)."""
+        wid, vocab = self._ids()
+        path = _best_path_ids(self.src, self.dst, self._link_score(weights), self.num_states, self.final,
+                              wid)
+        return [vocab[i] for i in path]
+
+    def _link_score(self, w: Weights) -> np.ndarray:
+        b = w.first_pass_weight
+        return (w.am_scale * self.am + w.lm_weight * ((1 - b) * self.lm_new + b * self.lm_first)
+                + w.word_penalty * (self._ids()[0] >= 0))
+
+    def _ids(self):
+        if not hasattr(self, "_wid"):
+            vocab: dict[str, int] = {}
+            for x in (self.ref or []):
+                vocab.setdefault(x, len(vocab))
+            wid = np.array([-1 if x is None else vocab.setdefault(x, len(vocab)) for x in self.words], dtype=np.int64)
+            self._wid, self._vocab = wid, list(vocab)
+        return self._wid, self._vocab
+
+
+def _best_path_ids(src, dst, score, num_states, final, wid) -> list[int]:
+    best = np.full(num_states, -np.inf)
+    back = np.full(num_states, -1, dtype=np.int64)
+    best[0] = 0.0
+    for j in range(len(src)):
+        v = best[src[j]] + score[j]
+        if v > best[dst[j]]:
+            best[dst[j]], back[dst[j]] = v, j
+    out, node = [], final
+    while node != 0:
+        j = back[node]
+        if wid[j] >= 0:
+            out.append(int(wid[j]))
+        node = src[j]
+    return out[::-1]
+
+
+def tune_lattices(exps: list[Expansion], am_scale: float = 1.0, grid=None) -> tuple[Weights, int]:
+    """The grid point (:class:`sampledlm.use.nbest.Grid`) whose best lattice paths make the fewest errors
+    over ``exps`` (which need references), and that number; ties: the first found (grid order as
+    :func:`sampledlm.use.nbest.tune`). One Viterbi search per lattice and grid point over the recorded
+    scores: the model is not called again."""
+    from .nbest import Grid
+    from .wer_kernels import grid_errors
+
+    grid = grid or Grid()
+    cand = np.array([(am_scale, lw, wp, b) for b in grid.first_pass_weight for lw in grid.lm_weight
+                     for wp in grid.word_penalty], dtype=np.float64)
+    total = np.zeros(len(cand), dtype=np.int64)
+    for e in exps:
+        if e.ref is None:
+            raise UserError(f"lattice {e.id!r} has no reference")
+        wid, vocab = e._ids()
+        ref = np.array([vocab.index(x) for x in e.ref], dtype=np.int64)
+        grid_errors(e.src, e.dst, e.am, e.lm_new, e.lm_first, wid, e.num_states, e.final, ref, cand, total)
+    i = int(np.argmin(total))
+    return Weights(*map(float, cand[i])), int(total[i])
+
+
 class _Search:
     """One lattice's Viterbi search over its expansion by last-k-words histories (:func:`rescore_all`)."""
 
-    def __init__(self, lat: Lattice, k: int, weights: Weights):
+    def __init__(self, lat: Lattice, k: int, weights: Weights, record: bool = False):
         self.lat, self.k, self.w = lat, k, weights
         self.out = lat.out_links()
         order = lat.topological_order()
@@ -419,21 +517,25 @@ class _Search:
         self.at_node: dict[int, list[tuple]] = defaultdict(list)
         self.at_node[lat.start].append(())
         self.result: Hypothesis | None = None
+        # the searched expansion: state ids (in the order states are first reached) and links
+        self.record = record
+        self.ids: dict[tuple, int] = {(lat.start, ()): 0}
+        self.rec: list[tuple] = []  # (src id, dst key or None for the end, am, lm_new, lm_first, word)
 
     def pending(self, lm) -> tuple[list, list]:
         """The next level's LM queries ``(history ids, word id)`` and the work they belong to."""
         if self.next_level >= len(self.levels):
             raise UserError(f"lattice {self.lat.id!r}: the end node is not reachable")
-        work = []  # (state, link or None for </s>)
+        work = []  # (state key, state, link or None for </s>)
         for node in self.levels[self.next_level]:
             for key in self.at_node[node]:
                 st = self.states[(node, key)]
                 if node == self.lat.end:
-                    work.append((st, None))
+                    work.append(((node, key), st, None))
                 else:
-                    work.extend((st, link) for link in self.out[node])
+                    work.extend(((node, key), st, link) for link in self.out[node])
         queries = [(st[1], EOS_ID if link is None else _word_id(lm, link.word))
-                   for st, link in work if link is None or link.word]
+                   for _, st, link in work if link is None or link.word]
         self.lm = lm
         return queries, work
 
@@ -441,11 +543,14 @@ class _Search:
         w, b, k = self.w, self.w.first_pass_weight, self.k
         lp = iter(lp.tolist())
         finals = []
-        for st, link in work:
+        rec = self.rec if self.record else None
+        for skey, st, link in work:
             score, hist, words, am, lmf, lmn = st
             if link is None:
                 new = next(lp)
                 finals.append((score + w.lm_weight * (1 - b) * new, words, am, lmf, lmn + new))
+                if rec is not None:
+                    rec.append((self.ids[skey], None, 0.0, new, 0.0, None))
                 continue
             new = next(lp) if link.word else 0.0
             s2 = (score + w.am_scale * link.am + w.lm_weight * ((1 - b) * new + b * link.lm)
@@ -458,12 +563,27 @@ class _Search:
             old = self.states.get(key)
             if old is None:
                 self.at_node[link.end].append(key[1])
+                if rec is not None:
+                    self.ids[key] = len(self.ids)
+            if rec is not None:
+                rec.append((self.ids[skey], self.ids[key], link.am, new, link.lm, link.word))
             if old is None or old[0] < s2:
                 self.states[key] = (s2, hist2, words2, am + link.am, lmf + link.lm, lmn + new)
         self.next_level += 1
         if finals:
             _, words, am, lmf, lmn = max(finals, key=lambda f: f[0])
             self.result = Hypothesis(list(words), am, lmf, lmn)
+
+    def expansion(self) -> Expansion:
+        final = len(self.ids)
+        rec = self.rec
+        return Expansion(self.lat.id, final + 1, final,
+                         np.array([r[0] for r in rec], dtype=np.int64),
+                         np.array([final if r[1] is None else r[1] for r in rec], dtype=np.int64),
+                         np.array([r[2] for r in rec], dtype=np.float64),
+                         np.array([r[3] for r in rec], dtype=np.float64),
+                         np.array([r[4] for r in rec], dtype=np.float64),
+                         [r[5] for r in rec], self.lat.ref)
 
 
 def first_pass_best(lat: Lattice, weights: Weights = Weights()) -> Hypothesis:
