@@ -132,6 +132,10 @@ def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[
             extra = ["--no-tie"]
         plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
                                    tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
+    # the adaptive softmax with untied embeddings: tied, the rare words' input embeddings are its narrow tails too
+    untied = [("--no-tie" if x == "--tie" else x) for x in opts]
+    plan.append(("adaptive", lmruns.Run("gru-adaptive-untied",
+                                        tuple(untied[:at] + ["--objective", "adaptive"] + untied[at + 2:]))))
     for o in ("class", "hsm") if classes else ():  # the exchange algorithm's classes, as for the feed-forward trunk
         extra = ["--word-classes", classes] + (["--no-tie"] if o == "hsm" else [])
         plan.append((o, lmruns.Run(f"gru-{o}-brown", tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
@@ -280,7 +284,7 @@ def ptb_part(quick: bool, data_dir: str | None, train: bool, only: set[str] | No
         rows.update(lmruns.run_all(st.work, st.files, runs, st.arpa, failures=failures, train_new=train,
                                    only=None if only is None else only & {r.name for r in runs}, carried=carried))
     for _, o, r in plan:
-        if o == "selfnorm" and r.name in rows and not rows[r.name].get("carried"):
+        if o == "selfnorm" and r.name in rows and not rows[r.name].get("carried") and not rows[r.name].get("partial"):
             rows[r.name]["self_normalisation"] = selfnorm_report(rows[r.name]["dir"], st.files)
     return {"data": st.label, "kn3_test_ppl": st.kn3_ppl, "failures": failures,
             "plan": [{"trunk": t, "objective": o, "name": r.name, "options": " ".join(r.options)} for t, o, r in plan],
@@ -429,7 +433,14 @@ def misses_text(ptb: dict) -> str:
             "classes leave more of the choice to the exact within-class softmax."
             + (f" Classes from word usage (the exchange algorithm's 200 classes of the training text, "
                f"`sampledlm classes`) give `class-brown` {gap('class-brown')} and a tree whose top splits whole "
-               f"classes `hsm-brown` {gap('hsm-brown')}." if "class-brown" in rows or "hsm-brown" in rows else ""))
+               f"classes `hsm-brown` {gap('hsm-brown')}." if "class-brown" in rows or "hsm-brown" in rows else "")
+            + (" The tree still trails the softmax: each of a word's ~log2 V binary decisions is one logistic "
+               "classifier of h shared by every word below its node, and a mistake at any node costs the word's "
+               "probability; Mnih & Hinton (2009) closed the gap only with trees grown from learnt word vectors and "
+               "several paths per word." if "hsm-brown" in rows else ""))
+    gru = gru_misses(ptb)
+    if gru:
+        out.append(gru)
     for name in ("selfnorm", "selfnorm-a1"):
         sn = rows.get(name, {}).get("self_normalisation")
         if sn and abs(sn["log_z_mean"]) > 0.1 and not sn.get("calibrated"):
@@ -442,6 +453,38 @@ def misses_text(ptb: dict) -> str:
                    "dropout, which changes every hidden activation and so the log-sum-exp of the scores (a larger "
                    "alpha trades a little perplexity for a tighter log Z)." if sn.get("train_sample") else "."))
     return "\n\n".join(out)
+
+
+def gru_misses(ptb: dict) -> str:
+    """The reading of the GRU rows against the softmax GRU (figures from the rows)."""
+    g = {r["name"]: r for r in ptb["rows"] if r.get("trunk") == "gru"}
+    soft = g.get("gru")
+    if not soft or len(g) < 2:
+        return ""
+
+    def gap(name, key="test_ppl"):
+        if name not in g or g[name].get(key) is None or soft.get(key) is None:
+            return "not run"
+        return f"{100 * (g[name][key] / soft[key] - 1):+.1f} %" + (" (unfinished)" if g[name].get("partial") else "")
+
+    out = ["On the GRU the structured layers lose more than on the feed-forward trunk. Every GRU run stops at the "
+           f"softmax's 8 epochs, and the softmax GRU's best epoch is its last ({soft['best_epoch']} of "
+           f"{soft['epochs']}), so these are comparisons at a fixed schedule, not at convergence."]
+    if "gru-shortlist-2000" in g:
+        kn3 = ptb.get("kn3_test_ppl")
+        out.append(f"Schwenk's short-list ({gap('gru-shortlist-2000')} alone, {gap('gru-shortlist-2000', 'test_ppl_interp')}"
+                   " with KN3) gives the words outside its 2,000 KN3's probabilities instead of the network's: that "
+                   f"costs the GRU (test perplexity {soft['test_ppl']:.1f}"
+                   + (f" against KN3's {kn3:.1f}" if kn3 else "") + ") far more than the feed-forward trigram, which "
+                   "is about as good as KN3 to begin with.")
+    if "gru-adaptive" in g:
+        out.append(f"The adaptive softmax ({gap('gru-adaptive')}) shares its tail clusters' narrow projections with "
+                   "the input embeddings when the model is tied, as this trunk is, so the rare words' inputs are "
+                   f"narrow too; untied (`gru-adaptive-untied`) it gives {gap('gru-adaptive-untied')}.")
+    if "gru-class" in g:
+        out.append(f"The class layer gives {gap('gru-class')} with frequency bins and {gap('gru-class-brown')} with "
+                   "the exchange algorithm's classes, which brought the feed-forward trunk to the softmax's figure.")
+    return " ".join(out)
 
 
 def trunk_text(ptb: dict, trunk: str, cmd: str) -> str:
