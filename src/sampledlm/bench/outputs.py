@@ -491,8 +491,7 @@ def gru_misses(ptb: dict) -> str:
     if "gru-hsm" in g:
         out.append(f"The tree (`gru-hsm`, untied: its output rows are the tree's nodes) gives {gap('gru-hsm')} and "
                    f"underfits: last training loss {last_loss(g['gru-hsm'])} nats per token against the softmax "
-                   f"GRU's {last_loss(soft)} (the same run tied reached the same validation perplexity, 153.1 against "
-                   "152.6).")
+                   f"GRU's {last_loss(soft)}.")
     if "gru-class" in g:
         out.append(f"The class layer gives {gap('gru-class')} with frequency bins and {gap('gru-class-brown')} with "
                    "the exchange algorithm's classes, which brought the feed-forward trunk to the softmax's figure.")
