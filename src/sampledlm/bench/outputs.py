@@ -485,9 +485,15 @@ def gru_misses(ptb: dict) -> str:
                    + (f" against KN3's {kn3:.1f}" if kn3 else "") + ") far more than the feed-forward trigram, which "
                    "is about as good as KN3 to begin with.")
     if "gru-adaptive" in g:
+        untied = g.get("gru-adaptive-untied")
+        helps = untied is not None and untied["test_ppl"] < g["gru-adaptive"]["test_ppl"]
         out.append(f"The adaptive softmax ({gap('gru-adaptive')}) shares its tail clusters' narrow projections with "
                    "the input embeddings when the model is tied, as this trunk is, so the rare words' inputs are "
-                   f"narrow too; untied (`gru-adaptive-untied`) it gives {gap('gru-adaptive-untied')}.")
+                   f"narrow too; untied (`gru-adaptive-untied`) it gives {gap('gru-adaptive-untied')}"
+                   + (", so the tying accounts for part of the gap." if helps else
+                      ", so the tying is not the cause: what remains is the tails' own width (a quarter and a "
+                      "sixteenth of h, `--div-value 4`), which limits how finely the GRU's state can tell rare words "
+                      "apart." if untied is not None else "."))
     if "gru-hsm" in g:
         out.append(f"The tree (`gru-hsm`, untied: its output rows are the tree's nodes) gives {gap('gru-hsm')} and "
                    f"underfits: last training loss {last_loss(g['gru-hsm'])} nats per token against the softmax "
