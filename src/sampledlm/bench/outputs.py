@@ -491,9 +491,9 @@ def gru_misses(ptb: dict) -> str:
                    "the input embeddings when the model is tied, as this trunk is, so the rare words' inputs are "
                    f"narrow too; untied (`gru-adaptive-untied`) it gives {gap('gru-adaptive-untied')}"
                    + (", so the tying accounts for part of the gap." if helps else
-                      ", so the tying is not the cause: what remains is the tails' own width (a quarter and a "
-                      "sixteenth of h, `--div-value 4`), which limits how finely the GRU's state can tell rare words "
-                      "apart." if untied is not None else "."))
+                      ", so the tying is not the cause; the likelier one, not tested here, is the tails' own width "
+                      "(a quarter and a sixteenth of h, `--div-value 4`), narrower than what the GRU's state needs to "
+                      "tell rare words apart." if untied is not None else "."))
     if "gru-hsm" in g:
         out.append(f"The tree (`gru-hsm`, untied: its output rows are the tree's nodes) gives {gap('gru-hsm')} and "
                    f"underfits: last training loss {last_loss(g['gru-hsm'])} nats per token against the softmax "
