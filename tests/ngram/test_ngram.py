@@ -194,11 +194,17 @@ def test_orders_beyond_five(ngram_corpus, smoothing):
 def test_stream_scorer_trie_ranges_match_the_vectorised_lookups(ngram_corpus, order):
     """The compiled stream scorer (each lookup within its context's range, KenLM's trie pointers) gives
     bit-identical probabilities and orders to the numpy binary searches over whole tables."""
-    from sampledlm.ngram.tables import HAVE_NUMBA, context_starts, lookup, lookup_in_context
+    from sampledlm.ngram.model import HAVE_NUMBA
+    from sampledlm.ngram.tables import context_starts, lookup
 
     vocab, train, valid = ngram_corpus
     lm = train_ngram(train, vocab, order)
-    fast = lm.stream_logprobs(valid, vocab, with_order=True)
+    saved = type(lm).COMPILED_MIN
+    type(lm).COMPILED_MIN = 0  # the compiled path for this short stream too
+    try:
+        fast = lm.stream_logprobs(valid, vocab, with_order=True)
+    finally:
+        type(lm).COMPILED_MIN = saved
     lm.__dict__["_ranges"] = None
     saved, type(lm).RANGES_MAX = type(lm).RANGES_MAX, -1  # no ranges: the numpy path
     try:
@@ -208,6 +214,8 @@ def test_stream_scorer_trie_ranges_match_the_vectorised_lookups(ngram_corpus, or
     np.testing.assert_array_equal(fast[0], slow[0])
     np.testing.assert_array_equal(fast[1], slow[1])
     if HAVE_NUMBA and order > 1:
+        from sampledlm.ngram.trie_kernels import lookup_in_context
+
         rng = np.random.default_rng(order)
         keys = lm._keys[1]
         ctx = rng.integers(-1, len(lm.tables[0]), 500)

@@ -12,7 +12,7 @@ tenth of the data, and stops at the end of the epoch that passes the larger budg
 The budgets count the training process's CPU seconds (``--time-clock cpu``; one thread), not wall
 seconds: this machine is shared with other jobs, and CPU time is what each method was given. The
 runs go one after another; the page reads each run's best validation perplexity among the epochs
-that ended within each budget (:func:`sampledlm.bench.outputs.within_budget`).
+that ended within each budget (:func:`sampledlm.bench.lmruns.within_budget`).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def vocabulary_size(files: dict) -> int:
 
 def run(work: str, ptb: dict, data_root: str, train_new: bool) -> dict:
     """Train (or reuse) every run and return the rows for the page; skipped without the novel."""
-    from .outputs import within_budget
+    from .lmruns import within_budget
 
     novel = os.path.join(data_root, *WAR_AND_PEACE)
     if not os.path.exists(novel):

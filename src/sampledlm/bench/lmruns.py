@@ -270,3 +270,10 @@ def relative_cost(run: dict, reference: dict) -> float:
 def label(row: dict) -> str:
     """A run's name for tables: ``*`` marks an unfinished run, ``†`` one carried from an earlier page."""
     return row["name"] + ("*" if row.get("partial") else "") + ("†" if row.get("carried") else "")
+
+
+def within_budget(row: dict, budget: float, clock: str = "wall_s") -> float | None:
+    """The lowest validation perplexity of the epochs that ended within ``budget`` seconds of ``clock``
+    (``wall_s``, or ``cpu_s``: the training process's CPU seconds)."""
+    got = [c["valid_ppl"] for c in row.get("curve", []) if clock in c and c[clock] <= budget]
+    return min(got) if got else None

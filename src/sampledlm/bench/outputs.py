@@ -254,11 +254,7 @@ def calibration_shift(rd: str) -> float | None:
 BUDGETS = (300, 900)
 
 
-def within_budget(row: dict, budget: float, clock: str = "wall_s") -> float | None:
-    """The lowest validation perplexity of the epochs that ended within ``budget`` seconds of ``clock``
-    (``wall_s``, or ``cpu_s``: the training process's CPU seconds)."""
-    got = [c["valid_ppl"] for c in row.get("curve", []) if clock in c and c[clock] <= budget]
-    return min(got) if got else None
+within_budget = lmruns.within_budget  # the best validation perplexity within a time budget
 
 
 def ptb_part(quick: bool, data_dir: str | None, train: bool, only: set[str] | None = None,

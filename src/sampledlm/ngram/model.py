@@ -23,11 +23,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import importlib.util
+
 import numpy as np
 
 from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
-from .tables import (HAVE_NUMBA, back_off_order, context_and_gram_indices, context_starts, lookup,
-                     lookup_grams, lookup_in_context)
+from .tables import context_and_gram_indices, context_starts, lookup, lookup_grams
+
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None  # the compiled stream scorer (.trie_kernels)
 
 LN10 = math.log(10.0)
 CHUNK = 1 << 20  # predictions scored per batch in stream_logprobs
@@ -206,7 +209,9 @@ class NgramLM:
         """
         starts = np.ones(len(words), dtype=bool)
         starts[1:] = is_eos[:-1]
-        ranges = self._context_ranges()
+        ranges = self._context_ranges() if len(words) >= self.COMPILED_MIN else None
+        if ranges is not None:
+            from .trie_kernels import back_off_order, lookup_in_context
         ctx, gram = [np.zeros(len(words), dtype=np.int64)], [words]
         for j in range(1, self.order):
             c = np.empty(len(words), dtype=np.int64)
@@ -231,6 +236,8 @@ class NgramLM:
 
     #: contexts per order up to which the stream scorer builds its trie pointers (8 bytes each)
     RANGES_MAX = 100_000_000
+    #: tokens from which the stream scorer uses its compiled kernels (numba's import costs a few tenths of a second)
+    COMPILED_MIN = 20_000
 
     def _context_ranges(self):
         """Per order j >= 1, :func:`.tables.context_starts` of its keys (built once, kept); None without numba

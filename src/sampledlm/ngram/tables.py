@@ -18,18 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # numba is optional: without it the stream scorer uses the vectorised numpy lookups below
-    from numba import njit
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    HAVE_NUMBA = False
-
-    def njit(*args, **kw):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-
 def lookup(keys: np.ndarray, ctx: np.ndarray, word: np.ndarray, width: int) -> np.ndarray:
     """Indices of the n-grams ``(ctx, word)`` in the sorted ``keys`` of one order; -1 where absent.
 
@@ -93,41 +81,3 @@ def context_starts(keys: np.ndarray, num_contexts: int, width: int) -> np.ndarra
     """``starts [num_contexts + 1]``: the n-grams whose context has index ``c`` are ``keys[starts[c]:starts[c+1]]``
     (the pointer array of KenLM's trie, built from the sorted keys with one vectorised search)."""
     return np.searchsorted(keys, np.arange(num_contexts + 1, dtype=np.int64) * width).astype(np.int64)
-
-
-@njit(cache=True)
-def lookup_in_context(keys, starts, ctx, word, width, out):
-    """:func:`lookup` with each search confined to its context's range (:func:`context_starts`): one or two
-    cache lines per query instead of a binary search over the whole table."""
-    for i in range(len(ctx)):
-        c = ctx[i]
-        out[i] = -1
-        if c < 0:
-            continue
-        lo, hi = starts[c], starts[c + 1]
-        q = c * width + word[i]
-        end = hi
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if keys[mid] < q:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < end and keys[lo] == q:
-            out[i] = lo
-
-
-@njit(cache=True)
-def back_off_order(j, gram_j, ctx_j, logp_j, bow_lower, out, done, order):
-    """One order of :meth:`sampledlm.ngram.model.NgramLM._back_off` (longest first), in place: the same
-    additions in the same order, so the same floats."""
-    for i in range(len(out)):
-        if done[i]:
-            continue
-        g = gram_j[i]
-        if g >= 0:
-            out[i] += logp_j[g]
-            order[i] = j + 1
-            done[i] = True
-        elif j > 0 and ctx_j[i] >= 0:
-            out[i] += bow_lower[ctx_j[i]]
