@@ -69,6 +69,27 @@ def test_an_error_midway_removes_the_spill_and_writes_nothing(tmp_path, monkeypa
     assert os.listdir(tmp_path) == []
 
 
+def test_an_error_in_the_arpa_writer_thread_reaches_the_caller_and_writes_nothing(tmp_path, monkeypatch):
+    """The ARPA lines are written on a thread of their own (arpa_stream.BackgroundWriter): a failed write
+    there (a full disk) stops the run with that error, and neither the ARPA file nor the spill remain."""
+    from sampledlm.ngram import arpa_stream
+
+    sents = synthetic_sentences(300, 30, seed=3)
+    vocab = Vocab.from_sentences(sents)
+    calls = []
+    real = arpa_stream._lines
+
+    def full_disk_on_the_third_window(*a, **k):
+        calls.append(1)
+        out = real(*a, **k)
+        return out if len(calls) < 3 else None  # f.write(None) fails in the writer thread
+
+    monkeypatch.setattr(arpa_stream, "_lines", full_disk_on_the_third_window)
+    with pytest.raises(TypeError):
+        train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path))
+    assert len(calls) >= 3 and os.listdir(tmp_path) == []
+
+
 def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
     write_corpus(tmp_path / "train.txt", synthetic_sentences(20000, 400, seed=4))
     spill = tmp_path / "spill"
@@ -149,3 +170,37 @@ def test_bounded_training_reads_standard_input(tmp_path):
                        stdin=open(tmp_path / "train.txt", "rb"))
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "stdin.arpa").read_bytes() == (tmp_path / "mem.arpa").read_bytes()
+
+
+_WORDS = ["a", "b", "cat", "<s>", "</s>", "<unk>", "\u00e9t\u00e9", "x\x00y", "\x00"]
+_GAPS = [" ", "  ", "\t", "\u2028", "\x85", " \u3000 "]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_read_text_fast_path_agrees_with_line_by_line_reading(tmp_path, seed):
+    """read_text splits a plain chunk at once, line ends marked (the fast path), and line by line when the
+    chunk holds <s>/</s> or a NUL: either way the vocabulary and ids of build_vocab and text_chunks.
+    Blank and whitespace-only lines give no sentence; a NUL inside a token, or alone, is a word."""
+    from sampledlm.data.corpus import build_vocab
+    from sampledlm.data.tokenizer import TextOptions
+    from sampledlm.ngram.spill import Spill
+
+    rng = np.random.default_rng(seed)
+    plain = [w for w in _WORDS if "s>" not in w and "\x00" not in w]
+    words = _WORDS if seed % 2 else plain  # odd seeds: the slow path's chunks too
+    lines = []
+    for _ in range(int(rng.integers(1, 400))):
+        n = int(rng.integers(0, 6))
+        toks = [words[int(i)] for i in rng.integers(0, len(words), n)]
+        gap = _GAPS[int(rng.integers(0, len(_GAPS)))]
+        lines.append(gap.join(toks) + (gap if rng.random() < 0.2 else ""))
+    head = "\n \n" + "w x y\n" * 12000  # blank lines first; past the first 64 KB a NUL is no binary file
+    text = tmp_path / "t.txt"
+    text.write_text(head + "\n".join(lines) + ("\n" if seed % 3 else ""), encoding="utf-8")
+    for opts in (TextOptions(), TextOptions(lowercase=True)):
+        want = build_vocab(str(text), opts)
+        with Spill(str(tmp_path), 64) as sp:
+            got, chunks = external.read_text(sp, str(text), opts)
+            ids = np.concatenate(list(chunks))
+        assert got.words == want.words and got.counts.tolist() == want.counts.tolist()
+        assert ids.tolist() == np.concatenate(list(external.text_chunks(str(text), want, opts))).tolist()

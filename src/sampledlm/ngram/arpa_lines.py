@@ -84,7 +84,7 @@ def _number_size(v):
     return neg + _digits(np.int64(np.rint(abs(v) * 1e8)) // SCALE) + 9
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: formats while arpa_stream's writer thread writes
 def join_texts(pbuf, pstart, ctx, wbuf, wstart, last, has_prefix):
     """The texts of n n-grams: prefix line ``ctx[i]`` (of ``pbuf``/``pstart``), a space and word
     ``last[i]``; or the word alone when ``has_prefix`` is false. Returns (buf, start). The lines are
@@ -113,7 +113,7 @@ def join_texts(pbuf, pstart, ctx, wbuf, wstart, last, has_prefix):
     return buf, start
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: formats while arpa_stream's writer thread writes
 def lines(logp, bow, has_bow, tbuf, tstart, keep, has_keep):
     """ARPA lines ``logp \\t text [\\t bow] \\n`` for the n-grams with ``keep`` (all without ``has_keep``):
     each line's exact size first, then every line written to its own range, in parallel."""

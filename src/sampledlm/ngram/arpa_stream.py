@@ -9,7 +9,10 @@ them is in memory.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import queue
+import threading
 
 import numpy as np
 
@@ -24,11 +27,57 @@ def _fmt_ok(values: np.ndarray) -> None:
         raise AssertionError("bounded estimation produced a value that is not rounded to 8 decimals")
 
 
+class BackgroundWriter:
+    """Runs file writes on a thread of its own, in the order given, so that the next window is formatted
+    (by compiled loops that release the GIL) while the last one is written. At most ``depth`` calls
+    wait; an error in the thread is raised by the next call or by :meth:`close`."""
+
+    def __init__(self, depth: int = 1):
+        self.q: queue.Queue = queue.Queue(maxsize=depth)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="arpa-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            call = self.q.get()
+            if call is None:
+                return
+            if self.error is None or isinstance(call, threading.Event):
+                try:
+                    call.set() if isinstance(call, threading.Event) else call()
+                except BaseException as e:  # noqa: BLE001 -- handed to the main thread
+                    self.error = e
+
+    def _put(self, call) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put(call)
+
+    def write(self, f, data) -> None:
+        self._put(functools.partial(f.write, data))
+
+    def sync(self) -> None:
+        """Wait until every call queued so far has run."""
+        done = threading.Event()
+        self._put(done)
+        done.wait()
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        """Run what is queued, then stop the thread."""
+        self.q.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thresholds: list[int], kept: list[int],
                          bar) -> None:
     """The ARPA file, byte for byte what :func:`.arpa.write_arpa` writes for the same model."""
     from ..data.textio import atomic_write
-    from .arpa_lines import ByteLines, WordBytes, join_texts  # numba: loaded only when bounded estimation writes
+    from .arpa_lines import WordBytes, join_texts  # numba: loaded only when bounded estimation writes
 
     for w in words:
         if not w or any(ch.isspace() for ch in w):
@@ -41,11 +90,28 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
     with atomic_write(path, "wb") as f:
         f.write(b"\n\\data\\\n")
         f.write("".join(f"ngram {k}={c}\n" for k, c in enumerate(kept, 1)).encode())
-        for k in range(1, order + 1):
-            f.write(f"\n\\{k}-grams:\n".encode())
-            prev = ByteLines(sp.path(f"text_{k - 1}")) if k > 2 else None
-            out = open(sp.path(f"text_{k}"), "wb") if 1 < k < order else None
-            for s, logp in sp.chunks(f"logp_{k}", max(MIN_LINES, sp.window // 3)):  # texts cost ~3x
+        writer = BackgroundWriter()
+        try:
+            _write_orders(sp, f, writer, wb, word_lines, W, order, thresholds, bar)
+        finally:
+            writer.close()
+        f.write(b"\n\\end\\\n")
+
+
+def _write_orders(sp: Spill, f, writer: BackgroundWriter, wb, word_lines, W: int, order: int, thresholds: list[int],
+                  bar) -> None:
+    """The n-gram sections, order by order, each window's lines handed to ``writer``."""
+    from .arpa_lines import ByteLines, join_texts
+
+    none = np.zeros(0, np.int64)
+    every = np.arange(W, dtype=np.int64)
+    for k in range(1, order + 1):
+        writer.write(f, f"\n\\{k}-grams:\n".encode())
+        prev = ByteLines(sp.path(f"text_{k - 1}")) if k > 2 else None
+        out = open(sp.path(f"text_{k}"), "wb") if 1 < k < order else None
+        try:
+            # texts cost ~3x the window's numbers, and a window is formatted while the last is written
+            for s, logp in sp.chunks(f"logp_{k}", max(MIN_LINES, sp.window // 4)):
                 n = len(logp)
                 if k == 1:
                     text = join_texts(wb.buf, none, none, wb.buf, wb.start, every[s : s + n], False)
@@ -58,22 +124,21 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
                         pbuf, pstart, base = prev.span(int(ctx[0]), int(ctx[-1]))
                         text = join_texts(pbuf, pstart, ctx - base, wb.buf, wb.start, last, True)
                     if out is not None:
-                        out.write(text[0])  # the array's own buffer: no copy
-                _fmt_ok(logp)
+                        writer.write(out, text[0])  # the array's own buffer: no copy
                 bow = sp.read(f"bow_{k}", s, n) if k < order else None
-                if bow is not None:
-                    _fmt_ok(bow)
                 keep = None
                 if k >= 2 and thresholds[k - 1] > 0:
                     keep = sp.read(f"cnt_{k}", s, n) > thresholds[k - 1]
-                f.write(_lines(logp, bow, text, keep))
+                writer.write(f, _lines(logp, bow, text, keep))
                 bar.update(n)
+        finally:
+            writer.sync()  # text_k complete before order k+1 reads it
             if out is not None:
                 out.close()
             if prev is not None:
                 prev.close()
-                sp.remove(f"text_{k - 1}")
-        f.write(b"\n\\end\\\n")
+        if prev is not None:
+            sp.remove(f"text_{k - 1}")
 
 
 def _lines(logp: np.ndarray, bow: np.ndarray | None, text: tuple[np.ndarray, np.ndarray],
@@ -84,6 +149,9 @@ def _lines(logp: np.ndarray, bow: np.ndarray | None, text: tuple[np.ndarray, np.
     if formattable(logp) and (bow is None or formattable(bow)):
         return lines(logp, bow if bow is not None else logp, bow is not None, *text,
                      keep if keep is not None else np.zeros(0, np.bool_), keep is not None)
+    _fmt_ok(logp)  # formattable() failed on the range, not the rounding (which the estimator guarantees)
+    if bow is not None:
+        _fmt_ok(bow)
     texts = text[0].tobytes().decode("utf-8").split("\n")[:-1]
     lp, bw = logp.tolist(), None if bow is None else bow.tolist()
     if keep is not None:

@@ -29,6 +29,35 @@ from ..errors import UserError
 PREFIX = "sampledlm-ngram."
 
 
+@contextlib.contextmanager
+def heap_kept(limit: int):
+    """Keep freed memory for reuse while bounded estimation runs (glibc only; elsewhere a no-op).
+
+    Every window allocates arrays of tens of MB; glibc serves those by ``mmap`` and hands them back on
+    free, so the next window's arrays fault in (and zero) fresh pages: about a tenth of the run's time.
+    Here allocations up to ``limit`` bytes come from the heap and freed pages stay mapped, so the
+    process's resident set stays at its high-water mark (which the budget bounds anyway) instead of
+    being faulted in again per window. The defaults are restored, and the heap trimmed, on exit.
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt, trim = libc.mallopt, libc.malloc_trim
+    except (OSError, AttributeError):
+        yield
+        return
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    ok = mallopt(M_MMAP_THRESHOLD, int(min(limit, 2**31 - 1))) and mallopt(M_TRIM_THRESHOLD, int(min(limit, 2**31 - 1)))
+    try:
+        yield
+    finally:
+        if ok:
+            mallopt(M_MMAP_THRESHOLD, 128 * 1024)  # glibc's defaults
+            mallopt(M_TRIM_THRESHOLD, 128 * 1024)
+            trim(0)
+
+
 def _try_lock(path: str):
     """An fd holding an exclusive lock on ``path``, or None when another live process holds it."""
     import fcntl
@@ -135,7 +164,7 @@ class Spill:
         data = np.ascontiguousarray(values, dtype=dtype)
         try:
             with open(self.path(name), "ab") as f:
-                f.write(data.tobytes())
+                f.write(data)  # the array's own buffer: no copy
         except OSError as e:
             raise UserError(f"--temp-dir {self.dir}: cannot write ({e.strerror or e}); give a --temp-dir with more room") from None
         self.spilled += data.nbytes
@@ -144,7 +173,7 @@ class Spill:
         data = np.ascontiguousarray(values, dtype=self.dtypes[name])
         with open(self.path(name), "r+b") as f:
             f.seek(start * data.itemsize)
-            f.write(data.tobytes())
+            f.write(data)  # the array's own buffer: no copy
 
     def length(self, name: str) -> int:
         if not os.path.exists(self.path(name)):
