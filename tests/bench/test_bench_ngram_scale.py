@@ -13,4 +13,8 @@ def test_ngram_scale_quick(tmp_path):
     assert all(r["identical"] for r in data["scaling"]), "bounded estimation writes the in-memory bytes"
     assert all(r["bounded"]["peak_mb"] > 0 for r in data["scaling"])
     assert data["binary"]["speedup"] > 1
-    assert {r["method"] for r in data["pruning"]["rows"]} == {"none", "count", "entropy", "entropy, Katz P(h)"}
+    methods = {r["method"] for r in data["pruning"]["rows"] if not r.get("diagnosis")}
+    assert methods == {"none", "count", "entropy", "entropy, Katz P(h)"}
+    assert all(r["method"].endswith(" only") for r in data["pruning"]["rows"] if r.get("diagnosis"))
+    bb = data["binary"]["bounded"]  # the largest model written as a binary directory by bounded estimation
+    assert bb["build"]["rc"] == 0 and bb["load"] and f"{bb['ppl']:.4g}" == f"{bb['arpa_ppl']:.4g}"

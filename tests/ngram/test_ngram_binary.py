@@ -105,15 +105,16 @@ def test_the_same_command_finishes_a_directory_whose_writer_was_killed(model_fil
 
     d, _ = model_files
     out = tmp_path / "kn4.bin"
-    hashed = []
+    written = []
+    real = mapped._write_npy
 
-    def killed_after_four_files(path):
-        hashed.append(path)
-        if len(hashed) == 4:
+    def killed_after_four_files(path, *a):
+        written.append(real(path, *a))
+        if len(written) == 4:
             raise _Killed
-        return "0" * 64
+        return written[-1]
 
-    monkeypatch.setattr(mapped, "_file_hash", killed_after_four_files)
+    monkeypatch.setattr(mapped, "_write_npy", killed_after_four_files)
     with pytest.raises(_Killed):
         main(["ngram", "build-binary", str(d / "kn4.arpa"), "-o", str(out)])
     monkeypatch.undo()

@@ -204,3 +204,49 @@ def test_read_text_fast_path_agrees_with_line_by_line_reading(tmp_path, seed):
             ids = np.concatenate(list(chunks))
         assert got.words == want.words and got.counts.tolist() == want.counts.tolist()
         assert ids.tolist() == np.concatenate(list(external.text_chunks(str(text), want, opts))).tolist()
+
+
+@pytest.mark.parametrize("seed,order,smoothing,prune", [
+    (21, 1, "mkn", None), (22, 3, "kn", None), (23, 5, "mkn", None), (24, 4, "mkn", [0, 1, 2]), (25, 3, "kn", [0, 0, 1]),
+    (26, 5, "mkn", [0, 1])])
+def test_bounded_binary_directory_holds_the_in_memory_models_arrays(tmp_path, seed, order, smoothing, prune):
+    """--memory with --binary writes the model directory from the spill (no ARPA text, nothing parsed): the same
+    keys, log-probabilities and back-off weights as write_binary of the in-memory model, count pruning included
+    (keys renumbered past the pruned contexts), under a budget that forces many runs; checksums verify."""
+    from sampledlm.ngram.mapped import open_binary, verify_binary, write_binary
+
+    rng = np.random.default_rng(seed)
+    sents = synthetic_sentences(int(rng.integers(400, 1200)), vocab_size=int(rng.integers(20, 150)), seed=seed)
+    vocab = Vocab.from_sentences(sents)
+    ids = encode_sentences(vocab, sents)
+    write_binary(train_ngram(ids, vocab, order, smoothing, prune=prune), str(tmp_path / "mem"))
+    train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "bounded"), parse_memory("1K"), str(tmp_path),
+                  smoothing, prune, binary=True)
+    a, b = open_binary(str(tmp_path / "mem")), open_binary(str(tmp_path / "bounded"))
+    assert a.words == b.words and a.counts() == b.counts()
+    for ta, tb in zip(a.tables, b.tables):
+        for name in ("keys", "logp", "bow"):
+            assert np.array_equal(getattr(ta, name), getattr(tb, name)), name
+    assert verify_binary(str(tmp_path / "bounded")) == []
+    assert spill_dirs(tmp_path) == []
+
+
+def test_cli_binary_output(tmp_path, capsys):
+    """ngram train --binary: a model directory that ngram eval reads, in memory and bounded alike; '-' refused;
+    an existing model kept without --force; a failed run leaves no directory behind."""
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 50, seed=4))
+    base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "3", "--binary"]
+    ppl = []
+    for name, extra in (("mem.bin", []), ("bounded.bin", ["--memory", "2K", "--temp-dir", str(tmp_path)])):
+        code, _, err = run_cli(base + ["-o", str(tmp_path / name), *extra], capsys)
+        assert code == 0, err
+        code, out, err = run_cli(["ngram", "eval", str(tmp_path / name), "--test", str(tmp_path / "train.txt")], capsys)
+        assert code == 0, err
+        ppl.append((out + err).split("perplexity ")[1].split()[0])
+    assert ppl[0] == ppl[1]
+    for args, msg in ((["-o", "-"], "give -o DIR"), (["-o", str(tmp_path / "mem.bin")], "--force")):
+        code, _, err = run_cli(base + args, capsys)
+        assert code == 1 and msg in err
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "nope.txt"), "--binary", "-o",
+                            str(tmp_path / "never.bin")], capsys)
+    assert code == 1 and not (tmp_path / "never.bin").exists()

@@ -32,7 +32,12 @@ def ngram():
               help="mkn: interpolated modified Kneser-Ney; kn: interpolated Kneser-Ney; wb: Witten-Bell; "
                    "jm: Jelinek-Mercer (weights tuned on --valid); katz: Good-Turing back-off; addk: add-k.")
 @click.option("-o", "--output", required=True,
-              help="ARPA file to write; a name ending in .gz, .bz2 or .xz is compressed (- for stdout).")
+              help="ARPA file to write; a name ending in .gz, .bz2 or .xz is compressed (- for stdout). "
+                   "With --binary: the model directory to write.")
+@click.option("--binary", is_flag=True,
+              help="Write a binary model directory (as ngram build-binary writes from an ARPA file) instead of an "
+                   "ARPA file: it loads at once, by memory-mapping. With --memory it is written from the spilled "
+                   "tables, so a model too large to parse still gets one.")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
@@ -54,7 +59,7 @@ def ngram():
               help="Worker processes of the local Dask cluster (without --scheduler).")
 @force_option("the ARPA file")
 @text_options
-def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
+def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
           scheduler, workers, force, opts):
     """Estimate an n-gram model from TRAIN and write it as an ARPA file.
 
@@ -67,15 +72,41 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
       sampledlm ngram train --train train.txt --order 2 --smoothing addk --k 1 -o addone.arpa
       sampledlm ngram train --train train.txt --order 5 --prune 0,0,1 -o kn5-pruned.arpa
       sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --temp-dir /scratch -o kn5.arpa
+      sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --binary -o kn5.bin
       sampledlm ngram train --train big.txt --order 5 --engine dask --scheduler tcp://head:8786 -o kn5.arpa
     """
-    from ..data.corpus import build_vocab, load_ids
     from ..data.textio import check_writable
+
+    if binary:
+        from ..ngram.mapped import lock_directory
+
+        if output == "-":
+            raise UserError("--binary writes a model directory: give -o DIR, not -")
+        refuse_existing_dir(output, force, "a binary n-gram model")
+        created = not os.path.exists(output)
+        try:
+            with lock_directory(output):  # held to the end: a second writer of the directory stops at once
+                refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
+                _train(train_path, order, smoothing, output, True, vocab_path, valid_path, add_k, prune, memory,
+                       temp_dir, engine, scheduler, workers, opts)
+        except BaseException:
+            if created:
+                remove_if_empty(output)
+            raise
+        return
+    check_writable(output)
+    refuse_existing(output, force)
+    _train(train_path, order, smoothing, output, False, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
+           scheduler, workers, opts)
+
+
+def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
+           scheduler, workers, opts):
+    """``ngram train`` once its output is checked (and, with ``binary``, its directory locked)."""
+    from ..data.corpus import build_vocab, load_ids
     from ..data.vocab import Vocab
     from ..ngram import DESCRIPTIONS, train_ngram, write_arpa
 
-    check_writable(output)
-    refuse_existing(output, force)
     if smoothing == "jm" and not valid_path:
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
     if not (math.isfinite(add_k) and add_k > 0):
@@ -96,10 +127,10 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
         if vocab_path:
             vocab = Vocab.load(vocab_path)
             info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
-                                 smoothing, thresholds)
+                                 smoothing, thresholds, binary=binary, locked=binary)
         else:  # one pass over the text for the vocabulary and the ids
             info = train_bounded(None, None, order, output, budget, temp_dir, smoothing, thresholds,
-                                 text=(train_path, opts))
+                                 text=(train_path, opts), binary=binary, locked=binary)
         click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
                    f"vocabulary {info['vocabulary']:,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
                    f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
@@ -123,7 +154,12 @@ def train(train_path, order, smoothing, output, vocab_path, valid_path, add_k, p
                    f"{report['seconds_count']:.1f} s", err=True)
     else:
         lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
-    write_arpa(lm, output)
+    if binary:
+        from ..ngram.mapped import write_binary
+
+        write_binary(lm, output, locked=True)
+    else:
+        write_arpa(lm, output)
     msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
            f"vocabulary {len(vocab):,}; {time.perf_counter() - t0:.1f} s")
     if valid_ids is not None and len(valid_ids):

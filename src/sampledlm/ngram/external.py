@@ -504,11 +504,14 @@ def interpolate_order(sp: Spill, k: int, d: np.ndarray, bar) -> None:
 
 # --- the pipeline -------------------------------------------------------------------------------------------
 def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: int, temp_dir: str | None = None,
-                  smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None) -> dict:
+                  smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None,
+                  binary: bool = False, locked: bool = False) -> dict:
     """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
 
     ``memory``: the byte budget for the whole process (module docstring). ``text``: instead of
     ``chunks`` and ``vocab``, ``(path, TextOptions)`` of a text read once for both (:func:`read_text`).
+    ``binary``: ``output`` is a binary model directory (:mod:`.binary_stream`; no ARPA text is written);
+    ``locked``: the caller holds that directory's lock (:func:`.mapped.lock_directory`).
     Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
     seconds per stage.
     """
@@ -589,8 +592,17 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
                 kept[k - 1] = int(sum((c > thresholds[k - 1]).sum() for _, c in sp.chunks(f"cnt_{k}")))
         info["seconds"]["interpolate"] = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
-        with progress.bar(total=sum(sizes), desc="write ARPA", unit="ngram") as bar:
-            write_arpa_streaming(sp, output, words, order, thresholds, kept, bar)
+        if binary:
+            from .binary_stream import write_binary_streaming
+
+            model_info = {"smoothing": smoothing, "order": int(order), "ngrams": kept, "discounts": info["discounts"],
+                          "fallback_orders": info["fallback_orders"], "estimation": "bounded"}
+            if any(thresholds[1:]):
+                model_info["prune"] = thresholds
+            write_binary_streaming(sp, output, words, order, thresholds, kept, model_info, locked=locked)
+        else:
+            with progress.bar(total=sum(sizes), desc="write ARPA", unit="ngram") as bar:
+                write_arpa_streaming(sp, output, words, order, thresholds, kept, bar)
         info["seconds"]["write"] = round(time.perf_counter() - t, 3)
         info["ngrams"] = kept
         info["spilled_bytes"] = sp.spilled

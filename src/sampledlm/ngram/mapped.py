@@ -89,32 +89,63 @@ def lock_directory(out_dir: str):
 def write_binary(lm: NgramLM, out_dir: str, locked: bool = False) -> None:
     """Write ``lm`` as a binary model directory (module docstring); atomic per file, config.json last.
     ``locked``: the caller holds the directory's lock (:func:`lock_directory`, taken here otherwise)."""
+    write_binary_arrays(out_dir, list(lm.words), lm.counts(), lm.info,
+                        lambda name, k: [getattr(lm.tables[k - 1], name)], locked)
+
+
+def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info: dict, arrays,
+                        locked: bool = False) -> None:
+    """The binary model directory from arrays given in pieces: ``arrays(name, k)`` yields, in order, the
+    parts of array ``name`` (keys, logp, bow) of order k, ``counts[k-1]`` elements in all. Each ``.npy``
+    file is written (and hashed) a part at a time, so a model larger than memory streams through
+    (bounded estimation, :mod:`.binary_stream`); the files are those ``np.save`` writes."""
     if not locked:
         with lock_directory(out_dir):
-            return write_binary(lm, out_dir, locked=True)
+            return write_binary_arrays(out_dir, words, counts, info, arrays, locked=True)
+    order = len(counts)
     old = os.path.join(out_dir, "config.json")
     if os.path.exists(old):
         os.remove(old)  # the directory is incomplete until the new config.json lands
     for name in os.listdir(out_dir):  # arrays of a higher order, of the model replaced or a killed write
         m = re.match(r"^(keys|logp|bow)_([0-9]+)\.npy$", name)
-        if m and int(m.group(2)) > lm.order:
+        if m and int(m.group(2)) > order:
             os.remove(os.path.join(out_dir, name))
     hashes = {}
-    for k, t in enumerate(lm.tables, 1):
+    for k in range(1, order + 1):
         for name, dtype in ARRAYS:
             fname = f"{name}_{k}.npy"
-            with atomic_write(os.path.join(out_dir, fname), "wb") as f:
-                np.save(f, np.ascontiguousarray(getattr(t, name), dtype=dtype))
-            hashes[fname] = _file_hash(os.path.join(out_dir, fname))
+            hashes[fname] = _write_npy(os.path.join(out_dir, fname), arrays(name, k), counts[k - 1], dtype)
     with atomic_write(os.path.join(out_dir, "words.json")) as f:
-        json.dump(list(lm.words), f, ensure_ascii=False)
+        json.dump(list(words), f, ensure_ascii=False)
     hashes["words.json"] = _file_hash(os.path.join(out_dir, "words.json"))
-    info = {k: v for k, v in lm.info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
+    info = {k: v for k, v in info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
     config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
-              "ngram": {"order": lm.order, "counts": lm.counts(), "words": lm.width, "info": info, "sha256": hashes}}
+              "ngram": {"order": order, "counts": list(counts), "words": len(words), "info": info, "sha256": hashes}}
     with atomic_write(old) as f:
         json.dump(config, f, indent=2)
         f.write("\n")
+
+
+def _write_npy(path: str, parts, length: int, dtype) -> str:
+    """A 1-d ``.npy`` file of ``length`` elements from ``parts`` (atomic); returns its SHA-256."""
+    import io
+
+    dtype = np.dtype(dtype)
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                "fortran_order": False, "shape": (int(length),)})
+    h = hashlib.sha256(head.getvalue())
+    written = 0
+    with atomic_write(path, "wb") as f:
+        f.write(head.getvalue())
+        for part in parts:
+            data = np.ascontiguousarray(part, dtype=dtype)
+            f.write(data)
+            h.update(data)
+            written += len(data)
+        if written != length:
+            raise AssertionError(f"{path}: {written} elements written, {length} expected")
+    return h.hexdigest()
 
 
 def is_binary(path: str) -> bool:
