@@ -143,21 +143,26 @@ def test_the_sweep_spares_a_live_run_that_has_not_locked_its_directory_yet(tmp_p
 def test_one_pass_text_reading_gives_build_vocab_and_its_ids(tmp_path):
     """The bounded path reads a text once for vocabulary and ids (read_text): the same vocabulary as
     build_vocab (counts, order, literal <unk>/</s>/<s> handled alike) and the same ids as text_chunks."""
-    from sampledlm.data.corpus import build_vocab
     from sampledlm.data.tokenizer import TextOptions
-    from sampledlm.ngram.spill import Spill
 
     text = tmp_path / "t.txt"
     lines = ["the cat <unk> sat", "", "a </s> b <s> the", "cat cat the end"] * 40 + ["rare word at the end"]
     text.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    opts = TextOptions()
+    assert_read_text_agrees(text, TextOptions(), tmp_path)
+    assert not spill_dirs(tmp_path)
+
+
+def assert_read_text_agrees(text, opts, tmp_path):
+    """read_text's vocabulary and ids are build_vocab's and text_chunks'."""
+    from sampledlm.data.corpus import build_vocab
+    from sampledlm.ngram.spill import Spill
+
     want = build_vocab(str(text), opts)
     with Spill(str(tmp_path), 64) as sp:
         got, chunks = external.read_text(sp, str(text), opts)
         ids = np.concatenate(list(chunks))
     assert got.words == want.words and got.counts.tolist() == want.counts.tolist()
     assert ids.tolist() == np.concatenate(list(external.text_chunks(str(text), want, opts))).tolist()
-    assert not spill_dirs(tmp_path)
 
 
 def test_bounded_training_reads_standard_input(tmp_path):
@@ -181,9 +186,7 @@ def test_read_text_fast_path_agrees_with_line_by_line_reading(tmp_path, seed):
     """read_text splits a plain chunk at once, line ends marked (the fast path), and line by line when the
     chunk holds <s>/</s> or a NUL: either way the vocabulary and ids of build_vocab and text_chunks.
     Blank and whitespace-only lines give no sentence; a NUL inside a token, or alone, is a word."""
-    from sampledlm.data.corpus import build_vocab
     from sampledlm.data.tokenizer import TextOptions
-    from sampledlm.ngram.spill import Spill
 
     rng = np.random.default_rng(seed)
     plain = [w for w in _WORDS if "s>" not in w and "\x00" not in w]
@@ -198,12 +201,7 @@ def test_read_text_fast_path_agrees_with_line_by_line_reading(tmp_path, seed):
     text = tmp_path / "t.txt"
     text.write_text(head + "\n".join(lines) + ("\n" if seed % 3 else ""), encoding="utf-8")
     for opts in (TextOptions(), TextOptions(lowercase=True)):
-        want = build_vocab(str(text), opts)
-        with Spill(str(tmp_path), 64) as sp:
-            got, chunks = external.read_text(sp, str(text), opts)
-            ids = np.concatenate(list(chunks))
-        assert got.words == want.words and got.counts.tolist() == want.counts.tolist()
-        assert ids.tolist() == np.concatenate(list(external.text_chunks(str(text), want, opts))).tolist()
+        assert_read_text_agrees(text, opts, tmp_path)
 
 
 @pytest.mark.parametrize("seed,order,smoothing,prune", [
