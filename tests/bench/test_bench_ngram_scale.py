@@ -16,5 +16,6 @@ def test_ngram_scale_quick(tmp_path):
     methods = {r["method"] for r in data["pruning"]["rows"] if not r.get("diagnosis")}
     assert methods == {"none", "count", "entropy", "entropy, Katz P(h)"}
     assert all(r["method"].endswith(" only") for r in data["pruning"]["rows"] if r.get("diagnosis"))
+    assert all(r["identical"] for r in data["dask"]["runs"]), "Dask counting with --memory: the one-process bytes"
     bb = data["binary"]["bounded"]  # the largest model written as a binary directory by bounded estimation
     assert bb["build"]["rc"] == 0 and bb["load"] and f"{bb['ppl']:.4g}" == f"{bb['arpa_ppl']:.4g}"

@@ -52,7 +52,8 @@ def ngram():
                                                "removed when done, and what a killed run left is removed at the next.")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="dask: count n-grams on a Dask cluster (shards of the corpus counted by the workers, merged here; "
-                   "the same model as local). Needs pip install 'dask[distributed]'.")
+                   "the same model as local; with --memory merged and estimated within the budget). Needs pip "
+                   "install 'dask[distributed]'.")
 @click.option("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
                                                                  "[default: start a local cluster of --workers processes].")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
@@ -74,6 +75,7 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
       sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --temp-dir /scratch -o kn5.arpa
       sampledlm ngram train --train big.txt.gz --order 5 --memory 2G --binary -o kn5.bin
       sampledlm ngram train --train big.txt --order 5 --engine dask --scheduler tcp://head:8786 -o kn5.arpa
+      sampledlm ngram train --train big.txt --order 5 --engine dask --workers 2 --memory 1G -o kn5.arpa
     """
     from ..data.textio import check_writable
 
@@ -114,23 +116,25 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     thresholds = parse_prune(prune, order)
     from ..ngram.external import auto_budget, parse_memory
 
-    if engine == "dask" and memory is not None:
-        raise UserError("--engine dask counts on the cluster and estimates in memory here: leave out --memory")
     if scheduler and engine != "dask":
         raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
-    budget = None if engine == "dask" else (parse_memory(memory) if memory is not None
-                                            else auto_budget(train_path, order, smoothing))
+    budget = parse_memory(memory) if memory is not None else auto_budget(train_path, order, smoothing)
     t0 = time.perf_counter()
     if budget is not None:
         from ..ngram.external import text_chunks, train_bounded
 
+        dask = (scheduler, workers) if engine == "dask" else None
         if vocab_path:
             vocab = Vocab.load(vocab_path)
             info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
-                                 smoothing, thresholds, binary=binary, locked=binary)
+                                 smoothing, thresholds, binary=binary, locked=binary, dask=dask)
         else:  # one pass over the text for the vocabulary and the ids
             info = train_bounded(None, None, order, output, budget, temp_dir, smoothing, thresholds,
-                                 text=(train_path, opts), binary=binary, locked=binary)
+                                 text=(train_path, opts), binary=binary, locked=binary, dask=dask)
+        if dask:
+            d = info["dask"]
+            click.echo(f"dask: {d['shards']} shards counted by {d['workers']} workers and merged in "
+                       f"{d['seconds_count']:.1f} s", err=True)
         click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
                    f"vocabulary {info['vocabulary']:,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
                    f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "

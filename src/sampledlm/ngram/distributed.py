@@ -20,6 +20,8 @@ them between Python processes without a JVM or a conversion, and ``dask-schedule
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..data.vocab import EOS_ID
@@ -88,17 +90,14 @@ def build_counts(merged: list[tuple[np.ndarray, np.ndarray]], width: int, bos: i
     return NgramCounts(orders, width, bos)
 
 
-def count_with_dask(ids: np.ndarray, width: int, order: int, bos: int, scheduler: str | None = None,
-                    workers: int = 2, shards: int | None = None, processes: bool = True) -> tuple[NgramCounts, dict]:
-    """Count on a Dask cluster (module docstring): ``(counts, report)``; ``scheduler`` an address or None
-    (a local cluster of ``workers`` worker processes, or threads with ``processes=False``)."""
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int, processes: bool = True):
+    """``(client, number of workers)`` of the cluster at ``scheduler``, or of a local cluster of ``workers``
+    processes (threads with ``processes=False``) started here and closed on exit."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise UserError('--engine dask needs Dask: pip install "dask[distributed]"') from None
-    import time
-
-    t0 = time.perf_counter()
     cluster = None
     try:
         if scheduler:
@@ -111,16 +110,26 @@ def count_with_dask(ids: np.ndarray, width: int, order: int, bos: int, scheduler
                                    dashboard_address=None)
             client = Client(cluster)
         with client:
-            n_workers = max(len(client.scheduler_info().get("workers", {})), 1)
-            bounds = shard_bounds(ids, shards or 2 * n_workers)
-            futures = [client.submit(count_shard, np.asarray(ids[a:b]), width, order, bos, pure=False)
-                       for a, b in bounds]
-            results = client.gather(futures)
-        t_map = time.perf_counter() - t0
-        merged = [merge_tables([r[k] for r in results]) for k in range(order)]
-        counts = build_counts(merged, width, bos)
+            yield client, max(len(client.scheduler_info().get("workers", {})), 1)
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def count_with_dask(ids: np.ndarray, width: int, order: int, bos: int, scheduler: str | None = None,
+                    workers: int = 2, shards: int | None = None, processes: bool = True) -> tuple[NgramCounts, dict]:
+    """Count on a Dask cluster (module docstring): ``(counts, report)``; ``scheduler`` an address or None
+    (a local cluster of ``workers`` worker processes, or threads with ``processes=False``)."""
+    import time
+
+    t0 = time.perf_counter()
+    with dask_client(scheduler, workers, processes) as (client, n_workers):
+        bounds = shard_bounds(ids, shards or 2 * n_workers)
+        futures = [client.submit(count_shard, np.asarray(ids[a:b]), width, order, bos, pure=False)
+                   for a, b in bounds]
+        results = client.gather(futures)
+    t_map = time.perf_counter() - t0
+    merged = [merge_tables([r[k] for r in results]) for k in range(order)]
+    counts = build_counts(merged, width, bos)
     return counts, {"engine": "dask", "workers": n_workers, "shards": len(bounds), "seconds_map": round(t_map, 3),
                     "seconds_count": round(time.perf_counter() - t0, 3)}

@@ -505,13 +505,15 @@ def interpolate_order(sp: Spill, k: int, d: np.ndarray, bar) -> None:
 # --- the pipeline -------------------------------------------------------------------------------------------
 def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: int, temp_dir: str | None = None,
                   smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None,
-                  binary: bool = False, locked: bool = False) -> dict:
+                  binary: bool = False, locked: bool = False, dask: tuple | None = None) -> dict:
     """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
 
     ``memory``: the byte budget for the whole process (module docstring). ``text``: instead of
     ``chunks`` and ``vocab``, ``(path, TextOptions)`` of a text read once for both (:func:`read_text`).
     ``binary``: ``output`` is a binary model directory (:mod:`.binary_stream`; no ARPA text is written);
-    ``locked``: the caller holds that directory's lock (:func:`.mapped.lock_directory`).
+    ``locked``: the caller holds that directory's lock (:func:`.mapped.lock_directory`). ``dask``:
+    ``(scheduler address or None, local workers)`` to count on a Dask cluster (:mod:`.dask_bounded`; the
+    same model).
     Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
     seconds per stage.
     """
@@ -533,17 +535,25 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
         words = list(vocab.words) + [BOS]
         info["vocabulary"] = V
         sp.W = W
-        with progress.bar(desc="pad", unit="tok") as bar:
-            uni, tokens = pad(sp, _rechunk(chunks, window), W, bos)
-            bar.update(tokens)
-        sp.remove("raw")
+        if dask is not None:  # counted by the workers, merged here (:mod:`.dask_bounded`)
+            from .dask_bounded import count_on_dask
+
+            with progress.bar(desc="count on dask", unit="tok") as bar:
+                uni, tokens, sizes, info["dask"] = count_on_dask(sp, _rechunk(chunks, window), W, order, bos, *dask,
+                                                                 bar=bar)
+            sp.remove("raw")
+        else:
+            with progress.bar(desc="pad", unit="tok") as bar:
+                uni, tokens = pad(sp, _rechunk(chunks, window), W, bos)
+                bar.update(tokens)
+            sp.remove("raw")
+            positions = sp.length("padded")
+            sizes = [W]
+            for k in range(2, order + 1):
+                with progress.bar(total=positions, desc=f"count {k}-grams", unit="pos") as bar:
+                    sizes.append(count_order(sp, k, W, k < order, bar))
+            sp.remove("padded", "pos")
         info["tokens"] = tokens
-        positions = sp.length("padded")
-        sizes = [W]
-        for k in range(2, order + 1):
-            with progress.bar(total=positions, desc=f"count {k}-grams", unit="pos") as bar:
-                sizes.append(count_order(sp, k, W, k < order, bar))
-        sp.remove("padded", "pos")
         info["seconds"]["count"] = round(time.perf_counter() - t, 3)
         # order 1 in memory, exactly as kneser_ney + interpolate compute it
         if order == 1:

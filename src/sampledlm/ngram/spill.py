@@ -195,7 +195,9 @@ class Spill:
             yield s, self.read(name, s, min(size, stop - s))
 
     def remove(self, *names: str) -> None:
+        """Delete files; a later file of the same name takes the dtype of its first write again."""
         for name in names:
+            self.dtypes.pop(name, None)
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self.path(name))
 
