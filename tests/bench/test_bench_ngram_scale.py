@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import run_quick
+from helpers import bench, run_quick
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -19,3 +19,19 @@ def test_ngram_scale_quick(tmp_path):
     assert all(r["identical"] for r in data["dask"]["runs"]), "Dask counting with --memory: the one-process bytes"
     bb = data["binary"]["bounded"]  # the largest model written as a binary directory by bounded estimation
     assert bb["build"]["rc"] == 0 and bb["load"] and f"{bb['ppl']:.4g}" == f"{bb['arpa_ppl']:.4g}"
+
+
+def test_ngram_scale_no_train_rebuilds_the_page_from_its_json(tmp_path):
+    """--no-train writes the page again from the JSON in --out: the same figures, the measuring run named."""
+    import json
+
+    out = tmp_path / "out"
+    data = run_quick("ngram-scale", out, against="Against the issue")
+    measured = json.loads((out / "ngram-scale.json").read_text())["meta"]
+    r = bench("ngram-scale", "--no-train", "--out", str(out))
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    doc = json.loads((out / "ngram-scale.json").read_text())
+    assert doc["data"] == data and doc["meta"]["measured"]["commit"] == measured["commit"]
+    assert f"Figures measured at commit {measured['commit']}" in (out / "ngram-scale.md").read_text()
+    r = bench("ngram-scale", "--no-train", "--out", str(tmp_path / "empty"))
+    assert r.exit_code != 0 and "run the bench first" in str(r.exception)

@@ -7,31 +7,35 @@ import time
 
 from .common import DemoData, Result
 from ..ngram.external import array_chunks, current_rss, train_bounded
-from ..ngram.mapped import open_binary, write_binary
+from ..ngram.mapped import open_binary
 from ..ngram.prune import entropy_prune, entropy_scores, threshold_for_size
 
 
 def ngram_scale_step(data: DemoData) -> list[Result]:
     """KN3 estimated again with a 4 MB working budget (the corpus spills as several sorted runs): the same ARPA bytes;
-    then written as a memory-mapped binary directory, and entropy-pruned to a fifth of its n-grams."""
+    then once more into a memory-mapped binary directory written straight from the spill (``ngram train --memory
+    --binary``: nothing parsed), and entropy-pruned to a fifth of its n-grams."""
     t0 = time.perf_counter()
     ref = data.extra.get("kn3_arpa")
     path = os.path.join(data.directory, "kn3-bounded.arpa")
     budget = current_rss() + (4 << 20)
     train_bounded(array_chunks(data.ids["train"], 1 << 16), data.vocab, 3, path, budget, data.directory)
     same = ref is not None and open(ref, "rb").read() == open(path, "rb").read()
+    bin_dir = os.path.join(data.directory, "kn3.bin")
+    train_bounded(array_chunks(data.ids["train"], 1 << 16), data.vocab, 3, bin_dir, budget, data.directory,
+                  binary=True)
+    mapped = open_binary(bin_dir)
     from ..ngram.arpa import read_arpa
 
     lm = read_arpa(path, cache=False)
-    bin_dir = os.path.join(data.directory, "kn3.bin")
-    write_binary(lm, bin_dir)
-    mapped = open_binary(bin_dir)
+    same_bin = all((a.logp == b.logp).all() and (a.bow == b.bow).all() for a, b in zip(lm.tables, mapped.tables))
     ppl = lambda m, s: m.perplexity(data.ids[s], data.vocab)  # noqa: E731
     t1 = time.perf_counter()
     scores = entropy_scores(lm)
     pruned = entropy_prune(lm, threshold_for_size(scores, 0.2), scores)
     share = sum(pruned.counts()[1:]) / sum(lm.counts()[1:])
     return [Result("KN3 bounded memory -> binary dir", ppl(mapped, "valid"), ppl(mapped, "test"), t1 - t0,
-                   "same ARPA bytes as in memory" if same else "ARPA DIFFERS from the in-memory one"),
+                   ("same ARPA bytes as in memory" if same else "ARPA DIFFERS from the in-memory one")
+                   + ("; binary dir = ARPA" if same_bin else "; binary dir DIFFERS from the ARPA")),
             Result("KN3 entropy-pruned (Stolcke 1998)", ppl(pruned, "valid"), ppl(pruned, "test"),
                    time.perf_counter() - t1, f"{share:.0%} of the 2-/3-grams kept")]

@@ -48,13 +48,14 @@ def heap_kept(limit: int):
         yield
         return
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    ok = mallopt(M_MMAP_THRESHOLD, int(min(limit, 2**31 - 1))) and mallopt(M_TRIM_THRESHOLD, int(min(limit, 2**31 - 1)))
+    value = int(min(limit, 2**31 - 1))
+    changed = [opt for opt in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD) if mallopt(opt, value)]  # 0: refused, unchanged
     try:
         yield
     finally:
-        if ok:
-            mallopt(M_MMAP_THRESHOLD, 128 * 1024)  # glibc's defaults
-            mallopt(M_TRIM_THRESHOLD, 128 * 1024)
+        for opt in changed:
+            mallopt(opt, 128 * 1024)  # glibc's defaults
+        if changed:
             trim(0)
 
 
