@@ -33,5 +33,7 @@ def test_ngram_scale_no_train_rebuilds_the_page_from_its_json(tmp_path):
     doc = json.loads((out / "ngram-scale.json").read_text())
     assert doc["data"] == data and doc["meta"]["measured"]["commit"] == measured["commit"]
     assert f"Figures measured at commit {measured['commit']}" in (out / "ngram-scale.md").read_text()
+    assert bench("ngram-scale", "--no-train", "--out", str(out)).exit_code == 0  # rebuilt twice: still that run
+    assert json.loads((out / "ngram-scale.json").read_text())["meta"]["measured"]["command"] == measured["command"]
     r = bench("ngram-scale", "--no-train", "--out", str(tmp_path / "empty"))
     assert r.exit_code != 0 and "run the bench first" in str(r.exception)

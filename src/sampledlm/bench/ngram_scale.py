@@ -361,7 +361,8 @@ def rebuild(out_dir: str) -> dict:
     except (OSError, ValueError) as e:
         raise UserError(f"{path}: cannot read the results to rebuild the page from ({e})") from None
     meta, data = stamp(), old["data"]
-    meta["measured"] = {k: old["meta"].get(k) for k in ("commit", "date", "command")}
+    # a page rebuilt before names the run that measured it
+    meta["measured"] = old["meta"].get("measured") or {k: old["meta"].get(k) for k in ("commit", "date", "command")}
     for k in ("load_average_before", "load_average_after"):
         meta[k] = old["meta"].get(k)
     write_page(out_dir, NAME, "N-gram models at corpus scale: bounded memory, binary format, pruning", meta, data,
