@@ -19,6 +19,7 @@ def test_ngram_scale_quick(tmp_path):
     assert all(r["identical"] for r in data["dask"]["runs"]), "Dask counting with --memory: the one-process bytes"
     bb = data["binary"]["bounded"]  # the largest model written as a binary directory by bounded estimation
     assert bb["build"]["rc"] == 0 and bb["load"] and f"{bb['ppl']:.4g}" == f"{bb['arpa_ppl']:.4g}"
+    assert bb["kenlm_load"] and bb["arpa_mb"] > 0, "KenLM loads the same model's ARPA file beside the binary"
 
 
 def test_ngram_scale_no_train_rebuilds_the_page_from_its_json(tmp_path):
