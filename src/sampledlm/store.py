@@ -28,7 +28,7 @@ import os
 import numpy as np
 import torch
 
-from .data.textio import atomic_write
+from .data.textio import atomic_write, read_json  # noqa: F401  (read_json: re-exported)
 from .data.vocab import Vocab
 from .errors import UserError
 
@@ -112,17 +112,6 @@ def write_json(path: str, obj) -> None:
     with atomic_write(path) as f:
         json.dump(obj, f, indent=2, sort_keys=False)
         f.write("\n")
-
-
-def read_json(path: str):
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: not valid JSON ({e})") from None
-
 
 
 # --- the envelope ----------------------------------------------------------------------------

@@ -85,6 +85,14 @@ def test_incomplete_or_inconsistent_directories_are_one_line_errors(model_files,
     np.save(bad / "bow_3.npy", np.zeros(5))
     with pytest.raises(UserError, match="bow_3.npy: holds float64\\[5\\]"):
         open_binary(str(bad))
+    words = (bad / "words.json").read_text()
+    (bad / "words.json").write_text(words[:-3])
+    with pytest.raises(UserError, match="words.json: not valid JSON"):
+        open_binary(str(bad))
+    os.remove(bad / "words.json")
+    with pytest.raises(UserError, match="words.json: no such file \\(the binary model directory is incomplete\\)"):
+        open_binary(str(bad))
+    (bad / "words.json").write_text(words)
     os.remove(bad / "keys_2.npy")
     with pytest.raises(UserError, match="keys_2.npy: no such file"):
         open_binary(str(bad))

@@ -373,16 +373,10 @@ def arpa_stats(lm, path: str, test, vocab) -> dict:
 
 def rebuild(out_dir: str) -> dict:
     """``--no-train``: the page again from its JSON (the figures as measured; the text of this commit)."""
-    from ..errors import UserError
+    from ..data.textio import read_json
 
-    path = os.path.join(out_dir, f"{NAME}.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            old = json.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file, so no results to rebuild the page from; run the bench first") from None
-    except (OSError, ValueError) as e:
-        raise UserError(f"{path}: cannot read the results to rebuild the page from ({e})") from None
+    old = read_json(os.path.join(out_dir, f"{NAME}.json"),
+                    missing="no results to rebuild the page from; run the bench first")
     meta, data = stamp(), old["data"]
     # a page rebuilt before names the run that measured it
     meta["measured"] = old["meta"].get("measured") or {k: old["meta"].get(k) for k in ("commit", "date", "command")}

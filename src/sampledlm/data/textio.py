@@ -30,6 +30,7 @@ import errno
 import gzip
 import hashlib
 import io
+import json
 import lzma
 import os
 import socket
@@ -120,6 +121,21 @@ def read_error(path: str, e: OSError) -> UserError:
     if isinstance(e, IsADirectoryError):
         return UserError(f"{path}: is a directory, expected a file")
     return UserError(f"{path}: cannot read: {e.strerror or e}")
+
+
+def read_json(path: str, missing: str = ""):
+    """The JSON value in ``path``; a :class:`UserError` naming the file if it is absent (``missing`` says what
+    that means to the caller) or unreadable."""
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such file" + (f" ({missing})" if missing else "")
+                        if not os.path.isdir(path) else f"{path}: is a directory, expected a file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: not valid JSON ({e})") from None
+    except OSError as e:
+        raise read_error(path, e) from None
 
 
 def file_size(path: str) -> int | None:

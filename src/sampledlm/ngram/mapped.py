@@ -35,7 +35,7 @@ import re
 import numpy as np
 
 from ..errors import UserError
-from ..data.textio import atomic_write, sweep_dead_temps
+from ..data.textio import atomic_write, read_json, sweep_dead_temps
 from .model import NgramLM, NgramTable
 
 FORMAT, FAMILY, VERSION = "sampledlm-model", "ngram", 2
@@ -208,13 +208,7 @@ def open_binary(path: str, config: dict | None = None) -> NgramLM:
     """The :class:`NgramLM` of a binary model directory, its arrays memory-mapped read-only."""
     sec = _section(path, config)
     wpath = os.path.join(path, "words.json")
-    try:
-        with open(wpath, encoding="utf-8") as f:
-            words = json.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{wpath}: no such file (the binary model directory is incomplete)") from None
-    except (OSError, ValueError) as e:
-        raise UserError(f"{wpath}: not a readable JSON word list ({e})") from None
+    words = read_json(wpath, missing="the binary model directory is incomplete")
     if not (isinstance(words, list) and len(words) == sec["words"] and all(isinstance(w, str) for w in words)
             and len(set(words)) == len(words)):
         raise UserError(f"{wpath}: expected {sec['words']} distinct words as a JSON list of strings")
