@@ -9,7 +9,7 @@ reduce:  as each shard comes back its tables are spilled (one *run* per shard); 
          run's local indices are turned into the global ones, a run's local order-(k-1) index i being the
          rank that the order-(k-1) merge gave its i-th n-gram (``rank_{k-1}``, read in windows: local
          prefixes come sorted, suffixes are gathered), and the runs are merged exactly as
-         :func:`.external.merge_runs` merges the runs of one process.
+         :func:`.runs.merge_runs` merges the runs of one process.
 
 A shard's table is sorted as the whole corpus's is (its local order follows the words, as the global
 one does), so a run's global keys come out sorted, and the merged table -- keys, counts, suffixes,
@@ -61,7 +61,7 @@ def count_on_dask(sp: Spill, chunks, width: int, order: int, bos: int, scheduler
     """Spill files ``keys_k``, ``cnt_k``, ``sfx_k``, ``bos_k`` (k = 2..order) of the stream ``chunks``, counted
     on Dask (module docstring). Returns ``(unigram counts, tokens, n-grams per order, report)``."""
     from .distributed import dask_client
-    from .external import index_dtype, merge_runs
+    from .runs import index_dtype, merge_runs
 
     t0 = time.perf_counter()
     size = max(sp.window // max(order, 1), 1024)  # a shard's tables: about order x its ids, in one window
