@@ -36,13 +36,15 @@ def test_bounded_path_writes_the_in_memory_arpa_bytes(tmp_path, seed, order, smo
         ids = ids[:-1]  # a stream that does not end with </s>
     a, b = tmp_path / "mem.arpa", tmp_path / "bounded.arpa"
     write_arpa(train_ngram(ids, vocab, order, smoothing, prune=prune), str(a))
-    info = train_bounded(array_chunks(ids, 777), vocab, order, str(b), parse_memory("1K"), str(tmp_path), smoothing, prune)
+    info = train_bounded(array_chunks(ids, 777), vocab, order, str(b), parse_memory("1K"), str(tmp_path), smoothing, prune,
+                         window=external.MIN_WINDOW)
     assert info["window"] == external.MIN_WINDOW and len(ids) > 4 * info["window"], "the budget forces many runs"
     assert a.read_bytes() == b.read_bytes()
     assert spill_dirs(tmp_path) == []
 
 
-def test_cli_memory_flag_and_refusals(tmp_path, capsys):
+def test_cli_memory_flag_and_refusals(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", str(external.MIN_WINDOW))  # many runs from a small corpus
     write_corpus(tmp_path / "train.txt", synthetic_sentences(500, 60, seed=9))
     base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "4"]
     assert run_cli(base + ["-o", str(tmp_path / "a.arpa")], capsys)[0] == 0
@@ -65,7 +67,8 @@ def test_an_error_midway_removes_the_spill_and_writes_nothing(tmp_path, monkeypa
 
     monkeypatch.setattr(external, "interpolate_order", boom)
     with pytest.raises(UserError, match="disk trouble"):
-        train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path))
+        train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path),
+                      window=external.MIN_WINDOW)
     assert os.listdir(tmp_path) == []
 
 
@@ -86,7 +89,8 @@ def test_an_error_in_the_arpa_writer_thread_reaches_the_caller_and_writes_nothin
 
     monkeypatch.setattr(arpa_stream, "_lines", full_disk_on_the_third_window)
     with pytest.raises(TypeError):
-        train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path))
+        train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path),
+                      window=external.MIN_WINDOW)
     assert len(calls) >= 3 and os.listdir(tmp_path) == []
 
 
@@ -94,7 +98,7 @@ def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
     write_corpus(tmp_path / "train.txt", synthetic_sentences(20000, 400, seed=4))
     spill = tmp_path / "spill"
     spill.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), SAMPLEDLM_NGRAM_WINDOW=str(external.MIN_WINDOW))
     cmd = [sys.executable, "-m", "sampledlm", "ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "5",
            "--memory", "1K", "--temp-dir", str(spill), "-o", str(tmp_path / "killed.arpa")]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,7 +120,8 @@ def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
     assert not (tmp_path / "killed.arpa").exists(), "and no partial model"
     sents = synthetic_sentences(50, 20, seed=1)
     vocab = Vocab.from_sentences(sents)
-    train_bounded([encode_sentences(vocab, sents)], vocab, 2, str(tmp_path / "next.arpa"), 1 << 10, str(spill))
+    train_bounded([encode_sentences(vocab, sents)], vocab, 2, str(tmp_path / "next.arpa"), 1 << 10, str(spill),
+                  window=external.MIN_WINDOW)
     assert spill_dirs(spill) == []
 
 
@@ -171,7 +176,7 @@ def test_bounded_training_reads_standard_input(tmp_path):
     vocab = Vocab.from_sentences(sents)
     write_arpa(train_ngram(encode_sentences(vocab, sents), vocab, 3, "mkn"), str(tmp_path / "mem.arpa"))
     p = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", "-", "--order", "3",
-                        "--memory", "200M", "-o", str(tmp_path / "stdin.arpa")], cwd=REPO, capture_output=True,
+                        "--memory", "1G", "-o", str(tmp_path / "stdin.arpa")], cwd=REPO, capture_output=True,
                        stdin=open(tmp_path / "train.txt", "rb"))
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "stdin.arpa").read_bytes() == (tmp_path / "mem.arpa").read_bytes()
@@ -219,7 +224,7 @@ def test_bounded_binary_directory_holds_the_in_memory_models_arrays(tmp_path, se
     ids = encode_sentences(vocab, sents)
     write_binary(train_ngram(ids, vocab, order, smoothing, prune=prune), str(tmp_path / "mem"))
     train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "bounded"), parse_memory("1K"), str(tmp_path),
-                  smoothing, prune, binary=True)
+                  smoothing, prune, binary=True, window=external.MIN_WINDOW)
     a, b = open_binary(str(tmp_path / "mem")), open_binary(str(tmp_path / "bounded"))
     assert a.words == b.words and a.counts() == b.counts()
     for ta, tb in zip(a.tables, b.tables):
@@ -229,9 +234,10 @@ def test_bounded_binary_directory_holds_the_in_memory_models_arrays(tmp_path, se
     assert spill_dirs(tmp_path) == []
 
 
-def test_cli_binary_output(tmp_path, capsys):
+def test_cli_binary_output(tmp_path, capsys, monkeypatch):
     """ngram train --binary: a model directory that ngram eval reads, in memory and bounded alike; '-' refused;
     an existing model kept without --force; a failed run leaves no directory behind."""
+    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", str(external.MIN_WINDOW))
     write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 50, seed=4))
     base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "3", "--binary"]
     ppl = []
@@ -248,3 +254,87 @@ def test_cli_binary_output(tmp_path, capsys):
     code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "nope.txt"), "--binary", "-o",
                             str(tmp_path / "never.bin")], capsys)
     assert code == 1 and not (tmp_path / "never.bin").exists()
+
+
+def test_a_budget_below_the_process_footprint_is_refused_before_any_work(tmp_path, capsys):
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(200, 30, seed=3))
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--memory", "50M",
+                            "--temp-dir", str(tmp_path), "-o", str(tmp_path / "x.arpa")], capsys)
+    assert code == 1 and "--memory 50M is less than this process needs" in err and "give at least --memory" in err
+    assert not (tmp_path / "x.arpa").exists() and spill_dirs(tmp_path) == []
+    need = int(err.split("give at least --memory ")[1].split("M")[0])
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--memory", f"{need}M",
+                            "--temp-dir", str(tmp_path), "-o", str(tmp_path / "x.arpa")], capsys)
+    assert code == 0, err
+
+
+def test_text_is_read_in_chunks_sized_to_the_budget(tmp_path, monkeypatch):
+    """The text's chunks (held as Python strings, ~30x their bytes) shrink with the budget, so reading
+    a corpus stays within a small budget; the vocabulary and ids are the same whatever the chunk size."""
+    sents = synthetic_sentences(6000, 300, seed=8)
+    write_corpus(tmp_path / "train.txt", sents)
+    assert external.text_chunk_bytes(1 << 40) == external.CHUNK_BYTES
+    small = external.text_chunk_bytes(external.current_rss() + (64 << 20))
+    assert (1 << 20) <= small < external.CHUNK_BYTES
+    from sampledlm.data.tokenizer import TextOptions
+    from sampledlm.ngram.spill import Spill
+
+    got = []
+    for size in (1 << 10, 1 << 23):  # a chunk of whole lines at least: 1 KiB still reads every line
+        with Spill(str(tmp_path), external.MIN_WINDOW) as sp:
+            vocab, chunks = external.read_text(sp, str(tmp_path / "train.txt"), TextOptions(), chunk_bytes=size)
+            got.append((vocab.words, np.concatenate(list(chunks)).tolist()))
+    assert got[0] == got[1]
+
+
+def test_valid_with_bounded_estimation(tmp_path, capsys):
+    """--valid is checked before the long work; reported for a binary directory, refused for an ARPA file
+    (bounded estimation does not hold the model), never silently ignored."""
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 50, seed=4))
+    write_corpus(tmp_path / "valid.txt", synthetic_sentences(50, 50, seed=5))
+    base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--memory", "1G", "--temp-dir", str(tmp_path)]
+    code, _, err = run_cli(base + ["--valid", str(tmp_path / "valid.txt"), "-o", str(tmp_path / "a.arpa")], capsys)
+    assert code == 1 and "add --binary" in err and not (tmp_path / "a.arpa").exists()
+    code, _, err = run_cli(base + ["--valid", str(tmp_path / "nope.txt"), "--binary", "-o", str(tmp_path / "a.bin")],
+                           capsys)
+    assert code == 1 and "nope.txt: no such file" in err and not (tmp_path / "a.bin").exists()
+    code, _, err = run_cli(base + ["--valid", str(tmp_path / "valid.txt"), "--binary", "-o", str(tmp_path / "a.bin")],
+                           capsys)
+    assert code == 0, err
+    bounded = err.split("valid perplexity ")[1].split()[0]
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--valid",
+                            str(tmp_path / "valid.txt"), "-o", str(tmp_path / "m.arpa")], capsys)
+    assert code == 0 and err.split("valid perplexity ")[1].split()[0] == bounded
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--prune", "0,,1"], "expected counts separated by commas"),
+    (["--prune", ",0,1"], "expected counts separated by commas"),
+    (["--prune", "0,1,0"], "--prune 0,1,0: thresholds must not decrease"),
+    (["--binary", "-o", "{d}/kn.arpa.gz"], "writes a model directory"),
+    (["--binary", "-o", "{d}/missing/kn.bin"], "does not exist"),
+    (["--memory", "1G", "--temp-dir", "{d}/train.txt"], "not a directory"),
+])
+def test_cli_refusals_name_the_problem(tmp_path, capsys, args, msg):
+    write_corpus(tmp_path / "train.txt", synthetic_sentences(100, 20, seed=1))
+    args = [a.format(d=tmp_path) for a in args]
+    out = [] if "-o" in args else ["-o", str(tmp_path / "x.arpa")]
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "3", *args, *out],
+                           capsys)
+    assert code == 1 and msg in err and err.count("\n") == 1, err
+    assert sorted(os.listdir(tmp_path)) == ["train.txt"]
+
+
+def test_a_nul_word_past_the_first_64k_round_trips_through_the_arpa_file(tmp_path, capsys):
+    """Training keeps a NUL inside the text as a word (past the head, no binary file); the ARPA file it writes
+    must then read back, while a NUL before \\data\\ still marks a binary file."""
+    (tmp_path / "train.txt").write_text("w x y\n" * 12000 + "v1 \x00 v2\n", encoding="utf-8")
+    (tmp_path / "test.txt").write_text("w x y\nv1 v2\n", encoding="utf-8")
+    assert run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "2",
+                    "-o", str(tmp_path / "m.arpa")], capsys)[0] == 0
+    assert b"\tv1 \x00\n" in (tmp_path / "m.arpa").read_bytes()
+    code, out, err = run_cli(["ngram", "eval", str(tmp_path / "m.arpa"), "--test", str(tmp_path / "test.txt")], capsys)
+    assert code == 0 and "perplexity" in out + err, err
+    (tmp_path / "bin.arpa").write_bytes(b"junk\x00\n")
+    code, _, err = run_cli(["ngram", "eval", str(tmp_path / "bin.arpa"), "--test", str(tmp_path / "test.txt")], capsys)
+    assert code == 1 and "looks like a binary file" in err

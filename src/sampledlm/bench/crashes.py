@@ -85,7 +85,7 @@ WRITERS = [
     Writer("vocab", "file", ("vocab", "big.txt", "-o", "vocab.txt"), "vocab.txt"),
     Writer("ngram train", "ngram", ("ngram", "train", "--train", "big.txt", "--order", "5", "-o", "k5.arpa"),
            "k5.arpa"),
-    Writer("ngram train --memory", "ngram", ("ngram", "train", "--train", "big.txt", "--order", "5", "--memory", "20M",
+    Writer("ngram train --memory", "ngram", ("ngram", "train", "--train", "big.txt", "--order", "5", "--memory", "400M",
                                              "--temp-dir", "spill", "-o", "m5.arpa"), "m5.arpa", spill="spill"),
     Writer("ngram build-binary", "ngram-dir", ("ngram", "build-binary", "k5.arpa", "-o", "k5.bin"), "k5.bin",
            setup=(("ngram", "train", "--train", "big.txt", "--order", "5", "-o", "k5.arpa"),), inputs=("k5.arpa",)),

@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"sampledlm: error: {e}", err=True)
         sys.exit(1)
     except click.exceptions.Abort as e:  # click turns KeyboardInterrupt into Abort; the training's says how to resume
+        if isinstance(e.__cause__, EOFError):  # click turns EOFError (a truncated file) into Abort too: not a ^C
+            click.echo(f"sampledlm: error: a file ended too soon ({e.__cause__ or 'end of file'})", err=True)
+            sys.exit(1)
         cause = str(e.__cause__ or "")
         click.echo(f"sampledlm: {cause}" if cause else "sampledlm: interrupted", err=True)
         sys.exit(130)

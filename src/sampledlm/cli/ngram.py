@@ -58,7 +58,7 @@ def ngram():
                                                                  "[default: start a local cluster of --workers processes].")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Worker processes of the local Dask cluster (without --scheduler).")
-@force_option("the ARPA file")
+@force_option("the ARPA file (with --binary: the model directory)")
 @text_options
 def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
           scheduler, workers, force, opts):
@@ -84,6 +84,9 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
 
         if output == "-":
             raise UserError("--binary writes a model directory: give -o DIR, not -")
+        if output.endswith((".arpa", ".gz", ".bz2", ".xz")):
+            raise UserError(f"{output}: --binary writes a model directory, and this name is an ARPA file's; "
+                            "choose a directory name (e.g. kn5.bin) or leave out --binary")
         refuse_existing_dir(output, force, "a binary n-gram model")
         created = not os.path.exists(output)
         try:
@@ -116,30 +119,53 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     thresholds = parse_prune(prune, order)
     from ..ngram.external import auto_budget, parse_memory
 
-    if scheduler and engine != "dask":
+    if scheduler is not None and engine != "dask":
         raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
+    if scheduler is not None:
+        from ..ngram.distributed import scheduler_address
+
+        scheduler_address(scheduler)  # a malformed address is refused before the corpus is read
     budget = parse_memory(memory) if memory is not None else auto_budget(train_path, order, smoothing)
     t0 = time.perf_counter()
     if budget is not None:
         from ..ngram.external import text_chunks, train_bounded
 
+        if valid_path and not binary:
+            raise UserError(f"--valid {valid_path}: bounded estimation"
+                            + ("" if memory is not None else " (this corpus would not fit in half the available memory)")
+                            + " writes the model without holding it, so it cannot report a validation perplexity "
+                            "of an ARPA file; add --binary (the directory is then evaluated at once) or run "
+                            f"sampledlm ngram eval MODEL --test {valid_path} afterwards")
+        if valid_path:
+            from collections import Counter
+
+            load_ids(valid_path, Vocab.from_counts(Counter(), 1), opts)  # readable: before the long work, not after
         dask = (scheduler, workers) if engine == "dask" else None
+        # tests force many sorted runs from a small corpus with a fixed window (the budget is then not checked)
+        window = int(os.environ["SAMPLEDLM_NGRAM_WINDOW"]) if os.environ.get("SAMPLEDLM_NGRAM_WINDOW") else None
         if vocab_path:
             vocab = Vocab.load(vocab_path)
             info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
-                                 smoothing, thresholds, binary=binary, locked=binary, dask=dask)
+                                 smoothing, thresholds, binary=binary, locked=binary, dask=dask, window=window)
         else:  # one pass over the text for the vocabulary and the ids
             info = train_bounded(None, None, order, output, budget, temp_dir, smoothing, thresholds,
-                                 text=(train_path, opts), binary=binary, locked=binary, dask=dask)
+                                 text=(train_path, opts), binary=binary, locked=binary, dask=dask, window=window)
         if dask:
             d = info["dask"]
-            click.echo(f"dask: {d['shards']} shards counted by {d['workers']} workers and merged in "
-                       f"{d['seconds_count']:.1f} s", err=True)
-        click.echo(f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
-                   f"vocabulary {info['vocabulary']:,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
-                   f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
-                   + ", ".join(f"{k} {v:.1f} s" for k, v in info["seconds"].items()) + ")"
-                   + ("; valid perplexity: run sampledlm ngram eval" if valid_path else ""), err=True)
+            click.echo(f"dask: {_plural(d['shards'], 'shard')} counted by {_plural(d['workers'], 'worker')} and "
+                       f"merged in {d['seconds_count']:.1f} s", err=True)
+        msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
+               f"vocabulary {info['vocabulary']:,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
+               f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
+               + ", ".join(f"{k} {v:.1f} s" for k, v in info["seconds"].items()) + ")")
+        if valid_path:  # the directory just written, memory-mapped: evaluated as ngram eval would
+            from ..ngram.lm import ArpaLM
+
+            mapped = ArpaLM.open(output)
+            valid_ids = load_ids(valid_path, mapped.vocab, opts)
+            if len(valid_ids):
+                msg += f"; valid perplexity {math.exp(-mapped.logprobs(valid_ids).mean()):.2f}"
+        click.echo(msg, err=True)
         return
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     train_ids = load_ids(train_path, vocab, opts)
@@ -152,10 +178,11 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
             raise UserError("cannot train an n-gram model on an empty corpus")
         if smoothing not in ("mkn", "kn") and any(thresholds):
             raise UserError("count pruning (--prune) is defined for Kneser-Ney models (mkn, kn)")
-        counts, report = count_with_dask(train_ids, len(vocab) + 1, order, vocab.bos_id, scheduler, workers)
+        counts, report = count_with_dask(train_ids, len(vocab) + 1, order, vocab.bos_id, scheduler, workers,
+                                         temp_dir=temp_dir)
         lm = estimate(counts, vocab, smoothing, valid_ids, thresholds, k=add_k)
-        click.echo(f"dask: {report['shards']} shards counted by {report['workers']} workers in "
-                   f"{report['seconds_count']:.1f} s", err=True)
+        click.echo(f"dask: {_plural(report['shards'], 'shard')} counted by {_plural(report['workers'], 'worker')} "
+                   f"in {report['seconds_count']:.1f} s", err=True)
     else:
         lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
     if binary:
@@ -171,14 +198,18 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     click.echo(msg, err=True)
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def parse_prune(text: str | None, order: int) -> list[int]:
     """``--prune 0,0,1`` (or "0 0 1") -> one threshold per order."""
     from ..ngram.prune import parse_thresholds
 
     if text is None:
         return [0] * order
-    parts = text.replace(",", " ").split()
-    if not parts or not all(p.isdigit() for p in parts):
+    parts = text.replace(",", " ").split() if "," not in text else [p.strip() for p in text.split(",")]
+    if not parts or not all(p.isdigit() for p in parts):  # an empty field ("0,,1") too: no silent shift
         raise UserError(f"--prune {text!r}: expected counts separated by commas, e.g. 0,0,1")
     return parse_thresholds(parts, order)
 
@@ -246,6 +277,9 @@ def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
 
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    if not os.path.isdir(parent):  # as an ARPA file's -o: a typo in the path is not created silently
+        raise UserError(f"{out_dir}: cannot write: directory {parent} does not exist")
     names = os.listdir(out_dir) if os.path.isdir(out_dir) else []
     if [n for n in names if n != ".lock"] and not (interrupted_write(names)
                                                    and not os.path.exists(os.path.join(out_dir, "config.json"))):
@@ -281,7 +315,12 @@ def build_binary(model, output, verify, force):
     if verify:
         bad = verify_binary(model)
         if bad:
-            raise UserError(f"{model}: damaged: {', '.join(bad)} differ from the checksums in config.json")
+            odd = [b for b in bad if b.endswith(")")]  # "NAME (missing)", "NAME (unreadable: ...)"
+            differ = [b for b in bad if not b.endswith(")")]
+            raise UserError(f"{model}: damaged: " + "; ".join(
+                ([", ".join(odd)] if odd else [])
+                + ([f"{', '.join(differ)} differ{'s' if len(differ) == 1 else ''} from the checksums in config.json"]
+                   if differ else [])))
         click.echo(f"{model}: every file matches its checksum", err=True)
         return
     if not output:
@@ -345,6 +384,11 @@ def prune(model, output, threshold, keep, history_lm, binary, force):
     t0 = time.perf_counter()
     lm = ArpaLM.open(model, warn=False).ngram
     history = ArpaLM.open(history_lm, warn=False).ngram if history_lm else None
+    if history is not None:
+        lacks = len(set(lm.words) - set(history.words))
+        if lacks:
+            click.echo(f"warning: {history_lm} lacks {lacks:,} of the {len(lm.words):,} words of {model} (a model of "
+                       "other text?); contexts with them take its <unk>'s probability", err=True)
     scores = entropy_scores(lm, history)
     if keep is not None:
         threshold = threshold_for_size(scores, keep)

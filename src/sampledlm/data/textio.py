@@ -167,13 +167,18 @@ def _last_break(data: bytes, end: int) -> int:
     return max(data.rfind(b"\n", 0, end), data.rfind(b"\r", 0, end))
 
 
-def iter_chunks(path: str, encoding_errors: str = "strict") -> Iterator[tuple[list[str], int]]:
+def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | None = None,
+                hint: str = "fix the file (UTF-8 text expected)", sniff: bool = True) -> Iterator[tuple[list[str], int]]:
     """Yield ``(lines, nbytes)`` for successive chunks of whole lines of ``path``.
 
     ``lines`` are decoded ``str`` without their line terminators (``\\n``, ``\\r\\n`` or a lone
-    ``\\r``); ``nbytes`` is the number of raw bytes the chunk consumed (for progress bars).
-    ``encoding_errors`` is ``"strict"`` (raise :class:`UserError` naming file and line) or any
-    codec error handler such as ``"replace"``.
+    ``\\r``); ``nbytes`` is the number of raw bytes the chunk consumed (for progress bars), about
+    ``chunk_bytes`` (default :data:`CHUNK_BYTES`). ``encoding_errors`` is ``"strict"`` (raise
+    :class:`UserError` naming file and line, and ``hint``: what the user can do, e.g. the option of a
+    command that has one) or any codec error handler such as ``"replace"``. ``sniff``: a NUL byte in
+    the first 64 KiB means a binary file (a reader whose format tells text from binary itself, e.g.
+    ARPA's header, turns it off). Nothing of a chunk stays referenced here while the next one is read
+    (bounded estimation sizes its chunks to its memory budget).
     """
     f = _open_binary(path)
     line_no = 0  # lines completed before the current chunk
@@ -182,14 +187,14 @@ def iter_chunks(path: str, encoding_errors: str = "strict") -> Iterator[tuple[li
     try:
         while True:
             try:
-                block = f.read(CHUNK_BYTES)
+                block = f.read(chunk_bytes or CHUNK_BYTES)
             except _READ_ERRORS as e:
                 raise UserError(f"{path}: cannot read (corrupt or truncated file?): {e}") from None
             if first:
                 first = False
                 if block.startswith(BOM):
                     block = block[len(BOM):]
-                if b"\x00" in block[:65536]:
+                if sniff and b"\x00" in block[:65536]:
                     raise UserError(f"{path}: looks like a binary file (NUL byte), expected UTF-8 text")
             if not block:
                 data, tail = tail, b""
@@ -212,14 +217,15 @@ def iter_chunks(path: str, encoding_errors: str = "strict") -> Iterator[tuple[li
             except UnicodeDecodeError as e:
                 bad_line = line_no + data.count(b"\n", 0, e.start) + 1
                 raise UserError(
-                    f"{path}:{bad_line}: invalid UTF-8 (byte 0x{data[e.start]:02x}); "
-                    "fix the file or pass --encoding-errors replace"
+                    f"{path}:{bad_line}: invalid UTF-8 (byte 0x{data[e.start]:02x}); {hint}"
                 ) from None
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
             line_no += len(lines)
+            del data, text
             yield lines, nbytes
+            del lines
             if not block:
                 break
     finally:

@@ -214,15 +214,20 @@ class _SentenceAssembler:
         return out
 
 
-def iter_sentence_chunks(path: str, opts: TextOptions = TextOptions()) -> Iterator[tuple[list[list[str]], int]]:
-    """Yield ``(sentences, nbytes)``: lists of token lists, and the raw bytes they came from."""
+ENCODING_HINT = "fix the file or pass --encoding-errors replace"  # the commands reading text have that option
+
+
+def iter_sentence_chunks(path: str, opts: TextOptions = TextOptions(),
+                         chunk_bytes: int | None = None) -> Iterator[tuple[list[list[str]], int]]:
+    """Yield ``(sentences, nbytes)``: lists of token lists, and the raw bytes (about ``chunk_bytes``)
+    they came from."""
     if opts.is_plain:
-        for lines, nbytes in iter_chunks(path, opts.encoding_errors):
+        for lines, nbytes in iter_chunks(path, opts.encoding_errors, chunk_bytes, ENCODING_HINT):
             split = split_line if "s>" in "\n".join(lines) else str.split  # one C-speed test per chunk
             yield [t for t in map(split, lines) if t], nbytes
         return
     asm = _SentenceAssembler(opts)
-    for lines, nbytes in iter_chunks(path, opts.encoding_errors):
+    for lines, nbytes in iter_chunks(path, opts.encoding_errors, chunk_bytes, ENCODING_HINT):
         yield asm.feed(lines), nbytes
     yield asm.finish(), 0
 

@@ -18,12 +18,13 @@ def ngram_scale_step(data: DemoData) -> list[Result]:
     t0 = time.perf_counter()
     ref = data.extra.get("kn3_arpa")
     path = os.path.join(data.directory, "kn3-bounded.arpa")
-    budget = current_rss() + (4 << 20)
-    train_bounded(array_chunks(data.ids["train"], 1 << 16), data.vocab, 3, path, budget, data.directory)
+    budget, window = current_rss() + (4 << 20), 20_000  # the windows 4 MB would leave
+    train_bounded(array_chunks(data.ids["train"], 1 << 16), data.vocab, 3, path, budget, data.directory,
+                  window=window)
     same = ref is not None and open(ref, "rb").read() == open(path, "rb").read()
     bin_dir = os.path.join(data.directory, "kn3.bin")
     train_bounded(array_chunks(data.ids["train"], 1 << 16), data.vocab, 3, bin_dir, budget, data.directory,
-                  binary=True)
+                  binary=True, window=window)
     mapped = open_binary(bin_dir)
     from ..ngram.arpa import read_arpa
 

@@ -129,7 +129,9 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
     state = "pre"  # pre -> counts -> body -> end
     cur: _Section | None = None
     line_no = 0
-    for lines, _ in iter_chunks(path):
+    # no NUL sniffing of the whole head: a word of the text may hold a NUL (ngram train writes it as it is);
+    # before \data\ a NUL still means a binary file
+    for lines, _ in iter_chunks(path, sniff=False):
         marks = [j for j, ln in enumerate(lines) if ln[:1] == "\\"]  # section headers and the end marker
         mi, i = 0, 0
         while i < len(lines):
@@ -150,6 +152,8 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
             if state == "pre":
                 if s == "\\data\\":
                     state = "counts"
+                elif "\x00" in s:
+                    raise UserError(f"{path}: looks like a binary file (NUL byte), not an ARPA file")
                 continue
             if state == "end":
                 if s:
@@ -174,9 +178,12 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
                 k = int(m.group(1))
                 if not counts:
                     raise UserError(f"{path}:{line_no}: section \\{k}-grams: before any 'ngram N=COUNT' line")
-                if k != len(sections) + 1 or k > len(counts):
-                    raise UserError(f"{path}:{line_no}: expected section \\{len(sections) + 1}-grams: "
-                                    f"(the header lists orders 1..{len(counts)}), found \\{k}-grams:")
+                if k > len(counts):
+                    raise UserError(f"{path}:{line_no}: section \\{k}-grams:, but the header lists orders "
+                                    f"1..{len(counts)} only (a missing 'ngram {k}=COUNT' line?)")
+                if k != len(sections) + 1:
+                    raise UserError(f"{path}:{line_no}: expected section \\{len(sections) + 1}-grams:, "
+                                    f"found \\{k}-grams:")
                 cur = _Section(k, line_no + 1, line_no)
                 sections.append(cur)
                 state = "body"

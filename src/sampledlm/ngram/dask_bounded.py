@@ -67,7 +67,8 @@ def count_on_dask(sp: Spill, chunks, width: int, order: int, bos: int, scheduler
     size = max(sp.window // max(order, 1), 1024)  # a shard's tables: about order x its ids, in one window
     uni = np.zeros(width, dtype=np.int64)
     tokens, runs = 0, 0
-    with dask_client(scheduler, workers, processes) as (client, n_workers):
+    # a local cluster's scratch space inside the spill directory: --temp-dir, removed with the spill
+    with dask_client(scheduler, workers, processes, sp.dir) as (client, n_workers):
         from dask.distributed import as_completed
 
         pending = as_completed()

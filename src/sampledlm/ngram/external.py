@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 import time
 
 import numpy as np
 
 from .. import progress
+from ..data.textio import CHUNK_BYTES
 from ..data.vocab import BOS, EOS_ID, Vocab
 from ..errors import UserError
 from .counts import group_keys
@@ -51,6 +53,10 @@ from .spill import Spill, heap_kept
 STREAMING = ("mkn", "kn")
 BYTES_PER_ELEMENT = 160  # peak working bytes per windowed element (group_keys: index/inverse/counts, sorts)
 MIN_WINDOW = 1024
+MIN_WORKING = 96 << 20  # bytes a budget must leave above the process's footprint (a 1 MiB chunk of text, windows)
+# numba and the compiled ARPA line kernels (arpa_lines), loaded when an ARPA file starts to be written: measured
+# 130 MB of a 2-gram model's 172 MB peak on a 3-line text (a binary directory needs neither: 44 MB)
+ARPA_KERNELS = 136 << 20
 
 
 def parse_memory(text: str) -> int:
@@ -112,9 +118,26 @@ def current_rss() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def window_for(budget: int) -> int:
-    """Elements per window: what the budget leaves above the interpreter's own footprint."""
-    free = budget - current_rss()
+def text_chunk_bytes(budget: int, reserve: int = 0) -> int:
+    """Bytes of text read at a time: one chunk's tokens as Python strings take about 30x the text's bytes,
+    so a chunk gets 1/40 of what the budget leaves above the process and ``reserve`` (1 .. 8 MiB)."""
+    return int(min(CHUNK_BYTES, max(1 << 20, (budget - current_rss() - reserve) // 40)))
+
+
+def check_budget(budget: int, reserve: int = 0) -> None:
+    """A :class:`UserError` for a budget the process cannot keep: below its own footprint (the interpreter
+    and its libraries, ``reserve`` for what loads later) plus :data:`MIN_WORKING` to work in."""
+    have = current_rss() + reserve
+    if budget < have + MIN_WORKING:
+        mib = -(-(have + MIN_WORKING) // (1 << 20))
+        raise UserError(f"--memory {budget / (1 << 20):.0f}M is less than this process needs: the interpreter and "
+                        f"its libraries take about {have >> 20} MiB, and bounded estimation needs "
+                        f"{MIN_WORKING >> 20} MiB more to work in; give at least --memory {mib}M")
+
+
+def window_for(budget: int, reserve: int = 0) -> int:
+    """Elements per window: what the budget leaves above the interpreter's own footprint and ``reserve``."""
+    free = budget - current_rss() - reserve
     return max(MIN_WINDOW, int(free * 0.8) // BYTES_PER_ELEMENT)
 
 
@@ -148,16 +171,16 @@ def text_chunks(path: str, vocab: Vocab, opts):
 LINE_END = "\x00"  # marks line ends in read_text's fast path (a chunk holding NUL takes the slow one)
 
 
-def _plain_sentences(path: str, opts):
+def _plain_sentences(path: str, opts, chunk_bytes: int):
     """``(tokens, nbytes, ends)`` per chunk of a plain text (``opts.is_plain``): every line's tokens followed
     by :data:`LINE_END`, blank lines included (the caller drops their marks). One ``str.split`` per
     chunk instead of one per line, three times faster on short lines. A chunk with literal ``<s>`` /
     ``</s>`` tokens (dropped, :func:`~sampledlm.data.tokenizer.split_line`) or a NUL is split line by
     line, and ``ends`` gives the marks' positions (a NUL token of the text is a word); else None."""
     from ..data.textio import iter_chunks
-    from ..data.tokenizer import split_line
+    from ..data.tokenizer import ENCODING_HINT, split_line
 
-    for lines, nbytes in iter_chunks(path, opts.encoding_errors):
+    for lines, nbytes in iter_chunks(path, opts.encoding_errors, chunk_bytes, ENCODING_HINT):
         joined = "\n".join(lines)
         if "s>" in joined or LINE_END in joined:
             toks, ends = [], []
@@ -165,14 +188,17 @@ def _plain_sentences(path: str, opts):
                 toks += split_line(line)
                 ends.append(len(toks))
                 toks.append(LINE_END)
+            del lines, joined
             yield toks, nbytes, np.array(ends, dtype=np.int64)
         else:
             toks = joined.replace("\n", " " + LINE_END + " ").split()
             toks.append(LINE_END)
+            del lines, joined
             yield toks, nbytes, None
+        del toks  # nothing of this chunk stays while the next one is read
 
 
-def read_text(sp: Spill, path: str, opts) -> tuple[Vocab, object]:
+def read_text(sp: Spill, path: str, opts, chunk_bytes: int | None = None) -> tuple[Vocab, object]:
     """One pass over a text file for both its vocabulary and its id stream: the :class:`Vocab` that
     :func:`sampledlm.data.corpus.build_vocab` builds, and windows of the id stream that
     :func:`text_chunks` yields with it (the same ids), read back from the spill file ``raw``.
@@ -202,16 +228,19 @@ def read_text(sp: Spill, path: str, opts) -> tuple[Vocab, object]:
         for i in np.flatnonzero(ids == -1).tolist():
             j = get(flat[i])
             if j is None:
-                j = seen[flat[i]] = len(words)
-                words.append(flat[i])
+                # a copy, not the chunk's own string: those lie among the chunk's millions of transient
+                # strings, and each one kept would pin its allocator arena (RSS growing with the corpus)
+                w = flat[i].encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+                j = seen[w] = len(words)
+                words.append(w)
             ids[i] = j
         return ids
 
     if opts.is_plain:
-        chunks = _plain_sentences(path, opts)
+        chunks = _plain_sentences(path, opts, chunk_bytes)
     else:
         none = np.zeros(0, np.int64)
-        chunks = ((with_ends(sents), nbytes, none) for sents, nbytes in iter_sentence_chunks(path, opts))
+        chunks = ((with_ends(sents), nbytes, none) for sents, nbytes in iter_sentence_chunks(path, opts, chunk_bytes))
     sp.create("raw", np.int32)
     with progress.bar(total=file_size(path), desc=f"reading {os.path.basename(path)}", unit="B") as pb:
         for flat, nbytes, ends in chunks:
@@ -237,6 +266,7 @@ def read_text(sp: Spill, path: str, opts) -> tuple[Vocab, object]:
                 c[: len(counts)] += counts
                 counts = c
                 sp.append("raw", ids.astype(np.int32))
+            del flat, ids, mark  # before the next chunk is read: one chunk's strings resident at a time
             pb.update(nbytes)
     if n_sent == 0:
         raise UserError(f"{path}: no words found (empty file or blank lines only)")
@@ -444,7 +474,8 @@ def interpolate_order(sp: Spill, k: int, d: np.ndarray, bar) -> None:
 # --- the pipeline -------------------------------------------------------------------------------------------
 def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: int, temp_dir: str | None = None,
                   smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None,
-                  binary: bool = False, locked: bool = False, dask: tuple | None = None) -> dict:
+                  binary: bool = False, locked: bool = False, dask: tuple | None = None,
+                  window: int | None = None) -> dict:
     """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
 
     ``memory``: the byte budget for the whole process (module docstring). ``text``: instead of
@@ -452,7 +483,8 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     ``binary``: ``output`` is a binary model directory (:mod:`.binary_stream`; no ARPA text is written);
     ``locked``: the caller holds that directory's lock (:func:`.mapped.lock_directory`). ``dask``:
     ``(scheduler address or None, local workers)`` to count on a Dask cluster (:mod:`.dask_bounded`; the
-    same model).
+    same model). ``window``: elements per window instead of what the budget leaves, the budget then
+    unchecked (tests and the demo: many sorted runs from a small corpus).
     Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
     seconds per stage.
     """
@@ -464,12 +496,16 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     thresholds = parse_thresholds(prune or [], int(order))
     info: dict = {"smoothing": smoothing, "order": order, "memory": memory, "seconds": {}}
     t = time.perf_counter()
+    reserve = 0 if binary or "sampledlm.ngram.arpa_lines" in sys.modules else ARPA_KERNELS
+    if window is None:
+        check_budget(memory, reserve)
     with Spill(temp_dir, MIN_WINDOW) as sp, heap_kept(memory):
         if text is not None:
-            vocab, chunks = read_text(sp, *text)
+            vocab, chunks = read_text(sp, *text, chunk_bytes=text_chunk_bytes(memory, reserve) if window is None
+                                      else 1 << 20)
         # sized after reading the text: what its strings leave resident (the allocator keeps freed arenas)
         # counts against the budget
-        sp.window = window = info["window"] = window_for(memory)
+        sp.window = window = info["window"] = window_for(memory, reserve) if window is None else int(window)
         W, V, bos = len(vocab) + 1, len(vocab), vocab.bos_id
         words = list(vocab.words) + [BOS]
         info["vocabulary"] = V

@@ -103,7 +103,9 @@ def tune_lambdas(ml, bucket, vocab_size: int, iters: int = 200, tol: float = 1e-
 
 def jelinek_mercer(counts: NgramCounts, vocab_size: int, valid_ids=None, **_) -> tuple[list, dict]:
     if valid_ids is None or len(valid_ids) == 0:
-        raise UserError("Jelinek-Mercer smoothing tunes its interpolation weights on held-out text: give a validation file (--valid)")
+        raise UserError("Jelinek-Mercer smoothing tunes its interpolation weights on held-out text: "
+                        + ("give a validation file (--valid)" if valid_ids is None
+                           else "the validation text (--valid) holds no words"))
     if np.asarray(valid_ids).max() >= vocab_size:
         raise ValueError("validation ids outside the vocabulary")
     ml, bucket, per_order = _levels(counts, valid_ids)

@@ -19,9 +19,16 @@ float64, so every query answers exactly what the ARPA file it came from answers.
 Loading checks each array's dtype and length against ``config.json`` (headers only); the
 content is not hashed (that would read the whole model), but ``config.json`` records each
 file's SHA-256 and :func:`verify_binary` (``sampledlm ngram build-binary --verify DIR``) checks them.
+A query checks what it returns (:class:`MappedNgramLM`): a log10 probability that is not a finite
+number <= 0 comes from a damaged file, reported as such (a :class:`UserError`), not a silent ``nan``
+perplexity.
+
 Every file is written atomically and ``config.json`` last, so a directory whose writer was
 killed has no ``config.json`` and is refused as incomplete; the next ``build-binary`` (or ``prune
 --binary``) into it writes it again (:func:`interrupted_write`) without asking for ``--force``.
+A write that fails with an exception (a full disk, an interrupt) removes what it wrote before the
+exception goes on (:func:`write_binary_arrays`), and the writer's ``.lock`` is removed when it is done
+(:func:`lock_directory`): a finished directory holds the model's files only.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ def _file_hash(path: str) -> str:
 
 #: The files :func:`write_binary` writes before config.json (keys_1.npy first), and their hidden temporaries.
 _WRITTEN = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|\..+\.tmp)$")
+#: The files of a model (less config.json).
+_MODEL_FILE = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json)$")
 
 
 def interrupted_write(names: list[str]) -> bool:
@@ -66,24 +75,50 @@ def interrupted_write(names: list[str]) -> bool:
 def lock_directory(out_dir: str):
     """An exclusive OS lock on ``out_dir/.lock`` while writing (a second writer stops with a clear message).
 
+    The lock file is removed when the block ends (while still locked), so a finished directory holds no
+    ``.lock``; a writer that then finds its lock on a file no longer at that path (the one before it removed
+    it between our open and lock) opens the new one. When the block ends with an exception, a directory this
+    created is removed again if nothing is left in it. A killed writer leaves its ``.lock``: the next takes it.
+
     :func:`sampledlm.store.lock_directory` does the same for model directories, but ``store`` imports torch,
     which the n-gram commands never load (they start in a fraction of a second)."""
     import fcntl
 
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-        fd = os.open(os.path.join(out_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise UserError(f"{out_dir}: cannot create or lock this directory ({e.strerror or e})") from None
-    try:
+    lock = os.path.join(out_dir, ".lock")
+    created = not os.path.isdir(out_dir)
+    while True:
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise UserError(f"{out_dir}: cannot create or lock this directory ({e.strerror or e})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise UserError(f"{out_dir}: another sampledlm process is writing into this directory") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            current = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            current = False
+        if current:
+            break
+        os.close(fd)  # locked a .lock its holder removed when done: not the lock of the directory
+    ok = False
+    try:
         sweep_dead_temps(out_dir)
         yield
+        ok = True
     finally:
+        with contextlib.suppress(OSError):
+            os.remove(lock)  # still held: whoever opened it meanwhile finds it gone (above) and opens a new one
         os.close(fd)
+        if created and not ok:
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)  # only when empty
 
 
 def write_binary(lm: NgramLM, out_dir: str, locked: bool = False) -> None:
@@ -98,32 +133,50 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
     """The binary model directory from arrays given in pieces: ``arrays(name, k)`` yields, in order, the
     parts of array ``name`` (keys, logp, bow) of order k, ``counts[k-1]`` elements in all. Each ``.npy``
     file is written (and hashed) a part at a time, so a model larger than memory streams through
-    (bounded estimation, :mod:`.binary_stream`); the files are those ``np.save`` writes."""
+    (bounded estimation, :mod:`.binary_stream`); the files are those ``np.save`` writes.
+
+    When the write fails with an exception (a full disk, Ctrl-C), every file it wrote is removed, and so
+    are the files of the model it was replacing (its config.json is gone by then: they are no model),
+    before the exception goes on; the lock file goes with :func:`lock_directory`. A killed writer leaves
+    its files without config.json, which the next write completes (:func:`interrupted_write`)."""
     if not locked:
         with lock_directory(out_dir):
             return write_binary_arrays(out_dir, words, counts, info, arrays, locked=True)
     order = len(counts)
     old = os.path.join(out_dir, "config.json")
-    if os.path.exists(old):
-        os.remove(old)  # the directory is incomplete until the new config.json lands
-    for name in os.listdir(out_dir):  # arrays of a higher order, of the model replaced or a killed write
-        m = re.match(r"^(keys|logp|bow)_([0-9]+)\.npy$", name)
-        if m and int(m.group(2)) > order:
-            os.remove(os.path.join(out_dir, name))
-    hashes = {}
-    for k in range(1, order + 1):
-        for name, dtype in ARRAYS:
-            fname = f"{name}_{k}.npy"
-            hashes[fname] = _write_npy(os.path.join(out_dir, fname), arrays(name, k), counts[k - 1], dtype)
-    with atomic_write(os.path.join(out_dir, "words.json")) as f:
-        json.dump(list(words), f, ensure_ascii=False)
-    hashes["words.json"] = _file_hash(os.path.join(out_dir, "words.json"))
-    info = {k: v for k, v in info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
-    config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
-              "ngram": {"order": order, "counts": list(counts), "words": len(words), "info": info, "sha256": hashes}}
-    with atomic_write(old) as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
+    names = os.listdir(out_dir)
+    # the files of a model being replaced (or of a killed write) are no model once config.json is gone
+    stale = [n for n in names if _MODEL_FILE.match(n)] if "config.json" in names or interrupted_write(names) else []
+    written: list[str] = []
+    try:
+        if os.path.exists(old):
+            os.remove(old)  # the directory is incomplete until the new config.json lands
+        for name in names:  # arrays of a higher order, of the model replaced or a killed write
+            m = re.match(r"^(keys|logp|bow)_([0-9]+)\.npy$", name)
+            if m and int(m.group(2)) > order:
+                os.remove(os.path.join(out_dir, name))
+        hashes = {}
+        for k in range(1, order + 1):
+            for name, dtype in ARRAYS:
+                fname = f"{name}_{k}.npy"
+                hashes[fname] = _write_npy(os.path.join(out_dir, fname), arrays(name, k), counts[k - 1], dtype)
+                written.append(fname)
+        with atomic_write(os.path.join(out_dir, "words.json")) as f:
+            json.dump(list(words), f, ensure_ascii=False)
+        written.append("words.json")
+        hashes["words.json"] = _file_hash(os.path.join(out_dir, "words.json"))
+        info = {k: v for k, v in info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
+        config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
+                  "ngram": {"order": order, "counts": list(counts), "words": len(words), "info": info,
+                            "sha256": hashes}}
+        with atomic_write(old) as f:
+            json.dump(config, f, indent=2)
+            f.write("\n")
+    except (Exception, KeyboardInterrupt):  # not a kill (nor a BaseException standing for one): undo, go on
+        for name in dict.fromkeys(written + stale):  # atomic_write has removed its own temporary
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(out_dir, name))
+        raise
 
 
 def _write_npy(path: str, parts, length: int, dtype) -> str:
@@ -193,19 +246,40 @@ def _section(path: str, config: dict | None) -> dict:
 
 
 def _map(path: str, want_len: int, dtype) -> np.ndarray:
+    """``path`` (a 1-d ``.npy`` of ``want_len`` elements of ``dtype``) mapped read-only: its header is read, not its data."""
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such file (the binary model directory is incomplete)")
     try:
-        arr = np.load(path, mmap_mode="r") if want_len else np.load(path)
-    except (OSError, ValueError) as e:
-        raise UserError(f"{path}: not a readable .npy array ({e})") from None
+        if want_len:
+            arr = np.lib.format.open_memmap(path, mode="r")
+        else:  # nothing to map (mmap refuses an empty range)
+            with open(path, "rb") as f:
+                arr = np.lib.format.read_array(f, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:  # EOFError: numpy's answer to an empty file
+        why = "an empty file" if isinstance(e, EOFError) or _size(path) == 0 else (str(e) or type(e).__name__)
+        raise UserError(f"{path}: not a readable .npy array ({why})") from None
     if arr.dtype != np.dtype(dtype) or arr.ndim != 1 or len(arr) != want_len:
         raise UserError(f"{path}: holds {arr.dtype}{list(arr.shape)}, config.json says {np.dtype(dtype)}[{want_len}]")
     return arr
 
 
-def open_binary(path: str, config: dict | None = None) -> NgramLM:
-    """The :class:`NgramLM` of a binary model directory, its arrays memory-mapped read-only."""
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return -1
+
+
+def open_binary(path: str, config: dict | None = None) -> "MappedNgramLM":
+    """The :class:`NgramLM` of a binary model directory, its arrays memory-mapped read-only.
+
+    Loading reads config.json, words.json and each array's ``.npy`` header: what it checks is each array's
+    dtype and length (against config.json), never the values, so it costs the same for any model size.
+    Each query's results are checked (:class:`MappedNgramLM`): a log10 probability that is not a finite
+    number <= 0 (a NaN, an infinity or a positive value read from an array) is reported as a damaged
+    directory. Damage that leaves plausible numbers (zeroed pages, a changed digit, keys out of
+    order, which bisection silently misses) cannot be seen without reading everything: finding it is the
+    job of the checksums, ``sampledlm ngram build-binary --verify DIR`` (:func:`verify_binary`)."""
     sec = _section(path, config)
     wpath = os.path.join(path, "words.json")
     words = read_json(wpath, missing="the binary model directory is incomplete")
@@ -219,17 +293,68 @@ def open_binary(path: str, config: dict | None = None) -> NgramLM:
     info = dict(sec.get("info") or {})
     info["source"] = path
     try:
-        return NgramLM(words, tables, info)
+        lm = MappedNgramLM(words, tables, info)
     except KeyError as e:
         raise UserError(f"{wpath}: the word list lacks {e.args[0]}") from None
+    lm.directory = path
+    return lm
+
+
+class MappedNgramLM(NgramLM):
+    """:class:`NgramLM` over memory-mapped arrays that checks what each query returns.
+
+    Nothing checked the arrays' values at load (:func:`open_binary`). A valid model gives every
+    prediction, and every subset of words, a finite log10 probability <= 0; anything else can only
+    come from a damaged array, so a query that gives one raises a :class:`UserError` pointing to
+    ``build-binary --verify``, which names the file. The check is one vectorised pass over the results
+    (the compiled stream scorer reads the arrays inside its kernels, so its results are where to look)."""
+
+    directory = ""
+    TOLERANCE = 1e-6  # a back-off weight plus a rounded log10 probability may pass 0 by the 8th digit
+
+    def _check(self, out: np.ndarray, what: str = "log10 probability") -> None:
+        v = np.asarray(out)
+        bad = ~(np.isfinite(v) & (v <= self.TOLERANCE))
+        if bad.any():
+            d = self.directory or self.info.get("source", "")
+            raise UserError(f"{d}: damaged: a query gave the {what} {float(v[bad][0])!r}, which no valid model "
+                            f"gives; sampledlm ngram build-binary --verify {d} names the damaged file (build the "
+                            "directory again from its ARPA file)")
+
+    def _back_off(self, ctx, gram, with_order):
+        out = super()._back_off(ctx, gram, with_order)
+        self._check(out[0] if with_order else out)
+        return out
+
+    def _stream_logprob10(self, words, is_eos):
+        out, order = super()._stream_logprob10(words, is_eos)
+        self._check(out)
+        return out, order
+
+    def subset_logmass10_ids(self, hist, member):
+        out = super().subset_logmass10_ids(hist, member)
+        self._check(out, "log10 probability mass")
+        return out
 
 
 def verify_binary(path: str) -> list[str]:
-    """Files of a binary model directory whose SHA-256 differs from config.json's record (empty: all intact)."""
+    """The files of a binary model directory that do not match config.json's SHA-256 record, each as its name
+    (its content differs), ``NAME (missing)`` or ``NAME (unreadable: why)``; empty: every file intact."""
     sec = _section(path, None)
+    sums = sec.get("sha256")
+    if not isinstance(sums, dict) or not sums:
+        raise UserError(f"{os.path.join(path, 'config.json')}: records no checksums (sha256): nothing to verify against")
     bad = []
-    for name, want in sorted((sec.get("sha256") or {}).items()):
+    for name, want in sorted(sums.items()):
         p = os.path.join(path, name)
-        if not os.path.isfile(p) or _file_hash(p) != want:
+        if not os.path.lexists(p):
+            bad.append(f"{name} (missing)")
+            continue
+        try:
+            got = _file_hash(p)
+        except OSError as e:
+            bad.append(f"{name} (unreadable: {e.strerror or e})")
+            continue
+        if got != want:
             bad.append(name)
     return bad

@@ -50,13 +50,13 @@ def parse_thresholds(values, order: int) -> list[int]:
     if not t:
         return [0] * order
     if any(v < 0 for v in t):
-        raise UserError(f"--prune {' '.join(map(str, t))}: thresholds must be counts >= 0")
+        raise UserError(f"--prune {','.join(map(str, t))}: thresholds must be counts >= 0")
     if t[0] != 0:
-        raise UserError(f"--prune {' '.join(map(str, t))}: unigrams cannot be pruned: the first threshold must be 0")
+        raise UserError(f"--prune {','.join(map(str, t))}: unigrams cannot be pruned: the first threshold must be 0")
     if any(b < a for a, b in zip(t, t[1:])):
-        raise UserError(f"--prune {' '.join(map(str, t))}: thresholds must not decrease with the order")
+        raise UserError(f"--prune {','.join(map(str, t))}: thresholds must not decrease with the order")
     if len(t) > order:
-        raise UserError(f"--prune {' '.join(map(str, t))}: {len(t)} thresholds for an order-{order} model")
+        raise UserError(f"--prune {','.join(map(str, t))}: {len(t)} thresholds for an order-{order} model")
     return (t + [t[-1]] * order)[:order]
 
 

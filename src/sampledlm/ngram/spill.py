@@ -122,7 +122,8 @@ class Spill:
     def __init__(self, parent: str | None, window: int):
         parent = parent or tempfile.gettempdir()
         if not os.path.isdir(parent):
-            raise UserError(f"--temp-dir {parent}: no such directory")
+            raise UserError(f"--temp-dir {parent}: " + ("not a directory" if os.path.exists(parent)
+                                                         else "no such directory"))
         sweep(parent)
         host = socket.gethostname().replace(".", "_")
         try:
