@@ -267,6 +267,23 @@ def test_a_running_scheduler_counts_and_a_worker_is_not_taken_for_it(corpus, tmp
 
 
 @needs_dask
+def test_a_scheduler_without_workers_is_an_error_not_a_hang(corpus, tmp_path, monkeypatch):
+    import dask
+    from dask.distributed import LocalCluster
+
+    from sampledlm.ngram import distributed
+    from sampledlm.ngram.distributed import count_with_dask
+
+    monkeypatch.setattr(distributed, "WORKER_WAIT", 0.5)
+    vocab, ids = corpus
+    with dask.config.set({"temporary-directory": str(tmp_path)}), \
+            LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", scheduler_port=0,
+                         dashboard_address=None) as cluster:
+        with pytest.raises(UserError, match="has no workers .*dask worker tcp://127.0.0.1:"):
+            count_with_dask(ids, len(vocab) + 1, 3, vocab.bos_id, scheduler=cluster.scheduler_address)
+
+
+@needs_dask
 def test_the_local_clusters_scratch_space_lies_in_the_given_directory_and_goes(tmp_path, monkeypatch):
     """The scheduler's and the workers' directories (once dask-scratch-space/ in $TMPDIR, left behind) are made
     in the directory given (the spill's, under --temp-dir) and removed on exit."""

@@ -99,6 +99,7 @@ def build_counts(merged: list[tuple[np.ndarray, np.ndarray]], width: int, bos: i
 SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")  # the address schemes Dask's comms speak (inproc is in-process only)
 FORM = "give it as tcp://HOST:PORT or HOST:PORT, e.g. tcp://10.0.0.5:8786"
 CONNECT_TIMEOUT = 10.0  # seconds to reach the scheduler and get its answer
+WORKER_WAIT = 60  # seconds a scheduler may take to have a worker
 
 
 def scheduler_address(scheduler: str) -> tuple[str, str, int]:
@@ -221,6 +222,12 @@ def dask_client(scheduler: str | None, workers: int, processes: bool = True, loc
                 client = Client(address, timeout=f"{CONNECT_TIMEOUT:g}s")
             except Exception as e:  # it answered the probe: a scheduler that fails us now
                 raise UserError(f"cannot connect to the Dask scheduler at {address} ({_one_line(e)})") from None
+            try:  # a scheduler without workers would hold the shards forever
+                client.wait_for_workers(1, timeout=WORKER_WAIT)
+            except Exception:
+                client.close()
+                raise UserError(f"the Dask scheduler at {address} has no workers (none joined in {WORKER_WAIT:g} s); "
+                                f"start some with: dask worker {address}") from None
         else:
             try:
                 scratch = tempfile.mkdtemp(prefix="dask-", dir=local_directory)
