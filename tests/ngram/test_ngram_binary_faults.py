@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import socket
 
 import numpy as np
 import pytest
@@ -209,13 +210,36 @@ def test_a_full_disk_leaves_no_directory(files, tmp_path, capsys, monkeypatch, c
     assert os.listdir(tmp_path) == []
 
 
-def test_a_failed_replacement_leaves_no_half_model(files, tmp_path, capsys, monkeypatch):
+def test_a_failed_replacement_leaves_the_old_model_as_it_was(files, tmp_path, capsys, monkeypatch):
+    """--force that fails (a full disk) puts the model it was replacing back, as an ARPA file's --force keeps
+    the old file: no half model, no empty directory."""
     out = _copy(files, tmp_path)
     (out / "notes.txt").write_text("the user's own file")
+    before = {n: (out / n).read_bytes() for n in os.listdir(out)}
     _full_disk_after(monkeypatch, 4)
     code, _, err = run_cli(["ngram", "build-binary", str(files / "kn3.arpa"), "-o", str(out), "--force"], capsys)
     _one_line_error(code, err, "No space left on device")
-    assert sorted(os.listdir(out)) == ["notes.txt"]  # neither the new arrays nor the old model's, no .lock
+    assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before  # no .lock, no .replaced
+    open_binary(str(out))
+
+
+def test_leftovers_of_a_killed_replacement_or_write_are_written_over(files, tmp_path, capsys):
+    """A kill while the old model waits in .replaced, or one that left only a temporary config.json, leaves
+    a directory the same command writes again (without --force: it holds no model)."""
+    out = _copy(files, tmp_path)
+    (out / ".replaced").mkdir()
+    for name in [n for n in os.listdir(out) if n != ".replaced"]:
+        os.replace(out / name, out / ".replaced" / name)
+    (out / "keys_1.npy").write_bytes(b"half")
+    other = tmp_path / "other.bin"
+    other.mkdir()
+    host = socket.gethostname().replace(".", "_")
+    (other / f".config.json.{host}.4000000.x.tmp").write_text("{")  # atomic_write's name; a pid that cannot be alive
+    for d in (out, other):
+        code, _, err = run_cli(["ngram", "build-binary", str(files / "kn3.arpa"), "-o", str(d)], capsys)
+        assert code == 0, err
+        assert not [n for n in os.listdir(d) if n.startswith(".")]  # no .replaced, .lock or temporary
+        open_binary(str(d))
 
 
 def test_an_interrupted_write_cleans_up_too_and_the_api_removes_the_directory_it_made(files, tmp_path, monkeypatch):
@@ -281,3 +305,21 @@ def test_a_lock_on_a_removed_lock_file_is_no_lock(tmp_path, monkeypatch):
     with lock_directory(str(d)):
         assert os.listdir(d) == [".lock"]
     assert os.listdir(d) == []
+
+
+@pytest.mark.parametrize("name,damage,msg", [
+    ("bow_1", lambda a: np.full_like(a, np.nan), "bow_1.npy: damaged: entry 0 is nan"),
+    ("bow_2", lambda a: np.full_like(a, np.inf), "bow_2.npy: damaged: entry 0 is inf"),
+    ("keys_2", lambda a: a[::-1].copy(), "keys_2.npy: damaged: keys out of order"),
+])
+def test_pruning_reads_every_value_so_it_checks_them_all(files, tmp_path, capsys, name, damage, msg):
+    """Pruning a damaged directory once gave a different model, exit 0 (NaN or infinite back-off weights), or
+    a traceback (keys out of order): it reads the whole model, so it checks it as an ARPA file is checked."""
+    out = _copy(files, tmp_path)
+    np.save(out / f"{name}.npy", damage(np.load(out / f"{name}.npy")))
+    for extra in ([], ["--history-lm", str(out)]):
+        model = str(out) if not extra else str(files / "kn3.arpa")
+        code, _, err = run_cli(["ngram", "prune", model, "--threshold", "1e-7", *extra,
+                                "-o", str(tmp_path / "p.arpa")], capsys)
+        _one_line_error(code, err, msg)
+        assert not (tmp_path / "p.arpa").exists()

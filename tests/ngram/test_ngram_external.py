@@ -311,9 +311,12 @@ def test_valid_with_bounded_estimation(tmp_path, capsys):
     (["--prune", "0,,1"], "expected counts separated by commas"),
     (["--prune", ",0,1"], "expected counts separated by commas"),
     (["--prune", "0,1,0"], "--prune 0,1,0: thresholds must not decrease"),
-    (["--binary", "-o", "{d}/kn.arpa.gz"], "writes a model directory"),
+    (["--binary", "-o", "{d}/kn.arpa.gz"], "a binary model is a directory"),
     (["--binary", "-o", "{d}/missing/kn.bin"], "does not exist"),
     (["--memory", "1G", "--temp-dir", "{d}/train.txt"], "not a directory"),
+    (["--smoothing", "wb", "--valid", "{d}/train.txt", "--memory", "1G"], "leave out --memory for wb"),
+    (["--smoothing", "jm", "--memory", "1G"], "leave out --memory for jm"),
+    (["--memory", "1K"], "--memory 1K is less than this process needs"),
 ])
 def test_cli_refusals_name_the_problem(tmp_path, capsys, args, msg):
     write_corpus(tmp_path / "train.txt", synthetic_sentences(100, 20, seed=1))

@@ -40,7 +40,7 @@ def text_options(f):
 
 def force_option(what: str):
     """``--force``: replace ``what`` when the output already exists (every writer refuses otherwise)."""
-    return click.option("--force", is_flag=True, help=f"Replace {what} if the output file exists (refused otherwise).")
+    return click.option("--force", is_flag=True, help=f"Replace {what} if the output exists (refused otherwise).")
 
 
 def refuse_existing(path: str, force: bool) -> None:

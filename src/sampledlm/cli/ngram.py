@@ -39,7 +39,8 @@ def ngram():
                    "ARPA file: it loads at once, by memory-mapping. With --memory it is written from the spilled "
                    "tables, so a model too large to parse still gets one.")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
-@click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported.")
+@click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported (with --memory: "
+                   "of the --binary directory written; an ARPA file is not held to be evaluated).")
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
 @click.option("--prune", "prune", default=None, metavar="T1,T2,..",
               help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
@@ -48,8 +49,9 @@ def ngram():
               help="Memory budget (2G, 500M, 40%): estimate through sorted runs spilled to --temp-dir so that the "
                    "process stays within it; same ARPA bytes as in memory (mkn/kn). [default: in memory when the "
                    "corpus fits in half the available memory, else bounded to that half]")
-@click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs [default: $TMPDIR or /tmp]; "
-                                               "removed when done, and what a killed run left is removed at the next.")
+@click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs, and a local Dask cluster "
+                                               "keeps its scratch space [default: $TMPDIR or /tmp]; removed when "
+                                               "done, and what a killed run left is removed at the next.")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="dask: count n-grams on a Dask cluster (shards of the corpus counted by the workers, merged here; "
                    "the same model as local; with --memory merged and estimated within the budget). Needs pip "
@@ -84,9 +86,6 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
 
         if output == "-":
             raise UserError("--binary writes a model directory: give -o DIR, not -")
-        if output.endswith((".arpa", ".gz", ".bz2", ".xz")):
-            raise UserError(f"{output}: --binary writes a model directory, and this name is an ARPA file's; "
-                            "choose a directory name (e.g. kn5.bin) or leave out --binary")
         refuse_existing_dir(output, force, "a binary n-gram model")
         created = not os.path.exists(output)
         try:
@@ -112,12 +111,19 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     from ..data.vocab import Vocab
     from ..ngram import DESCRIPTIONS, train_ngram, write_arpa
 
+    from ..ngram.external import STREAMING, auto_budget, parse_memory
+
+    if memory is not None and smoothing not in STREAMING:  # first: the other checks would send the user round
+        raise UserError(f"--smoothing {smoothing} needs the whole model in memory; bounded estimation (--memory) "
+                        f"streams {' and '.join(STREAMING)} only: leave out --memory for {smoothing}")
+    if temp_dir is not None and not os.path.isdir(temp_dir):  # whichever path runs (in memory it may go unused)
+        raise UserError(f"--temp-dir {temp_dir}: " + ("not a directory" if os.path.exists(temp_dir)
+                                                      else "no such directory"))
     if smoothing == "jm" and not valid_path:
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
     if not (math.isfinite(add_k) and add_k > 0):
         raise UserError(f"--k {add_k}: must be a finite number > 0")
     thresholds = parse_prune(prune, order)
-    from ..ngram.external import auto_budget, parse_memory
 
     if scheduler is not None and engine != "dask":
         raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
@@ -275,6 +281,9 @@ def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
     (with --force) a model of the same kind."""
     from ..ngram.mapped import interrupted_write, is_binary
 
+    if out_dir.endswith((".arpa", ".gz", ".bz2", ".xz")):
+        raise UserError(f"{out_dir}: a binary model is a directory, and this name is an ARPA file's; choose a "
+                        "directory name (e.g. kn5.bin)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
     parent = os.path.dirname(os.path.abspath(out_dir))
@@ -313,6 +322,11 @@ def build_binary(model, output, verify, force):
     from ..ngram.mapped import lock_directory, verify_binary, write_binary
 
     if verify:
+        if output:
+            raise UserError("--verify checks MODEL and writes nothing: leave out -o")
+        if not os.path.isdir(model):
+            raise UserError(f"{model}: not a binary model directory (--verify checks a directory that "
+                            "ngram build-binary or ngram train --binary wrote)")
         bad = verify_binary(model)
         if bad:
             odd = [b for b in bad if b.endswith(")")]  # "NAME (missing)", "NAME (unreadable: ...)"
@@ -382,8 +396,13 @@ def prune(model, output, threshold, keep, history_lm, binary, force):
         check_writable(output)
         refuse_existing(output, force)
     t0 = time.perf_counter()
+    from ..ngram.mapped import MappedNgramLM
+
     lm = ArpaLM.open(model, warn=False).ngram
     history = ArpaLM.open(history_lm, warn=False).ngram if history_lm else None
+    for m in (lm, history):  # pruning reads every value: a binary directory's are checked as an ARPA file's are
+        if isinstance(m, MappedNgramLM):
+            m.check_all()
     if history is not None:
         lacks = len(set(lm.words) - set(history.words))
         if lacks:

@@ -214,7 +214,8 @@ class _SentenceAssembler:
         return out
 
 
-ENCODING_HINT = "fix the file or pass --encoding-errors replace"  # the commands reading text have that option
+# most commands reading text have --encoding-errors; the rest (score, eval) take the model's tokenisation as it is
+ENCODING_HINT = "fix the file, or pass --encoding-errors replace where the command has it"
 
 
 def iter_sentence_chunks(path: str, opts: TextOptions = TextOptions(),

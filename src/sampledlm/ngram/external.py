@@ -130,7 +130,8 @@ def check_budget(budget: int, reserve: int = 0) -> None:
     have = current_rss() + reserve
     if budget < have + MIN_WORKING:
         mib = -(-(have + MIN_WORKING) // (1 << 20))
-        raise UserError(f"--memory {budget / (1 << 20):.0f}M is less than this process needs: the interpreter and "
+        given = f"{budget / (1 << 20):.0f}M" if budget >= 10 << 20 else f"{budget / 1024:.0f}K"
+        raise UserError(f"--memory {given} is less than this process needs: the interpreter and "
                         f"its libraries take about {have >> 20} MiB, and bounded estimation needs "
                         f"{MIN_WORKING >> 20} MiB more to work in; give at least --memory {mib}M")
 

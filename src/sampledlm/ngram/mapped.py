@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 
 import numpy as np
 
@@ -58,7 +59,9 @@ def _file_hash(path: str) -> str:
 
 
 #: The files :func:`write_binary` writes before config.json (keys_1.npy first), and their hidden temporaries.
-_WRITTEN = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|\..+\.tmp)$")
+_WRITTEN = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|\..+\.tmp|\.replaced)$")
+#: Where the files of the model being replaced wait until the new one is complete (restored if it fails).
+REPLACED = ".replaced"
 #: The files of a model (less config.json).
 _MODEL_FILE = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json)$")
 
@@ -67,8 +70,9 @@ def interrupted_write(names: list[str]) -> bool:
     """Whether a directory holding ``names`` and no config.json is what a killed :func:`write_binary` left:
     nothing but its files and temporaries, the first of them (keys_1.npy, or its temporary) among them."""
     names = [n for n in names if n != ".lock"]
-    return bool(names) and all(_WRITTEN.match(n) for n in names) and any(n.startswith(("keys_", ".keys_"))
-                                                                         for n in names)
+    temps = [n for n in names if n == REPLACED or n.startswith(".") and n.endswith(".tmp")]  # killed at any file
+    return bool(names) and all(_WRITTEN.match(n) for n in names) and (
+        any(n.startswith(("keys_", ".keys_")) for n in names) or len(temps) == len(names))
 
 
 @contextlib.contextmanager
@@ -135,23 +139,29 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
     file is written (and hashed) a part at a time, so a model larger than memory streams through
     (bounded estimation, :mod:`.binary_stream`); the files are those ``np.save`` writes.
 
-    When the write fails with an exception (a full disk, Ctrl-C), every file it wrote is removed, and so
-    are the files of the model it was replacing (its config.json is gone by then: they are no model),
-    before the exception goes on; the lock file goes with :func:`lock_directory`. A killed writer leaves
+    The files of a model being replaced wait in :data:`REPLACED` until the new one is complete. When the
+    write fails with an exception (a full disk, Ctrl-C), every file it wrote is removed and the replaced
+    model put back before the exception goes on; the lock file goes with :func:`lock_directory`. A killed writer leaves
     its files without config.json, which the next write completes (:func:`interrupted_write`)."""
     if not locked:
         with lock_directory(out_dir):
             return write_binary_arrays(out_dir, words, counts, info, arrays, locked=True)
     order = len(counts)
     old = os.path.join(out_dir, "config.json")
+    backup = os.path.join(out_dir, REPLACED)
+    if os.path.isdir(backup):  # a model a killed write was replacing: the user asked to replace it
+        shutil.rmtree(backup, ignore_errors=True)
     names = os.listdir(out_dir)
-    # the files of a model being replaced (or of a killed write) are no model once config.json is gone
-    stale = [n for n in names if _MODEL_FILE.match(n)] if "config.json" in names or interrupted_write(names) else []
+    kept: list[str] = []  # the model being replaced, moved aside (config.json first: the directory is incomplete)
+    if "config.json" in names:
+        os.mkdir(backup)
+        for name in ["config.json"] + [n for n in names if _MODEL_FILE.match(n)]:
+            os.replace(os.path.join(out_dir, name), os.path.join(backup, name))
+            kept.append(name)
+        names = os.listdir(out_dir)
     written: list[str] = []
     try:
-        if os.path.exists(old):
-            os.remove(old)  # the directory is incomplete until the new config.json lands
-        for name in names:  # arrays of a higher order, of the model replaced or a killed write
+        for name in names:  # arrays of a higher order, of a killed write
             m = re.match(r"^(keys|logp|bow)_([0-9]+)\.npy$", name)
             if m and int(m.group(2)) > order:
                 os.remove(os.path.join(out_dir, name))
@@ -173,10 +183,17 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
             json.dump(config, f, indent=2)
             f.write("\n")
     except (Exception, KeyboardInterrupt):  # not a kill (nor a BaseException standing for one): undo, go on
-        for name in dict.fromkeys(written + stale):  # atomic_write has removed its own temporary
+        for name in written:  # atomic_write has removed its own temporary
             with contextlib.suppress(OSError):
                 os.remove(os.path.join(out_dir, name))
+        for name in kept[1:] + kept[:1]:  # the replaced model back, config.json last
+            with contextlib.suppress(OSError):
+                os.replace(os.path.join(backup, name), os.path.join(out_dir, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(backup)
         raise
+    if kept:
+        shutil.rmtree(backup, ignore_errors=True)
 
 
 def _write_npy(path: str, parts, length: int, dtype) -> str:
@@ -318,8 +335,25 @@ class MappedNgramLM(NgramLM):
         if bad.any():
             d = self.directory or self.info.get("source", "")
             raise UserError(f"{d}: damaged: a query gave the {what} {float(v[bad][0])!r}, which no valid model "
-                            f"gives; sampledlm ngram build-binary --verify {d} names the damaged file (build the "
-                            "directory again from its ARPA file)")
+                            f"gives; sampledlm ngram build-binary --verify {d} names the damaged file (then build the "
+                            "directory again)")
+
+    def check_all(self) -> None:
+        """Every value checked, as :func:`.arpa.read_arpa` checks an ARPA file's (reads the whole model: for
+        what reads it anyway, as pruning): log10 probabilities finite and <= 0, back-off weights finite, keys
+        strictly increasing (the lookups bisect them). A :class:`UserError` naming the file otherwise."""
+        d = self.directory or self.info.get("source", "")
+        for k, t in enumerate(self.tables, 1):
+            for name, arr, ok in (("logp", t.logp, lambda v: np.isfinite(v) & (v <= 0)),
+                                  ("bow", t.bow, np.isfinite)):
+                bad = np.flatnonzero(~ok(np.asarray(arr)))
+                if len(bad):
+                    raise UserError(f"{os.path.join(d, f'{name}_{k}.npy')}: damaged: entry {int(bad[0])} is "
+                                    f"{float(arr[bad[0]])!r}; check with sampledlm ngram build-binary --verify {d}")
+            keys = np.asarray(t.keys)
+            if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+                raise UserError(f"{os.path.join(d, f'keys_{k}.npy')}: damaged: keys out of order; check with "
+                                f"sampledlm ngram build-binary --verify {d}")
 
     def _back_off(self, ctx, gram, with_order):
         out = super()._back_off(ctx, gram, with_order)
