@@ -111,14 +111,13 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     from ..data.vocab import Vocab
     from ..ngram import DESCRIPTIONS, train_ngram, write_arpa
 
-    from ..ngram.external import STREAMING, auto_budget, parse_memory
+    from ..ngram.external import auto_budget, check_streaming, parse_memory
+    from ..ngram.spill import check_temp_dir
 
-    if memory is not None and smoothing not in STREAMING:  # first: the other checks would send the user round
-        raise UserError(f"--smoothing {smoothing} needs the whole model in memory; bounded estimation (--memory) "
-                        f"streams {' and '.join(STREAMING)} only: leave out --memory for {smoothing}")
-    if temp_dir is not None and not os.path.isdir(temp_dir):  # whichever path runs (in memory it may go unused)
-        raise UserError(f"--temp-dir {temp_dir}: " + ("not a directory" if os.path.exists(temp_dir)
-                                                      else "no such directory"))
+    if memory is not None:  # first: the other checks would send the user round
+        check_streaming(smoothing)
+    if temp_dir is not None:  # whichever path runs (in memory it may go unused)
+        check_temp_dir(temp_dir)
     if smoothing == "jm" and not valid_path:
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
     if not (math.isfinite(add_k) and add_k > 0):

@@ -118,6 +118,13 @@ def current_rss() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def check_streaming(smoothing: str) -> None:
+    """A :class:`UserError` for a smoothing that bounded estimation cannot stream."""
+    if smoothing not in STREAMING:
+        raise UserError(f"--smoothing {smoothing} needs the whole model in memory; bounded estimation (--memory) "
+                        f"streams {' and '.join(STREAMING)} only: leave out --memory for {smoothing}")
+
+
 def text_chunk_bytes(budget: int, reserve: int = 0) -> int:
     """Bytes of text read at a time: one chunk's tokens as Python strings take about 30x the text's bytes,
     so a chunk gets 1/40 of what the budget leaves above the process and ``reserve`` (1 .. 8 MiB)."""
@@ -489,9 +496,7 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
     seconds per stage.
     """
-    if smoothing not in STREAMING:
-        raise UserError(f"--smoothing {smoothing} needs the whole model in memory; bounded estimation (--memory) "
-                        f"streams {' and '.join(STREAMING)} only: leave out --memory for {smoothing}")
+    check_streaming(smoothing)
     if not isinstance(order, (int, np.integer)) or not 1 <= order <= 254:
         raise UserError(f"order {order!r}: bounded estimation takes an integer 1 .. 254")
     thresholds = parse_thresholds(prune or [], int(order))

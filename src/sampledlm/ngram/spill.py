@@ -116,14 +116,18 @@ def sweep(parent: str) -> list[str]:
     return removed
 
 
+def check_temp_dir(parent: str) -> None:
+    """A :class:`UserError` unless ``parent`` (``--temp-dir``) is a directory."""
+    if not os.path.isdir(parent):
+        raise UserError(f"--temp-dir {parent}: " + ("not a directory" if os.path.exists(parent) else "no such directory"))
+
+
 class Spill:
     """One run's temporary directory of flat arrays (module docstring); use as a context manager."""
 
     def __init__(self, parent: str | None, window: int):
         parent = parent or tempfile.gettempdir()
-        if not os.path.isdir(parent):
-            raise UserError(f"--temp-dir {parent}: " + ("not a directory" if os.path.exists(parent)
-                                                         else "no such directory"))
+        check_temp_dir(parent)
         sweep(parent)
         host = socket.gethostname().replace(".", "_")
         try:
