@@ -111,9 +111,18 @@ class LanguageModel(ABC):
 
 
 # --- numbers written once ----------------------------------------------------------------------
+def perplexity_from_nll(mean_nll: float) -> float:
+    """``exp(mean_nll)``, the perplexity of a mean negative natural-log likelihood; ``inf`` where the
+    exponential overflows a float (a diverged model's log probabilities can be huge yet finite), nan stays nan."""
+    mean_nll = float(mean_nll)
+    if math.isnan(mean_nll):
+        return mean_nll
+    return math.exp(mean_nll) if mean_nll < 709.0 else math.inf
+
+
 def perplexity_of(logprobs: np.ndarray) -> float:
-    """``exp(-mean ln p)``; nan for an empty stream."""
-    return math.exp(-float(np.mean(logprobs))) if len(logprobs) else float("nan")
+    """``exp(-mean ln p)``; nan for an empty stream, ``inf`` when it overflows (never raises)."""
+    return perplexity_from_nll(-float(np.mean(logprobs))) if len(logprobs) else float("nan")
 
 
 def sentence_bounds(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -70,10 +70,20 @@ def test_gru_scores_each_sentence_from_a_fresh_state(tmp_path):
         lp5[: np.flatnonzero(all5 == 0)[0] + 1].sum(), abs=1e-5)  # the first sentence: the same either way
 
 
-def test_a_run_that_diverged_before_its_first_checkpoint_can_be_started_again(corpus):
-    config, vocab = config_for(corpus, lr=1e30)
+@pytest.mark.parametrize("how", ["lr", "nan", "huge"])
+def test_a_run_that_diverged_before_its_first_checkpoint_can_be_started_again(corpus, monkeypatch, how):
+    """``lr`` is the user's case: lr=1e30 gives nan on some CPUs and huge finite losses on others (AVX-512), so
+    the certain divergences are injected too: a nan loss, and a finite one of 1.6e30."""
+    from sampledlm.objectives.softmax import SoftmaxObjective
+
+    config, vocab = config_for(corpus, lr=1e30 if how == "lr" else 0.5)
+    if how != "lr":
+        real = SoftmaxObjective.forward
+        bad = float("nan") if how == "nan" else 1.6e30
+        monkeypatch.setattr(SoftmaxObjective, "forward", lambda self, *a, **k: real(self, *a, **k) + bad)
     with pytest.raises(UserError, match="no checkpoint had been written yet") as e:
         new_run(str(corpus / "r"), config, vocab).train()
+    monkeypatch.undo()
     assert "intact" not in str(e.value)
     with pytest.raises(UserError, match="start it again"):
         resume_run(str(corpus / "r"))

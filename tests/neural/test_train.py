@@ -163,8 +163,16 @@ def test_new_run_refuses_an_existing_run(words_corpus):
         new_run(str(words_corpus / "x"), config, vocab)
 
 
-def test_diverging_training_stops_with_a_clear_error(words_corpus):
-    config, vocab = config_for(words_corpus, lr=1e30, epochs=1)
+@pytest.mark.parametrize("how", ["lr", "nan", "huge"])
+def test_diverging_training_stops_with_a_clear_error(words_corpus, monkeypatch, how):
+    """lr=1e30 (nan on some CPUs, huge finite losses on AVX-512 ones) and the two injected for certain."""
+    from sampledlm.objectives.softmax import SoftmaxObjective
+
+    config, vocab = config_for(words_corpus, lr=1e30 if how == "lr" else 0.5, epochs=1)
+    if how != "lr":
+        real = SoftmaxObjective.forward
+        bad = float("nan") if how == "nan" else 1.6e30
+        monkeypatch.setattr(SoftmaxObjective, "forward", lambda self, *a, **k: real(self, *a, **k) + bad)
     with pytest.raises(UserError, match="diverged"):
         new_run(str(words_corpus / "d"), config, vocab).train()
 

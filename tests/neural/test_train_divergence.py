@@ -26,10 +26,14 @@ class DivergesAtStep(SoftmaxObjective):
             return loss
         if self.how == "loss":
             return loss * float("inf")
+        if self.how == "nan":
+            return loss * float("nan")
+        if self.how == "huge":  # what AVX-512 CPUs give for a huge learning rate: finite, absurd
+            return loss + 1.6e30
         return loss + torch.sqrt((ctx * 0).sum().abs())  # adds 0 to the loss, but its gradient is not finite
 
 
-@pytest.mark.parametrize("how,clip", [("loss", 0.0), ("grad", 1.0)])
+@pytest.mark.parametrize("how,clip", [("loss", 0.0), ("grad", 1.0), ("nan", 0.0), ("huge", 0.0)])
 def test_divergence_stops_with_finite_untouched_weights(words_corpus, how, clip):
     from sampledlm.data.corpus import load_ids
 
@@ -53,3 +57,27 @@ def test_divergence_stops_with_finite_untouched_weights(words_corpus, how, clip)
     assert all(torch.isfinite(v).all() for v in after.values())
     assert all(torch.equal(after[k], snapshots[-1][k]) for k in after)  # the diverging step applied nothing
     assert not all(torch.equal(after[k], snapshots[0][k]) for k in after)  # the good steps did train
+
+
+def test_a_validation_perplexity_that_overflows_stops_as_diverged(words_corpus):
+    """Finite training losses, yet validation log probabilities so low that exp overflows: a diverged run."""
+    from sampledlm.data.corpus import load_ids
+
+    config, vocab = config_for(words_corpus)
+    model = build_model(config["model"], len(vocab))
+    ids = load_ids(str(words_corpus / "train.txt"), vocab, cache=False)
+    os.makedirs(words_corpus / "div")
+    trainer = Trainer(str(words_corpus / "div"), model, SoftmaxObjective(), ids, ids[:40],
+                      TrainOptions(lr=0.1, batch_size=8, epochs=2))
+    trainer.valid_perplexity = lambda: float("inf")
+    with pytest.raises(UserError, match="diverged at epoch 1.*validation perplexity inf"):
+        trainer.train()
+
+
+@pytest.mark.parametrize("loss,stops", [(float("nan"), True), (float("inf"), True), (-float("inf"), True),
+                                        (1.6e30, True), (-1.6e30, True), (2e6, True), (9.2, False), (5e5, False)])
+def test_the_divergence_rule(loss, stops):
+    from sampledlm.neural.trainer import DIVERGED_LOSS, diverged
+
+    assert diverged(loss) is stops
+    assert DIVERGED_LOSS >= 1e4  # far above any sane loss (ln V is 9.2 for V = 10k)

@@ -11,6 +11,7 @@ import click
 
 from .common import CONTEXT, force_option, refuse_existing, remove_if_empty, text_options
 from ..errors import UserError
+from ..lm import perplexity_of
 
 
 @click.group(context_settings=CONTEXT)
@@ -169,7 +170,7 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
             mapped = ArpaLM.open(output)
             valid_ids = load_ids(valid_path, mapped.vocab, opts)
             if len(valid_ids):
-                msg += f"; valid perplexity {math.exp(-mapped.logprobs(valid_ids).mean()):.2f}"
+                msg += f"; valid perplexity {perplexity_of(mapped.logprobs(valid_ids)):.2f}"
         click.echo(msg, err=True)
         return
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
@@ -257,9 +258,9 @@ def eval_(model, test_path, per_sentence, as_json, opts):
     oov = int(oov_mask.sum())
     log10_total = float(lnp.sum() / math.log(10))
     kept = lnp[~oov_mask]
-    ppl_excl = math.exp(-kept.mean()) if len(kept) else float("nan")
+    ppl_excl = perplexity_of(kept)
     n_sent = sentence_count(ids)
-    ppl = math.exp(-lnp.mean())  # "ppl" as sampledlm eval prints it; "perplexity": its name before the unification
+    ppl = perplexity_of(lnp)  # "ppl" as sampledlm eval prints it; "perplexity": its name before the unification
     summary = {"model": model, "test": test_path, "order": lm.order, "ppl": ppl, "perplexity": ppl,
                "perplexity_excluding_oov": ppl_excl, "log10_prob": log10_total, "predictions": int(len(ids)),
                "sentences": n_sent, "oov": oov, "model_has_unk": lm.has_unk,

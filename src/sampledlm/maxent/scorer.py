@@ -55,6 +55,7 @@ import torch
 from .. import store
 from ..data.vocab import Vocab
 from ..errors import UserError
+from ..lm import perplexity_of
 from . import kernels
 from .features import FeatureSet, FeatureSpec
 
@@ -190,7 +191,7 @@ class MaxEntModel:
 
     def perplexity(self, ids: np.ndarray) -> float:
         ids = np.asarray(ids)
-        return math.exp(-self.log_prob_targets(self.context(ids), ids.astype(np.int64)).mean())
+        return perplexity_of(self.log_prob_targets(self.context(ids), ids.astype(np.int64)))
 
     def _shift(self) -> float:
         """What evaluation adds to every score: the binary objective's log alpha until calibrated."""

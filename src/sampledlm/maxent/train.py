@@ -40,6 +40,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import UserError
+from ..lm import perplexity_from_nll
 from . import kernels
 from .scorer import MaxEntModel, log_alpha
 
@@ -104,7 +105,7 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
         num, den = reduce(np.stack([num, den]))
         with np.errstate(all="ignore"):
             mean = float(-(num - np.log(den)).mean())
-        ppl = math.exp(mean) if mean < 700 else math.inf
+        ppl = perplexity_from_nll(mean)
         if not (math.isfinite(ppl) and ppl >= 1.0 - 1e-9):
             raise UserError(f"training diverged at epoch {epoch} (validation perplexity {ppl:g}"
                             f"{', learning rate ' + format(lr, 'g') if epoch else ''}); nothing was saved: "

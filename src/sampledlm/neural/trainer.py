@@ -63,6 +63,16 @@ from ..data.textio import atomic_write
 
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
+# A mean training loss above this many nats per prediction is a diverged run, even when it is finite: a softmax
+# starts near ln V (about 9 for V = 10k, 16 for V = 10M) and every sampled objective's loss is a sum of at most a
+# few thousand softplus / log terms of such scores. Whether a huge learning rate gives nan or a huge finite loss
+# depends on the CPU's floating-point path (AVX-512 keeps -1.6e30 finite where AVX2 gives nan); both stop here.
+DIVERGED_LOSS = 1e6
+
+
+def diverged(loss: float) -> bool:
+    """True for a non-finite loss or one beyond :data:`DIVERGED_LOSS` (in either sign)."""
+    return not math.isfinite(loss) or abs(loss) > DIVERGED_LOSS
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -346,7 +356,7 @@ class Trainer:
             if not n:
                 return 0.0, 0
             loss_value = float(loss.detach())
-            if not math.isfinite(loss_value):
+            if diverged(loss_value):
                 return loss_value, n  # nothing applied: no NaN/inf ever reaches the weights; the caller stops
             self._backward(loss)
         else:  # the gradient of this rank's summed loss; reduce_gradients divides by the global count
@@ -357,7 +367,7 @@ class Trainer:
             if not n:
                 return 0.0, 0
             loss_value = total / n
-            if not math.isfinite(loss_value):
+            if diverged(loss_value):
                 return loss_value, n  # every rank sees the same sum, so every rank stops here
         if self.scaler is not None:
             for opt in self.optimizers:
@@ -413,7 +423,7 @@ class Trainer:
                          disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
-                        if not math.isfinite(loss):
+                        if diverged(loss):
                             raise UserError(self.diverged_message(loss))
                         st.batch += 1
                         st.step += 1
@@ -447,9 +457,9 @@ class Trainer:
         self.finish()
         return st
 
-    def diverged_message(self, loss: float) -> str:
+    def diverged_message(self, value: float, what: str = "loss") -> str:
         st = self.state
-        where = f"training diverged at epoch {st.epoch + 1}, step {st.step + 1} (loss {loss}); "
+        where = f"training diverged at epoch {st.epoch + 1}, step {st.step + 1} ({what} {value:g}); "
         if runs.latest_checkpoint(self.run_dir) is None:
             return (where + f"no checkpoint had been written yet, so {self.run_dir} holds no model; run the same "
                     "command with a smaller --lr or a --clip to start it again")
@@ -460,6 +470,8 @@ class Trainer:
         st, opts = self.state, self.opts
         t0, c0 = time.perf_counter(), time.process_time()
         valid = self.valid_perplexity()
+        if not math.isfinite(valid):  # finite training losses, yet the model gives some validation word p = 0
+            raise UserError(self.diverged_message(valid, "validation perplexity"))
         train_ppl = None
         if opts.train_eval > 0:  # the exact training likelihood (Botev et al. 2017 fig. 3), on a prefix to bound its cost
             train_ppl = perplexity(self.model, self.objective, self.train_ids[:opts.train_eval],

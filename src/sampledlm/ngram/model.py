@@ -28,6 +28,7 @@ import importlib.util
 import numpy as np
 
 from ..data.vocab import BOS, EOS, EOS_ID, UNK, Vocab
+from ..lm import perplexity_of
 from .tables import context_and_gram_indices, context_starts, lookup, lookup_grams
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None  # the compiled stream scorer (.trie_kernels)
@@ -277,7 +278,7 @@ class NgramLM:
     def perplexity(self, ids: np.ndarray, vocab: Vocab) -> float:
         """exp(-mean ln p) over every prediction of an id stream (words and ``</s>``)."""
         lp = self.stream_logprobs(ids, vocab)
-        return math.exp(-lp.mean()) if len(lp) else float("nan")
+        return perplexity_of(lp)
 
 
 def _cut_at_sentence_start(hist: np.ndarray, bos: int) -> np.ndarray:

@@ -28,7 +28,7 @@ from .. import progress
 from ..data.textio import file_size
 from ..data.tokenizer import TextOptions, iter_sentence_chunks
 from ..data.vocab import EOS, UNK_ID
-from ..lm import LanguageModel, sentence_bounds
+from ..lm import LanguageModel, perplexity_from_nll, sentence_bounds
 
 LN10 = math.log(10.0)
 #: predictions scored per call of the model (a chunk is sorted and bunched as a whole)
@@ -59,7 +59,7 @@ class SentenceScore:
 
     @property
     def ppl(self) -> float:
-        return math.exp(-self.ln_prob / self.predictions)
+        return perplexity_from_nll(-self.ln_prob / self.predictions)
 
     def to_dict(self, per_word: bool = False) -> dict:
         d = {"sentence": self.index, "text": " ".join(self.words), "words": len(self.words), "oovs": self.oovs,
@@ -93,7 +93,7 @@ class Totals:
 
     @property
     def ppl(self) -> float:
-        return math.exp(-self.ln_prob / self.predictions) if self.predictions else float("nan")
+        return perplexity_from_nll(-self.ln_prob / self.predictions) if self.predictions else float("nan")
 
     def to_dict(self) -> dict:
         return {"sentences": self.sentences, "words": self.words, "oovs": self.oovs, "predictions": self.predictions,
