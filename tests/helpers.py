@@ -88,18 +88,18 @@ def config_for(corpus, model="ffnn", **train):
     return runs.make_config(spec, "softmax", {}, t, data, vocab), vocab
 
 
-# --- sampledlm bench -------------------------------------------------------------------------------------------
+# --- python -m benchmarks -------------------------------------------------------------------------------------
 
 def bench(*args):
     from click.testing import CliRunner
 
-    from sampledlm.cli import cli
+    from benchmarks.__main__ import bench as command
 
-    return CliRunner().invoke(cli, ["bench", *args])
+    return CliRunner().invoke(command, list(args))
 
 
 def run_quick(name, tmp_path, page=None, against="Against the paper"):
-    """Run ``sampledlm bench NAME --quick --out tmp_path``; check the page (``page``: its file name
+    """Run ``python -m benchmarks NAME --quick --out tmp_path``; check the page (``page``: its file name
     when it is not the experiment's) and return its data."""
     page = page or name
     r = bench(name, "--quick", "--out", str(tmp_path))
@@ -107,6 +107,6 @@ def run_quick(name, tmp_path, page=None, against="Against the paper"):
     for ext in ("md", "json", "png"):
         assert (tmp_path / f"{page}.{ext}").stat().st_size > 0
     doc = json.loads((tmp_path / f"{page}.json").read_text())
-    assert {"meta", "data"} <= set(doc) and doc["meta"]["command"].startswith(f"sampledlm bench {name} --quick")
+    assert {"meta", "data"} <= set(doc) and doc["meta"]["command"].startswith(f"python -m benchmarks {name} --quick")
     assert against in (tmp_path / f"{page}.md").read_text()
     return doc["data"]

@@ -43,7 +43,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_headline_table_is_generated_from_the_results():
-    from sampledlm.bench import headline
+    from benchmarks import headline
 
     rows = headline.collect(str(REPO / "docs" / "results"))
     assert rows and all(r["test_ppl"] > 1 for r in rows)

@@ -1,7 +1,7 @@
 """The package's imports run one way and form no cycle (computed from the code with ``ast``).
 
 Layers, top to bottom (a module may import its own layer's siblings and anything below):
-cli, demo, bench -> load, use, serve -> neural, ngram, maxent, embed -> objectives, lm, store, config -> data -> errors, progress.
+cli, demo -> load, use, serve -> neural, ngram, maxent, embed -> objectives, lm, store, config -> data -> errors, progress.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pathlib
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "sampledlm"
 LAYERS = [
-    {"cli", "demo", "bench", "__main__"},
+    {"cli", "demo", "__main__"},
     {"load", "use", "serve"},
     {"neural", "ngram", "maxent", "embed"},
     {"objectives", "lm", "store", "config"},
@@ -100,3 +100,14 @@ def test_every_top_level_module_has_a_layer():
     names = {p.stem if p.suffix == ".py" else p.name for p in SRC.iterdir()
              if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
     assert names - set(RANK) == set()
+
+
+def test_the_package_never_imports_the_lab():
+    """benchmarks/ and tests/ (the campaigns) import sampledlm; nothing in sampledlm imports them, lazily or not."""
+    found = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in {"benchmarks", "tests", "helpers"}]
+    assert found == []

@@ -2,7 +2,7 @@
 
 tests/<package>/ holds the tests of src/sampledlm/<package>/; tests/test_<module>[_*].py those of a
 top-level module (lm.py, store.py, ...); tests/shape/ checks the package as a whole; tests/test_readme.py
-the README. The package and module names are read from src/sampledlm, not listed here.
+the README; tests/benchmarks/ the benchmarks/ folder beside the package (the results pages' code). The package and module names are read from src/sampledlm, not listed here.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pathlib
 TESTS = pathlib.Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src" / "sampledlm"
 WHOLE_PACKAGE = {"shape"}  # folders whose tests are about the package as a whole, not one part of it
+LAB = {"benchmarks"}  # folders of the checkout outside the package, each tested in the tests/ folder of its name
 ROOT_FILES = {"test_readme.py"}
 
 
@@ -36,7 +37,7 @@ def test_every_test_file_lives_where_its_code_does():
     for path in all_test_files():
         rel = path.relative_to(TESTS)
         if len(rel.parts) > 1:
-            ok = rel.parts[0] in packages | WHOLE_PACKAGE
+            ok = rel.parts[0] in packages | WHOLE_PACKAGE | LAB
         else:
             ok = rel.name in ROOT_FILES or any(path.stem == f"test_{m}" or path.stem.startswith(f"test_{m}_")
                                                for m in modules)

@@ -35,7 +35,6 @@ COMMANDS = {
     "maxent": "maxent:maxent",
     "embed": "embed:embed",
     "demo": "demo:demo",
-    "bench": "bench:bench",
 }
 
 
@@ -74,10 +73,19 @@ def cli():
     """
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run ``cli`` and turn user errors into one-line messages."""
+@cli.command(hidden=True, context_settings={**CONTEXT, "ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench(args):
+    """The benchmarks moved out of the installed package (one line says where)."""
+    raise UserError("the reproductions and speed pages are not part of the installed package: from a checkout of "
+                    "the project, run python -m benchmarks NAME (python -m benchmarks --list names them)")
+
+
+def main(argv: list[str] | None = None, command: click.Command | None = None, prog_name: str = "sampledlm") -> None:
+    """Console-script entry point: run ``command`` (default: the ``sampledlm`` group) and turn user errors into
+    one-line messages. ``python -m benchmarks`` runs its own command through here too."""
     try:
-        rc = cli.main(args=argv, prog_name="sampledlm", standalone_mode=False)
+        rc = (command or cli).main(args=argv, prog_name=prog_name, standalone_mode=False)
         sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit
     except UserError as e:
         click.echo(f"sampledlm: error: {e}", err=True)

@@ -5,7 +5,7 @@
 * :class:`AliasSampler` -- i.i.d. draws from ``q`` in O(1) each (Walker/Vose alias method),
   after an O(V) table build; :class:`MultinomialSampler` -- the same draws with
   ``torch.multinomial`` (which re-scans the O(V) cumulative distribution on every call).
-  ``sampledlm bench scaling`` measures both; the alias method is the default (faster at every V we
+  ``python -m benchmarks scaling`` measures both; the alias method is the default (faster at every V we
   measured, and the only one whose cost does not grow with V).
 * :func:`bernoulli_probs` / :class:`BernoulliSampler` -- one joint draw of independent
   Bernoulli variables ``s_c ~ Bernoulli(b_c)`` (CSS-Bernoulli, Botev et al. 2017 eq. 7-8; the binary
