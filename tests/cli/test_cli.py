@@ -20,6 +20,8 @@ def all_commands(group=cli, prefix=()):
     ctx = click.Context(group)
     for name in group.list_commands(ctx):  # the top level loads its commands lazily: ask, don't read .commands
         cmd = group.get_command(ctx, name)
+        if cmd.hidden:  # `sampledlm bench`: a one-line pointer to python -m benchmarks, not a command
+            continue
         yield (*prefix, name), cmd
         if isinstance(cmd, click.Group):
             yield from all_commands(cmd, (*prefix, name))

@@ -38,7 +38,9 @@ def test_every_command_resolves_and_is_listed():
     import click
 
     ctx = click.Context(cli)
-    assert cli.list_commands(ctx) == sorted(COMMANDS)
+    hidden = {n for n in cli.list_commands(ctx) if cli.get_command(ctx, n).hidden}
+    assert hidden == {"bench"}  # a pointer to python -m benchmarks
+    assert [n for n in cli.list_commands(ctx) if n not in hidden] == sorted(COMMANDS)
     for name in COMMANDS:
         command = cli.get_command(ctx, name)
         assert isinstance(command, click.Command) and command.name == name

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..data.tokenizer import TextOptions
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class FiniteFloat(click.FloatRange):
+    """The one type of every number-with-a-fraction flag: refuses nan and inf, which ``float()`` accepts and
+    ``click.FloatRange`` lets through every bound (``--lm-weight nan`` would score everything nan)."""
+
+    name = "float"
+
+    def __init__(self, min=None, max=None, min_open=False, max_open=False):
+        super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
+
+    def convert(self, value, param, ctx):
+        rv = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(rv, param, ctx)
+
+
+#: A seed flag: what numpy and torch accept (a negative seed is a traceback in numpy).
+SEED = click.IntRange(0, 2**32 - 1)
 
 
 def text_options(f):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT
+from .common import CONTEXT, SEED
 
 @click.command(context_settings=CONTEXT)
 @click.option("-o", "--output", "out_dir", default=None, help="Directory for the demo's corpus and models [default: a temporary directory].")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed.")
 def demo(out_dir, seed):
     """Run the whole pipeline on a built-in corpus: no download, no data needed.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT, device_option
+from .common import CONTEXT, SEED, FiniteFloat, device_option
 
 
 @click.command("generate", context_settings=CONTEXT)
@@ -16,14 +16,14 @@ from .common import CONTEXT, device_option
 @click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
 @click.option("--prefix", default="", help="The start of every sentence (read with the model's tokeniser).")
 @click.option("-n", "count", type=click.IntRange(min=1), default=5, show_default=True, help="Sentences to sample.")
-@click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--temperature", type=FiniteFloat(min=0, min_open=True), default=1.0, show_default=True,
               help="Divide the log-probabilities by T: below 1 sharper, above 1 flatter.")
 @click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
               help="Draw only among the k most probable words (0: all).")
 @click.option("--max-words", type=click.IntRange(min=1), default=50, show_default=True,
               help="Stop a sentence after this many words (prefix included).")
 @click.option("--no-unk", is_flag=True, help="Never draw <unk>.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed: one seed, the same sentences.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed: one seed, the same sentences.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
 @device_option
 def generate(model, others, weights, interp_valid, prefix, count, temperature, top_k, max_words, no_unk, seed, threads, device):

@@ -9,18 +9,8 @@ import re
 
 import click
 
-from .common import CONTEXT, remove_if_empty, text_options
+from .common import CONTEXT, SEED, FiniteFloat, remove_if_empty, text_options
 from ..errors import UserError
-
-
-class FiniteFloat(click.FloatRange):
-    """A float flag that refuses nan and inf (``click.FloatRange`` lets nan through every bound)."""
-
-    def convert(self, value, param, ctx):
-        rv = click.FLOAT.convert(value, param, ctx)
-        if not math.isfinite(rv):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return super().convert(rv, param, ctx)
 
 
 @click.group(context_settings=CONTEXT)
@@ -76,7 +66,7 @@ def _deprecated(msg: str) -> None:
 @click.option("--trigger-min-count", type=click.IntRange(min=1), default=3, show_default=True, help="Least count of a trigger pair.")
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed.")
 @text_options
 def train(positional, train_path, valid_path, out_dir, force, vocab_path, features, objective, alpha, neg_subset, lr,
           optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,

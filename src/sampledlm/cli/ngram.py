@@ -9,7 +9,7 @@ import time
 
 import click
 
-from .common import CONTEXT, force_option, refuse_existing, remove_if_empty, text_options
+from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, remove_if_empty, text_options
 from ..errors import UserError
 from ..lm import perplexity_of
 
@@ -42,7 +42,7 @@ def ngram():
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported (with --memory: "
                    "of the --binary directory written; an ARPA file is not held to be evaluated).")
-@click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
+@click.option("--k", "add_k", type=FiniteFloat(), default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
 @click.option("--prune", "prune", default=None, metavar="T1,T2,..",
               help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
                    "trigrams (and above: the last value repeats). T1 must be 0; values must not decrease. mkn/kn only.")
@@ -359,10 +359,10 @@ def build_binary(model, output, verify, force):
 @click.argument("model", metavar="MODEL")
 @click.option("-o", "--output", required=True, help="Pruned model: an ARPA file (.gz/.bz2/.xz ok), or a binary "
                                                     "model directory with --binary.")
-@click.option("--threshold", type=float, default=None,
+@click.option("--threshold", type=FiniteFloat(), default=None,
               help="Drop an n-gram when its removal raises the training-set perplexity by less than this relative "
                    "amount (SRILM's -prune; e.g. 1e-8 .. 1e-6).")
-@click.option("--keep", type=click.FloatRange(0, 1, min_open=True), default=None,
+@click.option("--keep", type=FiniteFloat(0, 1, min_open=True), default=None,
               help="Instead of --threshold: the threshold that keeps about this fraction of the 2-grams and above.")
 @click.option("--history-lm", "history_lm", default=None, metavar="MODEL2",
               help="Take the contexts' probabilities P(h) from this model (ARPA or binary), as SRILM's "

@@ -13,6 +13,7 @@ import typing
 import click
 
 from ..config import flag_name
+from .common import FiniteFloat
 
 
 def _click_type(kind, meta):
@@ -22,7 +23,7 @@ def _click_type(kind, meta):
     if kind is int:
         return click.IntRange(min=None if lo is None else int(lo), max=None if hi is None else int(hi))
     if kind is float:
-        return click.FloatRange(min=lo, max=hi, min_open=bool(meta.get("min_open")))
+        return FiniteFloat(min=lo, max=hi, min_open=bool(meta.get("min_open")))
     return click.STRING
 
 

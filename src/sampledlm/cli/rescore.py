@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .common import CONTEXT, device_option, force_option
+from .common import CONTEXT, FiniteFloat, device_option, force_option
 
 FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 
@@ -24,10 +24,10 @@ FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
               help="NBEST's format: srilm (a directory of n-best files, a list of them, or one), kaldi (a "
                    "directory with text, ac_cost, lm_cost), jsonl, slf (HTK lattices: a file or a directory).")
 @click.option("--refs", default=None, help="References ('utt w1 w2 ...' per line) for NBEST: report WER.")
-@click.option("--am-scale", type=float, default=1.0, show_default=True, help="Weight of the acoustic score.")
-@click.option("--lm-weight", type=float, default=1.0, show_default=True, help="Weight of the LM score (ln).")
-@click.option("--word-penalty", type=float, default=0.0, show_default=True, help="Added per word.")
-@click.option("--first-pass-weight", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+@click.option("--am-scale", type=FiniteFloat(), default=1.0, show_default=True, help="Weight of the acoustic score.")
+@click.option("--lm-weight", type=FiniteFloat(), default=1.0, show_default=True, help="Weight of the LM score (ln).")
+@click.option("--word-penalty", type=FiniteFloat(), default=0.0, show_default=True, help="Added per word.")
+@click.option("--first-pass-weight", type=FiniteFloat(0, 1), default=0.0, show_default=True,
               help="Keep this share of the first-pass LM score (0: replace it with MODEL's).")
 @click.option("--tune-on", default=None, metavar="DEV",
               help="Development n-best lists or lattices: choose --lm-weight and --word-penalty there for the "

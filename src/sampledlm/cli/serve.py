@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT, device_option
+from .common import CONTEXT, SEED, FiniteFloat, device_option
 
 
 @click.command("serve", context_settings=CONTEXT)
@@ -17,7 +17,7 @@ from .common import CONTEXT, device_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; the default accepts connections from this machine only.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="TCP port (0: any free one).")
-@click.option("--batch-wait-ms", type=click.FloatRange(min=0), default=2.0, show_default=True,
+@click.option("--batch-wait-ms", type=FiniteFloat(min=0), default=2.0, show_default=True,
               help="Longest wait of a batch's first request for others to join it (it waits only while "
                    "other requests are being read; a lone client never waits).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True,
@@ -32,11 +32,11 @@ from .common import CONTEXT, device_option
 @click.option("--max-words", type=click.IntRange(min=1), default=200, show_default=True,
               help="Most tokens in one sentence or history (413 above).")
 @click.option("--max-k", type=click.IntRange(min=1), default=1000, show_default=True, help="Largest k of /topk.")
-@click.option("--read-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--read-timeout", type=FiniteFloat(min=0.1), default=10.0, show_default=True,
               help="Seconds a client has to send a request's body (408 after).")
-@click.option("--idle-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+@click.option("--idle-timeout", type=FiniteFloat(min=0.1), default=30.0, show_default=True,
               help="Seconds before a connection that is idle, or still sending its headers, is closed.")
-@click.option("--shutdown-timeout", type=click.FloatRange(min=0), default=30.0, show_default=True,
+@click.option("--shutdown-timeout", type=FiniteFloat(min=0), default=30.0, show_default=True,
               help="Seconds SIGTERM waits for the requests in flight.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads for the model.")
 @device_option
