@@ -54,7 +54,7 @@ def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200, bf16=False)
     from sampledlm.objectives import make_objective
 
     torch.manual_seed(0)
-    model = FFNN(V, order=order, embed_dim=d, hidden=(h,))
+    model = FFNN.build(V, order=order, embed_dim=d, hidden=[h], dropout=0.0)
     obj = make_objective("softmax")
     out_params = list(model.output.parameters())
     rest = [p for p in model.parameters() if all(p is not q for q in out_params)]
@@ -95,11 +95,11 @@ def profile_ffnn(V=10000, batch=256, steps=30, order=3, d=50, h=200, bf16=False)
 
 
 def throughput_gru(V=10000, batch=32, bptt=35, steps=10, hidden=256, proj=200) -> dict:
-    from sampledlm.neural.rnn import RNNLM
+    from sampledlm.neural.rnn import GRULM
     from sampledlm.objectives import make_objective
 
     torch.manual_seed(0)
-    model = RNNLM(V, "gru", embed_dim=200, hidden=hidden, proj=proj)
+    model = GRULM.build(V, embed_dim=200, hidden=hidden, proj=proj, dropout=0.0, tie=False)
     obj = make_objective("softmax")
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randint(0, V, (batch, bptt))

@@ -166,7 +166,7 @@ def ffnn_rows(files: dict, rounds: int) -> tuple[list[dict], int]:
         label = "binary (5%)" if name == "binary" else name
         torch.manual_seed(0)
         obj = make_objective(name, vocab.counts, **o)
-        model = FFNN(V, order=3, embed_dim=50, hidden=(200,), sparse_output=obj.sparse_output)
+        model = FFNN.build(V, order=3, embed_dim=50, hidden=[200], dropout=0.0, sparse_output=obj.sparse_output)
         steps[label], opts_of[label] = make_step(obj, model, model, batches), o
     return [{"V": V, "objective": label, "options": opts_of[label], "sec_per_step": sec, "tokens_per_s": B / sec,
              "us_per_token": 1e6 * sec / B} for label, sec in interleaved(steps, rounds).items()], V

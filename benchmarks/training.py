@@ -233,7 +233,7 @@ def _lstm_rate(device, name, V, counts, x, y, hidden, samples, steps, precision)
     if name == "torch-adaptive":
         cut = [c for c in (V // 50, V // 10, V // 2) if 0 < c < V]
         cut = sorted(set(max(2000, c) for c in cut if max(2000, c) < V)) or [V // 2]
-        model = LSTMLM(V, cell="lstm", embed_dim=hidden, hidden=hidden, layers=1, dropout=0.0).to(device)
+        model = LSTMLM.build(V, embed_dim=hidden, hidden=hidden, layers=1, dropout=0.0, tie=False).to(device)
         head = nn.AdaptiveLogSoftmaxWithLoss(hidden, V, cut, div_value=4.0).to(device)
         params = list(model.rnn.parameters()) + list(model.embed.parameters()) + list(head.parameters())
 
@@ -244,7 +244,7 @@ def _lstm_rate(device, name, V, counts, x, y, hidden, samples, steps, precision)
         opts = {} if name == "softmax" else ({"neg_rate": min(1.0, samples / V)} if name == "binary"
                                               else {"samples": samples})
         objective = make_objective(name, counts=counts, **opts)
-        model = LSTMLM(V, cell="lstm", embed_dim=hidden, hidden=hidden, layers=1, dropout=0.0,
+        model = LSTMLM.build(V, embed_dim=hidden, hidden=hidden, layers=1, dropout=0.0, tie=False,
                        sparse_output=sampled)
         objective.prepare(model)
         model, objective = model.to(device), objective.to(device)

@@ -46,7 +46,7 @@ def test_every_objective_trains_and_normalises_on_a_given_device(name, device):
     sampled = name not in ("softmax", "class", "hsm", "adaptive", "selfnorm")
     opts = {"samples": 20} if name in ("is", "css-is", "css-bernoulli", "nce", "neg", "blackout", "ranking") else {}
     objective = make_objective(name, counts=counts, **opts)
-    model = FFNN(V, order=3, embed_dim=8, hidden=(16,), sparse_output=sampled)
+    model = FFNN.build(V, order=3, embed_dim=8, hidden=[16], dropout=0.0, sparse_output=sampled)
     if hasattr(objective, "bind"):  # structured layers size their own weights from the model's
         objective.bind(model)
     objective.prepare(model)
@@ -86,7 +86,7 @@ def test_low_precision_trains_and_evaluation_stays_exact_fp32(words_corpus, prec
 
 
 def test_scores_under_autocast_are_float32():
-    model = FFNN(50, order=3, embed_dim=8, hidden=(16,))
+    model = FFNN.build(50, order=3, embed_dim=8, hidden=[16], dropout=0.0)
     with autocast(torch.device("cpu"), "bf16"):
         scores = model.score_all(model(torch.randint(0, 50, (4, 2))))
     assert scores.dtype == torch.float32

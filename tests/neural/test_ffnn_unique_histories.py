@@ -14,7 +14,7 @@ from sampledlm.data.batches import ngram_histories, sentence_positions
 
 def test_unique_histories_give_each_position_its_own_probability():
     torch.manual_seed(0)
-    model = FFNN(12, order=3, embed_dim=4, hidden=(8,)).eval()
+    model = FFNN.build(12, order=3, embed_dim=4, hidden=[8], dropout=0.0).eval()
     objective = Softmax()
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 4, size=300)  # few words: many repeated histories; id 0 ends sentences

@@ -9,7 +9,7 @@ import torch
 
 from sampledlm.neural.base import NeuralScorer
 from sampledlm.neural.ffnn import FFNN
-from sampledlm.neural.rnn import RNNLM
+from sampledlm.neural.rnn import GRULM, LSTMLM, RNNLM
 
 V = 30
 HISTORIES = [np.array([], dtype=np.int64), np.array([3]), np.array([4, 5, 6, 7, 8, 9, 1]), np.array([2, 2]),
@@ -17,9 +17,9 @@ HISTORIES = [np.array([], dtype=np.int64), np.array([3]), np.array([4, 5, 6, 7, 
 
 
 @pytest.mark.parametrize("model", [
-    RNNLM(V, "gru", embed_dim=8, hidden=12, layers=2, dropout=0.3),
-    RNNLM(V, "lstm", embed_dim=8, hidden=12, proj=8, tie=True, dropout=0.3),
-    FFNN(V, order=3, embed_dim=4, hidden=(6,), direct=True, dropout=0.3),
+    GRULM.build(V, embed_dim=8, hidden=12, layers=2, dropout=0.3, tie=False),
+    LSTMLM.build(V, embed_dim=8, hidden=12, proj=8, tie=True, dropout=0.3),
+    FFNN.build(V, order=3, embed_dim=4, hidden=[6], direct=True, dropout=0.3),
 ], ids=["gru-2-layers", "lstm-tied-projected", "ffnn3-direct"])
 def test_history_contexts_equal_reading_each_history_as_a_sentence(model):
     torch.manual_seed(0)
@@ -33,8 +33,8 @@ def test_history_contexts_equal_reading_each_history_as_a_sentence(model):
 
 
 def test_ffnn_key_is_the_last_words_padded_with_bos():
-    m = FFNN(V, order=4)
+    m = FFNN.build(V, order=4)
     assert m.history_key([]) == (V, V, V)
     assert m.history_key([7]) == (V, V, 7)
     assert m.history_key([1, 2, 3, 4, 5]) == (3, 4, 5)
-    assert RNNLM(V).history_key([1, 2]) is None
+    assert RNNLM.build(V).history_key([1, 2]) is None

@@ -7,6 +7,7 @@ import torch
 from sampledlm.errors import UserError
 from sampledlm.neural.lm import batch_log_probs
 from sampledlm.neural.registry import FFNN, RNNLM, build_model, model_spec
+from sampledlm.neural.rnn import GRULM, LSTMLM
 from sampledlm.objectives import make_objective
 
 V = 11
@@ -14,12 +15,12 @@ V = 11
 
 def tiny_ffnn(**kw):
     torch.manual_seed(0)
-    return FFNN(V, order=3, embed_dim=4, hidden=(5,), **kw)
+    return FFNN.build(V, **{"order": 3, "embed_dim": 4, "hidden": [5], "dropout": 0.0, **kw})
 
 
 def tiny_rnn(cell="gru", **kw):
     torch.manual_seed(0)
-    return RNNLM(V, cell=cell, **{"embed_dim": 4, "hidden": 5, **kw})
+    return (GRULM if cell == "gru" else LSTMLM).build(V, **{"embed_dim": 4, "hidden": 5, "dropout": 0.0, "tie": False, **kw})
 
 
 @pytest.mark.parametrize("kw,out", [({}, 5), ({"direct": True}, 5 + 8), ({"deep_output": 3}, 3),
@@ -109,8 +110,9 @@ def test_tied_rnn_shares_output_rows():
     e = m.embed_ids(torch.tensor([[3, V]]))
     torch.testing.assert_close(e[0, 0], m.output.weight[3])
     torch.testing.assert_close(e[0, 1], m.bos_embed[0])
-    with pytest.raises(ValueError):
-        RNNLM(V, embed_dim=4, hidden=5, tie=True)
+    with pytest.raises(ValueError):  # tied with an explicit projection of another size than the embedding
+        RNNLM.build(V, embed_dim=4, hidden=5, proj=3, tie=True, dropout=0.0)
+    assert RNNLM.build(V, embed_dim=4, hidden=5, tie=True).proj.out_features == 4  # unset: projected to d
 
 
 def test_rnn_state_carries():
@@ -142,9 +144,9 @@ def test_model_spec_defaults_and_errors():
 
 def test_sparse_output_parameters():
     """With a sparse output the word tables are row-sparse too: the FFNN's projection; a tied W once."""
-    m = FFNN(V, sparse_output=True)
+    m = FFNN.build(V, sparse_output=True)
     assert [id(p) for p in m.sparse_parameters()] == [id(m.output.weight), id(m.output.bias), id(m.embed.weight)]
-    assert FFNN(V).sparse_parameters() == []
-    tied = RNNLM(V, embed_dim=20, hidden=20, tie=True, sparse_output=True)
+    assert FFNN.build(V).sparse_parameters() == []
+    tied = RNNLM.build(V, embed_dim=20, hidden=20, tie=True, dropout=0.0, sparse_output=True)
     assert [id(p) for p in tied.sparse_parameters()] == [id(tied.output.weight), id(tied.output.bias)]
-    assert RNNLM(V, embed_dim=20, hidden=20, tie=True).sparse_parameters() == []
+    assert RNNLM.build(V, embed_dim=20, hidden=20, tie=True, dropout=0.0).sparse_parameters() == []

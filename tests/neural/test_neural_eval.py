@@ -21,7 +21,7 @@ from sampledlm.objectives import make_objective
 def test_stream_logprobs_match_a_direct_computation():
     torch.manual_seed(0)
     V = 7
-    m = FFNN(V, order=2, embed_dim=3, hidden=(4,))
+    m = FFNN.build(V, order=2, embed_dim=3, hidden=[4], dropout=0.0)
     obj = make_objective("softmax")
     ids = np.array([2, 3, 0, 4, 0], dtype=np.int32)
     lp = stream_logprobs(m, obj, ids, batch_size=2)
@@ -33,7 +33,7 @@ def test_stream_logprobs_match_a_direct_computation():
 
 def test_rnn_stream_logprobs_independent_of_segment_length():
     torch.manual_seed(0)
-    m = RNNLM(9, embed_dim=4, hidden=5)
+    m = RNNLM.build(9, embed_dim=4, hidden=5, dropout=0.0, tie=False)
     obj = make_objective("softmax")
     ids = np.array([2, 3, 0, 4, 5, 6, 0, 7, 0], dtype=np.int32)
     a = stream_logprobs(m, obj, ids, bptt=2)

@@ -35,8 +35,8 @@ def corpus_and_arpa(tmp_path, private_cache):
 def model_of(kind, v):
     torch.manual_seed(0)
     if kind == "ffnn":
-        return FFNN(v, order=3, embed_dim=8, hidden=(12,), sparse_output=True)
-    return GRULM(v, embed_dim=8, hidden=12, sparse_output=True)
+        return FFNN.build(v, order=3, embed_dim=8, hidden=[12], dropout=0.0, sparse_output=True)
+    return GRULM.build(v, embed_dim=8, hidden=12, dropout=0.0, tie=False, sparse_output=True)
 
 
 @pytest.mark.parametrize("kind", ["ffnn", "gru"])

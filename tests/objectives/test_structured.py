@@ -34,8 +34,8 @@ def zipf_stream(n, seed=0):
 def model_of(kind):
     torch.manual_seed(0)
     if kind == "ffnn":
-        return FFNN(V, order=3, embed_dim=8, hidden=(12,), sparse_output=True)
-    return GRULM(V, embed_dim=8, hidden=12, sparse_output=True)
+        return FFNN.build(V, order=3, embed_dim=8, hidden=[12], dropout=0.0, sparse_output=True)
+    return GRULM.build(V, embed_dim=8, hidden=12, dropout=0.0, tie=False, sparse_output=True)
 
 
 def scaled(model, obj, scale=3.0):

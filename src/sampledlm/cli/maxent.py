@@ -11,6 +11,9 @@ import click
 
 from .common import CONTEXT, SEED, FiniteFloat, remove_if_empty, text_options
 from ..errors import UserError
+from ..maxent.config import AVERAGES, TrainConfig
+
+DEFAULTS = TrainConfig()  # every training flag's default is this dataclass's
 
 
 @click.group(context_settings=CONTEXT)
@@ -38,26 +41,28 @@ def _deprecated(msg: str) -> None:
 @click.option("--features", default="feat-i", show_default=True,
               help="Comma-separated: unigram, bigram, trigram, 4gram.., skip-bigram, skip-trigram, trigger; "
                    "or feat-i (n-grams to 3) / feat-ii (+ skip and trigger).")
-@click.option("--objective", type=click.Choice(["binary", "softmax"]), default="binary", show_default=True,
+@click.option("--objective", type=click.Choice(["binary", "softmax"]), default=DEFAULTS.objective, show_default=True,
               help="binary: independent logistic classifiers (renormalised, eq. 8). softmax: standard MELM.")
-@click.option("--neg-rate", "alpha", type=FiniteFloat(0, 1, min_open=True), default=1.0, show_default=True,
+@click.option("--neg-rate", "alpha", type=FiniteFloat(0, 1, min_open=True), default=DEFAULTS.alpha, show_default=True,
               help="binary: fraction alpha of negatives kept. softmax: fraction of training positions used.")
-@click.option("--neg-subset", type=click.Choice(["fixed", "variable"]), default="variable", show_default=True,
+@click.option("--neg-subset", type=click.Choice(["fixed", "variable"]),
+              default="fixed" if DEFAULTS.fixed_negatives else "variable", show_default=True,
               help="binary: draw new negatives every epoch, or keep the same ones (the paper's MELM runs; worse on "
                    "PTB at small rates, see docs/results/xu-melm.md).")
-@click.option("--lr", type=FiniteFloat(0, min_open=True), default=1.0, show_default=True, help="Initial learning rate.")
-@click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad", show_default=True,
+@click.option("--lr", type=FiniteFloat(0, min_open=True), default=DEFAULTS.lr, show_default=True, help="Initial learning rate.")
+@click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad" if DEFAULTS.adagrad else "sgd",
+              show_default=True,
               help="adagrad: per-weight steps lr g / sqrt(1 + sum g^2). sgd: plain SGD (the paper: lr 0.1).")
-@click.option("--average", type=click.Choice(["none", "epoch", "run", "auto"]), default="run", show_default=True,
+@click.option("--average", type=click.Choice(list(AVERAGES)), default=DEFAULTS.average, show_default=True,
               help="Evaluate and keep averaged weights: none (the last weights, as the paper); the mean over each "
                    "epoch; over every epoch from the 2nd (run); or (auto) since the last epoch at which the last "
                    "weights did better on --valid.")
-@click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Most epochs.")
+@click.option("--epochs", type=click.IntRange(min=1), default=DEFAULTS.epochs, show_default=True, help="Most epochs.")
 @click.option("--min-improvement", type=FiniteFloat(max=1, max_open=True), default=None,
               help="Relative valid-ppl gain that counts as improving: below it lr is halved, and training stops "
-                   "at the next such epoch.  [default: 0.003]")
+                   f"at the next such epoch.  [default: {DEFAULTS.min_gain}]")
 @click.option("--min-gain", "min_gain_deprecated", type=FiniteFloat(max=1, max_open=True), default=None, hidden=True)
-@click.option("--l2", type=FiniteFloat(min=0), default=0.0, show_default=True,
+@click.option("--l2", type=FiniteFloat(min=0), default=DEFAULTS.l2, show_default=True,
               help="L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.")
 @click.option("--hash-size", type=click.IntRange(min=1), default=None, help="Hash feature weights into this many slots.")
 @click.option("--trigger-window", type=click.IntRange(min=2), default=20, show_default=True, help="Trigger words up to this many tokens back.")
@@ -66,7 +71,7 @@ def _deprecated(msg: str) -> None:
 @click.option("--trigger-min-count", type=click.IntRange(min=1), default=3, show_default=True, help="Least count of a trigger pair.")
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
-@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed.")
+@click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True, help="Random seed.")
 @text_options
 def train(positional, train_path, valid_path, out_dir, force, vocab_path, features, objective, alpha, neg_subset, lr,
           optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,
@@ -91,7 +96,6 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
     from ..data.vocab import Vocab
     from ..maxent.features import FeatureSpec
     from ..maxent.shard import ShardJob, run_from_env, train_sharded
-    from ..maxent.train import TrainConfig
 
     train_path, valid_path = _train_files(positional, train_path, valid_path)
     if min_gain_deprecated is not None:
@@ -100,7 +104,7 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
         _deprecated("--min-gain is deprecated; use --min-improvement")
         min_improvement = min_gain_deprecated
     if min_improvement is None:
-        min_improvement = 0.003
+        min_improvement = DEFAULTS.min_gain
     writer = not distributed or int(os.environ.get("RANK", "0")) == 0
     if writer:
         _check_output(out_dir, force)

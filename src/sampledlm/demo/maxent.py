@@ -18,7 +18,7 @@ def maxent_step(data: DemoData) -> list[Result]:
     feats = FeatureSet.build(data.ids["train"], V, FeatureSpec.parse("feat-i"))
     model = MaxEntModel(feats, "binary", alpha=1.0)
     model.init_unigram(data.vocab.counts)
-    train(model, data.ids["train"], data.ids["valid"], TrainConfig(objective="binary", lr=1.0, epochs=8, seed=data.seed))
+    train(model, data.ids["train"], data.ids["valid"], TrainConfig(objective="binary", epochs=8, seed=data.seed))
     model.calibrate()
     note = f"{feats.pair_counts()['total']:,} features"
     return [Result("maxent binary Feat-I", model.perplexity(data.ids["valid"]), model.perplexity(data.ids["test"]),

@@ -42,34 +42,10 @@ import numpy as np
 from ..errors import UserError
 from ..lm import perplexity_from_nll
 from . import kernels
+from .config import AVERAGES, TrainConfig
 from .scorer import MaxEntModel, log_alpha
 
 
-@dataclass
-class TrainConfig:
-    objective: str = "binary"
-    alpha: float = 1.0  # binary: negative sampling rate; softmax: fraction of training positions
-    lr: float = 0.1
-    epochs: int = 20
-    min_gain: float = 0.003
-    l2: float = 0.0  # Gaussian prior l2/2 ||theta||^2 over the training set (see train())
-    seed: int = 1
-    block: int = 32  # positions per update of the dense unigram weights
-    adagrad: bool = True  # per-parameter step sizes (False: plain SGD, as in the paper)
-    fixed_negatives: bool = False  # binary: True keeps the same negative subset every epoch (the paper's MELM runs)
-    average: str = "run"  # "none" | "epoch" | "run" | "auto": which parameter average is evaluated and kept (see above)
-
-    def __post_init__(self):
-        if self.average not in AVERAGES:
-            raise ValueError(f"average must be one of {', '.join(AVERAGES)}, not {self.average!r}")
-        for name in ("alpha", "lr", "min_gain", "l2"):
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be a finite number, not {getattr(self, name)!r}")
-        if not 0.0 < self.alpha <= 1.0 or self.lr <= 0.0 or self.l2 < 0.0:
-            raise ValueError(f"need 0 < alpha <= 1, lr > 0, l2 >= 0 (got alpha {self.alpha}, lr {self.lr}, l2 {self.l2})")
-
-
-AVERAGES = ("none", "epoch", "run", "auto")
 
 
 def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:

@@ -56,10 +56,12 @@ class FFNN(NeuralScorer):
     train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 256, "epochs": 12, "max_halvings": 3,
                       "min_improvement": 0.003}
 
-    def __init__(self, num_words: int, order: int = 3, embed_dim: int = 50, hidden: tuple[int, ...] = (200,),
-                 direct: bool = False, deep_output: int | None = None, dropout: float = 0.0,
-                 sparse_output: bool = False):
+    def __init__(self, num_words: int, cfg: FFNNConfig, sparse_output: bool = False):
+        """Every setting comes from ``cfg`` (its defaults are the only ones: :meth:`build` fills a config from
+        keywords)."""
         super().__init__()
+        order, embed_dim, hidden, direct, deep_output, dropout = (cfg.order, cfg.embed_dim, tuple(cfg.hidden),
+                                                                  cfg.direct, cfg.deep_output, cfg.dropout)
         if order < 2:
             raise ValueError("a feed-forward model needs order >= 2 (at least one word of history)")
         self.order = order
@@ -90,8 +92,12 @@ class FFNN(NeuralScorer):
 
     @classmethod
     def from_config(cls, cfg: FFNNConfig, num_words: int, sparse_output: bool = False) -> "FFNN":
-        return cls(num_words, order=cfg.order, embed_dim=cfg.embed_dim, hidden=tuple(cfg.hidden), direct=cfg.direct,
-                   deep_output=cfg.deep_output, dropout=cfg.dropout, sparse_output=sparse_output)
+        return cls(num_words, cfg, sparse_output=sparse_output)
+
+    @classmethod
+    def build(cls, num_words: int, sparse_output: bool = False, **settings) -> "FFNN":
+        """``FFNN.build(V, order=5)``: the model of ``FFNNConfig(**settings)``, every other setting its default."""
+        return cls(num_words, FFNNConfig(**settings), sparse_output=sparse_output)
 
     shares_contexts = True
 

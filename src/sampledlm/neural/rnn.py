@@ -79,12 +79,13 @@ class RNNLM(NeuralScorer):
     cell_type = "gru"
     uses_counts = True  # adaptive input bands are ranks by training count
 
-    def __init__(self, num_words: int, cell: str = "gru", embed_dim: int = 200, hidden: int = 200, layers: int = 1,
-                 dropout: float = 0.0, proj: int | None = None, tie: bool = False, sparse_output: bool = False,
-                 adaptive: RNNConfig | None = None, counts=None):
+    def __init__(self, num_words: int, cfg: RNNConfig, sparse_output: bool = False, counts=None):
+        """Every setting comes from ``cfg`` (its defaults are the only ones: :meth:`build` fills a config from
+        keywords); the cell from the class (:class:`GRULM`, :class:`LSTMLM`)."""
         super().__init__()
-        if cell not in ("gru", "lstm"):
-            raise ValueError(f"unknown cell {cell!r}")
+        cell, embed_dim, hidden, layers, dropout, tie = (self.cell_type, cfg.embed_dim, cfg.hidden, cfg.layers,
+                                                         cfg.dropout, cfg.tie)
+        proj = self.projection(cfg)
         out_dim = proj or hidden
         if tie and embed_dim != out_dim:
             raise ValueError(f"tied embeddings need embed_dim ({embed_dim}) == output size ({out_dim})")
@@ -95,9 +96,9 @@ class RNNLM(NeuralScorer):
         self.drop = nn.Dropout(dropout)
         # Tied: the input lookup reads W's rows sparsely too, so W's gradient stays row-sparse.
         self.output = OutputLayer(num_words, out_dim, sparse=sparse_output)
-        self.adaptive = adaptive is not None and adaptive.adaptive_input
-        if self.adaptive:  # ``adaptive``: the settings holding input_cutoffs and input_factor
-            self.embed = adaptive_input.from_config(adaptive, num_words, embed_dim, counts,
+        self.adaptive = cfg.adaptive_input
+        if self.adaptive:
+            self.embed = adaptive_input.from_config(cfg, num_words, embed_dim, counts,
                                                     head_rows=(lambda: self.output.weight) if tie else None,
                                                     sparse=sparse_output)
         elif tie:
@@ -150,9 +151,12 @@ class RNNLM(NeuralScorer):
 
     @classmethod
     def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False, counts=None) -> "RNNLM":
-        return cls(num_words, cell=cls.cell_type, embed_dim=cfg.embed_dim, hidden=cfg.hidden, layers=cfg.layers,
-                   dropout=cfg.dropout, proj=cls.projection(cfg), tie=cfg.tie, sparse_output=sparse_output,
-                   adaptive=cfg, counts=counts)
+        return cls(num_words, cfg, sparse_output=sparse_output, counts=counts)
+
+    @classmethod
+    def build(cls, num_words: int, sparse_output: bool = False, counts=None, **settings) -> "RNNLM":
+        """``GRULM.build(V, hidden=512)``: the model of ``RNNConfig(**settings)``, every other setting its default."""
+        return cls(num_words, RNNConfig(**settings), sparse_output=sparse_output, counts=counts)
 
     @staticmethod
     def projection(cfg: RNNConfig) -> int | None:

@@ -1,0 +1,61 @@
+"""Each default lives in one place: a flag made from a configuration dataclass defaults to None (the library then
+applies the dataclass's default), a hand-written flag takes its default from the dataclass, and a model is built
+from its config, with no keyword defaults of its own."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import click
+import pytest
+
+from sampledlm.cli import cli
+
+
+def command(*path):
+    ctx = click.Context(cli)
+    cmd = cli
+    for name in path:
+        cmd = cmd.get_command(ctx, name)
+    return cmd
+
+
+def field_names(*classes):
+    return {f.name for cls in classes for f in dataclasses.fields(cls)}
+
+
+def test_the_training_flags_made_from_dataclasses_leave_the_default_to_them():
+    from sampledlm.embed.train import Word2VecConfig
+    from sampledlm.neural.registry import MODELS
+    from sampledlm.neural.trainer import TrainOptions
+
+    cases = [(command("train"), field_names(TrainOptions, *(m.Config for m in MODELS.values()))),
+             (command("embed", "train"), field_names(Word2VecConfig))]
+    for cmd, fields in cases:
+        generated = [p for p in cmd.params if p.name in fields]
+        assert len(generated) >= 10, cmd.name
+        assert [p.name for p in generated if p.default is not None] == [], cmd.name
+
+
+def test_maxent_train_takes_every_default_from_its_config():
+    from sampledlm.maxent.config import TrainConfig
+
+    d = TrainConfig()
+    expected = {"objective": d.objective, "alpha": d.alpha, "lr": d.lr, "epochs": d.epochs, "l2": d.l2,
+                "seed": d.seed, "average": d.average, "optimizer": "adagrad" if d.adagrad else "sgd",
+                "neg_subset": "fixed" if d.fixed_negatives else "variable"}
+    params = {p.name: p for p in command("maxent", "train").params}
+    assert {k: params[k].default for k in expected} == expected
+    assert params["min_improvement"].default is None and f"[default: {d.min_gain}]" in params["min_improvement"].help
+
+
+@pytest.mark.parametrize("name", ["ffnn", "gru", "lstm", "transformer"])
+def test_a_model_is_built_from_its_config_alone(name):
+    from sampledlm.neural.registry import MODELS
+
+    cls = MODELS[name]
+    params = inspect.signature(cls.__init__).parameters
+    settings = set(params) - {"self", "num_words", "cfg", "sparse_output", "counts"}
+    assert settings == set(), f"{cls.__name__}.__init__ has settings of its own: {sorted(settings)}"
+    assert params["cfg"].default is inspect.Parameter.empty
