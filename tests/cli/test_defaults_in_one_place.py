@@ -59,3 +59,31 @@ def test_a_model_is_built_from_its_config_alone(name):
     settings = set(params) - {"self", "num_words", "cfg", "sparse_output", "counts"}
     assert settings == set(), f"{cls.__name__}.__init__ has settings of its own: {sorted(settings)}"
     assert params["cfg"].default is inspect.Parameter.empty
+
+
+def test_every_command_that_reads_a_model_mixes_with_the_same_flags():
+    """One grammar: --mix (repeatable), --weights, --interp-valid everywhere; --interpolate a hidden alias."""
+    for path in (["eval"], ["score"], ["rescore"], ["generate"], ["serve"]):
+        params = {p.name: p for p in command(*path).params}
+        mix = params["others"]
+        assert mix.opts == ["--mix"] and mix.multiple and not mix.hidden, path
+        assert params["others_alias"].opts == ["--interpolate"] and params["others_alias"].hidden, path
+        assert {"weights", "interp_valid"} <= set(params), path
+        helps = {params[n].help for n in ("others", "weights", "interp_valid")}
+        assert len(helps) == 3
+
+
+def test_the_old_and_the_new_mixing_flag_give_the_same_numbers_and_not_together(tmp_path):
+    from click.testing import CliRunner
+
+    (tmp_path / "t.txt").write_text("a b c\nb c a\nc a b a\n" * 20)
+    r = CliRunner()
+    for name, order in (("k2.arpa", "2"), ("k1.arpa", "1")):
+        assert r.invoke(cli, ["ngram", "train", "--train", str(tmp_path / "t.txt"), "--order", order,
+                              "-o", str(tmp_path / name)]).exit_code == 0
+    base = ["eval", str(tmp_path / "k2.arpa"), "--test", str(tmp_path / "t.txt"), "--weights", "0.7", "--json"]
+    new = r.invoke(cli, base + ["--mix", str(tmp_path / "k1.arpa")])
+    old = r.invoke(cli, base + ["--interpolate", str(tmp_path / "k1.arpa")])
+    assert new.exit_code == 0 and new.output == old.output
+    both = r.invoke(cli, base + ["--mix", str(tmp_path / "k1.arpa"), "--interpolate", str(tmp_path / "k1.arpa")])
+    assert both.exit_code != 0 and "--mix only" in str(both.exception)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import click
@@ -55,6 +56,35 @@ def text_options(f):
 
     wrapper.__name__ = f.__name__
     wrapper.__doc__ = f.__doc__
+    for d in reversed(decorators):
+        wrapper = d(wrapper)
+    return wrapper
+
+
+def mix_options(f):
+    """The flags that mix models, the same in every command that reads a model: ``--mix MODEL2`` (repeat for more;
+    ``--interpolate`` is a hidden alias, the old name in ``eval``), ``--weights``, ``--interp-valid``. The command
+    receives ``others`` (the extra models, in order), ``weights`` and ``interp_valid``."""
+    decorators = [
+        click.option("--mix", "others", multiple=True, metavar="MODEL2",
+                     help="Another model (any family) to interpolate with; repeat for more."),
+        click.option("--interpolate", "others_alias", multiple=True, metavar="MODEL2", hidden=True),
+        click.option("--weights", default=None, metavar="W1,W2,...|auto",
+                     help="Interpolation weights, MODEL's first (summing to 1), or 'auto': EM on --interp-valid "
+                          "[auto]."),
+        click.option("--interp-valid", default=None,
+                     help="Held-out text for --weights auto [default: MODEL's validation file]."),
+    ]
+
+    def wrapper(**kw):
+        others, alias = kw.pop("others"), kw.pop("others_alias")
+        if others and alias:
+            from ..errors import UserError
+
+            raise UserError("give the models to mix with --mix only (--interpolate is its old name)")
+        return f(others=tuple(others) or tuple(alias), **kw)
+
+    functools.update_wrapper(wrapper, f)  # keeps the flags declared below this decorator (f.__click_params__)
     for d in reversed(decorators):
         wrapper = d(wrapper)
     return wrapper

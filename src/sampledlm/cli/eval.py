@@ -9,18 +9,14 @@ import sys
 import click
 
 from ..errors import UserError
-from .common import CONTEXT, device_option
+from .common import CONTEXT, device_option, mix_options
 
 
 @click.command("eval", context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL")
 @click.option("--test", "test_path", required=True, help="Text to evaluate, one sentence per line ('-' for stdin).")
-@click.option("--interpolate", "others", multiple=True, metavar="MODEL2",
-              help="Another model (any family) to interpolate with; repeat for more.")
-@click.option("--weights", default=None, metavar="W1,W2,...|auto",
-              help="Interpolation weights, MODEL's first (summing to 1), or 'auto': EM on --interp-valid [auto].")
+@mix_options
 @click.option("--weight", default=None, hidden=True, help="Two models: the weight of MODEL (old name of --weights W).")
-@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
 @click.option("--per-sentence", is_flag=True, help="One line per sentence: ln-prob, predictions, perplexity, text "
                                                   "(each sentence scored from a fresh state).")
 @click.option("--running-text", is_flag=True, help="Recurrent models: carry the state across sentences also with "
@@ -40,13 +36,13 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     \b
     MODEL is an ARPA file (.arpa, .arpa.gz/.bz2/.xz) or a model directory written by
     'sampledlm train' or 'sampledlm maxent train'. Every word and </s> is counted, <s> never.
-    With --interpolate: P = sum_k W_k P_k (weights by EM on held-out text unless given).
+    With --mix: P = sum_k W_k P_k (weights by EM on held-out text unless given).
     Recurrent models read the test file as running text (the state carried across sentences, the
     PTB tables' convention); --per-sentence scores each line on its own.
     Example:
       sampledlm eval kn3.arpa --test test.txt
-      sampledlm eval ffnn3 --test test.txt --interpolate kn3.arpa
-      sampledlm eval gru --test test.txt --interpolate ffnn3 --interpolate kn3.arpa --weights 0.5,0.3,0.2
+      sampledlm eval ffnn3 --test test.txt --mix kn3.arpa
+      sampledlm eval gru --test test.txt --mix ffnn3 --mix kn3.arpa --weights 0.5,0.3,0.2
       sampledlm eval gru --test test.txt --per-sentence > scores.tsv
     """
     from ..data.corpus import load_ids
@@ -64,7 +60,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
             raise UserError("give --weights only (--weight is its old two-model form)")
         weights = weight
     if (weights is not None or interp_valid) and not others:
-        raise UserError("--weights and --interp-valid need --interpolate MODEL2")
+        raise UserError("--weights and --interp-valid need --mix MODEL2")
     lm = load_model(model, device=device)
     if batch_size and hasattr(lm, "batch_size"):
         lm.batch_size = batch_size

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, device_option
+from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options
 
 
 @click.command("generate", context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL")
-@click.option("--mix", "others", multiple=True, metavar="MODEL2",
-              help="Another model (any family) to interpolate with; repeat for more.")
-@click.option("--weights", default=None, metavar="W1,W2,...|auto",
-              help="Interpolation weights, MODEL's first, or 'auto': EM on --interp-valid [auto].")
-@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
+@mix_options
 @click.option("--prefix", default="", help="The start of every sentence (read with the model's tokeniser).")
 @click.option("-n", "count", type=click.IntRange(min=1), default=5, show_default=True, help="Sentences to sample.")
 @click.option("--temperature", type=FiniteFloat(min=0, min_open=True), default=1.0, show_default=True,

@@ -115,19 +115,6 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
 
 
-def _check_word_classes(obj_opts: dict, vocab) -> None:
-    """Read ``--word-classes`` once now (a bad line fails before training starts), say how many words
-    it lacks, and record its absolute path (the run directory must find it from anywhere)."""
-    from ..data.clusters import check_class_file, read_word_classes
-
-    path = check_class_file(obj_opts["word_classes"])
-    missing = read_word_classes(path, vocab.words)[1]
-    if missing:
-        click.echo(f"{obj_opts['word_classes']}: {missing:,} of the {len(vocab):,} vocabulary words have no class "
-                   "there; they share one extra class", err=True)
-    obj_opts["word_classes"] = path
-
-
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict):
     """``(config, vocab)`` of a new run from the command line's values (None = the default)."""
@@ -139,6 +126,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     from ..neural.rundir import make_config
     from ..neural.trainer import train_options_for
     from ..objectives import make_objective
+    from ..objectives.registry import OBJECTIVES
 
     model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
     model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
@@ -147,26 +135,21 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
             raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
                             "(order = context size + 1)")
         model_flags["order"] = context_size + 1
-    if objective == "hsm" and "tie" in model_flags and model_flags["tie"] is None and \
-            model_spec(model_type).get("tie"):
-        # hsm scores the tree's nodes with the output rows: tied, word i's input embedding would be node i's vector
-        model_flags["tie"] = False
-        click.echo("--objective hsm: input and output embeddings untied (the output rows are the tree's nodes; "
-                   "give --tie to tie them anyway)", err=True)
+    defaults = model_spec(model_type)
+    for name, (value, why) in OBJECTIVES[objective].model_settings.items():  # what the objective needs of the model
+        if name in defaults and model_flags.get(name) is None and defaults[name] != value:
+            model_flags[name] = value
+            click.echo(f"--objective {objective}: {why}", err=True)
     spec = model_spec(model_type, **model_flags)
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
         spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
-    if obj_opts.get("backoff"):
-        obj_opts["backoff"] = os.path.abspath(obj_opts["backoff"])  # the run directory must find it from anywhere
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
-    if obj_opts.get("word_classes"):
-        _check_word_classes(obj_opts, vocab)
-    make_objective(objective, counts=vocab.counts, **obj_opts)  # refuses options that do not apply, early
-    if obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
-        raise UserError(f"--samples {obj_opts['samples']}: must be smaller than the vocabulary size V = {len(vocab)} "
-                        "(to score every word, use --objective softmax)")
+    # refuses options that do not apply, early; the objective checks its own against the vocabulary
+    obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
+    for note in notes:
+        click.echo(note, err=True)
     data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": opts.to_dict()}
     return make_config(spec, objective, obj_opts, dataclasses.asdict(train_opts), data, vocab), vocab

@@ -310,7 +310,7 @@ def build_binary(model, output, verify, force):
     \b
     The directory holds the sorted n-gram keys, log10 probabilities and back-off weights as
     flat .npy arrays (and config.json, words.json). Every command that takes an n-gram model
-    (ngram eval, eval, score, rescore, generate, --interpolate/--mix, --backoff) accepts it.
+    (ngram eval, eval, score, rescore, generate, --mix, --backoff) accepts it.
     Loading reads two small JSON files and maps the arrays: its cost does not grow with the model.
     Converting parses the ARPA file in memory (a few hundred bytes per n-gram); for a model too
     large for that, estimate it straight into a directory with ngram train --memory M --binary.

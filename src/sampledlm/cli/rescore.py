@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .common import CONTEXT, FiniteFloat, device_option, force_option
+from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_options
 
 FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 
@@ -15,11 +15,7 @@ FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 @click.command("rescore", context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL")
 @click.argument("nbest", metavar="NBEST")
-@click.option("--mix", "others", multiple=True, metavar="MODEL2",
-              help="Another model (any family) to interpolate with; repeat for more.")
-@click.option("--weights", default=None, metavar="W1,W2,...|auto",
-              help="Interpolation weights, MODEL's first, or 'auto': EM on --interp-valid [auto].")
-@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
+@mix_options
 @click.option("--format", "fmt", type=FORMATS, default="auto", show_default=True,
               help="NBEST's format: srilm (a directory of n-best files, a list of them, or one), kaldi (a "
                    "directory with text, ac_cost, lm_cost), jsonl, slf (HTK lattices: a file or a directory).")

@@ -6,17 +6,13 @@ import json
 
 import click
 
-from .common import CONTEXT, device_option
+from .common import CONTEXT, device_option, mix_options
 
 
 @click.command("score", context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL")
 @click.argument("text", metavar="FILE")
-@click.option("--mix", "others", multiple=True, metavar="MODEL2",
-              help="Another model (any family) to interpolate with; repeat for more.")
-@click.option("--weights", default=None, metavar="W1,W2,...|auto",
-              help="Interpolation weights, MODEL's first, or 'auto': EM on --interp-valid [auto].")
-@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
+@mix_options
 @click.option("--per-word", is_flag=True, help="Every word's probability (and, for n-gram models, the order used).")
 @click.option("--jsonl", is_flag=True, help="One JSON object per sentence on stdout; the file totals go to stderr.")
 @click.option("--bunch", type=click.IntRange(min=1), default=None,

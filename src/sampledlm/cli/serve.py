@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, device_option
+from .common import CONTEXT, FiniteFloat, device_option, mix_options
 
 
 @click.command("serve", context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL")
-@click.option("--mix", "others", multiple=True, metavar="MODEL2",
-              help="Another model (any family) to interpolate with; repeat for more.")
-@click.option("--weights", default=None, metavar="W1,W2,...|auto",
-              help="Interpolation weights, MODEL's first, or 'auto': EM on --interp-valid [auto].")
-@click.option("--interp-valid", default=None, help="Held-out text for --weights auto [default: MODEL's validation file].")
+@mix_options
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; the default accepts connections from this machine only.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="TCP port (0: any free one).")

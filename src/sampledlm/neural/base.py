@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import UserError
 from ..objectives.output import OutputLayer
 
 
@@ -49,6 +50,14 @@ class NeuralScorer(nn.Module):
         # model to its device here, once, instead of in every model's forward and stream reader.
         self.register_forward_pre_hook(_inputs_to_model_device)
     train_defaults: dict = {}
+
+    @classmethod
+    def check_train_options(cls, opts) -> None:
+        """Refuse training options this kind of model cannot honour, before a run directory is made. Default:
+        models that read running text in order cannot train on a random share of positions."""
+        if opts.data_fraction < 1.0:
+            raise UserError("--data-fraction applies to feed-forward models only")
+
     #: True when ``eval_contexts`` yields ``rows`` (one context serves several predictions): exact
     #: scoring then takes ``objective.log_prob(ctx)[rows, targets]``, else ``log_prob_targets``
     shares_contexts: bool = False

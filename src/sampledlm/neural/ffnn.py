@@ -91,6 +91,10 @@ class FFNN(NeuralScorer):
         return torch.cat([h, x], dim=1) if self.direct else h
 
     @classmethod
+    def check_train_options(cls, opts) -> None:
+        """Every option applies (``data_fraction``: each epoch a random share of the positions)."""
+
+    @classmethod
     def from_config(cls, cfg: FFNNConfig, num_words: int, sparse_output: bool = False) -> "FFNN":
         return cls(num_words, cfg, sparse_output=sparse_output)
 

@@ -167,8 +167,7 @@ class RNNLM(NeuralScorer):
 
     # --- reading id streams ------------------------------------------------------------------
     def train_data(self, ids: np.ndarray, opts) -> "RecurrentData":
-        if opts.data_fraction < 1.0:
-            raise UserError("--data-fraction applies to feed-forward models only")
+        self.check_train_options(opts)
         return RecurrentData(ids, opts.batch_size, opts.bptt)
 
     def train_contexts(self, batch, carry):

@@ -97,16 +97,9 @@ def build_from_config(config: dict, vocab: Vocab, fresh: bool = False):
         raise UserError(f"the model does not fit in memory ({_allocation(e)}; vocabulary {len(vocab):,}, "
                         f"model {_sizes(config['model'])}): choose smaller sizes (--hidden, -d, --order)") from None
     objective.bind(model)  # output parameters of its own (class layer, tail projections), before any weights load
-    backoff = obj.get("options", {}).get("backoff")
-    if backoff is not None and hasattr(objective, "set_backoff"):
-        from ..ngram.backoff import open_backoff
+    from ..ngram.backoff import open_backoff
 
-        objective.set_backoff(open_backoff(backoff, vocab))  # the short-list's n-gram (Schwenk 2007)
-    classes = obj.get("options", {}).get("word_classes")
-    if fresh and classes is not None:
-        from ..data.clusters import read_word_classes
-
-        objective.set_word_classes(read_word_classes(classes, vocab.words)[0])
+    objective.attach(vocab, fresh, open_backoff)  # what its options name: a back-off n-gram, word classes
     return model, objective
 
 

@@ -592,8 +592,9 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     # (killed or diverged in epoch 1): it holds nothing worth keeping, so it is started again.
     opts = TrainOptions.from_dict(config["train"])
     opts.check()
-    if opts.data_fraction < 1.0 and config["model"]["type"] != "ffnn":
-        raise UserError("--data-fraction applies to feed-forward models only")
+    from .registry import model_class
+
+    model_class(config["model"]["type"]).check_train_options(opts)
     torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
     model, objective = runs.build_from_config(config, vocab, fresh=True)
     objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own

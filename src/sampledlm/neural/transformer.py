@@ -238,8 +238,7 @@ class TransformerLM(NeuralScorer):
 
     # --- reading id streams ------------------------------------------------------------------
     def train_data(self, ids: np.ndarray, opts) -> RecurrentData:
-        if opts.data_fraction < 1.0:
-            raise UserError("--data-fraction applies to feed-forward models only")
+        self.check_train_options(opts)
         if opts.bptt > self.context:
             raise UserError(f"--bptt {opts.bptt} is longer than the transformer's window (context {self.context})")
         return RecurrentData(ids, opts.batch_size, opts.bptt)

@@ -66,6 +66,9 @@ class OutputObjective(nn.Module):
     #: short-list): the evaluator then passes ``ids=`` (the id stream) and ``positions=`` (each row's
     #: index in it) to :meth:`log_prob` and :meth:`log_prob_targets`. Training never needs them.
     uses_history: ClassVar[bool] = False
+    #: Model settings this objective needs where the user set none: ``{field: (value, why)}`` (hsm unties the
+    #: embeddings). The command line applies them, says why, and leaves any value the user gave alone.
+    model_settings: ClassVar[dict] = {}
 
     def __init__(self, counts: "np.ndarray | None" = None):
         """``counts``: training unigram counts ``[V]`` (``vocab.counts``), for noise distributions.
@@ -104,6 +107,19 @@ class OutputObjective(nn.Module):
         from the exact rule); it never replaces the exact figure.
         """
         return None
+
+    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+        """Before a new run starts: check the options against the vocabulary (``vocab``: its words and counts) and
+        read the files they name once, so that a bad one fails before training; returns the options to record in
+        the run's config (paths made absolute, so the run directory finds them from anywhere) and notes for the
+        user. Default: the options as given, no notes."""
+        return dict(options), []
+
+    def attach(self, vocab, fresh: bool, open_ngram) -> None:
+        """When a run's model is built (new or resumed), after :meth:`bind`: load what the recorded options name
+        (a back-off n-gram, word classes). ``fresh``: a new run (a resumed one has learnt its classes into its
+        buffers). ``open_ngram(path, vocab)`` opens an n-gram over ``vocab``, given by the caller so that objectives
+        import nothing of the model families. Default: nothing to load."""
 
     def start_epoch(self, epoch: int) -> None:
         """Called by the trainer before each epoch (e.g. to draw a fresh negative subset)."""

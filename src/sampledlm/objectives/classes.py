@@ -39,7 +39,7 @@ from torch import nn
 
 from ..errors import UserError
 from .base import OutputObjective, Scorer
-from .structure import frequency_order, hidden_width
+from .structure import attach_word_classes, frequency_order, hidden_width, settle_word_classes
 
 
 BINNINGS = ("sqrt", "mass")
@@ -92,7 +92,7 @@ class ClassSoftmax(OutputObjective):
         self.counts = None if counts is None else np.asarray(counts)
         self.classes_option = classes
         self.binning = binning
-        self.word_classes_path = word_classes  # read by the run directory (set_word_classes), not here
+        self.word_classes_path = word_classes  # read in attach (set_word_classes), not here
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:
@@ -103,6 +103,12 @@ class ClassSoftmax(OutputObjective):
         if c > v:
             raise UserError(f"--classes {c}: at most V = {v}")
         self._set_classes(frequency_classes(self.counts, v, c, self.binning), h)
+
+    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+        return settle_word_classes(options, vocab)
+
+    def attach(self, vocab, fresh: bool, open_ngram) -> None:
+        attach_word_classes(self, vocab, fresh)
 
     def set_word_classes(self, cls) -> None:
         """Use the classes ``cls [V]`` (e.g. the exchange algorithm's, :mod:`sampledlm.data.clusters`)

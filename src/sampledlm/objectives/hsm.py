@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
-from .structure import class_huffman_tree, huffman_tree, word_paths
+from .structure import attach_word_classes, class_huffman_tree, huffman_tree, settle_word_classes, word_paths
 
 
 def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
@@ -63,11 +63,14 @@ class HierarchicalSoftmax(OutputObjective):
 
     name = "hsm"
     sparse_output = True  # only the rows of the nodes on the batch's paths
+    # The output rows are the tree's nodes: tied, word i's input embedding would be node i's vector.
+    model_settings = {"tie": (False, "input and output embeddings untied (the output rows are the tree's nodes; "
+                                     "give --tie to tie them anyway)")}
 
     def __init__(self, counts=None, *, word_classes: str | None = None):
         super().__init__(counts)
         self.counts = None if counts is None else np.asarray(counts)
-        self.word_classes_path = word_classes  # read by the run directory (set_word_classes), not here
+        self.word_classes_path = word_classes  # read in attach (set_word_classes), not here
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:
@@ -83,6 +86,12 @@ class HierarchicalSoftmax(OutputObjective):
         self._derive()
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
+
+    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+        return settle_word_classes(options, vocab)
+
+    def attach(self, vocab, fresh: bool, open_ngram) -> None:
+        attach_word_classes(self, vocab, fresh)
 
     def set_word_classes(self, cls) -> None:
         """Rebuild the tree so that each class of ``cls [V]`` is a subtree (:func:`class_huffman_tree`;

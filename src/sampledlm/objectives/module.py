@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from .output import OutputLayer
-from .registry import make_objective
+from .registry import make_objective, objective_options
 
 
 class SampledOutput(nn.Module):
@@ -129,7 +129,7 @@ class SampledOutput(nn.Module):
         self.output = OutputLayer(num_words, in_features, sparse=sparse)
         self.objective.bind(self.output)  # the objective's own output parameters (class layer, tails)
         if word_classes is not None:  # class / hsm: the user's classes (e.g. the exchange algorithm's)
-            if not hasattr(self.objective, "set_word_classes"):
+            if "word_classes" not in objective_options(type(self.objective)):
                 raise TypeError(f"word_classes does not apply to objective {objective!r} (class, hsm)")
             self.objective.set_word_classes(word_classes)
         self.objective.prepare(self.output)  # initial biases (log unigram, log 1/V, ...)

@@ -194,6 +194,13 @@ class SampledObjective(OutputObjective):
         candidates' scores ``[N, M]`` and log q ``[1 or N, M]``, and the kept-mask (or None)."""
         raise NotImplementedError
 
+    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+        """``samples`` given must leave a word out: S >= V would score every word, the softmax's cost."""
+        if options.get("samples") is not None and self.samples >= len(vocab):
+            raise UserError(f"--samples {self.samples}: must be smaller than the vocabulary size V = {len(vocab)} "
+                            "(to score every word, use --objective softmax)")
+        return dict(options), []
+
 
 class NegativesObjective(SampledObjective):
     """A sampled objective over *negatives*: by default (``exclude_true=True``) the S draws kept

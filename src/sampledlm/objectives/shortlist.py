@@ -101,6 +101,19 @@ class ShortList(OutputObjective):
             self.backoff = UnigramBackoff(self.counts, v)
         self.bound = True
 
+    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+        """The back-off file's absolute path is recorded: the run directory must find it from anywhere."""
+        if options.get("backoff"):
+            import os
+
+            return {**options, "backoff": os.path.abspath(options["backoff"])}, []
+        return dict(options), []
+
+    def attach(self, vocab, fresh: bool, open_ngram) -> None:
+        """The short-list's n-gram (Schwenk 2007), new or resumed run alike (it holds no trained weights)."""
+        if self.backoff_path is not None:
+            self.set_backoff(open_ngram(self.backoff_path, vocab))
+
     def set_backoff(self, backoff) -> None:
         """The n-gram for the words outside the short-list: an object with ``order``,
         ``log_probs(hist, words)`` and ``log_mass(hist, member)`` (:class:`~sampledlm.ngram.backoff.VocabBackoff`)."""

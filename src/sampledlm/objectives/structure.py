@@ -115,3 +115,26 @@ def word_paths(parent: np.ndarray, side: np.ndarray, num_words: int) -> tuple[to
         cur = np.where(alive, par, -1)
     return (torch.from_numpy(np.stack(nodes, 1).astype(np.int64)),
             torch.from_numpy(np.stack(signs, 1).astype(np.float32)))
+
+
+# --- word classes from a file (class and hsm) --------------------------------------------------------------
+def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
+    """``settle_options`` of the objectives that take ``word_classes``: the file read once now (a bad line fails
+    before training), its absolute path recorded, and a note when some vocabulary words have no class."""
+    if options.get("word_classes") is None:
+        return dict(options), []
+    from ..data.clusters import check_class_file, read_word_classes
+
+    path = check_class_file(options["word_classes"])
+    missing = read_word_classes(path, vocab.words)[1]
+    notes = [f"{options['word_classes']}: {missing:,} of the {len(vocab):,} vocabulary words have no class there; "
+             "they share one extra class"] if missing else []
+    return {**options, "word_classes": path}, notes
+
+
+def attach_word_classes(objective, vocab, fresh: bool) -> None:
+    """``attach`` of those objectives: a new run reads its classes (a resumed one has them in its buffers)."""
+    if fresh and objective.word_classes_path is not None:
+        from ..data.clusters import read_word_classes
+
+        objective.set_word_classes(read_word_classes(objective.word_classes_path, vocab.words)[0])
