@@ -34,6 +34,7 @@ import json
 import lzma
 import os
 import socket
+import stat
 import sys
 import tempfile
 import zlib
@@ -82,6 +83,36 @@ def stdin_path() -> str:
     return tmp
 
 
+_pipe_spools: dict[str, str] = {}  # a pipe's path (/dev/fd/63 of <(...), a FIFO) -> its copy
+
+
+def readable_path(path: str) -> str:
+    """The path to open for reading ``path``: a regular file itself; ``-`` and anything that can be read only once (a
+    named pipe, a shell's process substitution ``<(cmd)``, /dev/stdin) copied once to a temporary file, so that every
+    reader of the command (a compression sniff, a vocabulary pass, the id pass) sees all of it."""
+    if path == "-":
+        return stdin_path()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path  # the caller's open reports it (no such file, permission denied)
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return path
+    if path in _pipe_spools:
+        return _pipe_spools[path]
+    fd, tmp = tempfile.mkstemp(prefix="sampledlm-pipe-", suffix=".txt")
+    atexit.register(_remove, tmp)
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            while block := src.read(CHUNK_BYTES):
+                out.write(block)
+    except OSError as e:
+        _remove(tmp)
+        raise read_error(path, e) from None
+    _pipe_spools[path] = tmp
+    return tmp
+
+
 # --- reading ----------------------------------------------------------------------------------------
 def compression_of(head: bytes) -> str | None:
     """``"gz"``, ``"bz2"``, ``"xz"`` or None, from a file's first 10 bytes."""
@@ -95,7 +126,7 @@ def compression_of(head: bytes) -> str | None:
 
 
 def _open_binary(path: str) -> IO[bytes]:
-    real = stdin_path() if path == "-" else path
+    real = readable_path(path)
     if os.path.isdir(real):
         raise UserError(f"{path}: is a directory, expected a text file")
     try:
@@ -143,7 +174,7 @@ def file_size(path: str) -> int | None:
     if path == "-":
         return None
     try:
-        return os.path.getsize(path)
+        return os.path.getsize(readable_path(path))
     except OSError:
         return None
 
@@ -154,7 +185,7 @@ def content_hash(path: str) -> str:
     What caches are keyed on: unlike size and modification time it changes whenever the
     content does, even for a file rewritten within the same second with the same size.
     """
-    real = stdin_path() if path == "-" else path
+    real = readable_path(path)
     try:
         with open(real, "rb") as f:
             return hashlib.file_digest(f, "sha1").hexdigest()

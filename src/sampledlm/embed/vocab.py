@@ -121,8 +121,10 @@ def read_corpus(sources: list[tuple[str, TextOptions]], min_count: int = 5, max_
     parts: list[np.ndarray] = []
     lengths: list[int] = []
     for path, opts in sources:
-        if path != "-" and not os.path.isfile(path):
+        if path != "-" and not os.path.exists(path):  # a pipe or <(...) is read (once) like a file
             raise UserError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise UserError(f"{path}: is a directory, expected a text file")
         with progress.bar(total=file_size(path), desc=f"reading {os.path.basename(path)}", unit="B") as pb:
             for sents, nbytes in iter_sentence_chunks(path, opts):
                 flat = [get(t, len(prov)) for s in sents for t in s]
