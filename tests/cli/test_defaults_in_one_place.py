@@ -87,3 +87,4 @@ def test_the_old_and_the_new_mixing_flag_give_the_same_numbers_and_not_together(
     assert new.exit_code == 0 and new.output == old.output
     both = r.invoke(cli, base + ["--mix", str(tmp_path / "k1.arpa"), "--interpolate", str(tmp_path / "k1.arpa")])
     assert both.exit_code != 0 and "--mix only" in str(both.exception)
+

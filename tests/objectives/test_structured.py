@@ -457,3 +457,10 @@ def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_proc
     new_run(str(words_corpus / "soft"), config, vocab).train()
     r = run_in_process("calibrate", str(words_corpus / "soft"), "--text", str(words_corpus / "train.txt"), cwd=words_corpus)
     assert r.returncode == 1 and "selfnorm" in r.stderr
+    # an empty text (the fault campaign's /dev/null) is refused and leaves the model's bytes as they were
+    kept = (run / "model.safetensors").read_bytes()
+    for empty in ("/dev/null", str(words_corpus / "blank.txt")):
+        (words_corpus / "blank.txt").write_text("\n\n")
+        r = run_in_process("calibrate", str(run), "--text", empty, cwd=words_corpus)
+        assert r.returncode == 1 and "no sentences" in r.stderr and "left as it was" in r.stderr
+        assert (run / "model.safetensors").read_bytes() == kept

@@ -46,8 +46,15 @@ def calibrate(model_dir, text_path, threads):
     meta = load_tensors(path)[1]
     if meta.get("finalized") != "true":
         raise UserError(f"{model_dir}: training has not finished; it calibrates the final model itself")
+    import math
+
     ids = load_ids(text_path, vocab, TextOptions(**config["data"].get("text_options", {})))
+    if len(ids) == 0:
+        raise UserError(f"{text_path}: no sentences to calibrate on (empty file or blank lines only); the model was "
+                        "left as it was")
     shift = calibrate_log_z(model, objective, ids)
+    if not math.isfinite(shift):
+        raise UserError(f"{text_path}: the mean log Z is not a finite number ({shift}); the model was left as it was")
     total = float(meta.get("log_z_shift", 0.0)) + shift
     runs.save_model_files(model_dir, model, objective, finalized=True, meta={**meta, "log_z_shift": f"{total:.9g}"})
     click.echo(f"mean log Z on {text_path} was {-shift:+.4f}: output biases shifted by {shift:+.4f} (total "

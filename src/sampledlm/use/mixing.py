@@ -39,7 +39,11 @@ def set_weights(mix: Mixture, weights: str | None, valid: str | None, name: str 
         if not vpath:
             raise UserError(f"{name}: no validation file recorded; give --interp-valid FILE or --weights")
         opts = TextOptions(**(mix.text_options or {}))
-        mix.fit_weights(load_ids(vpath, mix.vocab, opts, cache=False))
+        ids = load_ids(vpath, mix.vocab, opts, cache=False)
+        if len(ids) == 0:
+            raise UserError(f"{vpath}: no sentences to fit the interpolation weights on (empty file or blank lines "
+                            "only); give a held-out text with --interp-valid or the weights with --weights")
+        mix.fit_weights(ids)
         return vpath
     mix.weights = mix.check_weights(parse_weights(weights, len(mix.models)))
     return None
