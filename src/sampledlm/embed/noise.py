@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.alias import vose_alias
+
 
 def noise_distribution(counts: np.ndarray, power: float) -> np.ndarray:
     """``P_n(w) = count(w)^power / sum_v count(v)^power`` as float64 ``[V]``."""
@@ -22,22 +24,11 @@ def noise_distribution(counts: np.ndarray, power: float) -> np.ndarray:
 
 
 def alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(threshold [V] uint64, alias [V] int32)`` for sampling from ``p`` (Vose's method)."""
-    n = len(p)
-    scaled = np.asarray(p, dtype=np.float64) * n / np.sum(p)
-    alias = np.arange(n, dtype=np.int32)
-    prob = np.ones(n, dtype=np.float64)
-    small = [i for i in range(n) if scaled[i] < 1.0]
-    large = [i for i in range(n) if scaled[i] >= 1.0]
-    while small and large:
-        s, g = small.pop(), large.pop()
-        prob[s] = scaled[s]
-        alias[s] = g
-        scaled[g] = scaled[g] + scaled[s] - 1.0
-        (small if scaled[g] < 1.0 else large).append(g)
-    # what is left has scaled == 1 up to rounding: always keep
+    """``(threshold [V] uint64, alias [V] int32)`` for sampling from ``p`` (:func:`~sampledlm.data.alias.vose_alias`,
+    the keep probability as a 32-bit threshold)."""
+    prob, alias = vose_alias(p)
     threshold = np.minimum(np.round(prob * 2.0**32), 2.0**32).astype(np.uint64)
-    return threshold, alias
+    return threshold, alias.astype(np.int32)
 
 
 def alias_probabilities(threshold: np.ndarray, alias: np.ndarray) -> np.ndarray:

@@ -23,6 +23,8 @@ import math
 import numpy as np
 import torch
 
+from ..data.alias import vose_alias
+
 
 def noise_distribution(counts, power: float = 0.75, num_words: int | None = None) -> torch.Tensor:
     """``q [V]`` (float64, sums to 1) with ``q(w) ∝ max(count(w), 1)^power``.
@@ -51,21 +53,8 @@ class AliasSampler:
     """
 
     def __init__(self, probs: torch.Tensor):
-        p = np.asarray(probs.detach().cpu().numpy(), dtype=np.float64)
-        n = len(p)
-        scaled = p * (n / p.sum())
-        prob = np.ones(n)
-        alias = np.arange(n)
-        small = [int(i) for i in np.flatnonzero(scaled < 1.0)]
-        large = [int(i) for i in np.flatnonzero(scaled >= 1.0)]
-        sc = scaled.tolist()
-        while small and large:
-            s, g = small.pop(), large.pop()
-            prob[s] = sc[s]
-            alias[s] = g
-            sc[g] = sc[g] + sc[s] - 1.0
-            (small if sc[g] < 1.0 else large).append(g)
-        # leftovers (rounding) keep prob 1: they are their own column
+        prob, alias = vose_alias(probs.detach().cpu().numpy())
+        n = len(prob)
         self.prob = torch.from_numpy(prob).float().to(probs.device)
         self.alias = torch.from_numpy(alias).long().to(probs.device)
         self.num_words = n
