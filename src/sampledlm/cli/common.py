@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
@@ -110,6 +111,23 @@ def device_option(f):
     """``--device``: where neural models run (n-gram and maximum-entropy models ignore it)."""
     return click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N",
                         help="Where neural models run: auto is the GPU when torch sees one.")(f)
+
+
+@contextlib.contextmanager
+def writing_directory(path: str, lock):
+    """Write into the directory ``path`` under ``lock(path)`` (held to the end: a second writer stops at once); a
+    directory this command created is removed again when the command fails (it then holds at most the lock file),
+    so a failed or interrupted writer leaves nothing half-made behind."""
+    import os
+
+    created = not os.path.exists(path)
+    try:
+        with lock(path):
+            yield
+    except BaseException:
+        if created:
+            remove_if_empty(path)
+        raise
 
 
 def remove_if_empty(out_dir: str) -> None:

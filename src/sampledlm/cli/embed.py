@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .common import CONTEXT, force_option, refuse_existing, remove_if_empty, text_options
+from .common import CONTEXT, force_option, refuse_existing, text_options, writing_directory
 from .options import dataclass_options
 from ..errors import UserError
 
@@ -75,27 +75,21 @@ def train(corpus, out_dir, force, no_text, opts, **kw):
     cfg = Word2VecConfig(**{k: v for k, v in kw.items() if k in _W2V_FIELDS and v is not None})
     check(cfg)
     _check_output(out_dir, force)
-    created = not os.path.exists(out_dir)
-    try:
-        with store.lock_directory(out_dir):  # held to the end: a second writer of out_dir stops at once
-            _check_output(out_dir, force)  # again, now that no other process can write here
-            t0 = time.perf_counter()
-            vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count)
-            click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of "
-                       f"{len(vocab):,} words (min count {cfg.min_count}), {data.sentences:,} sentences", err=True)
-            result = train_vectors(vocab, data, cfg)
-            wv = WordVectors(vocab.words, result.w_in, vocab.counts)
-            extra = {"word2vec": cfg.to_dict(),
-                     "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": opts.to_dict(),
-                              "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences},
-                     "training": {"seconds": round(result.seconds, 3),
-                                  "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
-            out_name = "output" if cfg.objective == "neg" else "nodes"
-            write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True)
-    except BaseException:
-        if created:
-            remove_if_empty(out_dir)
-        raise
+    with writing_directory(out_dir, store.lock_directory):  # held to the end: a second writer of out_dir stops at once
+        _check_output(out_dir, force)  # again, now that no other process can write here
+        t0 = time.perf_counter()
+        vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count)
+        click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of "
+                   f"{len(vocab):,} words (min count {cfg.min_count}), {data.sentences:,} sentences", err=True)
+        result = train_vectors(vocab, data, cfg)
+        wv = WordVectors(vocab.words, result.w_in, vocab.counts)
+        extra = {"word2vec": cfg.to_dict(),
+                 "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": opts.to_dict(),
+                          "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences},
+                 "training": {"seconds": round(result.seconds, 3),
+                              "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
+        out_name = "output" if cfg.objective == "neg" else "nodes"
+        write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True)
     click.echo(f"trained {len(vocab):,} x {cfg.dim} vectors: {result.words_per_second:,.0f} words/s "
                f"({result.seconds:.1f} s training, {time.perf_counter() - t0:.1f} s in all) -> {out_dir}", err=True)
 

@@ -9,7 +9,7 @@ import re
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, remove_if_empty, text_options
+from .common import CONTEXT, SEED, FiniteFloat, text_options, writing_directory
 from ..errors import UserError
 from ..maxent.config import AVERAGES, TrainConfig
 
@@ -124,18 +124,12 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
     if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
         run_from_env(job)
         return
-    created = not os.path.exists(out_dir)
-    try:
-        with store.lock_directory(out_dir):
-            _check_output(out_dir, force, clean=True)  # again, now that no other process can write here
-            if distributed:
-                run_from_env(job)
-            else:
-                train_sharded(job, ranks)
-    except BaseException:
-        if created:
-            remove_if_empty(out_dir)
-        raise
+    with writing_directory(out_dir, store.lock_directory):
+        _check_output(out_dir, force, clean=True)  # again, now that no other process can write here
+        if distributed:
+            run_from_env(job)
+        else:
+            train_sharded(job, ranks)
     config = store.read_json(os.path.join(out_dir, "config.json"))
     counts = ", ".join(f"{k} {v:,}" for k, v in config["feature_counts"].items())
     click.echo(f"features: {counts}", err=True)

@@ -9,7 +9,7 @@ import time
 
 import click
 
-from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, remove_if_empty, text_options
+from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, text_options, writing_directory
 from ..errors import UserError
 from ..lm import perplexity_of
 
@@ -88,16 +88,10 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
         if output == "-":
             raise UserError("--binary writes a model directory: give -o DIR, not -")
         refuse_existing_dir(output, force, "a binary n-gram model")
-        created = not os.path.exists(output)
-        try:
-            with lock_directory(output):  # held to the end: a second writer of the directory stops at once
-                refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
-                _train(train_path, order, smoothing, output, True, vocab_path, valid_path, add_k, prune, memory,
-                       temp_dir, engine, scheduler, workers, opts)
-        except BaseException:
-            if created:
-                remove_if_empty(output)
-            raise
+        with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
+            refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
+            _train(train_path, order, smoothing, output, True, vocab_path, valid_path, add_k, prune, memory,
+                   temp_dir, engine, scheduler, workers, opts)
         return
     check_writable(output)
     refuse_existing(output, force)
@@ -341,16 +335,10 @@ def build_binary(model, output, verify, force):
         raise UserError("give -o DIR, the model directory to write")
     refuse_existing_dir(output, force, "a binary n-gram model")
     t0 = time.perf_counter()
-    created = not os.path.exists(output)
-    try:
-        with lock_directory(output):  # held to the end: a second writer of the directory stops at once
-            refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
-            lm = read_arpa(model, cache=False)
-            write_binary(lm, output, locked=True)
-    except BaseException:
-        if created:
-            remove_if_empty(output)
-        raise
+    with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
+        refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
+        lm = read_arpa(model, cache=False)
+        write_binary(lm, output, locked=True)
     click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
                f"{time.perf_counter() - t0:.1f} s", err=True)
 

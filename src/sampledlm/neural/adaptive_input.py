@@ -26,13 +26,41 @@ gradients once offered.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import option
 from ..objectives.adaptive import default_cutoffs
 from ..objectives.structure import frequency_order
+
+
+@dataclass
+class InputOptions:
+    """The word-embedding settings the recurrent and Transformer models share: tying and adaptive input."""
+
+    tie: bool = option(True, "tie input and output embeddings (Press & Wolf 2017)")
+    adaptive_input: bool = option(False, "adaptive input embeddings in frequency bands (Baevski & Auli 2019); "
+                                         "tied with --objective adaptive when --tie")
+    input_cutoffs: list[int] | None = option(None, "adaptive input: rank cutoffs of the bands [default: --cutoffs, "
+                                                   "else 80 % and 95 % unigram coverage]", min=1, multiple=True)
+    input_factor: float = option(4.0, "adaptive input: each band is this many times narrower than the last "
+                                      "(the adaptive softmax's --div-value when tied)", min=1.0)
+
+
+def tied_embedding(x: torch.Tensor, output, bos_embed: torch.Tensor) -> torch.Tensor:
+    """Tied input embeddings: ``x [B, T]`` -> ``[B, T, e]``, word w's row of ``output.weight [V, e]``, ``<s>`` (id V)
+    the row ``bos_embed [1, e]``; looked up in place (no ``[V+1, e]`` copy of the table per call, which cost more
+    than a short sentence's whole forward pass and whose backward pass would be a dense ``[V, e]`` gradient), with a
+    row-sparse gradient when the output layer is sparse."""
+    V = output.weight.shape[0]
+    bos = x == V
+    e = F.embedding(x.clamp(max=V - 1), output.weight, sparse=output.sparse)
+    return torch.where(bos.unsqueeze(-1), bos_embed.to(e.dtype), e) if bool(bos.any()) else e
+
 
 
 def band_width(dim: int, factor: float, band: int) -> int:

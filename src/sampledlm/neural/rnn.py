@@ -33,7 +33,6 @@ and per-sentence scoring need; sentences are sorted by length into bunches and p
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass
-class RNNConfig:
+class RNNConfig(adaptive_input.InputOptions):
     """The recurrent models' settings (``--model gru|lstm``); defaults: the PTB results pages' GRU."""
 
     embed_dim: int = option(200, "word embedding size d", min=1, short="-d")
@@ -62,13 +61,6 @@ class RNNConfig:
     dropout: float = option(0.25, "dropout rate", min=0.0, max=0.99)
     proj: int | None = option(None, "project the state to this size before the output layer (0: none) "
                                     "[default: embed_dim when tied and hidden differs, else none]", min=0)
-    tie: bool = option(True, "tie input and output embeddings (Press & Wolf 2017)")
-    adaptive_input: bool = option(False, "adaptive input embeddings in frequency bands (Baevski & Auli 2019); "
-                                         "tied with --objective adaptive when --tie")
-    input_cutoffs: list[int] | None = option(None, "adaptive input: rank cutoffs of the bands [default: --cutoffs, "
-                                                   "else 80 % and 95 % unigram coverage]", min=1, multiple=True)
-    input_factor: float = option(4.0, "adaptive input: each band is this many times narrower than the last "
-                                      "(the adaptive softmax's --div-value when tied)", min=1.0)
 
 
 class RNNLM(NeuralScorer):
@@ -117,10 +109,7 @@ class RNNLM(NeuralScorer):
         sentence's whole forward pass), with a row-sparse gradient when the output layer is sparse."""
         if self.adaptive or not self.tie:
             return self.embed(x)
-        V = self.output.weight.shape[0]
-        bos = x == V
-        e = F.embedding(x.clamp(max=V - 1), self.output.weight, sparse=self.output.sparse)
-        return torch.where(bos.unsqueeze(-1), self.bos_embed.to(e.dtype), e) if bool(bos.any()) else e
+        return adaptive_input.tied_embedding(x, self.output, self.bos_embed)
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """``x [B, T]`` int64 -> ``(hidden [B, T, h_out], new state)``."""

@@ -57,7 +57,7 @@ Cache = list  # per layer: (keys, values), each [B, heads, t, d / heads]
 
 
 @dataclass
-class TransformerConfig:
+class TransformerConfig(adaptive_input.InputOptions):
     """The Transformer decoder's settings (``--model transformer``); defaults: a small PTB model."""
 
     embed_dim: int = option(256, "model size d: embeddings, attention and the residual stream", min=1, short="-d")
@@ -72,13 +72,6 @@ class TransformerConfig:
     stride: int | None = option(None, "transformer, running-text evaluation: the window advances this many tokens, "
                                       "so every token sees at least context - stride words [default: context / 2]",
                                 min=1)
-    tie: bool = option(True, "tie input and output embeddings (Press & Wolf 2017)")
-    adaptive_input: bool = option(False, "adaptive input embeddings in frequency bands (Baevski & Auli 2019); "
-                                         "tied with --objective adaptive when --tie")
-    input_cutoffs: list[int] | None = option(None, "adaptive input: rank cutoffs of the bands [default: --cutoffs, "
-                                                   "else 80 % and 95 % unigram coverage]", min=1, multiple=True)
-    input_factor: float = option(4.0, "adaptive input: each band is this many times narrower than the last "
-                                      "(the adaptive softmax's --div-value when tied)", min=1.0)
 
 
 class CausalSelfAttention(nn.Module):
@@ -213,10 +206,7 @@ class TransformerLM(NeuralScorer):
         gradient), row-sparse when the output layer is sparse."""
         if self.cfg.adaptive_input or not self.cfg.tie:
             return self.embed(x)
-        V = self.output.weight.shape[0]
-        bos = x == V
-        e = F.embedding(x.clamp(max=V - 1), self.output.weight, sparse=self.output.sparse)
-        return torch.where(bos.unsqueeze(-1), self.bos_embed.to(e.dtype), e) if bool(bos.any()) else e
+        return adaptive_input.tied_embedding(x, self.output, self.bos_embed)
 
     def forward(self, x: torch.Tensor, past: Cache | None = None) -> tuple[torch.Tensor, Cache]:
         """``x [B, T]`` (after ``t0`` cached positions when ``past`` is given) -> ``(ctx [B, T, d], cache)``."""
