@@ -89,3 +89,19 @@ def test_run_dir_refuses_damage_and_mismatch(trained_ffnn, tmp_path, capsys):
     (run / "config.json").write_text("{not json")
     with pytest.raises(UserError, match="not valid JSON"):
         runs.load_run(str(run))
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_running_text_perplexity_does_not_depend_on_the_batch_size(cell):
+    """A fault campaign's case: eval --batch-size cut the stream into that many rows, each from a fresh state."""
+    from sampledlm.neural.lm import perplexity
+    from sampledlm.neural.rnn import GRULM, LSTMLM
+    from sampledlm.objectives import make_objective
+
+    torch.manual_seed(0)
+    model = (GRULM if cell == "gru" else LSTMLM).build(9, embed_dim=6, hidden=7, dropout=0.0, tie=False).eval()
+    ids = np.random.default_rng(1).integers(0, 9, size=500)
+    ids[np.random.default_rng(2).random(500) < 0.15] = 0  # </s> now and then
+    obj = make_objective("softmax")
+    ppl = [perplexity(model, obj, ids, batch_size=b) for b in (None, 1, 7, 64, 1000)]
+    assert max(ppl) - min(ppl) < 1e-4 * ppl[0], ppl

@@ -21,7 +21,9 @@ from .common import CONTEXT, device_option, mix_options
                                                   "(each sentence scored from a fresh state).")
 @click.option("--running-text", is_flag=True, help="Recurrent models: carry the state across sentences also with "
                                                    "--per-sentence (the default for the overall perplexity).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Evaluation batch (histories, rows or sentences).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Evaluation batch: feed-forward histories, sentences, or (recurrent running text) tokens per "
+                   "call; it never changes the perplexity.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
 @click.option("--stride", type=click.IntRange(min=1), default=None,

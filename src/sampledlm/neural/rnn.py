@@ -167,11 +167,17 @@ class RNNLM(NeuralScorer):
 
     def eval_contexts(self, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
                       bptt: int = 64):
-        """Yield ``(ctx [n, h], targets [n], stream positions [n])`` covering the stream once."""
+        """Yield ``(ctx [n, h], targets [n], stream positions [n])`` covering the stream once.
+
+        Running text (``independent=False``): one stream, the state carried from its first token to its last, read
+        ``batch_size`` tokens per call (default ``bptt``). Cutting the stream into rows, each from a fresh state,
+        made the perplexity depend on the batch size (84.5 in one row, 86.0 in 7, 346 in 1,000 on one model);
+        the batch size now changes only how many tokens each call reads. Independent sentences: ``batch_size``
+        sentences per call, each from a fresh state."""
         ids = np.asarray(ids, dtype=np.int64)
         if not independent:
-            B = batch_size or 1
-            x, y, mask = bptt_rows(ids, B)
+            bptt = batch_size or bptt
+            x, y, mask = bptt_rows(ids, 1)
             pos = torch.arange(x.numel()).reshape(x.shape)
             state = None
             for t in range(0, x.shape[1], bptt):

@@ -102,7 +102,8 @@ class TrainOptions:
                                     max=1.0)
     seed: int = option(1, "one seed for all randomness", min=0)
     checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
-    eval_batch: int | None = option(None, "evaluation batch (histories, rows or sentences)", min=1)
+    eval_batch: int | None = option(None, "evaluation batch: histories, sentences, or (recurrent running text) "
+                                          "tokens per call; it never changes the perplexity", min=1)
     device: str = option("auto", "where to train: auto (the GPU when there is one), cpu, cuda or cuda:N")
     precision: str = option("fp32", "the training forward pass in fp32, or under bf16 / fp16 autocast (bf16: about 2x "
                                     "faster on GPUs and CPUs with AVX512-BF16; fp16 with loss scaling); weights, "
