@@ -146,6 +146,8 @@ def _plain(ev: dict) -> dict:
     """``sampledlm eval --json`` of a mixture, in one shape: ``ppl`` the model's own, ``interpolated_ppl``
     the mixture's, ``weight`` the model's. (A mixture's JSON lists ``component_ppl`` and ``weights``,
     model first, and its ``ppl`` is the mixture's; older output named the three fields directly.)"""
+    if "components" in ev:  # the schema of eval --json since the JSON unification
+        return {**ev, "ppl": ev["components"][0]["ppl"], "interpolated_ppl": ev["ppl"], "weight": ev["weights"][0]}
     if "component_ppl" not in ev or "interpolated_ppl" in ev:
         return ev
     return {**ev, "ppl": ev["component_ppl"][0], "interpolated_ppl": ev["ppl"], "weight": ev["weights"][0]}

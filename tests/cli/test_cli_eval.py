@@ -34,11 +34,12 @@ def test_eval_cli_exact_interpolated_and_per_sentence(trained_ffnn, capsys, monk
     code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--interpolate", arpa,
                               "--weights", "auto", "--json"], capsys)
     res2 = json.loads(out)
-    assert res2["component_ppl"][1] == pytest.approx(len(vocab))
-    assert 0 < res2["weights"][0] < 1 and res2["interpolated_ppl"] <= res["ppl"] + 1e-6
+    assert res2["components"][1]["ppl"] == pytest.approx(len(vocab))
+    assert res2["components"][0]["ppl"] == pytest.approx(res["ppl"])
+    assert 0 < res2["weights"][0] < 1 and res2["ppl"] <= res["ppl"] + 1e-6
     code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--interpolate", arpa,
                               "--weight", "1.0", "--json"], capsys)
-    assert json.loads(out)["interpolated_ppl"] == pytest.approx(res["ppl"])
+    assert json.loads(out)["ppl"] == pytest.approx(res["ppl"])
 
     code, out, err = run_cli(["eval", run, "--test", str(trained_ffnn / "test.txt"), "--per-sentence"], capsys)
     lines = out.strip().split("\n")

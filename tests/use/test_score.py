@@ -17,7 +17,7 @@ def eval_ppl(run, d, *args):
     assert r.returncode == 0, r.stderr
     line = r.stderr if "--per-sentence" in args else r.stdout
     doc = json.loads(line.strip().splitlines()[-1])
-    return doc.get("interpolated_ppl", doc["ppl"])
+    return doc["ppl"]
 
 
 def score_totals(run, d, *args):

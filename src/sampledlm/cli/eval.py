@@ -74,18 +74,11 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
             raise UserError(f"--stride {stride}: longer than the model's window ({window} tokens)")
         lm.model.stride = stride
     opts = TextOptions(**(lm.text_options or {}))
+    from ..data.textio import readable_path
+
+    given = test_path
     shown = "standard input" if test_path == "-" else test_path
-    if test_path == "-":  # read standard input once: spool it to a file that every pass can read again
-        import tempfile
-
-        spool = tempfile.NamedTemporaryFile("wb", prefix="sampledlm-stdin-", delete=False)
-        spool.write(sys.stdin.buffer.read())
-        spool.close()
-        import atexit
-        import os
-
-        atexit.register(os.unlink, spool.name)
-        test_path = spool.name
+    test_path = readable_path(test_path)  # standard input or a pipe: read once, into a file every pass reads again
     ids = load_ids(test_path, lm.vocab, opts, cache=False)
     if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
         raise UserError(f"{shown}: no sentences to score")
@@ -93,23 +86,21 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     from ..data.vocab import UNK_ID
 
     # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
-    result = {"model": model, "test": test_path, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
+    # The one schema of `eval --json` (README, "Conventions"): "ppl" is always the perplexity of what was evaluated
+    # (the mixture when mixing); each model's own is under "components", in the order given.
+    result = {"model": model, "test": given, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
     if others:
         mix = Mixture([lm] + [load_model(p, device=device) for p in others])
         comps = mix.component_logprobs(ids, independent=independent)
-        result["component_ppl"] = [perplexity_of(c) for c in comps]
         weights_from = set_weights(mix, weights, interp_valid, model)
-        if weights_from:
-            result["weights_from"] = weights_from
         from ..lm import mix_logprobs
 
         lp = mix_logprobs(comps, mix.weights)
+        result["ppl"] = perplexity_of(lp)
         result["weights"] = [float(x) for x in mix.weights]
-        result["weight"] = result["weights"][0]  # two models: MODEL's weight
-        result["ppl"] = result["component_ppl"][0]  # MODEL alone
-        if len(mix.models) == 2 and getattr(mix.models[1], "family", None) == "ngram":
-            result["ngram_ppl"] = result["component_ppl"][1]  # (name kept for scripts written for ARPA mixtures)
-        result["interpolated_ppl"] = perplexity_of(lp)
+        if weights_from:
+            result["weights_from"] = weights_from
+        result["components"] = [{"model": p, "ppl": perplexity_of(c)} for p, c in zip([model, *others], comps)]
     else:
         lp = lm.logprobs(ids, independent=independent)
         result["ppl"] = perplexity_of(lp)
@@ -125,10 +116,10 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
     else:
-        msg = (f"{test_path}: {result['predictions']} predictions ({result['oov']} OOV, scored as <unk>), "
-               f"ppl {result.get('interpolated_ppl', result['ppl']):.2f}")
+        msg = (f"{shown}: {result['predictions']} predictions ({result['oov']} OOV, scored as <unk>), "
+               f"ppl {result['ppl']:.2f}")
         if others:
-            parts = ", ".join(f"{p} {q:.2f}" for p, q in zip([model, *others], result["component_ppl"]))
+            parts = ", ".join(f"{c['model']} {c['ppl']:.2f}" for c in result["components"])
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
         click.echo(msg, err=per_sentence)
         if "self_normalisation" in result:
