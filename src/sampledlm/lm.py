@@ -192,6 +192,20 @@ def vocabulary_map(src: Vocab, dst: Vocab) -> np.ndarray:
     return np.array([dst.index[w] for w in src.words] + [dst.bos_id], dtype=np.int64)
 
 
+def common_text_options(models: Sequence[LanguageModel]) -> dict | None:
+    """The one way a mixture's models read text: the options the models that record any agree on (an ARPA file
+    records none, so it reads text as the model it is mixed with). Models that read text differently (one
+    lower-cases, the other does not) cannot share a token stream: refused, whatever their order."""
+    known = [(i, dict(m.text_options)) for i, m in enumerate(models) if m.text_options]
+    for i, opts in known[1:]:
+        if opts != known[0][1]:
+            diff = sorted(k for k in set(opts) | set(known[0][1]) if opts.get(k) != known[0][1].get(k))
+            raise UserError(f"the models to mix read text differently (model {known[0][0] + 1} and model {i + 1} "
+                            f"differ in {', '.join(diff)}): a mixture scores one token stream, so mix models "
+                            "trained with the same text options")
+    return known[0][1] if known else None
+
+
 class Mixture(LanguageModel):
     """Linear interpolation of any language models over one vocabulary (see module docstring).
 
@@ -206,7 +220,7 @@ class Mixture(LanguageModel):
             raise ValueError("a mixture needs at least two models")
         self.models = list(models)
         self.vocab = self.models[0].vocab
-        self.text_options = self.models[0].text_options
+        self.text_options = common_text_options(self.models)
         self.maps = [None] + [vocabulary_map(self.vocab, m.vocab) for m in self.models[1:]]
         self.weights = np.full(len(models), 1.0 / len(models)) if weights is None else self.check_weights(weights)
 

@@ -73,7 +73,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         if stride > window:
             raise UserError(f"--stride {stride}: longer than the model's window ({window} tokens)")
         lm.model.stride = stride
-    opts = TextOptions(**(lm.text_options or {}))
+    mix = Mixture([lm] + [load_model(p, device=device) for p in others]) if others else None
+    opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
     from ..data.textio import readable_path
 
     given = test_path
@@ -90,7 +91,6 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     # (the mixture when mixing); each model's own is under "components", in the order given.
     result = {"model": model, "test": given, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
     if others:
-        mix = Mixture([lm] + [load_model(p, device=device) for p in others])
         comps = mix.component_logprobs(ids, independent=independent)
         weights_from = set_weights(mix, weights, interp_valid, model)
         from ..lm import mix_logprobs

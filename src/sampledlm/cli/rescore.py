@@ -9,6 +9,8 @@ import click
 
 from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_options
 
+OOV_WARNING = 0.10  # share of hypothesis words outside the model's vocabulary above which rescore warns
+
 FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 
 
@@ -45,11 +47,13 @@ FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 @click.option("--output-format", type=FORMATS, default="auto", show_default=True, help="auto: NBEST's format.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--lowercase", is_flag=True, help="Lower-case the hypotheses' words and the references before "
+                                                "scoring (a recogniser that writes upper case, a lower-case model).")
 @force_option("--one-best and -o")
 @device_option
 def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm_weight, word_penalty,
             first_pass_weight, tune_on, tune_refs, tune_first_pass, tune_nbest, k, one_best, output, output_format,
-            as_json, threads, force, device):
+            as_json, threads, lowercase, force, device):
     """Rescore n-best lists or lattices with MODEL (any family, or a mixture); write the new 1-best.
 
     \b
@@ -71,7 +75,7 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     from ..data.textio import atomic_write
     from ..use.lattice import is_slf
     from ..use.mixing import open_models
-    from ..use.nbest import Grid, Weights, add_lm_scores, evaluate, tune
+    from ..use.nbest import Grid, Weights, add_lm_scores, evaluate, fold_case, oov_share, tune
     from .common import refuse_existing
 
     if threads:
@@ -80,6 +84,12 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
         torch.set_num_threads(threads)
     if tune_refs and not tune_on:
         raise UserError("--tune-refs needs --tune-on DEV")
+    if tune_first_pass and not tune_on:
+        raise UserError("--tune-first-pass tunes on development data: give --tune-on DEV")
+    if one_best and output and os.path.abspath(one_best) == os.path.abspath(output):
+        raise UserError(f"--one-best and -o name the same file ({output}): give two paths")
+    if os.path.abspath(nbest) in {os.path.abspath(p) for p in (one_best, output) if p}:
+        raise UserError(f"{nbest}: the input is also an output; choose another path")
     for path in (one_best, output):
         if path:
             refuse_existing(path, force)
@@ -89,9 +99,18 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     items = _read(nbest, "slf" if lattices else fmt, refs)
     dev_lattices = bool(tune_on) and lattices and is_slf(tune_on) and tune_nbest is None
     dev = _read_dev(tune_on, tune_refs, tune_nbest or 100, lattices=dev_lattices) if tune_on else None
+    if lowercase:
+        fold_case(items)
+        fold_case(dev or [])
     lm = open_models([model, *others], weights, interp_valid, device=device)
+    oov, total = oov_share(items, lm)
+    if total and oov / total > OOV_WARNING:
+        click.echo(f"sampledlm: warning: {100 * oov / total:.1f}% of the hypothesis words ({oov:,} of {total:,}) are "
+                   f"outside the model's vocabulary and score as <unk>"
+                   + ("" if lowercase else "; if the recogniser writes another case, try --lowercase"), err=True)
     w = Weights(am_scale, lm_weight, word_penalty, first_pass_weight)
-    summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items)}
+    summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items),
+               "oov_words": oov, "hypothesis_words": total}
     if dev is not None:
         grid = Grid(first_pass_weight=[i / 10 for i in range(10)] if tune_first_pass else [first_pass_weight])
         if dev_lattices:

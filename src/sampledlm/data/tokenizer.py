@@ -130,6 +130,21 @@ def tokenize_line(text: str, opts: TextOptions = TextOptions()) -> list[str]:
     return toks
 
 
+def token_normaliser(text_options: dict | None):
+    """``word -> word`` as a model trained with ``text_options`` reads a token that is already split (an n-best
+    hypothesis' words, a lattice link's word): lower-cased with ``lowercase``, a number as ``<num>`` with
+    ``numbers``; the identity for plain options. The tokeniser and the sentence split do not apply to one token."""
+    opts = TextOptions(**(text_options or {}))
+    if not (opts.lowercase or opts.numbers):
+        return lambda w: w
+
+    def normalise(w: str) -> str:
+        w = w.lower() if opts.lowercase else w
+        return NUM_TOKEN if opts.numbers and _NUMBER_RE.match(w) else w
+
+    return normalise
+
+
 def split_sentences(tokens: list[str]) -> list[list[str]]:
     """Cut a paragraph's tokens after sentence-final punctuation (closing quotes stay attached)."""
     sents: list[list[str]] = []

@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -313,8 +314,17 @@ def continuation_logprobs(lm, queries: list[tuple[tuple[int, ...], int]]) -> np.
     return flat[starts[where[:, 0]] + where[:, 1]]
 
 
+_NORMALISERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def _word_id(lm, word: str) -> int:
-    return lm.vocab.index.get(word, UNK_ID)
+    """A lattice word's id as the model reads text (its own text options: lower-casing, numbers)."""
+    norm = _NORMALISERS.get(lm)
+    if norm is None:
+        from ..data.tokenizer import token_normaliser
+
+        norm = _NORMALISERS[lm] = token_normaliser(lm.text_options)
+    return lm.vocab.index.get(norm(word), UNK_ID)
 
 
 def expand(lat: Lattice, lm, k: int | None = None, first_pass_weight: float = 0.0) -> Lattice:

@@ -186,15 +186,37 @@ def read_kaldi(directory: str) -> list[NBest]:
     return [NBest(u, [h for _, h in sorted(hs, key=lambda x: x[0])]) for u, hs in by_utt.items()]
 
 
+def _json_words(value, what: str) -> list[str]:
+    """A JSON n-best's words: a string (split at white space) or a list of strings; anything else is refused
+    (``str()`` of a list had read ``['no', 'it']`` as the words ``['no',`` and ``'it']``)."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list) and all(isinstance(w, str) for w in value):
+        return [t for w in value for t in w.split()]
+    raise TypeError(f"{what} must be a string or a list of strings, not {json.dumps(value)[:40]}")
+
+
+def _json_number(value, what: str) -> float:
+    if isinstance(value, str):  # a number written as a string, as some tools do
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):  # true is not 1: a score is a number
+        raise TypeError(f"{what} must be a number, not {json.dumps(value)[:40]}")
+    return float(value)
+
+
 def read_jsonl(path: str) -> list[NBest]:
-    """A line per utterance: ``{"id": str, "ref": str (optional), "hyps": [{"words": str, "am": x, "lm": y}]}``."""
+    """A line per utterance: ``{"id": str, "ref": str (optional), "hyps": [{"words": str, "am": x, "lm": y}]}``;
+    ``words`` and ``ref`` may also be lists of strings, ``id`` an integer."""
     out = []
     for n, line in enumerate(iter_lines(path), 1):
         if not line.strip():
             continue
         try:
             d = json.loads(line)
-            hyps = [Hypothesis(_words(str(h["words"]).split()), float(h["am"]), float(h["lm"])) for h in d["hyps"]]
+            hyps = [Hypothesis(_words(_json_words(h["words"], "words")), _json_number(h["am"], "am"),
+                               _json_number(h["lm"], "lm")) for h in d["hyps"]]
+            if isinstance(d["id"], bool) or not isinstance(d["id"], (str, int)):
+                raise TypeError(f"id must be a string or an integer, not {json.dumps(d['id'])[:40]}")
             uid = str(d["id"])
         except json.JSONDecodeError as e:
             raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
@@ -208,7 +230,11 @@ def read_jsonl(path: str) -> list[NBest]:
         if not all(math.isfinite(h.am) and math.isfinite(h.lm) for h in hyps):
             raise UserError(f"{path}:{n}: a score is not a finite number")
         ref = d.get("ref")
-        out.append(NBest(uid, hyps, None if ref is None else _words(str(ref).split())))
+        try:
+            ref = None if ref is None else _words(_json_words(ref, "ref"))
+        except TypeError as e:
+            raise UserError(f"{path}:{n}: {e}") from None
+        out.append(NBest(uid, hyps, ref))
     if not out:
         raise UserError(f"{path}: no utterances")
     return out
@@ -302,6 +328,9 @@ def add_lm_scores(lm, lists: list[NBest]) -> None:
     """Set every hypothesis' ``lm_new`` = ln P(words </s>) under ``lm`` (bunched: one call per chunk)."""
     from .score import CHUNK_TOKENS, score_sentences
 
+    from ..data.tokenizer import token_normaliser
+
+    norm = token_normaliser(lm.text_options)  # the hypotheses' words as the model reads text (e.g. lower-cased)
     hyps = [h for nb in lists for h in nb.hyps]
     lo = 0
     while lo < len(hyps):
@@ -309,7 +338,7 @@ def add_lm_scores(lm, lists: list[NBest]) -> None:
         while hi < len(hyps) and size < CHUNK_TOKENS:
             size += len(hyps[hi].words) + 1
             hi += 1
-        for h, s in zip(hyps[lo:hi], score_sentences(lm, [h.words for h in hyps[lo:hi]])):
+        for h, s in zip(hyps[lo:hi], score_sentences(lm, [[norm(w) for w in h.words] for h in hyps[lo:hi]])):
             h.lm_new = s.ln_prob
         lo = hi
 
@@ -385,3 +414,28 @@ def tune(lists: list[NBest], am_scale: float = 1.0, grid: Grid | None = None) ->
         total += errs[np.argmax(s, axis=1)]
     best = cand[int(np.argmin(total))]
     return Weights(*map(float, best))
+
+
+# --- what the model will see of the hypotheses -------------------------------------------------------------
+def fold_case(items) -> None:
+    """``rescore --lowercase``: lower-case every hypothesis word, lattice word and reference, in place (a recogniser
+    that writes upper case, a model trained on lower-case text)."""
+    for it in items:
+        for h in getattr(it, "hyps", ()):
+            h.words = [w.lower() for w in h.words]
+        for link in getattr(it, "links", ()):
+            if link.word is not None:
+                link.word = link.word.lower()
+        if it.ref is not None:
+            it.ref = [w.lower() for w in it.ref]
+
+
+def oov_share(items, lm) -> tuple[int, int]:
+    """``(words outside the model's vocabulary, words)`` over every hypothesis (n-best) or link (lattice) word,
+    read as the model reads text (its own lower-casing and numbers)."""
+    from ..data.tokenizer import token_normaliser
+
+    norm, index = token_normaliser(lm.text_options), lm.vocab.index
+    words = [w for it in items for h in getattr(it, "hyps", ()) for w in h.words]
+    words += [link.word for it in items for link in getattr(it, "links", ()) if link.word is not None]
+    return sum(norm(w) not in index for w in words), len(words)
