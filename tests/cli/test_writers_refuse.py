@@ -27,3 +27,36 @@ def test_add_k_must_be_finite_and_positive(k, tiny_corpus, run_in_process):
     else:
         assert r.returncode == 1 and r.stderr.strip().startswith("sampledlm: error: --k") and "\n" not in r.stderr.strip()
     assert not (d / "k.arpa").exists()
+
+
+def test_no_writer_writes_over_its_own_input(tmp_path, run_in_process):
+    """One check for every writer: an output that is an input, or inside an input directory, is refused even with
+    --force (embed export RUN -o RUN/model.safetensors --force had destroyed the run it read)."""
+    (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
+    before = (tmp_path / "t.txt").read_bytes()
+    assert run_in_process("ngram", "train", "--train", "t.txt", "--order", "2", "-o", "k.arpa",
+                          cwd=tmp_path).returncode == 0
+    r = run_in_process("train", "--train", "t.txt", "--valid", "t.txt", "--epochs", "1", "-d", "4", "--hidden", "4",
+                       "--threads", "1", "-o", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    run_files = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    cases = [["vocab", "t.txt", "-o", "t.txt", "--force"],
+             ["ngram", "train", "--train", "t.txt", "--order", "2", "-o", "t.txt", "--force"],
+             ["ngram", "prune", "k.arpa", "--keep", "0.5", "-o", "k.arpa", "--force"],
+             ["embed", "export", "run", "-o", "run/model.safetensors", "--force"]]
+    for args in cases:
+        r = run_in_process(*args, cwd=tmp_path)
+        assert r.returncode == 1 and "the input" in r.stderr, (args, r.stderr)
+    assert (tmp_path / "t.txt").read_bytes() == before
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == run_files
+
+
+def test_train_never_takes_another_familys_model_directory_for_a_stopped_run(tmp_path, run_in_process):
+    (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
+    r = run_in_process("maxent", "train", "--train", "t.txt", "--valid", "t.txt", "--epochs", "1", "-o", "m",
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    kept = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()}
+    r = run_in_process("train", "--train", "t.txt", "--valid", "t.txt", "--epochs", "1", "-o", "m", cwd=tmp_path)
+    assert r.returncode == 1 and "holds a maxent model" in r.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == kept

@@ -42,7 +42,7 @@ def test_a_pipe_is_copied_once_and_read_whole(tmp_path):
     ["vocab", "{train}"],
     ["stats", "{train}"],
     ["ngram", "train", "--train", "{train}", "--order", "3", "-o", "{out}/k3.arpa"],
-    ["ngram", "train", "--train", "{train}", "--order", "3", "--memory", "500M", "-o", "{out}/k3.arpa"],
+    ["ngram", "train", "--train", "{train}", "--order", "3", "--memory", "4G", "-o", "{out}/k3.arpa"],
     ["score", "{model}", "{test}"],
     ["eval", "{model}", "--test", "{test}"],
     ["ngram", "eval", "{model}", "--test", "{test}"],

@@ -73,7 +73,7 @@ def test_rescore_warns_about_out_of_vocabulary_words_and_folds_case_on_request(m
 @pytest.mark.parametrize("args,message", [
     (["--tune-first-pass"], "--tune-first-pass tunes on development data"),
     (["--one-best", "x.txt", "-o", "x.txt"], "name the same file"),
-    (["-o", "up.jsonl", "--force"], "the input is also an output"),
+    (["-o", "up.jsonl", "--force"], "is the input up.jsonl"),
 ])
 def test_rescore_refuses_meaningless_combinations(models, run_in_process, args, message):
     nbest(models / "up.jsonl", False)

@@ -96,13 +96,23 @@ def force_option(what: str):
     return click.option("--force", is_flag=True, help=f"Replace {what} if the output exists (refused otherwise).")
 
 
-def refuse_existing(path: str, force: bool) -> None:
-    """Every command that writes a user's file refuses to replace an existing one without ``--force``,
-    as ``sampledlm train`` and ``maxent train`` refuse an existing model directory."""
+def refuse_existing(path: str, force: bool, inputs=()) -> None:
+    """The one check of every writer's output: it is none of the command's ``inputs`` (files or model directories)
+    nor an existing file inside one, even with ``--force`` (``embed export RUN -o RUN/model.safetensors --force`` had destroyed the
+    run it read); and an existing file is replaced only with ``--force``."""
     import os
 
     from ..errors import UserError
 
+    if path != "-":
+        out = os.path.realpath(path)
+        for given in inputs:
+            if not given or given == "-":
+                continue
+            src = os.path.realpath(given)
+            # a new file beside a model's is harmless; replacing one of its files is not
+            if out == src or (os.path.isdir(src) and out.startswith(src + os.sep) and os.path.exists(out)):
+                raise UserError(f"{path}: is {'inside ' if out != src else ''}the input {given}; write elsewhere")
     if path != "-" and os.path.isfile(path) and not force:
         raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
 

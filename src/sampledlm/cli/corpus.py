@@ -28,7 +28,7 @@ def vocab(train, output, min_count, max_size, force, opts):
     from ..data.textio import check_writable
 
     check_writable(output)
-    refuse_existing(output, force)
+    refuse_existing(output, force, [train])
     v = build_vocab(train, opts, min_count=min_count, max_size=max_size)
     v.save(output)
     click.echo(f"{len(v)} entries ({len(v) - 1} word types and </s>); <unk> count {int(v.counts[1])}", err=True)
@@ -95,7 +95,7 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     from ..data.vocab import Vocab
 
     check_writable(output)
-    refuse_existing(output, force)
+    refuse_existing(output, force, [train, vocab_path])
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train, opts, min_count=min_count, max_size=max_size)
     ids = load_ids(train, vocab, opts)
     c = num_classes or max(1, min(len(vocab), round(2 * math.sqrt(len(vocab)))))

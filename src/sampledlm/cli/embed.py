@@ -219,7 +219,7 @@ def export(run_dir, out_path, which, force):
     from ..embed.export import lm_vectors
     from ..embed.formats import save_vectors
 
-    refuse_existing(out_path, force)
+    refuse_existing(out_path, force, [run_dir])
     wv = lm_vectors(run_dir, which)
     save_vectors(out_path, wv)
     click.echo(f"{len(wv):,} x {wv.dim} {which} vectors of {run_dir} -> {out_path}", err=True)

@@ -94,7 +94,7 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
                    temp_dir, engine, scheduler, workers, opts)
         return
     check_writable(output)
-    refuse_existing(output, force)
+    refuse_existing(output, force, [train_path, vocab_path, valid_path])
     _train(train_path, order, smoothing, output, False, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
            scheduler, workers, opts)
 
@@ -382,7 +382,7 @@ def prune(model, output, threshold, keep, history_lm, binary, force):
         refuse_existing_dir(output, force, "a binary n-gram model")
     else:
         check_writable(output)
-        refuse_existing(output, force)
+        refuse_existing(output, force, [model, history_lm])
     t0 = time.perf_counter()
     from ..ngram.mapped import MappedNgramLM
 

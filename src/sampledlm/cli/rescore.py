@@ -88,11 +88,9 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
         raise UserError("--tune-first-pass tunes on development data: give --tune-on DEV")
     if one_best and output and os.path.abspath(one_best) == os.path.abspath(output):
         raise UserError(f"--one-best and -o name the same file ({output}): give two paths")
-    if os.path.abspath(nbest) in {os.path.abspath(p) for p in (one_best, output) if p}:
-        raise UserError(f"{nbest}: the input is also an output; choose another path")
     for path in (one_best, output):
         if path:
-            refuse_existing(path, force)
+            refuse_existing(path, force, [nbest, tune_on, refs, tune_refs, model, *others])
             if os.path.isdir(path) and os.listdir(path) and not force:
                 raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
     lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))

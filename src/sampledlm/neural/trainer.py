@@ -587,7 +587,17 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``
     (under torchrun every rank builds the same trainer; rank 0 alone creates and writes the directory)."""
     ranks = ranks or Ranks.single()
-    if os.path.exists(os.path.join(run_dir, "config.json")) and runs.latest_checkpoint(run_dir) is not None:
+    cpath = os.path.join(run_dir, "config.json")
+    if os.path.isfile(cpath):  # another family's model directory is never taken for a run that stopped early
+        try:
+            with open(cpath, encoding="utf-8") as f:
+                family = json.load(f).get("family")
+        except (OSError, ValueError, AttributeError):
+            family = None
+        if family != "neural":
+            raise UserError(f"{run_dir}: holds {'a ' + str(family) + ' model' if family else 'something else'}, "
+                            "not a neural run; choose another -o")
+    if os.path.exists(cpath) and runs.latest_checkpoint(run_dir) is not None:
         raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
     # A directory with a config but no checkpoint is a run that stopped before its first checkpoint
     # (killed or diverged in epoch 1): it holds nothing worth keeping, so it is started again.
