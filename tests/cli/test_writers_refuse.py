@@ -60,3 +60,11 @@ def test_train_never_takes_another_familys_model_directory_for_a_stopped_run(tmp
     r = run_in_process("train", "--train", "t.txt", "--valid", "t.txt", "--epochs", "1", "-o", "m", cwd=tmp_path)
     assert r.returncode == 1 and "holds a maxent model" in r.stderr
     assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == kept
+
+
+@pytest.mark.parametrize("args", [["ngram", "train", "--train", "t.txt", "-o", ""], ["vocab", "t.txt", "-o", ""],
+                                  ["classes", "t.txt", "-o", ""]])
+def test_an_empty_output_path_is_a_one_line_error(tmp_path, run_in_process, args):
+    (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
+    r = run_in_process(*args, cwd=tmp_path)
+    assert r.returncode == 1 and "the output path is empty" in r.stderr and "Traceback" not in r.stderr

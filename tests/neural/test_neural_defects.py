@@ -162,3 +162,22 @@ def test_demo_refuses_a_users_non_empty_directory(tmp_path, capsys):
     code, _, err = run_cli(["demo", "-o", str(tmp_path)], capsys)
     assert code == 1 and "not empty" in err
     assert (tmp_path / "train.txt").read_text() == "my own data\n"
+
+
+def test_weights_copied_in_from_a_run_with_another_vocabulary_are_refused(corpus, tmp_path):
+    """A fault campaign's case: model.safetensors of another run (another vocabulary of the same size) scored
+    without a word; its weights now carry their vocabulary's fingerprint."""
+    import shutil
+
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "a"), config, vocab).train()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "train.txt").write_text((corpus / "train.txt").read_text().replace("cat", "cow"))
+    (other / "valid.txt").write_text((corpus / "valid.txt").read_text())
+    config_b, vocab_b = config_for(other)
+    assert len(vocab_b) == len(vocab) and vocab_b.fingerprint() != vocab.fingerprint()
+    new_run(str(other / "b"), config_b, vocab_b).train()
+    shutil.copy(other / "b" / "model.safetensors", corpus / "a" / "model.safetensors")
+    with pytest.raises(UserError, match="trained with another vocabulary"):
+        rundir.load_run(str(corpus / "a"))

@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
+        _drop_stdout()
         sys.exit(0)
     except OSError as e:  # writing the results to standard output failed (e.g. ENOSPC on a redirected stdout)
         from ..data.textio import write_error
@@ -112,5 +113,19 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         if err is None:
             raise
         click.echo(f"sampledlm: error: {err}", err=True)
+        _drop_stdout()
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null once writing to it has failed (a closed pipe, a full disk), so that the
+    interpreter's last flush of what is still buffered cannot fail again after the one-line error ("Exception
+    ignored ... OSError", exit 120), as Python's documentation advises for SIGPIPE."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): nothing to flush there
+        pass

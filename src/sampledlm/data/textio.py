@@ -351,6 +351,8 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
     ``compress``: None (the default) compresses when the name ends in ``.gz``/``.bz2``/``.xz``;
     False never does. The file's mode is ``0666`` less the umask, like any newly created file.
     """
+    if not path:
+        raise UserError("the output path is empty: give a file name (or - for standard output)")
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
     binary = mode == "wb"
@@ -412,6 +414,8 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
 
 def check_writable(path: str) -> None:
     """Fail early (before long work) when ``path`` cannot be created."""
+    if not path:
+        raise UserError("the output path is empty: give a file name (or - for standard output)")
     if path == "-":
         return
     directory = os.path.dirname(os.path.abspath(path))

@@ -28,6 +28,7 @@ silently wrong numbers. Weights are read with safetensors only: no pickle, nothi
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -123,11 +124,22 @@ def save_model_files(run_dir: str, model: torch.nn.Module, objective: torch.nn.M
     (e.g. ``log_z_shift``, the self-normalisation calibration applied to the output biases)."""
     tensors = {f"model/{k}": v for k, v in model.state_dict().items()}
     tensors.update({f"objective/{k}": v for k, v in objective.state_dict().items()})
+    bound = {"vocab_fingerprint": fp} if (fp := _vocab_fingerprint(run_dir)) else {}
     save_tensors(os.path.join(run_dir, "model.safetensors"), tensors,
-                 {**(meta or {}), "finalized": "true" if finalized else "false"})
+                 {**(meta or {}), **bound, "finalized": "true" if finalized else "false"})
     legacy = os.path.join(run_dir, "objective.safetensors")
     if os.path.exists(legacy):
         os.remove(legacy)
+
+
+def _vocab_fingerprint(run_dir: str) -> str | None:
+    """The vocabulary fingerprint config.json records (None for a directory without one)."""
+    try:
+        with open(os.path.join(run_dir, "config.json"), encoding="utf-8") as f:
+            fp = json.load(f).get("vocab", {}).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fp if isinstance(fp, str) else None
 
 
 def read_model_files(path: str) -> tuple[dict, dict | None, dict]:
@@ -143,6 +155,10 @@ def read_model_files(path: str) -> tuple[dict, dict | None, dict]:
 def load_model_files(path: str, model: torch.nn.Module, objective: torch.nn.Module) -> dict:
     """Load weights (and the objective's state) from ``path``; returns the file's metadata."""
     model_t, obj_t, meta = read_model_files(path)
+    want, got = _vocab_fingerprint(os.path.dirname(path)), meta.get("vocab_fingerprint")
+    if want and got and got != want:  # files written before the binding carry none: accepted as they are
+        raise UserError(f"{path}: its weights were trained with another vocabulary (fingerprint {got}, the run's "
+                        f"{want}): the file was copied in from another run")
     load_state_into(model, model_t, path)
     if obj_t is None:  # a run written before model and objective shared one file
         obj_path = os.path.join(os.path.dirname(path), "objective.safetensors")
