@@ -181,3 +181,26 @@ def test_weights_copied_in_from_a_run_with_another_vocabulary_are_refused(corpus
     shutil.copy(other / "b" / "model.safetensors", corpus / "a" / "model.safetensors")
     with pytest.raises(UserError, match="trained with another vocabulary"):
         rundir.load_run(str(corpus / "a"))
+
+
+@pytest.mark.parametrize("edit,message", [({"lowercase": "yes"}, "lowercase: expected true or false"),
+                                          ({"shout": True}, "unknown text option"),
+                                          ("lines", "text_options should be an object")])
+def test_a_damaged_text_options_field_is_refused_naming_the_file(corpus, edit, message):
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "r"), config, vocab).train()
+    path = corpus / "r" / "config.json"
+    cfg = json.loads(path.read_text())
+    cfg["data"]["text_options"] = {**cfg["data"]["text_options"], **edit} if isinstance(edit, dict) else edit
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(UserError, match=message) as e:
+        rundir.load_run(str(corpus / "r"))
+    assert "config.json" in str(e.value)
+
+
+def test_a_checkpoint_pointer_that_is_not_an_object_is_a_one_line_error(corpus):
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "r"), config, vocab).train()
+    (corpus / "r" / "checkpoint.json").write_text("[]")
+    with pytest.raises(UserError, match=r"checkpoint.json: expected a JSON object"):
+        resume_run(str(corpus / "r"), {"epochs": 5})
