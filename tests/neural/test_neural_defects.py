@@ -204,3 +204,30 @@ def test_a_checkpoint_pointer_that_is_not_an_object_is_a_one_line_error(corpus):
     (corpus / "r" / "checkpoint.json").write_text("[]")
     with pytest.raises(UserError, match=r"checkpoint.json: expected a JSON object"):
         resume_run(str(corpus / "r"), {"epochs": 5})
+
+
+def test_a_failed_training_leaves_no_run_directory_it_created(corpus, run_in_process):
+    """A fault campaign's case: a training stopped by a full disk (ulimit -f) left run/ with config.json and
+    vocab.txt. A run directory the command made and that holds no checkpoint is removed when training fails."""
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "--lr", "1e30", "-o", "gone",
+                       cwd=corpus)
+    assert r.returncode == 1 and "diverged" in r.stderr
+    assert not (corpus / "gone").exists()
+    (corpus / "mine").mkdir()  # a directory the user made is left in place
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "--lr", "1e30", "-o", "mine",
+                       cwd=corpus)
+    assert r.returncode == 1 and (corpus / "mine").is_dir()
+
+
+@pytest.mark.skipif(not hasattr(__import__("resource"), "RLIMIT_FSIZE"), reason="needs RLIMIT_FSIZE")
+def test_a_training_stopped_by_a_file_size_limit_leaves_nothing(corpus):
+    import subprocess
+    import sys
+
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000)); "
+            "from sampledlm.cli import main; main(sys.argv[1:])")
+    r = subprocess.run([sys.executable, "-c", code, "train", "--train", "train.txt", "--valid", "valid.txt", "-d",
+                        "64", "--hidden", "64", "--epochs", "1", "-o", "big"], cwd=corpus, capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not (corpus / "big").exists()
