@@ -178,3 +178,21 @@ def test_never_writes_into_other_files_or_another_model(trained, tmp_path, capsy
     lines = [ln for ln in err.splitlines() if ln.startswith("sampledlm:")]
     assert len(lines) == 1 and message in lines[0] and str(out) in lines[0], err
     assert {p.name: p.read_text() for p in out.iterdir() if p.name != ".lock"} == files
+
+
+def test_eval_reads_its_sets_from_a_folder_and_says_where_they_come_from(tmp_path, monkeypatch, run_in_process):
+    (tmp_path / "c.txt").write_text("king queen man woman paris france rome italy\n" * 50)
+    r = run_in_process("embed", "train", "c.txt", "--min-count", "1", "--epochs", "1", "--dim", "8", "--threads", "1",
+                       "-o", "vec", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("SAMPLEDLM_EVAL", str(tmp_path / "nowhere"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run_in_process("embed", "eval", "vec", "--eval-dir", str(empty), cwd=tmp_path)
+    assert r.returncode == 1 and "WordSim-353" in r.stderr and "--eval-dir" in r.stderr and "SAMPLEDLM_EVAL" in r.stderr
+    sets = tmp_path / "sets"
+    sets.mkdir()
+    (sets / "wordsim353.tsv").write_text("king\tqueen\t8.5\nman\twoman\t8.3\nparis\trome\t5.0\nking\tparis\t1.0\n")
+    r = run_in_process("embed", "eval", "vec", "--eval-dir", str(sets), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert '"wordsim353.tsv"' in r.stdout or "wordsim353" in r.stdout

@@ -181,3 +181,53 @@ def test_weights_copied_in_from_a_run_with_another_vocabulary_are_refused(corpus
     shutil.copy(other / "b" / "model.safetensors", corpus / "a" / "model.safetensors")
     with pytest.raises(UserError, match="trained with another vocabulary"):
         rundir.load_run(str(corpus / "a"))
+
+
+@pytest.mark.parametrize("edit,message", [({"lowercase": "yes"}, "lowercase: expected true or false"),
+                                          ({"shout": True}, "unknown text option"),
+                                          ("lines", "text_options should be an object")])
+def test_a_damaged_text_options_field_is_refused_naming_the_file(corpus, edit, message):
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "r"), config, vocab).train()
+    path = corpus / "r" / "config.json"
+    cfg = json.loads(path.read_text())
+    cfg["data"]["text_options"] = {**cfg["data"]["text_options"], **edit} if isinstance(edit, dict) else edit
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(UserError, match=message) as e:
+        rundir.load_run(str(corpus / "r"))
+    assert "config.json" in str(e.value)
+
+
+def test_a_checkpoint_pointer_that_is_not_an_object_is_a_one_line_error(corpus):
+    config, vocab = config_for(corpus)
+    new_run(str(corpus / "r"), config, vocab).train()
+    (corpus / "r" / "checkpoint.json").write_text("[]")
+    with pytest.raises(UserError, match=r"checkpoint.json: expected a JSON object"):
+        resume_run(str(corpus / "r"), {"epochs": 5})
+
+
+def test_a_failed_training_leaves_no_run_directory_it_created(corpus, run_in_process):
+    """A fault campaign's case: a training stopped by a full disk (ulimit -f) left run/ with config.json and
+    vocab.txt. A run directory the command made and that holds no checkpoint is removed when training fails."""
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "--lr", "1e30", "-o", "gone",
+                       cwd=corpus)
+    assert r.returncode == 1 and "diverged" in r.stderr
+    assert not (corpus / "gone").exists()
+    (corpus / "mine").mkdir()  # a directory the user made is left in place
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "--lr", "1e30", "-o", "mine",
+                       cwd=corpus)
+    assert r.returncode == 1 and (corpus / "mine").is_dir()
+
+
+@pytest.mark.skipif(not hasattr(__import__("resource"), "RLIMIT_FSIZE"), reason="needs RLIMIT_FSIZE")
+def test_a_training_stopped_by_a_file_size_limit_leaves_nothing(corpus):
+    import subprocess
+    import sys
+
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000)); "
+            "from sampledlm.cli import main; main(sys.argv[1:])")
+    r = subprocess.run([sys.executable, "-c", code, "train", "--train", "train.txt", "--valid", "valid.txt", "-d",
+                        "64", "--hidden", "64", "--epochs", "1", "-o", "big"], cwd=corpus, capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not (corpus / "big").exists()

@@ -67,7 +67,8 @@ def test_an_unreadable_npy_file_is_a_one_line_error(files, tmp_path, capsys, how
         p.write_bytes((tmp_path / "z.npz").read_bytes())
     else:
         p.write_bytes(b"this is not an array\n" * 10)
-    code, _, err = run_cli(["ngram", "eval", str(out), "--test", str(files / "test.txt")], capsys)
+    # --no-verify: the checks that stand when the checksums are skipped (eval runs the checksums first by default)
+    code, _, err = run_cli(["ngram", "eval", str(out), "--test", str(files / "test.txt"), "--no-verify"], capsys)
     _one_line_error(code, err, f"{p}: not a readable .npy array (")
     if how == "empty":
         assert "(an empty file)" in err
@@ -99,7 +100,7 @@ def test_a_query_that_meets_a_damaged_value_names_the_file(files, tmp_path, caps
     out = _copy(files, tmp_path)
     _damage(out, what)
     open_binary(str(out))  # loading reads no values: it still opens
-    code, stdout, err = run_cli(["ngram", "eval", str(out), "--test", str(files / text)], capsys)
+    code, stdout, err = run_cli(["ngram", "eval", str(out), "--test", str(files / text), "--no-verify"], capsys)
     _one_line_error(code, err, f"{out}: damaged: a query gave", f"sampledlm ngram build-binary --verify {out}")
     assert "perplexity" not in stdout + err
 
@@ -323,3 +324,29 @@ def test_pruning_reads_every_value_so_it_checks_them_all(files, tmp_path, capsys
                                 "-o", str(tmp_path / "p.arpa")], capsys)
         _one_line_error(code, err, msg)
         assert not (tmp_path / "p.arpa").exists()
+
+
+def test_eval_checks_a_binary_directory_by_default(files, tmp_path, run_in_process):
+    """Fault campaign cases: shifted log probabilities (a plausible 70.4 against 49.1) and a renamed word scored
+    without a word. eval and ngram eval now check the files against config.json's checksums first."""
+    d = _copy(files, tmp_path)
+    good = run_in_process("eval", str(d), "--test", str(files / "test.txt"), "--json", cwd=tmp_path)
+    assert good.returncode == 0, good.stderr
+    logp = np.load(d / "logp_2.npy")
+    np.save(d / "logp_2.npy", logp - 0.1)  # every bigram a little less likely: still valid-looking numbers
+    for cmd in (["eval"], ["ngram", "eval"]):
+        r = run_in_process(*cmd, str(d), "--test", str(files / "test.txt"), cwd=tmp_path)
+        assert r.returncode == 1 and "logp_2.npy" in r.stderr and "checksums" in r.stderr, r.stderr
+    r = run_in_process("eval", str(d), "--test", str(files / "test.txt"), "--no-verify", "--json", cwd=tmp_path)
+    assert r.returncode == 0  # asked for: used as it is
+
+
+def test_a_renamed_word_is_refused_at_open(files, tmp_path):
+    import json
+
+    d = _copy(files, tmp_path)
+    words = json.loads((d / "words.json").read_text())
+    words[5] = words[5] + "x"
+    (d / "words.json").write_text(json.dumps(words))
+    with pytest.raises(UserError, match="words.json: differs from the checksum"):
+        open_binary(str(d))

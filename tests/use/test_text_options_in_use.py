@@ -105,3 +105,15 @@ def test_json_nbest_words_may_be_a_list(tmp_path):
                                       '"lm": "2.5"}]}\n')
     nb = read_jsonl(str(tmp_path / "l.jsonl"))[0]
     assert nb.id == "3" and nb.ref == ["no", "it"] and nb.hyps[0].words == ["no", "it"] and nb.hyps[0].lm == 2.5
+
+
+def test_a_kaldi_directory_missing_ac_cost_is_named_as_kaldi(tmp_path):
+    from sampledlm.errors import UserError
+    from sampledlm.use.nbest import read_nbest
+
+    d = tmp_path / "nb"
+    d.mkdir()
+    (d / "text").write_text("u-1 a b\n")
+    (d / "lm_cost").write_text("u-1 1.0\n")
+    with pytest.raises(UserError, match="no 'ac_cost' file \\(Kaldi n-best"):
+        read_nbest(str(d), "auto")

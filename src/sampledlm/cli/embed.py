@@ -12,10 +12,10 @@ from .options import dataclass_options
 from ..errors import UserError
 
 
-def _default_eval(name: str) -> str | None:
+def _default_eval(name: str, directory: str | None = None) -> str | None:
     from ..embed.evaluate import default_eval_file
 
-    return default_eval_file(name)
+    return default_eval_file(name, directory)
 
 
 @click.group(context_settings=CONTEXT)
@@ -137,8 +137,11 @@ def _which_option():
               help="Analogy answers are searched among this many most frequent words.")
 @click.option("--sections", is_flag=True, help="Also print the analogy accuracy of every section.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--eval-dir", default=None, metavar="DIR",
+              help="A folder holding wordsim353.tsv, simlex999.txt and/or questions-words.txt, used where "
+                   "--similarity / --analogy are not given [default: $SAMPLEDLM_EVAL].")
 @_which_option()
-def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, which):
+def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, eval_dir, which):
     """Similarity (Spearman rho) and analogy (3CosAdd, 3CosMul) scores of VECTORS.
 
     VECTORS: a word2vec file (binary or text, told apart by content) or an embedding directory.
@@ -151,11 +154,19 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, whic
     from ..embed import evaluate as ev
     from ..embed.formats import load_vectors
 
+    if eval_dir is not None and not os.path.isdir(eval_dir):
+        raise UserError(f"--eval-dir {eval_dir}: no such directory")
     wv = load_vectors(vectors, which)  # first: a wrong VECTORS path is the error to report
-    sim_files = list(sim_files) or [p for p in (_default_eval("wordsim353.tsv"), _default_eval("simlex999.txt")) if p]
-    analogy_file = analogy_file or _default_eval("questions-words.txt")
+    sim_files = list(sim_files) or [p for p in (_default_eval("wordsim353.tsv", eval_dir),
+                                                _default_eval("simlex999.txt", eval_dir)) if p]
+    analogy_file = analogy_file or _default_eval("questions-words.txt", eval_dir)
     if not sim_files and not analogy_file:
-        raise UserError("no evaluation data: give --similarity FILE and/or --analogy FILE")
+        from ..embed.evaluate import EVAL_SETS
+
+        where = f"in {eval_dir}" if eval_dir else "(no --eval-dir, and $SAMPLEDLM_EVAL is not set)"
+        sets = "; ".join(f"{name}: {what}" for name, what in EVAL_SETS.items())
+        raise UserError(f"no evaluation data {where}: give --similarity FILE and/or --analogy FILE, or a folder "
+                        f"holding the public sets with --eval-dir DIR or SAMPLEDLM_EVAL=DIR ({sets})")
     out = {"vectors": vectors, "words": len(wv), "dim": wv.dim, "similarity": [], "analogy": None}
     for path in sim_files:
         out["similarity"].append(ev.similarity(wv, ev.read_pairs(path), os.path.basename(path)).to_dict())

@@ -26,13 +26,15 @@ from .common import CONTEXT, device_option, mix_options
                    "call; it never changes the perplexity.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--no-verify", is_flag=True, help="Binary n-gram directories: skip checking their files against the "
+                                                "checksums config.json records (the check reads each model once).")
 @click.option("--stride", type=click.IntRange(min=1), default=None,
               help="Transformer models, running text: advance the sliding window by this many tokens, so every token "
                    "is predicted from at least window - stride words [default: the model's, half its window]; "
                    "the window's length gives block evaluation.")
 @device_option
 def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_sentence, running_text, batch_size, as_json,
-             threads, stride, device):
+             threads, stride, device, no_verify):
     """Exact perplexity of a model, or of a linear interpolation of models, on a test file.
 
     \b
@@ -63,6 +65,10 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         weights = weight
     if (weights is not None or interp_valid) and not others:
         raise UserError("--weights and --interp-valid need --mix MODEL2")
+    if not no_verify:
+        from ..ngram.mapped import check_before_use
+
+        check_before_use([model, *others])
     lm = load_model(model, device=device)
     if batch_size and hasattr(lm, "batch_size"):
         lm.batch_size = batch_size

@@ -89,6 +89,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
     ctx = click.get_current_context()
     ranks = Ranks.from_env(resolve_device(flags.get("device") or "auto"))
     say = _echo if ranks.is_main else (lambda msg: None)  # rank 0 speaks for the run
+    created = False
     if resume_dir:
         given = [p for p in ctx.params if p not in ("resume_dir", "threads") + RESUME_OVERRIDES
                  and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
@@ -104,15 +105,36 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
                 raise UserError(f"{flag} is required (or --resume RUN_DIR)")
         config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type,
                                      context_size, objective, flags)
-        trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
+        created = ranks.is_main and not os.path.exists(run_dir)
+        try:
+            trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
+        except Exception:
+            _remove_unstarted(run_dir, created)
+            raise
         resume_dir = run_dir
     try:
         state = trainer.train()
-    except BaseException:
+    except BaseException as e:
         ranks.close(together=False)
+        if not isinstance(e, KeyboardInterrupt) and resume_dir == run_dir:  # a failure, not a Ctrl-C or a kill
+            _remove_unstarted(run_dir, created)
         raise
     ranks.close()
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
+
+
+def _remove_unstarted(run_dir: str, created: bool) -> None:
+    """A run directory this command created and that holds no checkpoint yet (training failed: a full disk, a
+    divergence in epoch 1) holds nothing worth keeping: removed, so nothing half-written is left behind."""
+    import shutil
+
+    from ..neural.rundir import latest_checkpoint
+
+    try:
+        if created and os.path.isdir(run_dir) and latest_checkpoint(run_dir) is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    except UserError:  # a damaged pointer: leave it for the user to look at
+        pass
 
 
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,

@@ -221,8 +221,10 @@ def parse_prune(text: str | None, order: int) -> list[int]:
 @click.option("--per-sentence", is_flag=True, help="Print each sentence's total log10 probability (one per line, "
                                                     "</s> included); the summary then goes to stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--no-verify", is_flag=True, help="A binary directory: skip checking its files against the checksums "
+                                                "config.json records (the check reads the whole model once).")
 @text_options
-def eval_(model, test_path, per_sentence, as_json, opts):
+def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
     """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok) or a
     binary model directory (sampledlm ngram build-binary).
 
@@ -240,6 +242,10 @@ def eval_(model, test_path, per_sentence, as_json, opts):
     from ..ngram.model import sentence_scores10
 
     t0 = time.perf_counter()
+    if not no_verify:
+        from ..ngram.mapped import check_before_use
+
+        check_before_use([model])
     lm = ArpaLM.open(model)
     t_load = time.perf_counter() - t0
     ids = load_ids(test_path, lm.vocab, opts)

@@ -78,6 +78,9 @@ class TextOptions:
     encoding_errors: str = "strict"  # or "replace"
 
     def __post_init__(self):
+        for name in ("lowercase", "numbers", "gutenberg"):  # "yes" from a hand-edited config.json is not true
+            if not isinstance(getattr(self, name), bool):
+                raise UserError(f"text option {name}: expected true or false, found {getattr(self, name)!r}")
         if self.tokenizer not in ("whitespace", "raw"):
             raise UserError(f"unknown tokenizer {self.tokenizer!r}: use whitespace or raw")
         if self.sentences not in (None, "lines", "split"):
@@ -102,6 +105,22 @@ class TextOptions:
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d, where: str) -> "TextOptions":
+        """The options a model's config.json records (``where`` names the file in errors): an object of known
+        keys with values of the right types, or a one-line :class:`UserError`."""
+        if d is None:
+            return cls()
+        if not isinstance(d, dict):
+            raise UserError(f"{where}: text_options should be an object, found {type(d).__name__}")
+        unknown = sorted(set(d) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise UserError(f"{where}: unknown text option(s) {', '.join(map(repr, unknown))}")
+        try:
+            return cls(**d)
+        except UserError as e:
+            raise UserError(f"{where}: {e}") from None
 
 
 def tokenize_raw(text: str, lowercase: bool = False, numbers: bool = False) -> list[str]:

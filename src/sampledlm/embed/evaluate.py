@@ -32,11 +32,20 @@ from .vectors import WordVectors
 EPS_MUL = 1e-3
 
 
-def default_eval_file(name: str) -> str | None:
-    """``$SAMPLEDLM_EVAL/NAME``, else ``../shared/data/eval/NAME`` beside the repository holding this
-    package (a development checkout); None when absent."""
+#: The public evaluation sets ``embed eval`` looks for in its folder, and where each comes from.
+EVAL_SETS = {
+    "wordsim353.tsv": "WordSim-353 (Finkelstein et al. 2002): word pairs with human similarity scores",
+    "simlex999.txt": "SimLex-999 (Hill et al. 2015): word pairs scored for similarity, not relatedness",
+    "questions-words.txt": "word2vec's analogy questions (Mikolov et al. 2013a), distributed with word2vec",
+}
+
+
+def default_eval_file(name: str, directory: str | None = None) -> str | None:
+    """``DIRECTORY/NAME`` (``--eval-dir``), else ``$SAMPLEDLM_EVAL/NAME``, else ``../shared/data/eval/NAME`` beside
+    the repository holding this package (a development checkout); None when absent."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    base = os.environ.get("SAMPLEDLM_EVAL") or os.path.join(os.path.dirname(repo), "shared", "data", "eval")
+    base = directory or os.environ.get("SAMPLEDLM_EVAL") or os.path.join(os.path.dirname(repo), "shared", "data",
+                                                                          "eval")
     path = os.path.join(base, name)
     return path if os.path.isfile(path) else None
 

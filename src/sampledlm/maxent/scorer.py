@@ -383,7 +383,4 @@ def _text_options(d, cpath: str) -> dict | None:
         raise UserError(f"{cpath}: field 'text_options' should be an object, found {type(d).__name__}")
     from ..data.tokenizer import TextOptions
 
-    try:
-        return TextOptions(**d).to_dict()
-    except TypeError as e:
-        raise UserError(f"{cpath}: field 'text_options': {e}") from None
+    return TextOptions.from_dict(d, cpath).to_dict()

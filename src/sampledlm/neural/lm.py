@@ -152,7 +152,10 @@ class NeuralLM(LanguageModel):
     def __init__(self, model, objective, vocab, config: dict | None = None, batch_size: int | None = None):
         self.model, self.objective, self.vocab = model, objective, vocab
         self.config = config or {}
-        self.text_options = self.config.get("data", {}).get("text_options")
+        from ..data.tokenizer import TextOptions
+
+        opts = self.config.get("data", {}).get("text_options")
+        self.text_options = None if opts is None else TextOptions.from_dict(opts, "config.json").to_dict()
         self.batch_size = batch_size
 
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:

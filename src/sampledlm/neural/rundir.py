@@ -75,6 +75,10 @@ def check_config(config, path: str) -> dict:
     store.check_type(config["objective"], "name", str, f"{path}: objective")
     if not isinstance(config["objective"].get("options", {}), dict):
         raise UserError(f"{path}: objective options should be a JSON object")
+    if config["data"].get("text_options") is not None:
+        from ..data.tokenizer import TextOptions
+
+        TextOptions.from_dict(config["data"]["text_options"], path)  # types and keys: "yes" is not true
     return config
 
 
@@ -203,7 +207,10 @@ def latest_checkpoint(run_dir: str) -> str | None:
     ptr = os.path.join(run_dir, "checkpoint.json")
     if not os.path.exists(ptr):
         return None
-    rel = read_json(ptr).get("path")
+    pointer = read_json(ptr)
+    if not isinstance(pointer, dict):
+        raise UserError(f"{ptr}: expected a JSON object {{\"path\": ...}}, found {type(pointer).__name__}")
+    rel = pointer.get("path")
     path = os.path.join(run_dir, rel) if isinstance(rel, str) else None
     if path is None or not os.path.isdir(path):
         raise UserError(f"{ptr}: points to {rel!r}, which is not a checkpoint directory")

@@ -303,6 +303,10 @@ def open_binary(path: str, config: dict | None = None) -> "MappedNgramLM":
     if not (isinstance(words, list) and len(words) == sec["words"] and all(isinstance(w, str) for w in words)
             and len(set(words)) == len(words)):
         raise UserError(f"{wpath}: expected {sec['words']} distinct words as a JSON list of strings")
+    want = (sec.get("sha256") or {}).get("words.json") if isinstance(sec.get("sha256"), dict) else None
+    if want and _file_hash(wpath) != want:  # small: checked at every open
+        raise UserError(f"{wpath}: differs from the checksum config.json records (a word renamed or the file "
+                        "replaced); build the binary directory again")
     tables = []
     for k, m in enumerate(sec["counts"], 1):
         arrays = [_map(os.path.join(path, f"{name}_{k}.npy"), m, dtype) for name, dtype in ARRAYS]
@@ -392,3 +396,23 @@ def verify_binary(path: str) -> list[str]:
         if got != want:
             bad.append(name)
     return bad
+
+
+def check_before_use(paths) -> float:
+    """``eval``'s default check: every binary model directory among ``paths`` against the SHA-256 of each of its
+    files that config.json records (:func:`verify_binary`), so that a damaged or edited array (a shifted log
+    probability) is an error, not a plausible perplexity; other paths are skipped. Returns the seconds spent."""
+    import time
+
+    t0 = time.perf_counter()
+    for path in paths:
+        if os.path.isdir(path) and is_binary(path):
+            sums = _section(path, None).get("sha256")
+            if not isinstance(sums, dict) or not sums:
+                continue  # written before checksums were recorded: nothing to check against
+            bad = verify_binary(path)
+            if bad:
+                raise UserError(f"{path}: {', '.join(bad)} differ(s) from the checksums config.json records: the "
+                                "directory is damaged or was edited; build it again (or give --no-verify to use "
+                                "it anyway)")
+    return time.perf_counter() - t0

@@ -242,12 +242,14 @@ def read_jsonl(path: str) -> list[NBest]:
 
 def detect_format(path: str) -> str:
     if os.path.isdir(path):
-        return "kaldi" if os.path.isfile(os.path.join(path, "ac_cost")) else "srilm"
+        # any of Kaldi's file names makes it a Kaldi directory, so a missing one is named as such
+        kaldi = ("ac_cost", "lm_cost", "text", "words_text")
+        return "kaldi" if any(os.path.isfile(os.path.join(path, n)) for n in kaldi) else "srilm"
     return "jsonl" if path.endswith((".jsonl", ".json", ".jsonl.gz")) else "srilm"
 
 
 def read_nbest(path: str, fmt: str = "auto") -> list[NBest]:
-    """Read ``path`` in ``fmt`` (``auto``: a directory with ac_cost is kaldi, other directories and files
+    """Read ``path`` in ``fmt`` (``auto``: a directory with any of Kaldi's files is kaldi, other directories and files
     srilm, ``*.jsonl`` jsonl); utterance ids must be unique."""
     if not os.path.exists(path):
         raise UserError(f"{path}: no such file or directory")
