@@ -196,7 +196,11 @@ def common_text_options(models: Sequence[LanguageModel]) -> dict | None:
     """The one way a mixture's models read text: the options the models that record any agree on (an ARPA file
     records none, so it reads text as the model it is mixed with). Models that read text differently (one
     lower-cases, the other does not) cannot share a token stream: refused, whatever their order."""
-    known = [(i, dict(m.text_options)) for i, m in enumerate(models) if m.text_options]
+    from .data.tokenizer import TextOptions
+
+    # compared as full option sets: a config written before an option existed records fewer keys, same meaning
+    known = [(i, TextOptions.from_dict(m.text_options, f"model {i + 1}").to_dict())
+             for i, m in enumerate(models) if m.text_options]
     for i, opts in known[1:]:
         if opts != known[0][1]:
             diff = sorted(k for k in set(opts) | set(known[0][1]) if opts.get(k) != known[0][1].get(k))

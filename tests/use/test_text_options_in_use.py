@@ -117,3 +117,16 @@ def test_a_kaldi_directory_missing_ac_cost_is_named_as_kaldi(tmp_path):
     (d / "lm_cost").write_text("u-1 1.0\n")
     with pytest.raises(UserError, match="no 'ac_cost' file \\(Kaldi n-best"):
         read_nbest(str(d), "auto")
+
+
+def test_option_sets_written_with_fewer_keys_mean_the_same():
+    """A config written before an option existed records fewer keys: the same way of reading text, not a conflict."""
+    from types import SimpleNamespace
+
+    from sampledlm.lm import common_text_options
+
+    old = SimpleNamespace(text_options={"tokenizer": "whitespace", "lowercase": True})
+    new = SimpleNamespace(text_options={"tokenizer": "whitespace", "lowercase": True, "numbers": False,
+                                        "gutenberg": False, "sentences": None, "encoding_errors": "strict"})
+    assert common_text_options([old, new])["lowercase"] is True
+    assert common_text_options([SimpleNamespace(text_options=None), old])["lowercase"] is True
