@@ -22,6 +22,15 @@ if str(pathlib.Path(__file__).parent) not in sys.path:  # pytest's default impor
 from helpers import PTB_DIR, REPO, encode_sentences, synthetic_sentences, write_corpus, write_word_corpus  # noqa: E402,F401
 
 
+# --- devices -------------------------------------------------------------------------------------------------------
+# "--device auto" is the CPU throughout the suite ($SAMPLEDLM_DEVICE, sampledlm/neural/device.py), also in the CLI
+# processes tests start: tests compare numbers across runs, resumes and commands exactly, which a GPU's
+# nondeterministic kernels (cuDNN's recurrent backward, atomic adds) do not reproduce. Tests of the GPU path name
+# "cuda" themselves and run where torch sees one. SAMPLEDLM_TEST_DEVICE=cuda runs the rest on the GPU too.
+_os_environ = __import__("os").environ
+_os_environ["SAMPLEDLM_DEVICE"] = _os_environ.get("SAMPLEDLM_TEST_DEVICE", "cpu")
+
+
 # --- property-based tests ---------------------------------------------------------------------------------------
 # Profiles for hypothesis: ``ci`` (the default: a fixed, small number of examples, so the suite's time is bounded)
 # and ``nightly`` (``SAMPLEDLM_HYPOTHESIS=nightly python -m pytest -q -k fuzz``: 50x the examples).

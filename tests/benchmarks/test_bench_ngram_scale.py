@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from helpers import bench, run_quick
 
@@ -18,8 +20,10 @@ def test_ngram_scale_quick(tmp_path):
     assert all(r["method"].endswith(" only") for r in data["pruning"]["rows"] if r.get("diagnosis"))
     assert all(r["identical"] for r in data["dask"]["runs"]), "Dask counting with --memory: the one-process bytes"
     bb = data["binary"]["bounded"]  # the largest model written as a binary directory by bounded estimation
-    assert bb["build"]["rc"] == 0 and bb["load"] and f"{bb['ppl']:.4g}" == f"{bb['arpa_ppl']:.4g}"
-    assert bb["kenlm_load"] and bb["arpa_mb"] > 0, "KenLM loads the same model's ARPA file beside the binary"
+    assert bb["build"]["rc"] == 0 and bb["load"] and bb["ppl"] > 1 and bb["arpa_mb"] > 0
+    if importlib.util.find_spec("kenlm") is not None:  # the test extra has it; the cross-check needs it
+        assert f"{bb['ppl']:.4g}" == f"{bb['arpa_ppl']:.4g}"
+        assert bb["kenlm_load"], "KenLM loads the same model's ARPA file beside the binary"
 
 
 def test_ngram_scale_no_train_rebuilds_the_page_from_its_json(tmp_path):

@@ -21,7 +21,8 @@ NEEDS_NOTHING_MORE = ["softmax", "binary", "is", "css-is", "css-bernoulli", "nce
                       "class", "hsm", "adaptive", "selfnorm"]  # shortlist needs an ARPA file (its own tests)
 
 
-def test_device_names():
+def test_device_names(monkeypatch):
+    monkeypatch.delenv("SAMPLEDLM_DEVICE", raising=False)
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device("CPU") == torch.device("cpu")
     assert resolve_device("auto") == (torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
@@ -30,7 +31,21 @@ def test_device_names():
             resolve_device(bad)
 
 
+def test_auto_is_the_device_the_environment_names(monkeypatch):
+    monkeypatch.setenv("SAMPLEDLM_DEVICE", "CPU")
+    assert resolve_device("auto") == torch.device("cpu") and resolve_device(None) == torch.device("cpu")
+    monkeypatch.setenv("SAMPLEDLM_DEVICE", "gpu")
+    with pytest.raises(UserError, match=r"^\$SAMPLEDLM_DEVICE=gpu: --device gpu: choose auto, cpu"):
+        resolve_device("auto")
+    assert resolve_device("cpu") == torch.device("cpu")  # a device named on the command line wins
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("SAMPLEDLM_DEVICE", "cuda")
+    with pytest.raises(UserError, match="no CUDA GPU"):
+        resolve_device("auto")
+
+
 def test_a_missing_gpu_is_a_one_line_error(monkeypatch):
+    monkeypatch.delenv("SAMPLEDLM_DEVICE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert resolve_device("auto") == torch.device("cpu")
     with pytest.raises(UserError, match="no CUDA GPU"):

@@ -161,9 +161,10 @@ def test_sgd_on_row_sparse_gradients_trains_like_dense_sgd(kind, device):
                     opt.step()
         changed = 0
         for (name, a), (_, b) in zip(dense.state_dict().items(), sparse.state_dict().items()):
-            # Adam's step is lr g / (|g| + eps): an entry whose gradient is ~eps moves by a fraction of lr
-            # that float rounding of g decides, so Adam is compared at 1 % of lr (a wrong row moves by lr)
-            tol = 1e-6 if optimizer == "sgd" else 1e-2 * o.lr
+            # Adam's first step is lr g / (|g| + eps): an entry whose gradient is ~eps moves by a fraction of lr
+            # that float rounding of g decides (the GPU's differs from the CPU's by 1 % of lr), while a wrong row
+            # moves by about lr; so Adam is compared at a quarter of lr
+            tol = 1e-6 if optimizer == "sgd" else 0.25 * o.lr
             assert torch.allclose(a, b, atol=tol, rtol=1e-5), (optimizer, name, (a - b).abs().max())
             changed += int(not torch.equal(a.cpu(), build(kind, False).state_dict()[name]))
         assert changed >= 3  # the steps did move the weights

@@ -16,6 +16,7 @@ from helpers import REPO, encode_sentences, run_cli, synthetic_sentences, write_
 from sampledlm.data.vocab import Vocab
 from sampledlm.errors import UserError
 from sampledlm.ngram import train_ngram, write_arpa
+from sampledlm.ngram.external import current_rss
 from sampledlm.ngram import external
 from sampledlm.ngram.external import array_chunks, parse_memory, train_bounded
 
@@ -292,7 +293,10 @@ def test_valid_with_bounded_estimation(tmp_path, capsys):
     (bounded estimation does not hold the model), never silently ignored."""
     write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 50, seed=4))
     write_corpus(tmp_path / "valid.txt", synthetic_sentences(50, 50, seed=5))
-    base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--memory", "1G", "--temp-dir", str(tmp_path)]
+    # the budget counts the whole process: this test process's own footprint (a CUDA build of torch alone can
+    # take 1.5 GiB) plus room to work in
+    memory = f"{(current_rss() >> 20) + 512}M"
+    base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--memory", memory, "--temp-dir", str(tmp_path)]
     code, _, err = run_cli(base + ["--valid", str(tmp_path / "valid.txt"), "-o", str(tmp_path / "a.arpa")], capsys)
     assert code == 1 and "add --binary" in err and not (tmp_path / "a.arpa").exists()
     code, _, err = run_cli(base + ["--valid", str(tmp_path / "nope.txt"), "--binary", "-o", str(tmp_path / "a.bin")],

@@ -120,7 +120,8 @@ def refuse_existing(path: str, force: bool, inputs=()) -> None:
 def device_option(f):
     """``--device``: where neural models run (n-gram and maximum-entropy models ignore it)."""
     return click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N",
-                        help="Where neural models run: auto is the GPU when torch sees one.")(f)
+                        help="Where neural models run: auto is the GPU when torch sees one "
+                             "(or the device $SAMPLEDLM_DEVICE names).")(f)
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ computed in float32 under either low precision; only the matrix products run in 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import torch
 
@@ -33,12 +34,25 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+DEVICE_ENV = "SAMPLEDLM_DEVICE"
+
+
 def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
-    """The ``torch.device`` a ``--device`` value names; a GPU that is not there is a one-line error."""
+    """The ``torch.device`` a ``--device`` value names; a GPU that is not there is a one-line error.
+
+    ``auto`` is the device that ``$SAMPLEDLM_DEVICE`` names when it is set (e.g. ``cpu`` on a shared GPU
+    machine; the test suite sets it so that its numbers never depend on a GPU's arithmetic), else the first
+    CUDA GPU when torch sees one, else the CPU."""
     if isinstance(name, torch.device):
         return name
     name = (name or "auto").strip().lower()
     if name == "auto":
+        chosen = os.environ.get(DEVICE_ENV, "").strip().lower()
+        if chosen and chosen != "auto":
+            try:
+                return resolve_device(chosen)
+            except UserError as e:
+                raise UserError(f"${DEVICE_ENV}={chosen}: {e}") from None
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     if name == "cpu":
         return torch.device("cpu")

@@ -28,6 +28,7 @@ silently wrong numbers. Weights are read with safetensors only: no pickle, nothi
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -92,9 +93,11 @@ def build_from_config(config: dict, vocab: Vocab, fresh: bool = False):
 
     obj = config["objective"]
     objective = make_objective(obj["name"], counts=vocab.counts, **obj.get("options", {}))
+    build = functools.partial(build_model, config["model"], len(vocab),
+                              sparse_output=getattr(objective, "sparse_output", False), counts=vocab.counts)
     try:
-        model = build_model(config["model"], len(vocab), sparse_output=getattr(objective, "sparse_output", False),
-                            counts=vocab.counts)
+        _check_fits(build, config, len(vocab))
+        model = build()
     except (MemoryError, RuntimeError, TypeError, OverflowError) as e:
         # torch reports a failed allocation as a RuntimeError, a size past int64 as "overflow" (Runtime or TypeError)
         if not isinstance(e, MemoryError) and "allocate" not in str(e) and "verflow" not in str(e):
@@ -106,6 +109,24 @@ def build_from_config(config: dict, vocab: Vocab, fresh: bool = False):
 
     objective.attach(vocab, fresh, open_backoff)  # what its options name: a back-off n-gram, word classes
     return model, objective
+
+
+def _check_fits(build, config: dict, vocab_size: int) -> None:
+    """A :class:`UserError` when the model's float32 weights alone exceed this machine's physical memory.
+
+    The model is built on the ``meta`` device (shapes, no storage) to count its parameters first: where
+    the kernel overcommits memory, a real allocation of a model that cannot fit succeeds and the process
+    is killed later, while initialising it, with no message."""
+    try:
+        with torch.device("meta"):
+            n = sum(p.numel() for p in build().parameters())
+    except Exception:  # noqa: BLE001 - sizes past what torch can describe: the real build reports them
+        return
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if 4 * n > have:
+        raise UserError(f"the model does not fit in memory ({n:,} parameters take {4 * n:,} bytes, this machine "
+                        f"has {have:,}; vocabulary {vocab_size:,}, model {_sizes(config['model'])}): choose "
+                        f"smaller sizes (--hidden, -d, --order)")
 
 
 def _allocation(e: BaseException) -> str:

@@ -248,8 +248,10 @@ class Trainer:
         self.run_dir, self.opts = run_dir, opts
         self.device = resolve_device(opts.device)
         self.ranks = ranks or Ranks.single()
-        if self.ranks.active and self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))  # one GPU per rank
+        if self.device.type == "cuda" and self.device.index is None:
+            # set_device needs an index ("cuda" alone is refused by torch <= 2.11); one GPU per rank
+            index = int(os.environ.get("LOCAL_RANK", "0")) if self.ranks.active else torch.cuda.current_device()
+            self.device = torch.device("cuda", index)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
         self.model, self.objective = model.to(self.device), objective.to(self.device)
