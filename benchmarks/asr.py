@@ -105,7 +105,7 @@ def ngram_speed(arpa: str, test: str, repeats: int = NGRAM_REPEATS) -> dict:
     """Score ``test`` with our ArpaLM (library ``score_file``: per-word log10 probabilities and n-gram orders)
     and with KenLM's ``full_scores`` (the same), alternating the two in one loop, best of ``repeats`` each
     (both warmed up first: parsed, compiled, cached); max |diff| of the log10 probabilities, orders equal."""
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
     from sampledlm.use.score import score_file
 
     lm = load_model(arpa)
@@ -260,7 +260,7 @@ WAR_AND_PEACE = ("gutenberg", "war-and-peace.txt")
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
     from sampledlm.data.corpus import load_ids
     from sampledlm.lm import Mixture
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
     from .report import shared_data
 
     s = lmruns.setting(quick, data_dir, with_kn3=True)

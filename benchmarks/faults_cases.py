@@ -575,7 +575,7 @@ def _neural_probs(run_dir: str, text: str) -> list[float]:
     import numpy as np
 
     from sampledlm.data.corpus import load_ids
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     lm = load_model(run_dir)
     ids = np.asarray(load_ids(text, lm.vocab, cache=False))

@@ -159,7 +159,7 @@ def _template_model() -> tuple[str, np.ndarray]:
         import tempfile
 
         from sampledlm.cli import main
-        from sampledlm.load import load_model
+        from sampledlm.loader import load_model
 
         d = tempfile.mkdtemp(prefix="sampledlm-fuzz-model-")
         rng = random.Random(0)
@@ -193,7 +193,7 @@ def _make_model(d: str, rng: random.Random):
 
 
 def _read_model(path: str):
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     return load_model(path)
 

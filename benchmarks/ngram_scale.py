@@ -165,7 +165,7 @@ def kenlm_ppl(arpa: str, test: str) -> float | None:
 
 # --- the parts -----------------------------------------------------------------------------------------
 def scaling_rows(corpora: list[tuple[str, str, str]], orders: list[int], work: str, lmplz: str | None) -> list[dict]:
-    from sampledlm.ngram.external import available_memory
+    from sampledlm.ngram.build.external import available_memory
 
     rows = []
     for label, train, test in corpora:
@@ -314,8 +314,8 @@ def dask_rows(label: str, train: str, order: int, work: str) -> dict:
 def pruning_rows(files: dict, work: str, quick: bool) -> dict:
     from sampledlm.data.corpus import build_vocab, load_ids
     from sampledlm.ngram import train_ngram, write_arpa
-    from sampledlm.ngram.counts import count_ngrams
-    from sampledlm.ngram.prune import entropy_prune, entropy_scores, threshold_for_size
+    from sampledlm.ngram.build.counts import count_ngrams
+    from sampledlm.ngram.build.prune import entropy_prune, entropy_scores, threshold_for_size
 
     vocab = build_vocab(files["train"])
     train, test = load_ids(files["train"], vocab), load_ids(files["test"], vocab)
@@ -685,7 +685,7 @@ def markdown(meta: dict, data: dict) -> str:
                        f"{'yes' if r['identical'] else '**no**'} |")
         out += ["", "With `--memory` the workers send back each shard's own tables (local indices) and the client "
                 "spills them, turns local indices into global ones as each order is merged, and merges the shards as "
-                "one process merges its runs (`sampledlm.ngram.dask_bounded`), so it stays within the budget at any "
+                "one process merges its runs (`sampledlm.ngram.build.dask_bounded`), so it stays within the budget at any "
                 "corpus size; each worker holds one shard at a time. The client's peak is the one shown. On 2 shared "
                 "cores the workers compete with the client and each other: this shows exactness and overhead, not a "
                 "cluster's speed-up.", ""]

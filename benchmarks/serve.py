@@ -118,7 +118,7 @@ def model_alone(path: str, queries: list, batch: int = 64, reps: int = 5) -> dic
     ``logprobs_after`` calls against one call of ``batch`` queries, alternating, ``reps`` times each."""
     import torch
 
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

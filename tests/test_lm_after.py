@@ -9,7 +9,7 @@ import pytest
 
 from sampledlm.data.vocab import EOS_ID, UNK_ID
 from sampledlm.lm import LanguageModel, Mixture
-from sampledlm.load import load_model
+from sampledlm.loader import load_model
 
 
 def queries(lm, seed=0):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sampledlm.lm import LanguageModel, Mixture
-from sampledlm.load import load_model
+from sampledlm.loader import load_model
 
 
 @pytest.mark.parametrize("name", ["kn3.arpa", "ffnn3", "gru", "melm"])

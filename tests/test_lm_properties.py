@@ -19,7 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 from helpers import write_word_corpus  # noqa: E402
 
 from sampledlm.data.vocab import EOS_ID  # noqa: E402
-from sampledlm.load import load_mixture, load_model  # noqa: E402
+from sampledlm.loader import load_mixture, load_model  # noqa: E402
 from sampledlm.objectives.registry import OBJECTIVES  # noqa: E402
 
 TINY = ["--epochs", "1", "--batch-size", "16", "--threads", "1", "-d", "6"]

@@ -18,7 +18,7 @@ from helpers import write_word_corpus  # noqa: E402
 
 from sampledlm.data.vocab import EOS_ID  # noqa: E402
 from sampledlm.errors import UserError  # noqa: E402
-from sampledlm.load import load_model  # noqa: E402
+from sampledlm.loader import load_model  # noqa: E402
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)

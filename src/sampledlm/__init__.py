@@ -1,5 +1,11 @@
 """sampledlm: language models over large vocabularies without paying for the whole vocabulary per word.
 
+From Python, on words (:mod:`sampledlm.api`)::
+
+    import sampledlm
+    lm = sampledlm.load("kn3.arpa")          # or a run directory, a binary directory, a list (a mixture)
+    lm.score("the company said"), lm.perplexity(["it rose", "they fell"]), lm.generate(3, seed=1)
+
 Layers, bottom up:
 
 - :mod:`sampledlm.data.textio`    reading text (plain, .gz, .xz, stdin) with file:line errors; atomic writes
@@ -12,6 +18,27 @@ Layers, bottom up:
 - :mod:`sampledlm.objectives` interchangeable *output objectives* (softmax, binary, IS, CSS, NCE, ...)
 """
 
-__version__ = "0.1.0"
-
 from .errors import UserError  # noqa: F401
+
+try:  # the installed distribution's version (pyproject.toml), also for an editable install
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    __version__ = _version("sampledlm")
+except PackageNotFoundError:  # run from a checkout's src/ without installing
+    __version__ = "0+unknown"
+
+__all__ = ["load", "Model", "UserError", "__version__"]
+
+
+def __getattr__(name: str):
+    """``sampledlm.load``, ``sampledlm.Model`` (:mod:`sampledlm.api`) and the family packages, imported on first
+    use so that the command line starts without numpy."""
+    if name in ("load", "Model"):
+        from . import api
+
+        return getattr(api, name)
+    if name in ("ngram", "neural", "maxent", "embed", "api", "lm"):  # sampledlm.ngram.train(...) without an import
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'sampledlm' has no attribute {name!r}")

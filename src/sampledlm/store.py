@@ -1,7 +1,7 @@
 """One model-directory envelope for every trained family, and the file primitives under it.
 
 A model directory (what ``sampledlm train``, ``sampledlm maxent train`` and the demo write, and what
-:func:`sampledlm.load.load_model` opens) holds::
+:func:`sampledlm.loader.load_model` opens) holds::
 
     config.json        {"format": "sampledlm-model", "family": "neural" | "maxent", "version": 2,
                         "vocab": {"size": V, "fingerprint": ...}, ...the family's own sections...}

@@ -14,7 +14,7 @@ pytest.importorskip("aiohttp")
 
 from benchmarks.serve_hostile import KINDS, campaign  # noqa: E402
 from benchmarks.serve_load import load_cell, next_word_queries  # noqa: E402
-from sampledlm.load import load_model  # noqa: E402
+from sampledlm.loader import load_model  # noqa: E402
 from sampledlm.serve.app import Server  # noqa: E402
 from sampledlm.serve.limits import Limits  # noqa: E402
 from sampledlm.use.score import score_sentences  # noqa: E402

@@ -88,3 +88,14 @@ def test_the_old_and_the_new_mixing_flag_give_the_same_numbers_and_not_together(
     both = r.invoke(cli, base + ["--mix", str(tmp_path / "k1.arpa"), "--interpolate", str(tmp_path / "k1.arpa")])
     assert both.exit_code != 0 and "--mix only" in str(both.exception)
 
+
+
+def test_ngram_train_takes_every_default_from_its_build_config():
+    from sampledlm.ngram.build import BuildConfig
+
+    d = BuildConfig()
+    expected = {"order": d.order, "smoothing": d.smoothing, "add_k": d.k, "memory": d.memory, "temp_dir": d.temp_dir,
+                "engine": d.engine, "scheduler": d.scheduler, "workers": d.workers, "prune": None}
+    params = {p.name: p for p in command("ngram", "train").params}
+    assert {k: params[k].default for k in expected} == expected
+    assert d.prune == () and d.thresholds == [0] * d.order  # --prune given as None: nothing pruned

@@ -68,7 +68,7 @@ def test_plot_writes_a_png(trained, capsys):
 
 def test_export_gives_a_neural_lm_s_projections(trained_ffnn, tmp_path, capsys):
     from sampledlm.embed.formats import load_vectors
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     out = tmp_path / "ffnn.bin"
     code, _, err = run_cli(["embed", "export", str(trained_ffnn / "run"), "-o", str(out)], capsys)

@@ -320,7 +320,7 @@ def test_damaged_weights_are_refused(model, corpus, capsys):
 
 def test_load_model_gives_a_maxent_language_model(model, corpus, capsys):
     from sampledlm.data.corpus import load_ids
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
     from sampledlm.maxent.lm import MaxEntLM
 
     lm = load_model(model)
@@ -336,7 +336,7 @@ def test_load_model_gives_a_maxent_language_model(model, corpus, capsys):
 
 def test_independent_scoring_stops_trigger_windows_at_the_sentence(tmp_path, corpus):
     from sampledlm.data.vocab import EOS_ID
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
     from sampledlm.data.corpus import load_ids
 
     out = str(tmp_path / "trig")
@@ -400,7 +400,7 @@ def test_legacy_directories_still_load_and_are_checked(model, corpus, capsys):
     from safetensors.numpy import load_file, save_file
 
     from sampledlm.data.corpus import load_ids
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     lm = load_model(model)
     assert lm.perplexity(np.asarray(load_ids(corpus["test"], lm.vocab))) == pytest.approx(before, rel=1e-12)

@@ -125,7 +125,7 @@ def test_resume_may_name_another_device(words_corpus):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (a run trained there resumes on the CPU)")
 def test_a_run_trained_on_a_gpu_resumes_and_evaluates_on_the_cpu(words_corpus):
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     config, vocab = config_for(words_corpus, epochs=1, device="cuda")
     new_run(str(words_corpus / "g"), config, vocab).train()

@@ -71,7 +71,7 @@ def test_byte_lines_reads_forward_across_blocks(tmp_path):
 
 
 def test_group_keys_equals_numpy_unique():
-    from sampledlm.ngram.counts import group_keys
+    from sampledlm.ngram.build.counts import group_keys
 
     rng = np.random.default_rng(3)
     for n, hi in [(0, 5), (1, 5), (1000, 3), (20000, 500), (50000, 10**12)]:

@@ -9,8 +9,8 @@ import pytest
 from helpers import encode_sentences as encode
 
 from sampledlm.ngram import SMOOTHINGS, read_arpa, write_arpa, train_ngram
-from sampledlm.ngram.counts import count_ngrams
-from sampledlm.ngram.kneser_ney import adjusted_counts, discounts
+from sampledlm.ngram.build.counts import count_ngrams
+from sampledlm.ngram.build.kneser_ney import adjusted_counts, discounts
 from sampledlm.ngram.tables import lookup_grams
 from sampledlm.data.vocab import Vocab
 

@@ -41,7 +41,7 @@ def test_round_trip_gives_every_ngram_and_random_queries_exactly(model_files):
 
 
 def test_every_loader_accepts_the_directory_and_scores_like_the_arpa(model_files, ngram_corpus):
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
     from sampledlm.ngram.backoff import open_backoff
 
     d, _ = model_files

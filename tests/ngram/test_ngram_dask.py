@@ -13,11 +13,12 @@ from helpers import encode_sentences, run_cli, synthetic_sentences, write_corpus
 
 from sampledlm.data.vocab import Vocab
 from sampledlm.errors import UserError
-from sampledlm.ngram import distributed, train_ngram
-from sampledlm.ngram.counts import count_ngrams
-from sampledlm.ngram.distributed import (build_counts, check_scheduler, count_shard, merge_tables,
+from sampledlm.ngram import train_ngram
+from sampledlm.ngram.build import distributed
+from sampledlm.ngram.build.counts import count_ngrams
+from sampledlm.ngram.build.distributed import (build_counts, check_scheduler, count_shard, merge_tables,
                                          scheduler_address, shard_bounds)
-from sampledlm.ngram.estimate import estimate
+from sampledlm.ngram.build.estimate import estimate
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def test_map_and_reduce_equal_the_single_process_counts(corpus, shards):
 
 def test_two_worker_local_cluster_gives_the_single_process_model(corpus):
     pytest.importorskip("dask.distributed", reason='Dask is optional: pip install "dask[distributed]"')
-    from sampledlm.ngram.distributed import count_with_dask
+    from sampledlm.ngram.build.distributed import count_with_dask
 
     vocab, ids = corpus
     counts, report = count_with_dask(ids, len(vocab) + 1, 3, vocab.bos_id, workers=2, processes=False)
@@ -65,7 +66,7 @@ def test_bounded_counting_on_dask_writes_the_single_process_bytes(tmp_path, tmp_
     pytest.importorskip("dask.distributed", reason='Dask is optional: pip install "dask[distributed]"')
     system_tmp = tmp_path_factory.mktemp("system-tmp")
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
-    from sampledlm.ngram.external import MIN_WINDOW, array_chunks, parse_memory, train_bounded
+    from sampledlm.ngram.build.external import MIN_WINDOW, array_chunks, parse_memory, train_bounded
 
     sents = synthetic_sentences(900, vocab_size=60, seed=seed)
     vocab = Vocab.from_sentences(sents)
@@ -250,7 +251,7 @@ def test_a_running_scheduler_counts_and_a_worker_is_not_taken_for_it(corpus, tmp
     import dask
     from dask.distributed import LocalCluster
 
-    from sampledlm.ngram.distributed import count_with_dask
+    from sampledlm.ngram.build.distributed import count_with_dask
 
     vocab, ids = corpus
     W = len(vocab) + 1
@@ -271,8 +272,8 @@ def test_a_scheduler_without_workers_is_an_error_not_a_hang(corpus, tmp_path, mo
     import dask
     from dask.distributed import LocalCluster
 
-    from sampledlm.ngram import distributed
-    from sampledlm.ngram.distributed import count_with_dask
+    from sampledlm.ngram.build import distributed
+    from sampledlm.ngram.build.distributed import count_with_dask
 
     monkeypatch.setattr(distributed, "WORKER_WAIT", 0.5)
     vocab, ids = corpus
@@ -287,7 +288,7 @@ def test_a_scheduler_without_workers_is_an_error_not_a_hang(corpus, tmp_path, mo
 def test_the_local_clusters_scratch_space_lies_in_the_given_directory_and_goes(tmp_path, monkeypatch):
     """The scheduler's and the workers' directories (once dask-scratch-space/ in $TMPDIR, left behind) are made
     in the directory given (the spill's, under --temp-dir) and removed on exit."""
-    from sampledlm.ngram.distributed import dask_client
+    from sampledlm.ngram.build.distributed import dask_client
 
     system_tmp, run_dir = tmp_path / "system", tmp_path / "run"
     system_tmp.mkdir()
@@ -303,7 +304,7 @@ def test_the_local_clusters_scratch_space_lies_in_the_given_directory_and_goes(t
 
 @needs_dask
 def test_in_memory_dask_counting_leaves_nothing_in_the_temp_dir(corpus, tmp_path, monkeypatch):
-    from sampledlm.ngram.distributed import count_with_dask
+    from sampledlm.ngram.build.distributed import count_with_dask
 
     vocab, ids = corpus
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

@@ -101,7 +101,7 @@ def test_arpa_lm_vocabulary_and_scores_match_kenlm(k3):
 
 
 def test_load_model_opens_an_arpa_file(k3):
-    from sampledlm.load import load_model
+    from sampledlm.loader import load_model
 
     lm = load_model(str(k3))
     assert isinstance(lm, ArpaLM) and lm.path == str(k3)

@@ -16,9 +16,9 @@ from helpers import REPO, encode_sentences, run_cli, synthetic_sentences, write_
 from sampledlm.data.vocab import Vocab
 from sampledlm.errors import UserError
 from sampledlm.ngram import train_ngram, write_arpa
-from sampledlm.ngram.external import current_rss
-from sampledlm.ngram import external
-from sampledlm.ngram.external import array_chunks, parse_memory, train_bounded
+from sampledlm.ngram.build.external import current_rss
+from sampledlm.ngram.build import external
+from sampledlm.ngram.build.external import array_chunks, parse_memory, train_bounded
 
 
 def spill_dirs(d):
@@ -76,7 +76,7 @@ def test_an_error_midway_removes_the_spill_and_writes_nothing(tmp_path, monkeypa
 def test_an_error_in_the_arpa_writer_thread_reaches_the_caller_and_writes_nothing(tmp_path, monkeypatch):
     """The ARPA lines are written on a thread of their own (arpa_stream.BackgroundWriter): a failed write
     there (a full disk) stops the run with that error, and neither the ARPA file nor the spill remain."""
-    from sampledlm.ngram import arpa_stream
+    from sampledlm.ngram.build import arpa_stream
 
     sents = synthetic_sentences(300, 30, seed=3)
     vocab = Vocab.from_sentences(sents)
@@ -132,7 +132,7 @@ def test_the_sweep_spares_a_live_run_that_has_not_locked_its_directory_yet(tmp_p
     lock counted as dead). Now it is removed only when the process named in it is gone."""
     import socket
 
-    from sampledlm.ngram.spill import PREFIX, sweep
+    from sampledlm.ngram.build.spill import PREFIX, sweep
 
     host = socket.gethostname().replace(".", "_")
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -161,7 +161,7 @@ def test_one_pass_text_reading_gives_build_vocab_and_its_ids(tmp_path):
 def assert_read_text_agrees(text, opts, tmp_path):
     """read_text's vocabulary and ids are build_vocab's and text_chunks'."""
     from sampledlm.data.corpus import build_vocab
-    from sampledlm.ngram.spill import Spill
+    from sampledlm.ngram.build.spill import Spill
 
     want = build_vocab(str(text), opts)
     with Spill(str(tmp_path), 64) as sp:
@@ -278,7 +278,7 @@ def test_text_is_read_in_chunks_sized_to_the_budget(tmp_path, monkeypatch):
     small = external.text_chunk_bytes(external.current_rss() + (64 << 20))
     assert (1 << 20) <= small < external.CHUNK_BYTES
     from sampledlm.data.tokenizer import TextOptions
-    from sampledlm.ngram.spill import Spill
+    from sampledlm.ngram.build.spill import Spill
 
     got = []
     for size in (1 << 10, 1 << 23):  # a chunk of whole lines at least: 1 KiB still reads every line

@@ -9,8 +9,8 @@ from helpers import encode_sentences, run_cli, synthetic_sentences, write_corpus
 from sampledlm.data.vocab import Vocab
 from sampledlm.errors import UserError
 from sampledlm.ngram import train_ngram
-from sampledlm.ngram.counts import count_ngrams
-from sampledlm.ngram.prune import (compact, context_logprob10, entropy_prune, entropy_scores, history_logprob10,
+from sampledlm.ngram.build.counts import count_ngrams
+from sampledlm.ngram.build.prune import (compact, context_logprob10, entropy_prune, entropy_scores, history_logprob10,
                                    recompute_backoffs, threshold_for_size)
 
 
@@ -60,7 +60,7 @@ def test_history_model_gives_the_contexts_probabilities(kn4, corpus):
     """P(h) from a history model (SRILM -prune-history-lm): the model itself gives its own chain's P(h);
     a Katz model gives other scores, and the pruned model still sums to one."""
     vocab, train, _ = corpus
-    from sampledlm.ngram.prune import _words
+    from sampledlm.ngram.build.prune import _words
 
     words = _words(kn4)
     for k in (1, 2, 3):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sampledlm.errors import UserError
-from sampledlm.load import load_model
+from sampledlm.loader import load_model
 
 ARPA = """\\data\\
 ngram 1=4

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("aiohttp")
 
 from conftest import REPO  # noqa: E402
-from sampledlm.load import load_model  # noqa: E402
+from sampledlm.loader import load_model  # noqa: E402
 from sampledlm.serve.app import Server  # noqa: E402
 from sampledlm.serve.client import Client  # noqa: E402
 

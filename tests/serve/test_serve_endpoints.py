@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from sampledlm.load import load_model  # noqa: E402
+from sampledlm.loader import load_model  # noqa: E402
 from sampledlm.lm import Mixture  # noqa: E402
 from sampledlm.serve.app import Batching, Server  # noqa: E402
 from sampledlm.serve.client import Client  # noqa: E402

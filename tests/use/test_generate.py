@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sampledlm.data.vocab import EOS_ID, UNK_ID
-from sampledlm.load import load_model
+from sampledlm.loader import load_model
 from sampledlm.use.generate import generate, next_word_distribution
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from sampledlm.errors import UserError
 from sampledlm.lm import Mixture
-from sampledlm.load import load_model
+from sampledlm.loader import load_model
 from sampledlm.use.lattice import (Lattice, Link, all_paths, best_path, context_length, expand, nbest, read_lattices,
                                    read_slf, rescore, rescore_all, write_slf)
 from sampledlm.use.nbest import Weights

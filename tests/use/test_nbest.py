@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sampledlm.errors import UserError
-from sampledlm.load import load_model
+from sampledlm.loader import load_model
 from sampledlm.use.nbest import (Grid, Hypothesis, NBest, Weights, add_lm_scores, evaluate, read_nbest, read_refs,
                                  rerank, tune, write_nbest)
 

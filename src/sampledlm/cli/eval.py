@@ -52,7 +52,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     from ..data.corpus import load_ids
     from ..data.tokenizer import TextOptions, iter_sentences
     from ..lm import Mixture, perplexity_of, sentence_scores
-    from ..load import load_model
+    from ..loader import load_model
     from ..use.mixing import set_weights
 
     if threads:

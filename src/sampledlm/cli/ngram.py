@@ -12,6 +12,7 @@ import click
 from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, text_options, writing_directory
 from ..errors import UserError
 from ..lm import perplexity_of
+from ..ngram.build.config import ENGINES, default as build_default
 
 
 @click.group(context_settings=CONTEXT)
@@ -28,8 +29,10 @@ def ngram():
 @ngram.command(context_settings=CONTEXT)
 @click.option("--train", "train_path", required=True,
               help="Training text, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
-@click.option("--order", type=click.IntRange(min=1), default=3, show_default=True, help="n-gram order.")
-@click.option("--smoothing", type=click.Choice(["mkn", "kn", "wb", "jm", "katz", "addk"]), default="mkn", show_default=True,
+@click.option("--order", type=click.IntRange(min=1), default=build_default("order"), show_default=True,
+              help="n-gram order.")
+@click.option("--smoothing", type=click.Choice(["mkn", "kn", "wb", "jm", "katz", "addk"]), default=build_default("smoothing"),
+              show_default=True,
               help="mkn: interpolated modified Kneser-Ney; kn: interpolated Kneser-Ney; wb: Witten-Bell; "
                    "jm: Jelinek-Mercer (weights tuned on --valid); katz: Good-Turing back-off; addk: add-k.")
 @click.option("-o", "--output", required=True,
@@ -42,7 +45,7 @@ def ngram():
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
 @click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported (with --memory: "
                    "of the --binary directory written; an ARPA file is not held to be evaluated).")
-@click.option("--k", "add_k", type=FiniteFloat(), default=1.0, show_default=True, help="k for addk smoothing (1 = add-one).")
+@click.option("--k", "add_k", type=FiniteFloat(), default=build_default("k"), show_default=True, help="k for addk smoothing (1 = add-one).")
 @click.option("--prune", "prune", default=None, metavar="T1,T2,..",
               help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
                    "trigrams (and above: the last value repeats). T1 must be 0; values must not decrease. mkn/kn only.")
@@ -53,13 +56,13 @@ def ngram():
 @click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs, and a local Dask cluster "
                                                "keeps its scratch space [default: $TMPDIR or /tmp]; removed when "
                                                "done, and what a killed run left is removed at the next.")
-@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+@click.option("--engine", type=click.Choice(ENGINES), default=build_default("engine"), show_default=True,
               help="dask: count n-grams on a Dask cluster (shards of the corpus counted by the workers, merged here; "
                    "the same model as local; with --memory merged and estimated within the budget). Needs pip "
                    "install 'dask[distributed]'.")
 @click.option("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
                                                                  "[default: start a local cluster of --workers processes].")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--workers", type=click.IntRange(min=1), default=build_default("workers"), show_default=True,
               help="Worker processes of the local Dask cluster (without --scheduler).")
 @force_option("the ARPA file (with --binary: the model directory)")
 @text_options
@@ -102,116 +105,32 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
 def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
            scheduler, workers, opts):
     """``ngram train`` once its output is checked (and, with ``binary``, its directory locked)."""
-    from ..data.corpus import build_vocab, load_ids
-    from ..data.vocab import Vocab
-    from ..ngram import DESCRIPTIONS, train_ngram, write_arpa
+    from ..ngram import DESCRIPTIONS
+    from ..ngram.build import BuildConfig, build
+    from ..ngram.build.config import parse_prune
 
-    from ..ngram.external import auto_budget, check_streaming, parse_memory
-    from ..ngram.spill import check_temp_dir
-
-    if memory is not None:  # first: the other checks would send the user round
-        check_streaming(smoothing)
-    if temp_dir is not None:  # whichever path runs (in memory it may go unused)
-        check_temp_dir(temp_dir)
-    if smoothing == "jm" and not valid_path:
-        raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
-    if not (math.isfinite(add_k) and add_k > 0):
-        raise UserError(f"--k {add_k}: must be a finite number > 0")
-    thresholds = parse_prune(prune, order)
-
-    if scheduler is not None and engine != "dask":
-        raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
-    if scheduler is not None:
-        from ..ngram.distributed import scheduler_address
-
-        scheduler_address(scheduler)  # a malformed address is refused before the corpus is read
-    budget = parse_memory(memory) if memory is not None else auto_budget(train_path, order, smoothing)
-    t0 = time.perf_counter()
-    if budget is not None:
-        from ..ngram.external import text_chunks, train_bounded
-
-        if valid_path and not binary:
-            raise UserError(f"--valid {valid_path}: bounded estimation"
-                            + ("" if memory is not None else " (this corpus would not fit in half the available memory)")
-                            + " writes the model without holding it, so it cannot report a validation perplexity "
-                            "of an ARPA file; add --binary (the directory is then evaluated at once) or run "
-                            f"sampledlm ngram eval MODEL --test {valid_path} afterwards")
-        if valid_path:
-            from collections import Counter
-
-            load_ids(valid_path, Vocab.from_counts(Counter(), 1), opts)  # readable: before the long work, not after
-        dask = (scheduler, workers) if engine == "dask" else None
-        # tests force many sorted runs from a small corpus with a fixed window (the budget is then not checked)
-        window = int(os.environ["SAMPLEDLM_NGRAM_WINDOW"]) if os.environ.get("SAMPLEDLM_NGRAM_WINDOW") else None
-        if vocab_path:
-            vocab = Vocab.load(vocab_path)
-            info = train_bounded(text_chunks(train_path, vocab, opts), vocab, order, output, budget, temp_dir,
-                                 smoothing, thresholds, binary=binary, locked=binary, dask=dask, window=window)
-        else:  # one pass over the text for the vocabulary and the ids
-            info = train_bounded(None, None, order, output, budget, temp_dir, smoothing, thresholds,
-                                 text=(train_path, opts), binary=binary, locked=binary, dask=dask, window=window)
-        if dask:
-            d = info["dask"]
-            click.echo(f"dask: {_plural(d['shards'], 'shard')} counted by {_plural(d['workers'], 'worker')} and "
-                       f"merged in {d['seconds_count']:.1f} s", err=True)
-        msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in info['ngrams'])}; "
-               f"vocabulary {info['vocabulary']:,}; bounded to {budget / 2**20:,.0f} MiB ({info['spilled_bytes'] / 2**20:,.0f} "
-               f"MiB spilled); {time.perf_counter() - t0:.1f} s (stages: "
-               + ", ".join(f"{k} {v:.1f} s" for k, v in info["seconds"].items()) + ")")
-        if valid_path:  # the directory just written, memory-mapped: evaluated as ngram eval would
-            from ..ngram.lm import ArpaLM
-
-            mapped = ArpaLM.open(output)
-            valid_ids = load_ids(valid_path, mapped.vocab, opts)
-            if len(valid_ids):
-                msg += f"; valid perplexity {perplexity_of(mapped.logprobs(valid_ids)):.2f}"
-        click.echo(msg, err=True)
-        return
-    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
-    train_ids = load_ids(train_path, vocab, opts)
-    valid_ids = load_ids(valid_path, vocab, opts) if valid_path else None
-    if engine == "dask":
-        from ..ngram.distributed import count_with_dask
-        from ..ngram.estimate import estimate
-
-        if len(train_ids) == 0:
-            raise UserError("cannot train an n-gram model on an empty corpus")
-        if smoothing not in ("mkn", "kn") and any(thresholds):
-            raise UserError("count pruning (--prune) is defined for Kneser-Ney models (mkn, kn)")
-        counts, report = count_with_dask(train_ids, len(vocab) + 1, order, vocab.bos_id, scheduler, workers,
-                                         temp_dir=temp_dir)
-        lm = estimate(counts, vocab, smoothing, valid_ids, thresholds, k=add_k)
-        click.echo(f"dask: {_plural(report['shards'], 'shard')} counted by {_plural(report['workers'], 'worker')} "
-                   f"in {report['seconds_count']:.1f} s", err=True)
+    config = BuildConfig(order=order, smoothing=smoothing, k=add_k, prune=parse_prune(prune, order), memory=memory,
+                         temp_dir=temp_dir, engine=engine, scheduler=scheduler, workers=workers)
+    r = build(config, train_path, output, binary=binary, vocab=vocab_path, valid=valid_path, text_options=opts,
+              locked=binary)
+    if r.dask:
+        d = r.dask
+        click.echo(f"dask: {_plural(d['shards'], 'shard')} counted by {_plural(d['workers'], 'worker')} "
+                   + ("and merged " if r.path == "bounded" else "") + f"in {d['seconds_count']:.1f} s", err=True)
+    msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in r.ngrams)}; "
+           f"vocabulary {r.vocabulary:,}; ")
+    if r.path == "bounded":
+        msg += (f"bounded to {r.budget / 2**20:,.0f} MiB ({r.spilled_bytes / 2**20:,.0f} MiB spilled); "
+                f"{r.seconds:.1f} s (stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in r.stages.items()) + ")")
     else:
-        lm = train_ngram(train_ids, vocab, order, smoothing, valid_ids=valid_ids, prune=thresholds, k=add_k)
-    if binary:
-        from ..ngram.mapped import write_binary
-
-        write_binary(lm, output, locked=True)
-    else:
-        write_arpa(lm, output)
-    msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
-           f"vocabulary {len(vocab):,}; {time.perf_counter() - t0:.1f} s")
-    if valid_ids is not None and len(valid_ids):
-        msg += f"; valid perplexity {lm.perplexity(valid_ids, vocab):.2f}"
+        msg += f"{r.seconds:.1f} s"
+    if r.valid_ppl is not None:
+        msg += f"; valid perplexity {r.valid_ppl:.2f}"
     click.echo(msg, err=True)
 
 
 def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def parse_prune(text: str | None, order: int) -> list[int]:
-    """``--prune 0,0,1`` (or "0 0 1") -> one threshold per order."""
-    from ..ngram.prune import parse_thresholds
-
-    if text is None:
-        return [0] * order
-    parts = text.replace(",", " ").split() if "," not in text else [p.strip() for p in text.split(",")]
-    if not parts or not all(p.isdigit() for p in parts):  # an empty field ("0,,1") too: no silent shift
-        raise UserError(f"--prune {text!r}: expected counts separated by commas, e.g. 0,0,1")
-    return parse_thresholds(parts, order)
 
 
 @ngram.command(name="eval", context_settings=CONTEXT)
@@ -380,7 +299,7 @@ def prune(model, output, threshold, keep, history_lm, binary, force):
     from ..data.textio import check_writable
     from ..ngram.arpa import write_arpa
     from ..ngram.lm import ArpaLM
-    from ..ngram.prune import entropy_prune, entropy_scores, threshold_for_size
+    from ..ngram.build.prune import entropy_prune, entropy_scores, threshold_for_size
 
     if (threshold is None) == (keep is None):
         raise UserError("give exactly one of --threshold T and --keep FRACTION")

@@ -7,7 +7,7 @@ import time
 
 from .common import DemoData, Result
 from ..ngram.arpa import write_arpa
-from ..ngram.estimate import train_ngram
+from ..ngram.build.estimate import train_ngram
 
 
 def addone_bigram_step(data: DemoData) -> list[Result]:

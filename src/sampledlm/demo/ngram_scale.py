@@ -6,9 +6,9 @@ import os
 import time
 
 from .common import DemoData, Result
-from ..ngram.external import array_chunks, current_rss, train_bounded
+from ..ngram.build.external import array_chunks, current_rss, train_bounded
 from ..ngram.mapped import open_binary
-from ..ngram.prune import entropy_prune, entropy_scores, threshold_for_size
+from ..ngram.build.prune import entropy_prune, entropy_scores, threshold_for_size
 
 
 def ngram_scale_step(data: DemoData) -> list[Result]:

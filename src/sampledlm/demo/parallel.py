@@ -10,7 +10,7 @@ import sys
 import time
 
 from ..errors import UserError
-from ..load import load_model
+from ..loader import load_model
 from ..neural.distributed import free_port
 from ..lm import perplexity_of
 from .common import DemoData, Result

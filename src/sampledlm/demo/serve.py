@@ -8,7 +8,7 @@ import time
 
 import click
 
-from ..load import load_model
+from ..loader import load_model
 from ..use.score import score_sentences
 from .common import DemoData, Result
 

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from ..load import load_model
+from ..loader import load_model
 from ..lm import Mixture
 from ..use.channel import Channel
 from ..use.generate import generate

@@ -1,6 +1,6 @@
 """A maximum-entropy model directory as a :class:`~sampledlm.lm.LanguageModel`.
 
-    >>> from sampledlm.load import load_model
+    >>> from sampledlm.loader import load_model
     >>> lm = load_model("runs/melm")          # -> MaxEntLM
     >>> lm.perplexity(ids)                    # exact, normalised (every word and </s> counted)
 

@@ -1,9 +1,15 @@
 """Count-based n-gram language models: the Kneser-Ney family and friends, ARPA files, exact perplexity.
 
-Estimation runs in KenLM's stages over int32 id streams (:mod:`sampledlm.data.corpus`)::
+Two sides. The build side, ``build/``, estimates in KenLM's stages over int32 id streams
+(:mod:`sampledlm.data.corpus`)::
 
-    count (counts.py) -> adjust + discount (kneser_ney.py, smoothing.py, jelinek_mercer.py)
-          -> interpolate (estimate.py) -> NgramLM (model.py) <-> ARPA file (arpa.py)
+    count (build/counts.py) -> adjust + discount (build/kneser_ney.py, smoothing.py, jelinek_mercer.py)
+          -> interpolate (build/estimate.py) -> NgramLM (model.py) <-> ARPA file (arpa.py)
+
+in memory, bounded (build/external.py: sorted runs spilled within a memory budget) or with Dask's workers
+counting (build/distributed.py); :func:`sampledlm.ngram.build.build` chooses from a
+:class:`~sampledlm.ngram.build.BuildConfig`. The query side (ARPA files, binary directories, lookups, the
+LM) imports nothing of it.
 
 API::
 
@@ -14,11 +20,16 @@ API::
     lnp = lm.stream_logprobs(test_ids, vocab)              # natural log, one per prediction
     ppl = math.exp(-lnp.mean())
     lm = ArpaLM.open("model.arpa.gz")                      # the common LanguageModel interface
+
+    lm = sampledlm.ngram.train("train.txt", order=5)       # on words: a sampledlm.Model (score, perplexity, ...)
+    from sampledlm.ngram.build import BuildConfig, build   # what ngram train does, from a file
+    build(BuildConfig(order=5, memory="2G"), "train.txt", "kn5.arpa")
 """
 
 from .arpa import read_arpa, write_arpa
-from .estimate import DESCRIPTIONS, SMOOTHINGS, train_ngram
+from .build.estimate import DESCRIPTIONS, SMOOTHINGS, train_ngram
+from .build.pipeline import train
 from .lm import ArpaLM
 from .model import NgramLM
 
-__all__ = ["ArpaLM", "NgramLM", "read_arpa", "write_arpa", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]
+__all__ = ["ArpaLM", "NgramLM", "read_arpa", "write_arpa", "train", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]

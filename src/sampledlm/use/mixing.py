@@ -13,7 +13,7 @@ from ..data.corpus import load_ids
 from ..data.tokenizer import TextOptions
 from ..errors import UserError
 from ..lm import LanguageModel, Mixture
-from ..load import load_model
+from ..loader import load_model
 
 
 def parse_weights(text: str, count: int) -> list[float]:

@@ -23,8 +23,8 @@ import time
 
 import numpy as np
 
-from ..data.vocab import EOS_ID
-from ..errors import UserError
+from ...data.vocab import EOS_ID
+from ...errors import UserError
 from .spill import Spill
 
 FIELDS = (("keys", np.int64), ("sfx", np.int64), ("bos", np.uint8), ("cnt", np.int64))

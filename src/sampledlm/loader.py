@@ -1,6 +1,6 @@
 """One loader for every model: an ARPA file or a model directory of any family.
 
-    >>> from sampledlm.load import load_model
+    >>> from sampledlm.loader import load_model
     >>> lm = load_model("kn3.arpa.gz")        # n-gram (ARPA text, .gz/.bz2/.xz)
     >>> lm = load_model("runs/gru")           # a neural run directory
     >>> lm = load_model("runs/melm")          # a maximum-entropy model directory

@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UserError
+from ...errors import UserError
 from .counts import NgramCounts
-from .tables import context_and_gram_indices
+from ..tables import context_and_gram_indices
 
 BUCKETS = 16
 
 
 def _levels(counts: NgramCounts, valid_ids: np.ndarray):
     """Per order: (ML of each held-out token [N], bucket [N] (-1: context unseen)); and per-order tables."""
-    from ..data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
+    from ...data.batches import ngram_histories, sentence_positions  # lazily: batching imports torch
     ids = np.asarray(valid_ids)
     pos = sentence_positions(ids)
     n = counts.order

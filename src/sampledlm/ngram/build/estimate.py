@@ -25,12 +25,12 @@ import time
 
 import numpy as np
 
-from ..errors import UserError
-from ..data.vocab import BOS, Vocab
+from ...errors import UserError
+from ...data.vocab import BOS, Vocab
 from .counts import NgramCounts, count_ngrams
 from .jelinek_mercer import jelinek_mercer
 from .kneser_ney import kneser_ney
-from .model import NgramLM, NgramTable
+from ..model import NgramLM, NgramTable
 from .prune import compact, parse_thresholds
 from .smoothing import add_k, katz, witten_bell
 

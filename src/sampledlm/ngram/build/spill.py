@@ -24,7 +24,7 @@ import tempfile
 
 import numpy as np
 
-from ..errors import UserError
+from ...errors import UserError
 
 PREFIX = "sampledlm-ngram."
 

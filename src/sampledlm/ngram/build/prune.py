@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UserError
-from .model import NgramLM, NgramTable
+from ...errors import UserError
+from ..model import NgramLM, NgramTable
 
 EPS = 3e-6  # SRILM's Prob_Epsilon: sums within this of zero are zero
 

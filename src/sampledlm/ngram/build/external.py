@@ -38,10 +38,10 @@ import time
 
 import numpy as np
 
-from .. import progress
-from ..data.textio import CHUNK_BYTES
-from ..data.vocab import BOS, EOS_ID, Vocab
-from ..errors import UserError
+from ... import progress
+from ...data.textio import CHUNK_BYTES
+from ...data.vocab import BOS, EOS_ID, Vocab
+from ...errors import UserError
 from .counts import group_keys
 from .estimate import _log10
 from .kneser_ney import discounts_from_n
@@ -83,7 +83,7 @@ def auto_budget(path: str, order: int, smoothing: str) -> int | None:
     The in-memory need is estimated from the file size: about 5 bytes of text a token and 140 bytes
     per token and order (measured: 1.06 GB for 4M tokens at order 3, 2.54 GB at order 5).
     """
-    from ..data.textio import file_size
+    from ...data.textio import file_size
 
     size = file_size(path) if path != "-" else None
     if size is not None and path.endswith((".gz", ".bz2", ".xz")):
@@ -165,9 +165,9 @@ def text_chunks(path: str, vocab: Vocab, opts):
     """Windows of the id stream of a text file, encoded as :func:`sampledlm.data.corpus.encode_file` does."""
     from itertools import repeat
 
-    from ..data.corpus import with_ends
-    from ..data.tokenizer import iter_sentence_chunks
-    from ..data.vocab import UNK_ID
+    from ...data.corpus import with_ends
+    from ...data.tokenizer import iter_sentence_chunks
+    from ...data.vocab import UNK_ID
 
     get = vocab.index.get
     for sents, _ in iter_sentence_chunks(path, opts):
@@ -185,8 +185,8 @@ def _plain_sentences(path: str, opts, chunk_bytes: int):
     chunk instead of one per line, three times faster on short lines. A chunk with literal ``<s>`` /
     ``</s>`` tokens (dropped, :func:`~sampledlm.data.tokenizer.split_line`) or a NUL is split line by
     line, and ``ends`` gives the marks' positions (a NUL token of the text is a word); else None."""
-    from ..data.textio import iter_chunks
-    from ..data.tokenizer import ENCODING_HINT, split_line
+    from ...data.textio import iter_chunks
+    from ...data.tokenizer import ENCODING_HINT, split_line
 
     for lines, nbytes in iter_chunks(path, opts.encoding_errors, chunk_bytes, ENCODING_HINT):
         joined = "\n".join(lines)
@@ -218,10 +218,10 @@ def read_text(sp: Spill, path: str, opts, chunk_bytes: int | None = None) -> tup
     from collections import Counter
     from itertools import repeat
 
-    from ..data.corpus import with_ends
-    from ..data.textio import file_size
-    from ..data.tokenizer import iter_sentence_chunks
-    from ..data.vocab import EOS, UNK_ID
+    from ...data.corpus import with_ends
+    from ...data.textio import file_size
+    from ...data.tokenizer import iter_sentence_chunks
+    from ...data.vocab import EOS, UNK_ID
 
     MARK = -2  # the provisional id of LINE_END
     seen: dict[str, int] = {LINE_END: MARK}

@@ -30,10 +30,10 @@ import threading
 
 import numpy as np
 
-from ..data.vocab import EOS_ID
-from ..errors import UserError
+from ...data.vocab import EOS_ID
+from ...errors import UserError
 from .counts import NgramCounts, OrderCounts, count_ngrams
-from .tables import lookup_grams
+from ..tables import lookup_grams
 
 
 def shard_bounds(ids: np.ndarray, shards: int) -> list[tuple[int, int]]:

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from ..errors import UserError
+from ...errors import UserError
 from .spill import Spill
 
 MIN_LINES = 1024  # the smallest window of lines written at once
@@ -76,8 +76,8 @@ class BackgroundWriter:
 def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thresholds: list[int], kept: list[int],
                          bar) -> None:
     """The ARPA file, byte for byte what :func:`.arpa.write_arpa` writes for the same model."""
-    from ..data.textio import atomic_write
-    from .arpa_lines import WordBytes, join_texts  # numba: loaded only when bounded estimation writes
+    from ...data.textio import atomic_write
+    from ..arpa_lines import WordBytes, join_texts  # numba: loaded only when bounded estimation writes
 
     for w in words:
         if not w or any(ch.isspace() for ch in w):
@@ -101,7 +101,7 @@ def write_arpa_streaming(sp: Spill, path: str, words: list[str], order: int, thr
 def _write_orders(sp: Spill, f, writer: BackgroundWriter, wb, word_lines, W: int, order: int, thresholds: list[int],
                   bar) -> None:
     """The n-gram sections, order by order, each window's lines handed to ``writer``."""
-    from .arpa_lines import ByteLines, join_texts
+    from ..arpa_lines import ByteLines, join_texts
 
     none = np.zeros(0, np.int64)
     every = np.arange(W, dtype=np.int64)
@@ -145,7 +145,7 @@ def _lines(logp: np.ndarray, bow: np.ndarray | None, text: tuple[np.ndarray, np.
            keep: np.ndarray | None) -> np.ndarray | bytes:
     """The window's ARPA lines: compiled when the numbers allow (:func:`.arpa_lines.formattable`),
     else Python's ``%.8f`` (the same bytes)."""
-    from .arpa_lines import formattable, lines
+    from ..arpa_lines import formattable, lines
     if formattable(logp) and (bow is None or formattable(bow)):
         return lines(logp, bow if bow is not None else logp, bow is not None, *text,
                      keep if keep is not None else np.zeros(0, np.bool_), keep is not None)

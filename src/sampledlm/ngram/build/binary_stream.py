@@ -32,7 +32,7 @@ def write_binary_streaming(sp: Spill, out_dir: str, words: list[str], order: int
                            kept: list[int], info: dict, locked: bool = False) -> None:
     """The binary model directory of the spilled model (module docstring); ``kept``: n-grams per order;
     ``locked``: the caller holds the directory's lock (:func:`.mapped.lock_directory`)."""
-    from .mapped import lock_directory, write_binary_arrays
+    from ..mapped import lock_directory, write_binary_arrays
 
     W = len(words)
     for k in range(2, order):

@@ -1,0 +1,147 @@
+"""The word-level Python API: load any model (or a mixture) and score, continue or sample text given as words.
+
+    >>> import sampledlm
+    >>> lm = sampledlm.load("kn3.arpa")                      # ARPA file, binary directory, run directory
+    >>> lm = sampledlm.load(["gru", "kn5.arpa"], weights=[0.7, 0.3])   # a mixture (or valid="dev.txt": EM)
+    >>> lm.score("the company said")                         # log10 P(the company said </s> | <s>)
+    >>> lm.word_scores("the company said")                   # [("the", -1.9), ..., ("</s>", -0.8)]
+    >>> lm.perplexity(["the company said", "it rose"])      # each sentence on its own, </s> counted
+    >>> lm.next_logprobs("the company", top_k=5)             # {"said": -1.2, ...}: ln P(w | <s> the company)
+    >>> lm.generate(3, prefix="the", seed=1)                 # three sampled sentences
+
+A sentence is a string (split into words with the model's own text options, as the commands read a file)
+or a list of words (taken as they are, after the model's case folding). Scores follow the commands'
+counting (:mod:`sampledlm.use.score`): each sentence is read on its own after ``<s>``; its words and its
+``</s>`` are predicted; a word outside the vocabulary is ``<unk>``. So ``score`` equals the ``log10`` of
+``sampledlm score --jsonl`` and ``perplexity`` the file total of ``sampledlm score`` (``eval --per-sentence``).
+Log probabilities are base 10 where KenLM's and SRILM's are (``score``, ``word_scores``), natural elsewhere
+(``next_logprobs``, as torch's).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .data.tokenizer import TextOptions, token_normaliser, tokenize_line
+from .data.vocab import EOS
+from .errors import UserError
+from .lm import LanguageModel
+
+LN10 = math.log(10.0)
+
+Sentence = str | Sequence[str]
+
+
+def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights: Sequence[float] | None = None,
+         *, valid: str | None = None, device: str | None = None) -> Model:
+    """The model stored at a path, or the linear interpolation of several.
+
+    ``path_or_paths``: an ARPA file (.gz/.bz2/.xz), a binary n-gram directory, a neural run directory or a
+    maximum-entropy model directory; a list of them is a mixture, weighted by ``weights`` (summing to 1),
+    else by EM on the text file ``valid``, else equally. ``device``: where neural models run (``auto``,
+    ``cpu``, ``cuda``; default ``auto``)."""
+    from .loader import load_model
+    from .lm import Mixture
+
+    paths = [os.fspath(path_or_paths)] if isinstance(path_or_paths, (str, os.PathLike)) else \
+        [os.fspath(p) for p in path_or_paths]
+    if not paths:
+        raise UserError("load: give at least one model path")
+    if (weights is not None or valid) and len(paths) < 2:
+        raise UserError("load: weights and valid need a second model to interpolate with")
+    models = [load_model(p, device=device) for p in paths]
+    if len(models) == 1:
+        return Model(models[0])
+    mix = Mixture(models, None if weights is None else [float(w) for w in weights])
+    if weights is None and valid:
+        from .use.mixing import set_weights
+
+        set_weights(mix, None, valid, paths[0])
+    return Model(mix)
+
+
+class Model:
+    """A language model used on words (module docstring); ``lm`` is the id-level model underneath
+    (:class:`sampledlm.lm.LanguageModel`) and ``vocab`` its vocabulary."""
+
+    def __init__(self, lm: LanguageModel):
+        self.lm = lm
+        self.vocab = lm.vocab
+        self.text_options = TextOptions(**(lm.text_options or {}))
+        self._normalise = token_normaliser(lm.text_options)
+
+    def __repr__(self) -> str:
+        return f"<sampledlm.Model {self.lm.describe()}>"
+
+    # --- words ---------------------------------------------------------------------------------------------------
+    def words(self, sentence: Sentence) -> list[str]:
+        """The words the model reads in ``sentence`` (a string is tokenised with the model's text options)."""
+        if isinstance(sentence, str):
+            return tokenize_line(sentence, self.text_options)
+        if not all(isinstance(w, str) for w in sentence):
+            raise UserError("a sentence is a string or a list of words (strings)")
+        return [self._normalise(w) for w in sentence]
+
+    def _ids(self, words: Sequence[str]) -> list[int]:
+        return self.vocab.encode(list(words))
+
+    # --- scores --------------------------------------------------------------------------------------------------
+    def _scored(self, sentences: Iterable[Sentence]):
+        from .use.score import score_sentences
+
+        return score_sentences(self.lm, [self.words(s) for s in sentences])
+
+    def score(self, sentence: Sentence) -> float:
+        """``log10 P(w_1 .. w_n </s> | <s>)``: the sentence read on its own, its end predicted."""
+        return self._scored([sentence])[0].log10_prob
+
+    def word_scores(self, sentence: Sentence) -> list[tuple[str, float]]:
+        """``(word, log10 P(word | <s> ...))`` for every word and the closing ``</s>``; a word outside the
+        vocabulary is scored as ``<unk>`` under its own spelling."""
+        s = self._scored([sentence])[0]
+        return [(w, float(lp) / LN10) for w, lp in zip(s.words + [EOS], s.token_lp.tolist())]
+
+    def perplexity(self, sentences: Sentence | Iterable[Sentence] | os.PathLike) -> float:
+        """Perplexity over the words and ``</s>`` of ``sentences`` (an iterable of sentences; one string is one
+        sentence; a ``pathlib.Path`` is a text file, one sentence per line), each read on its own."""
+        from .use.score import Totals, score_file
+
+        totals = Totals()
+        if isinstance(sentences, os.PathLike):
+            scored = score_file(self.lm, os.fspath(sentences), opts=self.text_options)
+        else:
+            scored = self._scored([sentences] if isinstance(sentences, str) else list(sentences))
+        for s in scored:
+            totals.add(s)
+        if totals.sentences == 0:
+            raise UserError("perplexity: no sentences")
+        return totals.ppl
+
+    # --- continuing and sampling -------------------------------------------------------------------------------
+    def next_logprobs(self, words: Sentence = (), top_k: int | None = None) -> dict[str, float]:
+        """``ln P(w | <s> words)`` for every vocabulary word ``w`` (``</s>`` included), most probable first;
+        ``top_k`` keeps the k most probable."""
+        lp = np.asarray(self.lm.next_logprobs(self._ids(self.words(words))), dtype=np.float64)
+        k = len(lp) if top_k is None else int(top_k)
+        if k < 1:
+            raise UserError(f"top_k {top_k}: give a number >= 1")
+        order = np.argsort(-lp, kind="stable")[:k]
+        return {self.vocab.words[i]: float(lp[i]) for i in order.tolist()}
+
+    def generate(self, n: int = 1, prefix: Sentence = (), *, temperature: float = 1.0, top_k: int = 0,
+                 max_words: int = 50, seed: int = 1, allow_unk: bool = True) -> list[str]:
+        """``n`` sentences sampled after ``prefix`` (each with its prefix), as ``sampledlm generate`` samples
+        them: the same seed gives the same sentences."""
+        from .use.generate import sample_sentence
+
+        if n < 0:
+            raise UserError(f"n {n}: give a number >= 0")
+        rng = np.random.default_rng(seed)
+        start = self._ids(self.words(prefix))
+        return [" ".join(self.vocab.decode(sample_sentence(self.lm, start, rng, temperature=temperature,
+                                                           top_k=top_k, max_words=max_words, allow_unk=allow_unk)))
+                for _ in range(n)]

@@ -1,0 +1,104 @@
+"""The word-level Python API (sampledlm.load, sampledlm.Model, sampledlm.ngram.train) gives the commands' numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+
+import pytest
+from helpers import run_cli
+
+import sampledlm
+from sampledlm.errors import UserError
+
+MODELS = ["kn3.arpa", "ffnn3", "gru", "melm"]
+# neural models score in float32, and a sentence scored alone is a batch of another shape than in the command's
+# bunches: the last bits differ (3e-8 relative seen); n-gram and maxent scores are float64 and equal to 1e-12
+REL = 1e-6
+
+
+def cli_scores(capsys, model: list[str], text: pathlib.Path) -> tuple[list[dict], dict]:
+    """``sampledlm score MODEL... TEXT --jsonl --per-word``: the sentences' objects and the file totals."""
+    code, out, err = run_cli(["score", *model, str(text), "--jsonl", "--per-word"], capsys)
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()], json.loads(err.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_scores_and_perplexity_equal_the_score_command(four_models, capsys, name):
+    test = four_models / "test.txt"
+    rows, totals = cli_scores(capsys, [str(four_models / name)], test)
+    lm = sampledlm.load(four_models / name)
+    lines = test.read_text().splitlines()
+    assert [lm.score(line) for line in lines] == pytest.approx([r["log10"] for r in rows], rel=REL, abs=1e-12)
+    assert lm.word_scores(lines[0]) == [(w["word"], pytest.approx(w["log10"], rel=REL)) for w in rows[0]["per_word"]]
+    assert lm.perplexity(lines) == pytest.approx(totals["ppl"], rel=REL)
+    assert lm.perplexity(test) == pytest.approx(totals["ppl"], rel=REL)  # a pathlib.Path is a file
+    assert lm.score(lines[0].split()) == pytest.approx(rows[0]["log10"], rel=REL)  # a list of words alike
+
+
+def test_a_mixture_equals_the_command_with_mix_and_weights(four_models, capsys):
+    test = four_models / "test.txt"
+    rows, totals = cli_scores(capsys, [str(four_models / "gru"), "--mix", str(four_models / "kn3.arpa"),
+                                       "--weights", "0.7,0.3"], test)
+    lm = sampledlm.load([four_models / "gru", four_models / "kn3.arpa"], weights=[0.7, 0.3])
+    lines = test.read_text().splitlines()
+    assert [lm.score(line) for line in lines] == pytest.approx([r["log10"] for r in rows], rel=REL, abs=1e-12)
+    assert lm.perplexity(lines) == pytest.approx(totals["ppl"], rel=REL)
+
+
+def test_a_mixture_fitted_on_held_out_text_equals_the_command(four_models, capsys):
+    args = [str(four_models / "ffnn3"), "--mix", str(four_models / "kn3.arpa"), "--interp-valid",
+            str(four_models / "valid.txt")]
+    _, totals = cli_scores(capsys, args, four_models / "test.txt")
+    lm = sampledlm.load([four_models / "ffnn3", four_models / "kn3.arpa"], valid=str(four_models / "valid.txt"))
+    assert lm.perplexity(four_models / "test.txt") == pytest.approx(totals["ppl"], rel=REL)
+
+
+def test_next_logprobs_are_a_normalised_distribution_over_words(four_models):
+    lm = sampledlm.load(four_models / "gru")
+    first = (four_models / "test.txt").read_text().split()[:2]
+    dist = lm.next_logprobs(first)
+    assert len(dist) == len(lm.vocab) and math.fsum(math.exp(v) for v in dist.values()) == pytest.approx(1, abs=1e-5)
+    top = lm.next_logprobs(" ".join(first), top_k=3)
+    assert list(top) == list(dist)[:3] and list(top.values()) == sorted(top.values(), reverse=True)
+    # the next word's entry is what word_scores gives it (ln vs log10)
+    sentence = (four_models / "test.txt").read_text().splitlines()[0].split()
+    w, log10 = lm.word_scores(sentence)[2]
+    assert lm.next_logprobs(sentence[:2])[w] == pytest.approx(log10 * math.log(10), rel=1e-6)
+
+
+def test_generate_equals_the_generate_command(four_models, capsys):
+    code, out, err = run_cli(["generate", str(four_models / "kn3.arpa"), "-n", "3", "--seed", "7"], capsys)
+    assert code == 0, err
+    assert sampledlm.load(four_models / "kn3.arpa").generate(3, seed=7) == out.splitlines()
+
+
+def test_ngram_train_from_sentences_equals_the_train_command(tmp_path, capsys):
+    sents = ["the cat sat on the mat", "the dog sat on the log", "a cat ran to the dog"]
+    (tmp_path / "train.txt").write_text("\n".join(sents) + "\n")
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "2", "-o",
+                            str(tmp_path / "cli.arpa")], capsys)
+    assert code == 0, err
+    lm = sampledlm.ngram.train(sents, tmp_path / "api.arpa", order=2)
+    assert (tmp_path / "api.arpa").read_bytes() == (tmp_path / "cli.arpa").read_bytes()
+    in_memory = sampledlm.ngram.train(tmp_path / "train.txt", order=2)  # a path; nothing written
+    assert in_memory.perplexity(sents) == lm.perplexity(sents) > 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["api.arpa", "cli.arpa", "train.txt"]
+
+
+def test_bad_calls_are_one_line_errors(four_models, tmp_path):
+    with pytest.raises(UserError, match="no such model"):
+        sampledlm.load(tmp_path / "nope")
+    with pytest.raises(UserError, match="second model"):
+        sampledlm.load(four_models / "kn3.arpa", weights=[1.0])
+    lm = sampledlm.load(four_models / "kn3.arpa")
+    with pytest.raises(UserError, match="list of words"):
+        lm.score(["the", 3])
+    with pytest.raises(UserError, match="no sentences"):
+        lm.perplexity([])
+    with pytest.raises(UserError, match="top_k"):
+        lm.next_logprobs("the", top_k=0)
+    with pytest.raises(UserError, match="smoothing"):
+        sampledlm.ngram.train(["a b"], smoothing="nope")
