@@ -145,6 +145,36 @@ def test_garbage_on_the_socket_is_refused_and_the_server_goes_on(server):
         assert answer.startswith(b"HTTP/1.") and answer.split()[1][:1] == b"4"
 
 
+def raw_answer(server, data: bytes) -> tuple[int, dict, dict]:
+    """Send raw bytes; the answer's status, headers (lower-case names) and JSON body."""
+    host, port = server.url.rsplit("/", 1)[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as s:
+        s.settimeout(30)
+        s.sendall(data)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (ln.partition(":") for ln in lines[1:]))
+    return int(lines[0].split()[1]), headers, json.loads(body)
+
+
+@pytest.mark.parametrize("data, status, words", [
+    (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 10_000 + b"\r\n\r\n", 431, "header"),
+    (b"GET /health HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(200)) + b"\r\n", 431, "headers"),
+    (b"\x00\x01\x02 garbage\r\n\r\n", 400, ""),
+    (b"GET / HTTP/9.9\r\n\r\n", 400, ""),
+], ids=["long-header", "many-headers", "garbage", "bad-version"])
+def test_what_the_http_parser_refuses_is_answered_in_json(server, caplog, data, status, words):
+    """The README's promise holds before a request exists too: one line of JSON, 431 for oversized headers
+    (RFC 6585), a log line without a traceback."""
+    code, headers, body = raw_answer(server, data)
+    assert code == status and headers["content-type"].startswith("application/json"), (code, headers)
+    assert list(body) == ["error"] and words in body["error"].lower() and "\n" not in body["error"]
+    assert "Traceback" not in caplog.text
+
+
 def test_valid_requests_are_right_after_the_bad_ones(server):
     c = Client(server.url)
     lm = server.lm

@@ -23,12 +23,13 @@ import asyncio
 import json
 import logging
 import math
+import re
 import signal
 import sys
 import threading
 from dataclasses import dataclass
 
-from aiohttp import web
+from aiohttp import http_exceptions, web, web_protocol
 
 from ..errors import UserError
 from ..lm import LanguageModel
@@ -104,6 +105,53 @@ class InFlight:
 
 
 IN_FLIGHT = web.AppKey("in_flight", InFlight)
+
+
+# --- errors before a request exists: the HTTP parser's ------------------------------------------------------------
+class _JsonErrorHandler(web_protocol.RequestHandler):
+    """aiohttp's connection handler, answering what its HTTP parser refuses (a malformed request line, a header
+    over aiohttp's 8,190-byte line limit or too many of them) as every other error is answered: one line of JSON
+    ``{"error": ...}``, with 431 for header fields too large (RFC 6585), and one log line, not a traceback."""
+
+    def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if request.writer.output_size > 0:  # a response has begun: aiohttp's own handling closes the connection
+            return super().handle_error(request, status, exc, message)
+        text = " ".join(str(getattr(exc, "message", None) or message or exc or "internal error").split())
+        if isinstance(exc, http_exceptions.LineTooLong):
+            if "status line" in text.lower():
+                status, text = 414, "request line too long"
+            else:  # the parser names the bytes it read, not which header: say what the limit is
+                limit = re.search(r"more than (\d+) bytes", text)
+                status, text = 431, "a request header field too large" + (
+                    f" (over {int(limit.group(1)):,} bytes)" if limit else "")
+        elif isinstance(exc, http_exceptions.BadHttpMessage) and "too many headers" in text.lower():
+            status = 431
+        if status >= 500:
+            log.error("error handling a request from %s: %s", request.remote, text, exc_info=exc)
+            text = "internal error (the server's log has the details)"
+        else:
+            log.info("refused a request from %s: %d %s", request.remote, status, text)
+        resp = refuse(status, text)
+        resp.force_close()
+        return resp
+
+
+class _JsonErrorServer(web.Server):
+    """The runner's server, making :class:`_JsonErrorHandler` connection handlers."""
+
+    def __call__(self) -> web_protocol.RequestHandler:
+        return _JsonErrorHandler(self, loop=self._loop, **self._kwargs)
+
+
+def answer_protocol_errors_in_json(runner: web.AppRunner) -> bool:
+    """Make a set-up runner's server answer its parser's errors in JSON (:class:`_JsonErrorHandler`); False,
+    leaving aiohttp's plain-text answers, where this aiohttp's server is not the one these classes extend."""
+    server = runner.server
+    if type(server) is not web.Server or not hasattr(server, "_kwargs") or not hasattr(server, "_loop"):
+        return False
+    server.__class__ = _JsonErrorServer
+    return True
 
 
 def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = Batching()) -> web.Application:
@@ -233,6 +281,7 @@ class Server:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout, handle_signals=False,
                                keepalive_timeout=self.limits.idle_timeout)
         await runner.setup()
+        answer_protocol_errors_in_json(runner)
         site = web.TCPSite(runner, self.host, self.port, backlog=1024)
         try:
             await site.start()
