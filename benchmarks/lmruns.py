@@ -182,7 +182,7 @@ def kn3(work: str, files: dict) -> tuple[str, float]:
     if not os.path.exists(arpa):
         cli("ngram", "train", "--train", files["train"], "--order", "3", "-o", arpa)
     out = cli("ngram", "eval", arpa, "--test", files["test"], "--json")
-    return arpa, float(json.loads(out.strip().splitlines()[-1])["perplexity"])
+    return arpa, float(json.loads(out.strip().splitlines()[-1])["ppl"])
 
 
 def carried_rows(out_dir: str, page: str) -> tuple[dict[str, dict], str]:

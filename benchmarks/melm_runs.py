@@ -102,7 +102,7 @@ def kn3_worker(spec: dict) -> dict:
                    *(["--vocab", spec["vocab"]] if spec.get("vocab") else []))
         wall = time.perf_counter() - t0
         ppl = {f"{split}_ppl": json.loads(_sampledlm("ngram", "eval", arpa, "--test", files[split], "--json")
-                                          .strip().splitlines()[-1])["perplexity"] for split in ("valid", "test")}
+                                          .strip().splitlines()[-1])["ppl"] for split in ("valid", "test")}
     return {**spec, **ppl, "wall_s": wall, "peak_rss_mb": _peak_rss_mb()}
 
 

@@ -273,11 +273,10 @@ def bounded_binary_row(label: str, train: str, test: str, order: int, work: str,
             res[key].append({"load_s": round(load, 4), "first_query_s": round(q, 4), "peak_mb": round(rss, 1)})
     if arpa and os.path.exists(arpa):
         res["arpa_mb"] = round(os.path.getsize(arpa) / 2**20, 1)
-    ev = run_child(sampledlm("ngram", "eval", out, "--test", test))
-    text = ev.get("stdout", "") + ev.get("stderr", "")
+    ev = run_child(sampledlm("ngram", "eval", out, "--test", test, "--json"))
     res["eval"] = {"wall_s": ev["wall_s"], "peak_mb": ev["peak_mb"], "rc": ev["rc"]}
-    if ev["rc"] == 0 and "perplexity " in text:
-        res["ppl"] = float(text.split("perplexity ")[1].split()[0])
+    if ev["rc"] == 0:
+        res["ppl"] = float(json.loads(ev.get("stdout", "").strip().splitlines()[-1])["ppl"])
     res["arpa_ppl"] = arpa_ppl
     return res
 

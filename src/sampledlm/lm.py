@@ -27,7 +27,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from .data.vocab import EOS_ID, Vocab
+from .data.vocab import EOS_ID, UNK_ID, Vocab
 from .errors import UserError
 
 
@@ -45,6 +45,12 @@ class LanguageModel(ABC):
     #: how the model's training text was read (a :class:`~sampledlm.data.tokenizer.TextOptions`
     #: dict), so that test text is read the same way; None when the model does not know
     text_options: dict | None = None
+    #: whether ``<unk>`` has a probability of its own (an ARPA file without it scores OOVs at log10 p = -100)
+    has_unk: bool = True
+
+    def oov_mask(self, ids: np.ndarray) -> np.ndarray:
+        """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the vocabulary, literal ``<unk>``)."""
+        return np.asarray(ids) == UNK_ID
 
     @abstractmethod
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:

@@ -78,4 +78,4 @@ def test_eval_reports_oov_counts_for_every_family(trained_ffnn, tmp_path, capsys
         assert code == 0, err
         assert json.loads(out)["oov"] == 3 and json.loads(out)["predictions"] == 5
         code, out, err = run_cli(["eval", str(model), "--test", str(tmp_path / "oov.txt")], capsys)
-        assert "(3 OOV, scored as <unk>)" in out
+        assert "3 OOV, scored as <unk>)" in out

@@ -308,6 +308,6 @@ def test_cli_train_and_eval(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["maxent", "eval", out, test_p, "--json"])
     assert r.exit_code == 0, r.output
-    assert '"perplexity"' in r.output
+    assert '"ppl"' in r.output
     r = CliRunner().invoke(cli, ["maxent", "train", train_p, valid_p, "-o", out, "--features", "bogus"])
     assert r.exit_code != 0

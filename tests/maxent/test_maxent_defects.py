@@ -91,7 +91,7 @@ def weights_path(model_dir: str) -> str:
 def eval_ppl(model_dir: str, test: str, capsys) -> float:
     rc, out, err = sampledlm("maxent", "eval", model_dir, test, "--json", capsys=capsys)
     assert rc == 0, err
-    return json.loads(out.strip().splitlines()[-1])["perplexity"]
+    return json.loads(out.strip().splitlines()[-1])["ppl"]
 
 
 def one_line_error(rc: int, err: str, *needles: str) -> None:

@@ -32,12 +32,17 @@ def test_train_then_eval(tiny_corpus, run_in_process):
     s = json.loads(r.stdout)
     n_words = sum(len(line.split()) for line in (d / "test.txt").read_text().splitlines())
     assert s["predictions"] == n_words + 60 and s["sentences"] == 60 and s["oov"] == 0
-    assert 1 < s["perplexity"] < 60
+    assert 1 < s["ppl"] < 60
+    assert 10 ** (-s["log10_prob"] / s["predictions"]) == pytest.approx(s["ppl"], rel=1e-6)
     r = run_in_process("ngram", "eval", "kn3.arpa", "--test", "test.txt", "--per-sentence", cwd=d)
-    scores = [float(x) for x in r.stdout.split()]
-    assert len(scores) == 60
-    assert 10 ** (-sum(scores) / s["predictions"]) == pytest.approx(s["perplexity"], rel=1e-6)
-    assert "perplexity" in r.stderr
+    header, *rows = r.stdout.splitlines()  # eval's layout: ln_prob, predictions, ppl, sentence
+    assert header.split("\t") == ["ln_prob", "predictions", "ppl", "sentence"] and len(rows) == 60
+    ln = [float(row.split("\t")[0]) for row in rows]
+    assert sum(int(row.split("\t")[1]) for row in rows) == s["predictions"]
+    assert math.exp(-sum(ln) / s["predictions"]) == pytest.approx(s["ppl"], rel=1e-4)  # rows print 4 decimals
+    assert "ppl" in r.stderr
+    same = run_in_process("eval", "kn3.arpa", "--test", "test.txt", "--per-sentence", cwd=d)
+    assert (same.stdout, same.stderr) == (r.stdout, r.stderr)  # ngram eval is eval
 
 
 def test_every_smoothing_from_the_command_line(tiny_corpus, run_in_process):
@@ -48,7 +53,7 @@ def test_every_smoothing_from_the_command_line(tiny_corpus, run_in_process):
                            "--valid", "valid.txt", "-o", f"{sm}.arpa", cwd=d)
         assert r.returncode == 0, r.stderr
         r = run_in_process("ngram", "eval", f"{sm}.arpa", "--test", "test.txt", "--json", cwd=d)
-        ppl[sm] = json.loads(r.stdout)["perplexity"]
+        ppl[sm] = json.loads(r.stdout)["ppl"]
     assert all(math.isfinite(x) for x in ppl.values())
     assert ppl["mkn"] < ppl["addk"]
 
@@ -60,7 +65,7 @@ def test_oov_words_are_counted_and_scored_as_unk(tmp_path, run_in_process):
     r = run_in_process("ngram", "train", "--train", "train.txt", "--vocab", "vocab.txt", "-o", "m.arpa", cwd=tmp_path)
     assert r.returncode == 0
     s = json.loads(run_in_process("ngram", "eval", "m.arpa", "--test", "test.txt", "--json", cwd=tmp_path).stdout)
-    assert s["oov"] == 1 and s["predictions"] == 4 and math.isfinite(s["perplexity"])
+    assert s["oov"] == 1 and s["predictions"] == 4 and math.isfinite(s["ppl"])
 
 
 def test_errors_are_one_line_and_leave_no_file(tmp_path, run_in_process):
@@ -74,7 +79,7 @@ def test_errors_are_one_line_and_leave_no_file(tmp_path, run_in_process):
         (["train", "--train", "train.txt", "--smoothing", "addk", "--k", "0", "-o", "m.arpa"], ["--k"]),
         (["train", "--train", "train.txt", "-o", "no-dir/m.arpa"], ["no-dir"]),
         (["train", "--train", "train.txt", "--vocab", "missing-vocab.txt", "-o", "m.arpa"], ["missing-vocab.txt"]),
-        (["eval", "missing.arpa", "--test", "train.txt"], ["missing.arpa", "no such file"]),
+        (["eval", "missing.arpa", "--test", "train.txt"], ["missing.arpa", "no such model file"]),
         (["eval", "bad.arpa", "--test", "train.txt"], ["bad.arpa:7:", "not a number"]),
         (["eval", "train.txt", "--test", "train.txt"], ["train.txt", "\\data\\"]),
     ]

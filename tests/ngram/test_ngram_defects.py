@@ -115,7 +115,7 @@ def test_eval_reads_test_text_from_stdin_once(k3, run, monkeypatch):
     assert got.returncode == 0, got.stderr
     w, g = json.loads(want.stdout), json.loads(got.stdout)
     assert g["sentences"] == w["sentences"] == 4 and g["oov"] == w["oov"] == 3
-    assert g["perplexity"] == w["perplexity"] and g["predictions"] == w["predictions"]
+    assert g["ppl"] == w["ppl"] and g["predictions"] == w["predictions"]
 
 
 def test_train_reads_training_text_from_stdin(tmp_path, run, monkeypatch):
@@ -219,8 +219,8 @@ def test_missing_unk_scores_and_counts_like_kenlm(tmp_path, run):
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["oov"] == int(ref_oov.sum()) == 5 and s["predictions"] == len(ref) and s["model_has_unk"] is False
-    assert s["perplexity"] == pytest.approx(incl, rel=1e-5)
-    assert s["perplexity_excluding_oov"] == pytest.approx(excl, rel=1e-6)
+    assert s["ppl"] == pytest.approx(incl, rel=1e-5)
+    assert s["ppl_excluding_oov"] == pytest.approx(excl, rel=1e-6)
     warning = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(warning) == 1 and warning[0].startswith("sampledlm: warning: nounk.arpa") and "<unk>" in warning[0]
     assert "-100" in warning[0]
@@ -231,7 +231,7 @@ def test_missing_unk_scores_and_counts_like_kenlm(tmp_path, run):
 def test_a_model_with_unk_gives_no_warning(k3, run):
     r = run("ngram", "eval", "k3.arpa", "--test", "test.txt", cwd=k3.parent)
     assert r.returncode == 0 and r.stderr == ""
-    assert "OOV 3 (scored as <unk>" in r.stdout
+    assert "3 OOV, scored as <unk>" in r.stdout
 
 
 # --- 6: literal sentence markers in test text ---------------------------------------------------------------

@@ -62,6 +62,16 @@ def text_options(f):
     return wrapper
 
 
+TEXT_FLAGS = ("tokenizer", "lowercase", "numbers", "gutenberg", "sentences", "encoding_errors")
+
+
+def text_flags_given() -> bool:
+    """Whether the running command was given any text flag (:func:`text_options`) on its command line."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and any(ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE
+                                   for p in TEXT_FLAGS if p in ctx.params)
+
+
 def mix_options(f):
     """The flags that mix models, the same in every command that reads a model: ``--mix MODEL2`` (repeat for more;
     ``--interpolate`` is a hidden alias, the old name in ``eval``), ``--weights``, ``--interp-valid``. The command

@@ -9,7 +9,7 @@ import sys
 import click
 
 from ..errors import UserError
-from .common import CONTEXT, device_option, mix_options
+from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options
 
 
 @click.command("eval", context_settings=CONTEXT)
@@ -33,13 +33,19 @@ from .common import CONTEXT, device_option, mix_options
                    "is predicted from at least window - stride words [default: the model's, half its window]; "
                    "the window's length gives block evaluation.")
 @device_option
+@text_options
 def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_sentence, running_text, batch_size, as_json,
-             threads, stride, device, no_verify):
+             threads, stride, device, no_verify, opts):
     """Exact perplexity of a model, or of a linear interpolation of models, on a test file.
 
     \b
-    MODEL is an ARPA file (.arpa, .arpa.gz/.bz2/.xz) or a model directory written by
-    'sampledlm train' or 'sampledlm maxent train'. Every word and </s> is counted, <s> never.
+    MODEL is an ARPA file (.arpa, .arpa.gz/.bz2/.xz; ours or another tool's), a binary n-gram
+    directory, or a model directory written by 'sampledlm train' or 'sampledlm maxent train'
+    ('ngram eval' and 'maxent eval' are this command). Every word and </s> is counted, <s> never;
+    OOVs are the tokens scored as <unk> (a model without <unk> gives them log10 p = -100, as KenLM's
+    query does), and the perplexity excluding them is reported beside. The text is read as the
+    model's training text was (its config.json records how; an ARPA file records nothing); text
+    flags given here replace that.
     With --mix: P = sum_k W_k P_k (weights by EM on held-out text unless given).
     Recurrent models read the test file as running text (the state carried across sentences, the
     PTB tables' convention); --per-sentence scores each line on its own.
@@ -49,6 +55,21 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
       sampledlm eval gru --test test.txt --mix ffnn3 --mix kn3.arpa --weights 0.5,0.3,0.2
       sampledlm eval gru --test test.txt --per-sentence > scores.tsv
     """
+    if weight is not None:
+        if weights is not None:
+            raise UserError("give --weights only (--weight is its old two-model form)")
+        weights = weight
+    evaluate(model, test_path, others, weights, interp_valid, per_sentence=per_sentence, running_text=running_text,
+             batch_size=batch_size, as_json=as_json, threads=threads, stride=stride, device=device,
+             no_verify=no_verify, opts=opts if text_flags_given() else None)
+
+
+def evaluate(model: str, test_path: str, others=(), weights: str | None = None, interp_valid: str | None = None, *,
+             per_sentence: bool = False, running_text: bool = False, batch_size: int | None = None,
+             as_json: bool = False, threads: int | None = None, stride: int | None = None, device=None,
+             no_verify: bool = False, opts=None) -> dict:
+    """What ``sampledlm eval`` (and its aliases ``ngram eval``, ``maxent eval``) prints, for one test file; the
+    summary. ``opts``: text options replacing the models' own (None: theirs)."""
     from ..data.corpus import load_ids
     from ..data.tokenizer import TextOptions, iter_sentences
     from ..lm import Mixture, perplexity_of, sentence_scores
@@ -59,12 +80,11 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
         import torch
 
         torch.set_num_threads(threads)
-    if weight is not None:
-        if weights is not None:
-            raise UserError("give --weights only (--weight is its old two-model form)")
-        weights = weight
     if (weights is not None or interp_valid) and not others:
         raise UserError("--weights and --interp-valid need --mix MODEL2")
+    import time
+
+    t0 = time.perf_counter()
     if not no_verify:
         from ..ngram.mapped import check_before_use
 
@@ -80,7 +100,8 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
             raise UserError(f"--stride {stride}: longer than the model's window ({window} tokens)")
         lm.model.stride = stride
     mix = Mixture([lm] + [load_model(p, device=device) for p in others]) if others else None
-    opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
+    if opts is None:
+        opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
     from ..data.textio import readable_path
 
     given = test_path
@@ -90,12 +111,16 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
         raise UserError(f"{shown}: no sentences to score")
     independent = per_sentence and not running_text
-    from ..data.vocab import UNK_ID
+    from ..data.corpus import sentence_count
+
+    t_load, t1 = time.perf_counter() - t0, time.perf_counter()
 
     # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
     # The one schema of `eval --json` (README, "Conventions"): "ppl" is always the perplexity of what was evaluated
     # (the mixture when mixing); each model's own is under "components", in the order given.
-    result = {"model": model, "test": given, "predictions": int(len(ids)), "oov": int((ids == UNK_ID).sum())}
+    oov_mask = lm.oov_mask(ids)
+    result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),
+              "oov": int(oov_mask.sum()), "model_has_unk": lm.has_unk}
     if others:
         comps = mix.component_logprobs(ids, independent=independent)
         weights_from = set_weights(mix, weights, interp_valid, model)
@@ -114,6 +139,10 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
             report = lm.self_normalisation(ids, lp, independent=independent)
             if report is not None:
                 result["self_normalisation"] = report
+    result["ppl_excluding_oov"] = perplexity_of(lp[~oov_mask])
+    result["log10_prob"] = float(lp.sum() / math.log(10))
+    # loading (with the checksum check) and reading the test text; scoring (EM of the weights included)
+    result["seconds_load"], result["seconds_score"] = round(t_load, 3), round(time.perf_counter() - t1, 3)
     if per_sentence:
         tot, cnt = sentence_scores(lp, ids)
         click.echo("ln_prob\tpredictions\tppl\tsentence")
@@ -122,14 +151,17 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
     else:
-        msg = (f"{shown}: {result['predictions']} predictions ({result['oov']} OOV, scored as <unk>), "
-               f"ppl {result['ppl']:.2f}")
+        how = "scored as <unk>" if lm.has_unk else "log10 p -100 each: the model has no <unk>"
+        msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentences; {result['oov']:,} "
+               f"OOV, {how}), ppl {result['ppl']:.2f}")
         if others:
             parts = ", ".join(f"{c['model']} {c['ppl']:.2f}" for c in result["components"])
             msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
+        msg += f"; excluding OOVs {result['ppl_excluding_oov']:.2f}; log10 prob {result['log10_prob']:.2f}"
         click.echo(msg, err=per_sentence)
         if "self_normalisation" in result:
             sn = result["self_normalisation"]
             click.echo(f"  unnormalised scoring (raw scores as log P, not exact): ppl {sn['unnormalised_ppl']:.2f}; "
                        f"log Z mean {sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| "
                        f"{sn['log_z_abs_mean']:.3f}", err=per_sentence)
+    return result

@@ -195,7 +195,8 @@ def _check_output(out_dir: str, force: bool, clean: bool = False) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per file.")
 @text_options
 def eval_cmd(model_dir, files, tests, as_json, opts):
-    """Exact perplexity of a maxent MODEL on --test text (every word and </s> counted).
+    """Exact perplexity of a maxent MODEL on --test text: 'sampledlm eval' by another name, one
+    summary per file.
 
     \b
     The text is read as the model's training text was (its config.json records how); text
@@ -203,29 +204,11 @@ def eval_cmd(model_dir, files, tests, as_json, opts):
     Example:
       sampledlm maxent eval melm --test test.txt
     """
-    import numpy as np
-
-    from .. import store
-    from ..data.corpus import load_ids
-    from ..data.tokenizer import TextOptions
-    from ..maxent.lm import load_maxent
+    from .common import text_flags_given
+    from .eval import evaluate
 
     paths = list(tests) + list(files)
     if not paths:
         raise UserError("--test FILE is required")
-    config, family = store.read_config(model_dir)
-    if family != "maxent":
-        raise UserError(f"{model_dir}: holds a {family} model, not a maxent one (evaluate it with sampledlm eval)")
-    lm = load_maxent(model_dir, config)
-    ctx = click.get_current_context()
-    given = any(ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE
-                for p in ("tokenizer", "lowercase", "numbers", "gutenberg", "sentences", "encoding_errors"))
-    if lm.text_options is not None and not given:
-        opts = TextOptions(**lm.text_options)
     for path in paths:
-        ids = np.asarray(load_ids(path, lm.vocab, opts))
-        if len(ids) == 0:
-            raise UserError(f"{path}: no words found")
-        ppl = lm.perplexity(ids)
-        r = {"file": path, "predictions": int(len(ids)), "ppl": ppl, "perplexity": ppl}  # "perplexity": the old name
-        click.echo(json.dumps(r) if as_json else f"{path}: {len(ids):,} predictions, perplexity {ppl:.2f}")
+        evaluate(model_dir, path, as_json=as_json, opts=opts if text_flags_given() else None)

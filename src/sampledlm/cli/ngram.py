@@ -137,62 +137,30 @@ def _plural(n: int, noun: str) -> str:
 @click.argument("model", metavar="MODEL")
 @click.option("--test", "test_path", required=True,
               help="Text to score, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
-@click.option("--per-sentence", is_flag=True, help="Print each sentence's total log10 probability (one per line, "
-                                                    "</s> included); the summary then goes to stderr.")
+@click.option("--per-sentence", is_flag=True, help="One line per sentence: ln-prob, predictions, perplexity, text "
+                                                  "(as sampledlm eval); the summary then goes to stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--no-verify", is_flag=True, help="A binary directory: skip checking its files against the checksums "
                                                 "config.json records (the check reads the whole model once).")
 @text_options
 def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
     """Exact perplexity of TEST under an ARPA model (ours or another tool's; .gz/.bz2/.xz ok) or a
-    binary model directory (sampledlm ngram build-binary).
+    binary model directory: 'sampledlm eval' by another name, with the same output.
 
     \b
     Every word and every </s> is one prediction (<s> is not). As in KenLM's query, OOVs are
     the tokens scored as <unk> (words the model lacks, and a literal <unk>); a model without
-    <unk> gives them log10 p = -100 (with a warning). Perplexity = 10^(-sum log10 p /
-    predictions) over all predictions; "excluding OOVs" leaves the OOV tokens out of sum and count.
+    <unk> gives them log10 p = -100 (with a warning). The perplexity excluding OOVs leaves
+    the OOV tokens out of sum and count.
     Example:
       sampledlm ngram eval kn5.arpa --test ptb.test.txt
-      sampledlm ngram eval kn5.arpa --test test.txt --per-sentence > scores.txt
+      sampledlm ngram eval kn5.arpa --test test.txt --per-sentence > scores.tsv
     """
-    from ..data.corpus import load_ids, sentence_count
-    from ..ngram.lm import ArpaLM
-    from ..ngram.model import sentence_scores10
+    from .common import text_flags_given
+    from .eval import evaluate
 
-    t0 = time.perf_counter()
-    if not no_verify:
-        from ..ngram.mapped import check_before_use
-
-        check_before_use([model])
-    lm = ArpaLM.open(model)
-    t_load = time.perf_counter() - t0
-    ids = load_ids(test_path, lm.vocab, opts)
-    if len(ids) == 0:
-        raise UserError(f"{test_path}: no sentences to score")
-    t1 = time.perf_counter()
-    lnp = lm.logprobs(ids)
-    t_score = time.perf_counter() - t1
-    oov_mask = lm.oov_mask(ids)
-    oov = int(oov_mask.sum())
-    log10_total = float(lnp.sum() / math.log(10))
-    kept = lnp[~oov_mask]
-    ppl_excl = perplexity_of(kept)
-    n_sent = sentence_count(ids)
-    ppl = perplexity_of(lnp)  # "ppl" as sampledlm eval prints it; "perplexity": its name before the unification
-    summary = {"model": model, "test": test_path, "order": lm.order, "ppl": ppl, "perplexity": ppl,
-               "perplexity_excluding_oov": ppl_excl, "log10_prob": log10_total, "predictions": int(len(ids)),
-               "sentences": n_sent, "oov": oov, "model_has_unk": lm.has_unk,
-               "seconds_load": round(t_load, 3), "seconds_score": round(t_score, 3)}
-    if per_sentence:
-        click.echo("".join(f"{s:.6f}\n" for s in sentence_scores10(lnp, ids).tolist()), nl=False)
-    if as_json:
-        text = json.dumps(summary)
-    else:
-        how = "scored as <unk>" if lm.has_unk else "log10 p -100 each: the model has no <unk>"
-        text = (f"perplexity {summary['perplexity']:.2f}  log10 prob {log10_total:.2f}  predictions {len(ids):,} "
-                f"({n_sent:,} sentences)  OOV {oov:,} ({how}; perplexity excluding OOVs {ppl_excl:.2f})")
-    click.echo(text, err=per_sentence)
+    evaluate(model, test_path, per_sentence=per_sentence, as_json=as_json, no_verify=no_verify,
+             opts=opts if text_flags_given() else None)
 
 
 def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:

@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from ..data.vocab import BOS, EOS, UNK, UNK_ID, Vocab
+from ..data.vocab import BOS, EOS, UNK, Vocab
 from ..errors import UserError
 from ..lm import LanguageModel
 from .arpa import UNK_LOGP, read_arpa
@@ -104,10 +104,6 @@ class ArpaLM(LanguageModel):
         keep = max(self.order - 1, 0)
         cut = [list(h)[len(h) - keep:] if len(h) > keep else list(h) for h in histories]
         return super().logprobs_after(cut, words)
-
-    def oov_mask(self, ids: np.ndarray) -> np.ndarray:
-        """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the model and literal ``<unk>``)."""
-        return np.asarray(ids) == UNK_ID
 
     def describe(self) -> str:
         counts = "/".join(f"{c:,}" for c in self.ngram.counts())
