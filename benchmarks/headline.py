@@ -1,12 +1,14 @@
-"""The README's headline table (method, test perplexity, relative training cost), generated from
-the experiments' committed JSON pages, never typed by hand.
+"""The results table of the README and of the results index (docs/results/index.md): method, test
+perplexity, relative training cost, generated from the experiments' committed JSON pages, never typed by hand.
 
 Every experiment that trains a language model puts a list ``headline`` in its JSON ``data``:
 ``{"method", "test_ppl", "relative_cost" (None for n-grams), "note"}``. Pages written with
-``--quick`` are left out (smoke tests, not figures).
+``--quick`` are left out (smoke tests, not figures). The README gets the short table (method, figures, page);
+the results index adds each row's note and the date of its page. Neither names a commit: each page's stamp
+says which commit wrote it.
 
-    python -m benchmarks.headline            # rewrite README.md's table from docs/results
-    python -m benchmarks.headline --check    # exit 1 if README.md is not up to date
+    python -m benchmarks.headline            # rewrite both tables from docs/results
+    python -m benchmarks.headline --check    # exit 1 if either is not up to date
 """
 
 from __future__ import annotations
@@ -41,14 +43,20 @@ def collect(results_dir: str) -> list[dict]:
     return rows
 
 
-def render(rows: list[dict]) -> str:
+def _cost(r: dict) -> str:
+    return "n/a" if r["relative_cost"] is None else f"{r['relative_cost']:.2f}"
+
+
+def render(rows: list[dict], link_prefix: str = "docs/results/", long: bool = False) -> str:
+    """The markdown table: method, test ppl, cost, page (``long``: the note and the page's date too). Links are
+    ``{link_prefix}NAME.md``: ``docs/results/`` from the README, nothing from the results index beside the pages."""
     body = []
     for r in rows:
-        cost = "n/a" if r["relative_cost"] is None else f"{r['relative_cost']:.2f}"
-        body.append([r["method"], f"{r['test_ppl']:.1f}", cost, r.get("note", ""),
-                     f"[{r['experiment']}](docs/results/{r['experiment']}.md) ({r['date']}, {r['commit']})"])
-    return table(["method", "test ppl", "training cost per token (vs the exact model of the same page)", "note",
-                  "page"], body)
+        page = f"[{r['experiment']}]({link_prefix}{r['experiment']}.md)"
+        body.append([r["method"], f"{r['test_ppl']:.1f}", _cost(r)]
+                    + ([r.get("note", ""), f"{page} ({r['date']})"] if long else [page]))
+    cost = "training cost per token (vs the exact model of the same page)" if long else "cost"
+    return table(["method", "test ppl", cost] + (["note", "page"] if long else ["page"]), body)
 
 
 def replace_block(text: str, block: str, path: str = "README.md") -> str:
@@ -60,25 +68,32 @@ def replace_block(text: str, block: str, path: str = "README.md") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Regenerate the README headline table from docs/results/*.json.")
+    ap = argparse.ArgumentParser(description="Regenerate the results tables of the README and the results index "
+                                             "from docs/results/*.json.")
     ap.add_argument("--readme", default="README.md")
+    ap.add_argument("--index", default=None, help="the results index [default: RESULTS/index.md]")
     ap.add_argument("--results", default=os.path.join("docs", "results"))
-    ap.add_argument("--check", action="store_true", help="only check that the README is up to date")
+    ap.add_argument("--check", action="store_true", help="only check that both tables are up to date")
     args = ap.parse_args(argv)
-    with open(args.readme) as f:
-        text = f.read()
-    new = replace_block(text, render(collect(args.results)), args.readme)
-    if args.check:
-        if new != text:
-            print(f"{args.readme}: headline table is stale; run python -m benchmarks.headline",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        from sampledlm.data.textio import atomic_write
+    rows = collect(args.results)
+    targets = [(args.readme, render(rows)),
+               (args.index or os.path.join(args.results, "index.md"), render(rows, link_prefix="", long=True))]
+    stale = []
+    for path, block in targets:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        new = replace_block(text, block, path)
+        if new == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            from sampledlm.data.textio import atomic_write
 
-        with atomic_write(args.readme) as f:
-            f.write(new)
+            with atomic_write(path) as f:
+                f.write(new)
+    if args.check and stale:
+        print(f"{', '.join(stale)}: results table is stale; run python -m benchmarks.headline", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,7 +7,8 @@ every page says where, when, from which commit and with which command.
 
 writes ``<out_dir>/<name>.json`` (``{"meta": ..., "data": ...}``), ``<out_dir>/<name>.md`` (the
 stamp, then ``body``) and, given a matplotlib figure, ``<out_dir>/<name>.png`` (and one PNG per
-entry of ``figures``), each atomically.
+entry of ``figures``), each atomically. A page shows every figure it writes: where ``body`` does not
+place an image link to a PNG itself, the link goes right below the stamp (:func:`show_figures`).
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ def header(title: str, meta: dict) -> str:
     )
 
 
+def show_figures(body: str, title: str, stems: list[str]) -> str:
+    """``body`` with an image link ``![title](STEM.png)`` in front for each of ``stems`` that it does not
+    link itself, so the page shows every PNG written beside it (the docs site and GitHub render the links)."""
+    links = "".join(f"![{title}]({stem}.png)\n\n" for stem in stems if f"]({stem}.png)" not in body)
+    return links + body
+
+
 def write_page(out_dir: str, name: str, title: str, meta: dict, data, body: str, figure=None,
                figures: dict | None = None) -> dict:
     """Write ``<out_dir>/<name>.json``, ``.md``, (given ``figure``) ``<name>.png`` and (given
@@ -114,6 +122,7 @@ def write_page(out_dir: str, name: str, title: str, meta: dict, data, body: str,
     with atomic_write(paths["json"]) as f:
         json.dump({"meta": meta, "data": data}, f, indent=2, default=float)
         f.write("\n")
+    body = show_figures(body, title, [stem for _, stem, _ in pngs])
     with atomic_write(paths["md"]) as f:
         f.write(header(title, meta) + body.rstrip() + "\n")
     return paths

@@ -40,3 +40,16 @@ def test_aliases_name_experiments():
     assert all(n in EXPERIMENTS for n in ALIASES.values()) and not set(ALIASES) & set(EXPERIMENTS)
     r = bench("--list")
     assert all(a in r.output for a in ALIASES)
+
+
+def test_a_page_shows_the_figure_it_writes(tmp_path):
+    """write_page puts an image link to NAME.png below the stamp unless the body places it itself."""
+    from benchmarks.report import new_figure, write_page
+
+    meta = {"machine": "m", "date": "d", "commit": "c", "python": "3", "torch": "t", "torch_threads": 1, "numpy": "n",
+            "command": "python -m benchmarks x"}
+    write_page(str(tmp_path), "x", "A title", meta, {}, "body text", figure=new_figure()[0])
+    text = (tmp_path / "x.md").read_text()
+    assert "![A title](x.png)\n\nbody text" in text and (tmp_path / "x.png").is_file()
+    write_page(str(tmp_path), "y", "T", meta, {}, "see ![curve](y.png) here", figure=new_figure()[0])
+    assert (tmp_path / "y.md").read_text().count("](y.png)") == 1

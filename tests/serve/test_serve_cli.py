@@ -1,5 +1,5 @@
 """``sampledlm serve`` as a user runs it: it says where it listens (localhost by default), SIGTERM lets a request
-in flight finish, a taken port is one line; and the README's curl examples run as written."""
+in flight finish, a taken port is one line; and the curl examples of docs/serving.md run as written."""
 
 from __future__ import annotations
 
@@ -96,16 +96,17 @@ def test_announce_says_who_can_reach_it():
         assert words in out.getvalue()
 
 
-def readme_curl_lines() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"^### Serving a model to a decoder\n(.*?)(?=^##)", text, re.S | re.M)
-    assert m, "README lost its serving section"
+def docs_curl_lines() -> list[str]:
+    text = (REPO / "docs" / "serving.md").read_text(encoding="utf-8")
+    m = re.search(r"^## Ask it\n(.*?)(?=^## )", text, re.S | re.M)
+    assert m, "docs/serving.md lost its curl examples"
     block = re.findall(r"```sh\n(.*?)```", m.group(1), re.S)[0]
     return [ln for ln in block.splitlines() if ln.startswith("curl ")]
 
 
-def test_readme_curl_examples_run_as_written(serve_models):
-    lines = readme_curl_lines()
+def test_docs_curl_examples_answer_every_endpoint(serve_models):
+    """The curl lines of docs/serving.md (which tests/test_docs.py runs too) reach every endpoint, answered."""
+    lines = docs_curl_lines()
     assert {"/info", "/score", "/next", "/topk"} <= {re.search(r"localhost:8080(/\w+)", ln).group(1) for ln in lines}
     with Server(load_model(str(serve_models / "kn3.arpa"))) as s:
         for ln in lines:

@@ -2,7 +2,7 @@
 
 tests/<package>/ holds the tests of src/sampledlm/<package>/; tests/test_<module>[_*].py those of a
 top-level module (lm.py, store.py, ...); tests/shape/ checks the package as a whole; tests/test_readme.py
-the README; tests/benchmarks/ the benchmarks/ folder beside the package (the results pages' code). The package and module names are read from src/sampledlm, not listed here.
+the README, tests/test_docs.py the docs site; tests/benchmarks/ the benchmarks/ folder beside the package (the results pages' code). The package and module names are read from src/sampledlm, not listed here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ TESTS = pathlib.Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src" / "sampledlm"
 WHOLE_PACKAGE = {"shape"}  # folders whose tests are about the package as a whole, not one part of it
 LAB = {"benchmarks"}  # folders of the checkout outside the package, each tested in the tests/ folder of its name
-ROOT_FILES = {"test_readme.py"}
+ROOT_FILES = {"test_readme.py", "test_docs.py"}
 
 
 def source_packages() -> set[str]:
