@@ -1,4 +1,4 @@
-"""The word-level Python API (sampledlm.load, sampledlm.Model, sampledlm.ngram.train) gives the commands' numbers."""
+"""The word-level Python API (sampledlm.load, sampledlm.Model, sampledlm.train_ngram) gives the commands' numbers."""
 
 from __future__ import annotations
 
@@ -81,9 +81,9 @@ def test_ngram_train_from_sentences_equals_the_train_command(tmp_path, capsys):
     code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "2", "-o",
                             str(tmp_path / "cli.arpa")], capsys)
     assert code == 0, err
-    lm = sampledlm.ngram.train(sents, tmp_path / "api.arpa", order=2)
+    lm = sampledlm.train_ngram(sents, tmp_path / "api.arpa", order=2)
     assert (tmp_path / "api.arpa").read_bytes() == (tmp_path / "cli.arpa").read_bytes()
-    in_memory = sampledlm.ngram.train(tmp_path / "train.txt", order=2)  # a path; nothing written
+    in_memory = sampledlm.train_ngram(tmp_path / "train.txt", order=2)  # a path; nothing written
     assert in_memory.perplexity(sents) == lm.perplexity(sents) > 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["api.arpa", "cli.arpa", "train.txt"]
 
@@ -101,4 +101,4 @@ def test_bad_calls_are_one_line_errors(four_models, tmp_path):
     with pytest.raises(UserError, match="top_k"):
         lm.next_logprobs("the", top_k=0)
     with pytest.raises(UserError, match="smoothing"):
-        sampledlm.ngram.train(["a b"], smoothing="nope")
+        sampledlm.train_ngram(["a b"], smoothing="nope")

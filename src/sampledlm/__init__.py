@@ -27,17 +27,17 @@ try:  # the installed distribution's version (pyproject.toml), also for an edita
 except PackageNotFoundError:  # run from a checkout's src/ without installing
     __version__ = "0+unknown"
 
-__all__ = ["load", "Model", "UserError", "__version__"]
+__all__ = ["load", "Model", "train_ngram", "UserError", "__version__"]
 
 
 def __getattr__(name: str):
     """``sampledlm.load``, ``sampledlm.Model`` (:mod:`sampledlm.api`) and the family packages, imported on first
     use so that the command line starts without numpy."""
-    if name in ("load", "Model"):
+    if name in ("load", "Model", "train_ngram"):
         from . import api
 
         return getattr(api, name)
-    if name in ("ngram", "neural", "maxent", "embed", "api", "lm"):  # sampledlm.ngram.train(...) without an import
+    if name in ("ngram", "neural", "maxent", "embed", "api", "lm"):  # sampledlm.ngram.X without an import
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -8,6 +8,7 @@
     >>> lm.perplexity(["the company said", "it rose"])      # each sentence on its own, </s> counted
     >>> lm.next_logprobs("the company", top_k=5)             # {"said": -1.2, ...}: ln P(w | <s> the company)
     >>> lm.generate(3, prefix="the", seed=1)                 # three sampled sentences
+    >>> lm = sampledlm.train_ngram("train.txt", "kn5.arpa", order=5)   # ngram train, from Python
 
 A sentence is a string (split into words with the model's own text options, as the commands read a file)
 or a list of words (taken as they are, after the model's case folding). Scores follow the commands'
@@ -145,3 +146,39 @@ class Model:
         return [" ".join(self.vocab.decode(sample_sentence(self.lm, start, rng, temperature=temperature,
                                                            top_k=top_k, max_words=max_words, allow_unk=allow_unk)))
                 for _ in range(n)]
+
+
+def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool = False, vocab=None, valid=None,
+                text_options=None, **settings) -> Model:
+    """Estimate an n-gram model from words, as ``sampledlm ngram train`` does, and return it as a :class:`Model`.
+
+    ``text``: a text file's path (``str`` or ``pathlib.Path``; one sentence per line) or an iterable of sentences
+    (strings or lists of words). ``output``: where to write it (an ARPA file, or with ``binary`` a binary
+    directory); ``None`` keeps it in memory only. ``settings``: the fields of
+    :class:`sampledlm.ngram.build.BuildConfig` (``order=5``, ``smoothing="kn"``, ``memory="2G"``, ...), each
+    defaulting as the command's flags do. (:func:`sampledlm.ngram.train_ngram` is the id-level estimator.)
+
+        >>> lm = sampledlm.train_ngram(["the cat sat", "the dog sat"], order=2)
+        >>> lm.perplexity(["the cat sat"])
+    """
+    import tempfile
+
+    from .data.textio import atomic_write
+    from .ngram.build import BuildConfig, build
+    from .ngram.lm import ArpaLM
+
+    config = BuildConfig(**settings)
+    vocab = None if vocab is None else os.fspath(vocab)
+    valid = None if valid is None else os.fspath(valid)
+    with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp:
+        if isinstance(text, (str, os.PathLike)):
+            path = os.fspath(text)
+        else:
+            path = os.path.join(tmp, "train.txt")
+            with atomic_write(path) as f:
+                for s in text:
+                    f.write((s if isinstance(s, str) else " ".join(s)).strip() + "\n")
+        target = os.fspath(output) if output is not None else os.path.join(tmp, "model.arpa")
+        build(config, path, target, binary=binary and output is not None, vocab=vocab, valid=valid,
+              text_options=text_options)
+        return Model(ArpaLM.open(target))

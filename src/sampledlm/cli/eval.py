@@ -116,7 +116,7 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     t_load, t1 = time.perf_counter() - t0, time.perf_counter()
 
     # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
-    # The one schema of `eval --json` (README, "Conventions"): "ppl" is always the perplexity of what was evaluated
+    # The one schema of `eval --json` (docs/formats.md#eval-json): "ppl" is always the perplexity of what was evaluated
     # (the mixture when mixing); each model's own is under "components", in the order given.
     oov_mask = lm.oov_mask(ids)
     result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),

@@ -21,15 +21,14 @@ API::
     ppl = math.exp(-lnp.mean())
     lm = ArpaLM.open("model.arpa.gz")                      # the common LanguageModel interface
 
-    lm = sampledlm.ngram.train("train.txt", order=5)       # on words: a sampledlm.Model (score, perplexity, ...)
+    lm = sampledlm.train_ngram("train.txt", order=5)       # on words: a sampledlm.Model (score, perplexity, ...)
     from sampledlm.ngram.build import BuildConfig, build   # what ngram train does, from a file
     build(BuildConfig(order=5, memory="2G"), "train.txt", "kn5.arpa")
 """
 
 from .arpa import read_arpa, write_arpa
 from .build.estimate import DESCRIPTIONS, SMOOTHINGS, train_ngram
-from .build.pipeline import train
 from .lm import ArpaLM
 from .model import NgramLM
 
-__all__ = ["ArpaLM", "NgramLM", "read_arpa", "write_arpa", "train", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]
+__all__ = ["ArpaLM", "NgramLM", "read_arpa", "write_arpa", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]
