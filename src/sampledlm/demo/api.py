@@ -1,0 +1,35 @@
+"""The demo's step for the Python API on words: the models of the earlier steps, opened with sampledlm.load."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from ..api import load
+from .common import DemoData, Result
+
+
+def api_step(data: DemoData) -> list[Result]:
+    """Open the KN3 model (and its mixture with the feed-forward model) on words: a sentence's score, the
+    test text's perplexity (each sentence on its own, as ``sampledlm score`` counts), the next words."""
+    arpa = data.extra.get("kn3_arpa")
+    if not arpa:
+        return []
+    t0 = time.perf_counter()
+    click.echo("\n== the Python API on words (import sampledlm; sampledlm.load) ==")
+    with open(data.test, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    paths = [arpa]
+    ffnn_dir = os.path.join(data.directory, "ffnn3-softmax")
+    if os.path.isdir(ffnn_dir):
+        paths = [ffnn_dir, arpa]
+    for p in ([arpa], paths) if len(paths) > 1 else ([arpa],):
+        lm = load(p if len(p) > 1 else p[0], valid=data.valid if len(p) > 1 else None)
+        name = " + ".join(os.path.basename(x) for x in p)
+        top = ", ".join(f"{w} {v:.2f}" for w, v in lm.next_logprobs("the", top_k=3).items())
+        click.echo(f"{name}: perplexity of the test text, sentence by sentence {lm.perplexity(lines):.2f}; "
+                   f"log10 P({lines[0][:30]!r}...) {lm.score(lines[0]):.2f}; after 'the': {top}")
+    click.echo(f"({time.perf_counter() - t0:.1f} s)")
+    return []
