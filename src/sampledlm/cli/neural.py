@@ -35,7 +35,12 @@ def _echo(msg: str) -> None:
 @click.option("--train", "train_path", help="Training text, one sentence per line.")
 @click.option("--valid", "valid_path", help="Validation text: learning-rate schedule and best-model selection.")
 @click.option("-o", "--output", "run_dir", help="Run directory to create (config, vocab, weights, metrics, plot).")
-@click.option("--resume", "resume_dir", default=None, help="Continue the run in this directory from its last checkpoint.")
+@click.option("--resume", "resume_dir", default=None, help="Continue the run in this directory from its last checkpoint "
+                                                         "(a finished run too, given a larger --epochs).")
+@click.option("--init-from", "init_dir", default=None, metavar="RUN",
+              help="Start from a trained run's weights (its model and objective; this command's training settings "
+                   "and text): domain adaptation. The text is read with RUN's vocabulary unless --vocab, "
+                   "--min-count or --max-size makes a new one (shared words keep their rows).")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file to use [default: built from --train].")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Building the vocabulary: rarer words become <unk>.")
 @click.option("--max-size", type=click.IntRange(min=2), default=None, help="Building the vocabulary: keep at most this many entries.")
@@ -50,8 +55,8 @@ def _echo(msg: str) -> None:
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default]; 1 is often fastest on a busy machine.")
 @click.option("--bf16", "bf16_alias", is_flag=True, default=False, hidden=True, help="The earlier name of --precision bf16.")
 @text_options
-def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_count, max_size, model_type, context_size,
-          objective, threads, bf16_alias, **flags):
+def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_path, min_count, max_size, model_type,
+          context_size, objective, threads, bf16_alias, **flags):
     """Train a feed-forward or recurrent neural LM into a run directory.
 
     \b
@@ -72,6 +77,8 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
       sampledlm train --train train.txt --valid valid.txt --model gru -o gru
       sampledlm train --train train.txt --valid valid.txt --objective css-is --samples 250 -o ffnn3-css
       sampledlm train --resume ffnn3
+      sampledlm train --resume ffnn3 --epochs 20          # a finished run, trained further
+      sampledlm train --init-from gru --train domain.txt --valid domain-valid.txt --lr 0.001 -o gru-domain
     """
     import torch
 
@@ -90,6 +97,8 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
     ranks = Ranks.from_env(resolve_device(flags.get("device") or "auto"))
     say = _echo if ranks.is_main else (lambda msg: None)  # rank 0 speaks for the run
     created = False
+    if init_dir and resume_dir:
+        raise UserError("--init-from starts a new run from another; --resume continues a run: give one of them")
     if resume_dir:
         given = [p for p in ctx.params if p not in ("resume_dir", "threads") + RESUME_OVERRIDES
                  and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
@@ -103,11 +112,22 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, vocab_path, min_cou
         for flag, val in (("--train", train_path), ("--valid", valid_path), ("-o/--output", run_dir)):
             if not val:
                 raise UserError(f"{flag} is required (or --resume RUN_DIR)")
-        config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type,
-                                     context_size, objective, flags)
+        if init_dir:
+            source, config, vocab = init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count,
+                                                max_size, flags)
+            say(f"starting from {init_dir}: vocabulary {config['data']['init_from']['vocabulary']} "
+                f"({config['data']['init_from']['shared_words']:,} words shared, "
+                f"{config['data']['init_from']['new_words']:,} new)")
+        else:
+            config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type,
+                                         context_size, objective, flags)
         created = ranks.is_main and not os.path.exists(run_dir)
         try:
             trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
+            if init_dir:
+                from ..neural.finetune import copy_weights
+
+                copy_weights(source, trainer.model, trainer.objective, vocab, init_dir)
         except Exception:
             _remove_unstarted(run_dir, created)
             raise
@@ -135,6 +155,42 @@ def _remove_unstarted(run_dir: str, created: bool) -> None:
             shutil.rmtree(run_dir, ignore_errors=True)
     except UserError:  # a damaged pointer: leave it for the user to look at
         pass
+
+
+def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count, max_size, flags: dict):
+    """``(source, config, vocab)`` of a run started from ``init_dir`` (:mod:`sampledlm.neural.finetune`): the
+    source's model, objective and text options; this command's training settings and text."""
+    import copy
+    import dataclasses
+
+    from ..data.corpus import build_vocab
+    from ..data.tokenizer import TextOptions
+    from ..data.vocab import Vocab
+    from ..neural.finetune import origin, source_run
+    from ..neural.rundir import make_config
+    from ..neural.trainer import train_options_for
+    from .common import TEXT_FLAGS
+
+    shape = [p for p in ("model_type", "context_size", "objective", *MODEL_FIELDS, *OBJECTIVE_FIELDS, *TEXT_FLAGS)
+             if p in ctx.params and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
+    if shape:
+        raise UserError(f"--init-from {init_dir}: the model, its objective and how text is read come from that run "
+                        f"(got --{shape[0].replace('_', '-')}); give training settings only (--lr, --epochs, ...)")
+    source = source_run(init_dir)
+    _, _, src_vocab, src_config = source
+    text = TextOptions.from_dict(src_config["data"].get("text_options"), init_dir)
+    new_vocab = vocab_path or any(ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE
+                                  for p in ("min_count", "max_size"))
+    vocab = (Vocab.load(vocab_path) if vocab_path else
+             build_vocab(train_path, text, min_count=min_count, max_size=max_size)) if new_vocab else src_vocab
+    model_type = src_config["model"]["type"]
+    train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
+    data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": text.to_dict(),
+            "init_from": origin(init_dir, src_vocab, vocab)}
+    objective = src_config["objective"]
+    config = make_config(copy.deepcopy(src_config["model"]), objective["name"], dict(objective.get("options", {})),
+                         dataclasses.asdict(train_opts), data, vocab)
+    return source, config, vocab
 
 
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,

@@ -681,9 +681,16 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
         raise UserError(f"{run_dir}: no checkpoint to resume from (checkpoint.json missing)")
     trainer.load_checkpoint(ckpt)
     trainer.lock = lock
-    if refuse_finished and trainer.state.finalized:  # before config.json is touched
-        raise UserError(f"{run_dir}: training already finished (best valid ppl {trainer.state.best_valid:.2f}); "
-                        "start a new run to train longer")
+    more = (overrides or {}).get("epochs") is not None and overrides["epochs"] > trainer.state.epoch
+    if refuse_finished and trainer.state.finalized and not more:  # before config.json is touched
+        raise UserError(f"{run_dir}: training already finished after {trainer.state.epoch} epochs (best valid ppl "
+                        f"{trainer.state.best_valid:.2f}); give a larger --epochs to train it further, or start "
+                        f"another run from it with --init-from {run_dir}")
+    if trainer.state.finalized and more:
+        # a finished run trained further: from its final (best) weights, its optimiser's last state, the
+        # learning rate it ended with; finishing is undone (binary's calibration), and done again at the end
+        trainer.objective.unfinalize(trainer.model)
+        trainer.state.finalized = trainer.state.done = False
     if overrides and any(v is not None for v in overrides.values()):
         if ranks.is_main:
             runs.write_json(cfg_path, config)

@@ -134,3 +134,7 @@ class OutputObjective(nn.Module):
 
     def finalize(self, scorer: Scorer) -> None:
         """Called once after training, before the model is saved for use (e.g. calibration)."""
+
+    def unfinalize(self, scorer: Scorer) -> None:
+        """Undo :meth:`finalize` on a finished model that trains again (``--init-from``, a finished run resumed
+        with more epochs), so that training sees the scores it was trained on."""

@@ -202,6 +202,13 @@ class Binary(OutputObjective):
                 scorer.shift_bias(self.log_alpha)
             self.calibrated.fill_(True)
 
+    def unfinalize(self, scorer: Scorer) -> None:
+        """Take log α off the biases again (training works on uncalibrated scores)."""
+        if bool(self.calibrated):
+            if self.neg_rate < 1.0:
+                scorer.shift_bias(-self.log_alpha)
+            self.calibrated.fill_(False)
+
 
 def position_hash(seed: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """SplitMix64 finaliser of ``seed ^ position``, as non-negative int64 ``[N]`` (a counter-based hash:
