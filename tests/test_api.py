@@ -102,3 +102,24 @@ def test_bad_calls_are_one_line_errors(four_models, tmp_path):
         lm.next_logprobs("the", top_k=0)
     with pytest.raises(UserError, match="smoothing"):
         sampledlm.train_ngram(["a b"], smoothing="nope")
+
+
+def test_train_lm_equals_the_train_command(tmp_path, capsys, private_cache):
+    from helpers import synthetic_sentences, write_corpus
+
+    sents = synthetic_sentences(200, 30, seed=5)
+    write_corpus(tmp_path / "train.txt", sents[:160])
+    write_corpus(tmp_path / "valid.txt", sents[160:])
+    args = ["--model", "gru", "-d", "8", "--hidden", "16", "--epochs", "2", "--threads", "1"]
+    code, _, err = run_cli(["train", "--train", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"),
+                            *args, "-o", str(tmp_path / "cli")], capsys)
+    assert code == 0, err
+    lm = sampledlm.train_lm(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "api", model="gru",
+                            embed_dim=8, hidden=[16], epochs=2, threads=1)
+    def valid(run):
+        return [json.loads(line)["valid_ppl"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+    assert valid(tmp_path / "api") == valid(tmp_path / "cli") and len(valid(tmp_path / "api")) == 2
+    assert lm.perplexity(tmp_path / "valid.txt") == sampledlm.load(tmp_path / "cli").perplexity(tmp_path / "valid.txt")
+    with pytest.raises(UserError, match="unknown setting"):
+        sampledlm.train_lm(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "x", hiden=[3])

@@ -27,13 +27,13 @@ try:  # the installed distribution's version (pyproject.toml), also for an edita
 except PackageNotFoundError:  # run from a checkout's src/ without installing
     __version__ = "0+unknown"
 
-__all__ = ["load", "Model", "train_ngram", "UserError", "__version__"]
+__all__ = ["load", "Model", "train_ngram", "train_lm", "UserError", "__version__"]
 
 
 def __getattr__(name: str):
     """``sampledlm.load``, ``sampledlm.Model`` (:mod:`sampledlm.api`) and the family packages, imported on first
     use so that the command line starts without numpy."""
-    if name in ("load", "Model", "train_ngram"):
+    if name in ("load", "Model", "train_ngram", "train_lm"):
         from . import api
 
         return getattr(api, name)

@@ -9,6 +9,7 @@
     >>> lm.next_logprobs("the company", top_k=5)             # {"said": -1.2, ...}: ln P(w | <s> the company)
     >>> lm.generate(3, prefix="the", seed=1)                 # three sampled sentences
     >>> lm = sampledlm.train_ngram("train.txt", "kn5.arpa", order=5)   # ngram train, from Python
+    >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)   # train, from Python
 
 A sentence is a string (split into words with the model's own text options, as the commands read a file)
 or a list of words (taken as they are, after the model's case folding). Scores follow the commands'
@@ -182,3 +183,41 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
         build(config, path, target, binary=binary and output is not None, vocab=vocab, valid=valid,
               text_options=text_options)
         return Model(ArpaLM.open(target))
+
+
+def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
+             min_count: int = 1, max_size: int | None = None, text_options=None, threads: int | None = None, log=None,
+             **settings) -> Model:
+    """Train a neural LM into the run directory ``output``, as ``sampledlm train`` does, and return it as a
+    :class:`Model`.
+
+    ``train``, ``valid``: text files; ``model``: ``ffnn``, ``gru``, ``lstm`` or ``transformer``; ``objective``:
+    any of ``sampledlm train --objective``'s. ``settings``: the command's other options by their Python names
+    (the fields of the model's ``Config``, of :class:`sampledlm.neural.trainer.TrainOptions` and the objectives'
+    options: ``epochs=2``, ``hidden=[256]``, ``lr=0.002``, ``samples=20``, ``device="cuda"``, ...), each
+    defaulting as the flag does. ``threads``: torch's CPU threads (``torch.set_num_threads``, for the process).
+    ``log``: a function given each progress line (default: silent).
+
+        >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)
+    """
+    from .cli.neural import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
+    from .data.tokenizer import TextOptions
+    from .neural.trainer import new_run
+
+    known = set(MODEL_FIELDS) | set(TRAIN_FIELDS) | set(OBJECTIVE_FIELDS)
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise UserError(f"train_lm: unknown setting(s) {', '.join(unknown)} (see sampledlm train --help; the Python "
+                        "names use _ for -)")
+    flags = {k: None for k in known} | settings
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    opts = TextOptions.from_dict(text_options if not isinstance(text_options, TextOptions) else
+                                 text_options.to_dict(), "text_options")
+    config, words = build_config(opts, os.fspath(train), os.fspath(valid), None if vocab is None else os.fspath(vocab),
+                                 min_count, max_size, model, None, objective, flags)
+    trainer = new_run(os.fspath(output), config, words, log=log or (lambda msg: None))
+    trainer.train()
+    return load(output)
