@@ -159,3 +159,31 @@ def test_cli_rescore(four_models, run_in_process, tmp_path):
     assert r.returncode == 1 and "already exists" in r.stderr
     r = run_in_process("rescore", str(four_models / "kn3.arpa"), "test-nbest", "--tune-on", "test-nbest", cwd=tmp_path)
     assert r.returncode == 1 and "tuning needs references" in r.stderr
+
+
+def test_rescore_writes_the_1_best_and_reports_wer_from_the_lists_own_references(four_models, run_in_process,
+                                                                                  tmp_path):
+    """No --one-best, no -o: the new 1-best on standard output, the summary on standard error, with the WER of
+    references the JSONL lists hold (no --refs needed)."""
+    sents = [s.split() for s in (four_models / "test.txt").read_text().splitlines()]
+    lists = noisy_lists(sents, seed=4, vocab=[f"w{i}" for i in range(50)])[:10]
+    write_nbest(str(tmp_path / "l.jsonl"), lists, "jsonl")
+    r = run_in_process("rescore", str(four_models / "kn3.arpa"), "l.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [ln.split()[0] for ln in r.stdout.splitlines()] == [nb.id for nb in lists]
+    assert "10 utterances" in r.stderr and "WER: first pass" in r.stderr
+
+
+def test_a_tuned_weight_on_the_edge_of_its_grid_is_searched_further(four_models, run_in_process, tmp_path):
+    """Each reference is the longer hypothesis, 10 more words with an acoustic score 10 t worse: a word penalty
+    above t picks it. With t up to 18 the grid's best point is its edge, 10; rescore says so and searches on."""
+    ref = "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12".split()
+    lists = [NBest(f"u{i}", [Hypothesis(ref[:2], am=0.0, lm=0.0), Hypothesis(ref, am=-10.0 * t, lm=0.0)], ref=ref)
+             for i, t in enumerate([2, 6, 9.7, 14, 18])]
+    write_nbest(str(tmp_path / "dev.jsonl"), lists, "jsonl")
+    r = run_in_process("rescore", str(four_models / "kn3.arpa"), "dev.jsonl", "--tune-on", "dev.jsonl", "--json",
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert "sat on the edge of its grid" in r.stderr and doc["grid_widened"]
+    assert doc["weights"]["word_penalty"] > 18 and doc["dev"]["rescored_wer"] == 0.0

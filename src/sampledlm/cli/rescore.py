@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -40,7 +41,8 @@ FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 @click.option("--k", "k", type=click.IntRange(min=0), default=None,
               help="Lattices: merge histories sharing their last k words [default: the model's n-1; "
                    "recurrent models need it].")
-@click.option("--one-best", default=None, metavar="FILE", help="Write each utterance's best hypothesis ('utt words').")
+@click.option("--one-best", default=None, metavar="FILE", help="Write each utterance's best hypothesis ('utt words') to FILE [default: standard output, "
+                   "unless -o is given].")
 @click.option("-o", "--output", default=None, metavar="PATH",
               help="Write the rescored lists, best first (NBEST's format unless --output-format); lattices: the "
                    "expanded lattices with MODEL's scores (n-gram and feed-forward models).")
@@ -57,6 +59,10 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     """Rescore n-best lists or lattices with MODEL (any family, or a mixture); write the new 1-best.
 
     \b
+    The new 1-best ('utt words' lines) goes to standard output, the summary (weights; WER when the
+    input holds references or --refs gives them) to standard error; with --one-best or -o they are
+    written to files and the summary to standard output. A tuned weight on the edge of its grid is
+    searched further (a warning says how far).
     Each hypothesis gets score = am_scale*am + lm_weight*lm + word_penalty*words, where lm is
     MODEL's ln P(words </s>) (with --first-pass-weight b: (1-b)*MODEL's + b*the first pass's).
     Scores are natural logs inside; SRILM files hold log10 scores, Kaldi files costs (-ln).
@@ -112,10 +118,11 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     if dev is not None:
         grid = Grid(first_pass_weight=[i / 10 for i in range(10)] if tune_first_pass else [first_pass_weight])
         if dev_lattices:
-            w, summary["dev"] = _tune_lattices(dev, lm, w, _search_k(lm, k, None), grid)
+            w, summary["dev"] = _widening(lambda g: _tune_lattices(dev, lm, w, _search_k(lm, k, None), g), grid,
+                                          summary)
         else:
             add_lm_scores(lm, dev)
-            w = tune(dev, am_scale, grid)
+            w = _widening(lambda g: tune(dev, am_scale, g), grid, summary)
             summary["dev"] = evaluate(dev, w).to_dict()
         summary["tuned_on"] = tune_on
     summary["weights"] = {key: float(v) for key, v in w.__dict__.items()}
@@ -130,13 +137,36 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     if as_json:
         click.echo(json.dumps(summary))
         return
-    click.echo(f"{nbest}: {len(items)} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, word penalty "
-               f"{w.word_penalty:.4g}, first pass {w.first_pass_weight:g}"
-               + (f" (tuned on {tune_on}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" if dev is not None else ""))
-    if refs:
+    to_stderr = not (one_best or output)  # the new 1-best is the output: on standard output, the summary beside it
+    if to_stderr:
+        for uid, words in best:
+            click.echo(f"{uid} {' '.join(words)}".rstrip())
+    say = functools.partial(click.echo, err=to_stderr)
+    say(f"{nbest}: {len(items)} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, word penalty "
+        f"{w.word_penalty:.4g}, first pass {w.first_pass_weight:g}"
+        + (f" (tuned on {tune_on}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" if dev is not None else ""))
+    if "rescored_wer" in summary:  # references given with --refs, or in the JSONL lists themselves
         oracle = f", oracle {100 * summary['oracle_wer']:.2f}%" if "oracle_wer" in summary else ""
-        click.echo(f"WER: first pass {100 * summary['first_pass_wer']:.2f}%, rescored {100 * summary['rescored_wer']:.2f}%"
-                   f"{oracle} ({summary['reference_words']} reference words)")
+        say(f"WER: first pass {100 * summary['first_pass_wer']:.2f}%, rescored {100 * summary['rescored_wer']:.2f}%"
+            f"{oracle} ({summary['reference_words']} reference words)")
+
+
+def _widening(tune_on_grid, grid, summary, most: int = 3):
+    """Tune on ``grid``; while the tuned weights sit on an edge of it, say so and tune again on a grid reaching past
+    that edge (``most`` times at most). ``tune_on_grid(grid)`` returns the weights (or ``(weights, extra)``)."""
+    for attempt in range(most + 1):
+        found = tune_on_grid(grid)
+        w = found[0] if isinstance(found, tuple) else found
+        wider, notes = grid.widened_at(w)
+        if wider is None:
+            return found
+        for note in notes:
+            summary.setdefault("grid_widened", []).append(note)
+            click.echo(f"sampledlm: warning: {note}" + ("" if attempt < most else "; still on the edge, so the best "
+                                                         "weights may lie further out"), err=True)
+        if attempt < most:
+            grid = wider
+    return found
 
 
 def _read(path, fmt, refs):

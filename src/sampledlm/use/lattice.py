@@ -486,8 +486,7 @@ def _best_path_ids(src, dst, score, num_states, final, wid) -> list[int]:
 
 def tune_lattices(exps: list[Expansion], am_scale: float = 1.0, grid=None) -> tuple[Weights, int]:
     """The grid point (:class:`sampledlm.use.nbest.Grid`) whose best lattice paths make the fewest errors
-    over ``exps`` (which need references), and that number; ties: the first found (grid order as
-    :func:`sampledlm.use.nbest.tune`). One Viterbi search per lattice and grid point over the recorded
+    over ``exps`` (which need references), and that number; ties as :func:`sampledlm.use.nbest.tune` breaks them. One Viterbi search per lattice and grid point over the recorded
     scores: the model is not called again."""
     from .nbest import Grid
     from .wer_kernels import grid_errors
@@ -502,7 +501,7 @@ def tune_lattices(exps: list[Expansion], am_scale: float = 1.0, grid=None) -> tu
         wid, vocab = e._ids()
         ref = np.array([vocab.index(x) for x in e.ref], dtype=np.int64)
         grid_errors(e.src, e.dst, e.am, e.lm_new, e.lm_first, wid, e.num_states, e.final, ref, cand, total)
-    i = int(np.argmin(total))
+    i = grid.best(cand, total)
     return Weights(*map(float, cand[i])), int(total[i])
 
 

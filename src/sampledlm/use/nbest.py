@@ -401,9 +401,43 @@ class Grid:
     word_penalty: list[float] = field(default_factory=lambda: list(np.linspace(-10, 10, 41)))
     first_pass_weight: list[float] = field(default_factory=lambda: [0.0])
 
+    def on_edge(self, cand: np.ndarray) -> np.ndarray:
+        """Whether each candidate ``[G, 4]`` (am, lm, penalty, first pass) sits on an edge :meth:`widened_at`
+        would search past: the largest LM weight (above 0), the word penalty's smallest or largest."""
+        lm_w, wp = self.lm_weight, self.word_penalty
+        top = (cand[:, 1] == max(lm_w)) & (max(lm_w) > 0) if len(lm_w) > 1 else np.zeros(len(cand), bool)
+        ends = np.isin(cand[:, 2], [min(wp), max(wp)]) if len(wp) > 1 else np.zeros(len(cand), bool)
+        return top | ends
+
+    def best(self, cand: np.ndarray, errors: np.ndarray) -> int:
+        """The index of the fewest ``errors``; among ties the first inside the grid, so that an edge is taken
+        (and searched past) only when it does better than everything inside."""
+        ties = np.flatnonzero(errors == errors.min())
+        inside = ties[~self.on_edge(cand[ties])]
+        return int(inside[0] if len(inside) else ties[0])
+
+    def widened_at(self, w: "Weights") -> tuple["Grid | None", list[str]]:
+        """A grid reaching past the edge that tuned weights ``w`` sit on, and what was widened; ``(None, [])`` when
+        they lie inside. The LM weight grows tenfold past its largest value (0, no LM, is a true end); the word
+        penalty extends by its span past either end."""
+        notes, lm_w, wp = [], list(self.lm_weight), list(self.word_penalty)
+        if len(lm_w) > 1 and w.lm_weight == max(lm_w) > 0:
+            top = max(lm_w)
+            lm_w = sorted(set(lm_w) | set(np.geomspace(top, 10 * top, 21).tolist()))
+            notes.append(f"the LM weight {w.lm_weight:.4g} sat on the top of its grid: searched up to {10 * top:.4g}")
+        if len(wp) > 1 and w.word_penalty in (min(wp), max(wp)):
+            lo, hi = min(wp), max(wp)
+            span = hi - lo
+            ext = np.linspace(hi, hi + span, 41) if w.word_penalty == hi else np.linspace(lo - span, lo, 41)
+            wp = sorted(set(wp) | set(ext.tolist()))
+            notes.append(f"the word penalty {w.word_penalty:.4g} sat on the edge of its grid ({lo:.4g} .. {hi:.4g}): "
+                         f"searched to {min(wp):.4g} .. {max(wp):.4g}")
+        return (Grid(lm_w, wp, list(self.first_pass_weight)) if notes else None), notes
+
 
 def tune(lists: list[NBest], am_scale: float = 1.0, grid: Grid | None = None) -> Weights:
-    """The grid point with the fewest errors on ``lists`` (which need references); ties: the first found."""
+    """The grid point with the fewest errors on ``lists`` (which need references); ties: the first found inside
+    the grid (:meth:`Grid.best`)."""
     grid = grid or Grid()
     cand = np.array([(am_scale, lw, wp, b) for b in grid.first_pass_weight for lw in grid.lm_weight
                      for wp in grid.word_penalty], dtype=np.float64)  # [G, 4]
@@ -414,7 +448,7 @@ def tune(lists: list[NBest], am_scale: float = 1.0, grid: Grid | None = None) ->
         lm = (1 - cand[:, 3:4]) * f[None, :, 1] + cand[:, 3:4] * f[None, :, 2]  # [G, H]
         s = cand[:, 0:1] * f[None, :, 0] + cand[:, 1:2] * lm + cand[:, 2:3] * f[None, :, 3]
         total += errs[np.argmax(s, axis=1)]
-    best = cand[int(np.argmin(total))]
+    best = cand[grid.best(cand, total)]
     return Weights(*map(float, best))
 
 
