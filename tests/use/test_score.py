@@ -94,3 +94,27 @@ def test_empty_file_and_missing_model_are_one_line_errors(four_models, run_in_pr
     assert r.returncode == 1 and "nope: no such model" in r.stderr
     r = run_in_process("score", "kn3.arpa", "test.txt", "--weights", "0.5", cwd=four_models)
     assert r.returncode == 1 and "need a second model" in r.stderr
+
+
+def test_the_plain_layout_is_srilms(four_models, capsys):
+    """SRILM's ngram -ppl -debug 1 lines, as its scripts parse them: 'N sentences, N words, N OOVs' then
+    'N zeroprobs, logprob= X ppl= Y ppl1= Z' (ppl over words and </s>, ppl1 over the words alone)."""
+    import math
+    import re
+
+    from helpers import run_cli
+
+    code, out, err = run_cli(["score", str(four_models / "kn3.arpa"), str(four_models / "test.txt")], capsys)
+    assert code == 0, err
+    counts = re.findall(r"^1 sentences, (\d+) words, (\d+) OOVs$", out, re.M)
+    stats = re.findall(r"^0 zeroprobs, logprob= (\S+) ppl= (\S+) ppl1= (\S+)", out, re.M)[:-1]  # last: the file's
+    assert len(counts) == len(stats) == len((four_models / "test.txt").read_text().splitlines())
+    for (words, _), (logprob, ppl, ppl1) in zip(counts, stats):
+        w, lp = int(words), float(logprob)
+        assert float(ppl) == pytest.approx(10 ** (-lp / (w + 1)), rel=1e-4)
+        assert float(ppl1) == pytest.approx(10 ** (-lp / w), rel=1e-4)
+    total = re.search(r"^file \S+: (\d+) sentences, (\d+) words, (\d+) OOVs\n0 zeroprobs, logprob= (\S+) ppl= (\S+) "
+                      r"ppl1= (\S+)", out, re.M)
+    s, w, lp = int(total.group(1)), int(total.group(2)), float(total.group(4))
+    assert float(total.group(5)) == pytest.approx(10 ** (-lp / (w + s)), rel=1e-4)
+    assert float(total.group(6)) == pytest.approx(math.pow(10, -lp / w), rel=1e-4)

@@ -163,11 +163,21 @@ def format_sentence(s: SentenceScore, per_word: bool = False) -> str:
             order = f"[{int(s.orders[i])}gram] " if s.orders is not None else ""
             lines.append(f"\tp( {w} | {hist} ) \t= {order}{math.exp(lp):.6g} [ {lp / LN10:.6g} ]")
     lines.append(f"1 sentences, {len(s.words)} words, {s.oovs} OOVs")
-    lines.append(f"logprob= {s.log10_prob:.6g} ln= {s.ln_prob:.6g} ppl= {s.ppl:.6g}")
+    lines.append(f"0 zeroprobs, logprob= {s.log10_prob:.6g} ppl= {s.ppl:.6g} ppl1= {_ppl1(s.ln_prob, len(s.words))} "
+                 f"ln= {s.ln_prob:.6g}")
     return "\n".join(lines) + "\n"
 
 
+def _ppl1(ln_prob: float, words: int) -> str:
+    """SRILM's ppl1: the perplexity over the words alone (``</s>`` left out of the count); "undefined" for none."""
+    return f"{perplexity_from_nll(-ln_prob / words):.6g}" if words else "undefined"
+
+
 def format_totals(name: str, t: Totals) -> str:
-    """SRILM's file summary: sentences, words, OOVs; log10 and ln totals; perplexity over words and ``</s>``."""
+    """SRILM's file summary (``ngram -ppl``): sentences, words, OOVs; zeroprobs (always 0: every probability here
+    is exact and positive), the log10 total, ppl over the words and ``</s>``, ppl1 over the words alone; then
+    the natural-log total and the count of predictions. Unlike SRILM, OOVs are predicted as ``<unk>`` and counted
+    (KenLM's convention, :mod:`sampledlm.lm`)."""
     return (f"file {name}: {t.sentences} sentences, {t.words} words, {t.oovs} OOVs\n"
-            f"logprob= {t.ln_prob / LN10:.6g} ln= {t.ln_prob:.6g} predictions= {t.predictions} ppl= {t.ppl:.6g}\n")
+            f"0 zeroprobs, logprob= {t.ln_prob / LN10:.6g} ppl= {t.ppl:.6g} ppl1= {_ppl1(t.ln_prob, t.words)} "
+            f"ln= {t.ln_prob:.6g} predictions= {t.predictions}\n")
