@@ -33,12 +33,11 @@ __all__ = ["load", "Model", "train_ngram", "train_lm", "UserError", "__version__
 def __getattr__(name: str):
     """``sampledlm.load``, ``sampledlm.Model`` (:mod:`sampledlm.api`) and the family packages, imported on first
     use so that the command line starts without numpy."""
+    import importlib
+
+    # by name, as maxent/__init__.py does: the package root depends on no layer (every module imports it first)
     if name in ("load", "Model", "train_ngram", "train_lm"):
-        from . import api
-
-        return getattr(api, name)
+        return getattr(importlib.import_module(".api", __name__), name)
     if name in ("ngram", "neural", "maxent", "embed", "api", "lm"):  # sampledlm.ngram.X without an import
-        import importlib
-
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'sampledlm' has no attribute {name!r}")
