@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import time
 
@@ -11,7 +9,6 @@ import click
 
 from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, text_options, writing_directory
 from ..errors import UserError
-from ..lm import perplexity_of
 from ..ngram.build.config import ENGINES, default as build_default
 
 
