@@ -157,6 +157,24 @@ def _remove_unstarted(run_dir: str, created: bool) -> None:
         pass
 
 
+def sequence_defaults(model_type: str, objective: str, flags: dict) -> dict:
+    """``flags`` with the objective's ``sequence_defaults`` filled in where the user gave none, when the model
+    reads running text (recurrent, Transformer); says on standard error what it set and why."""
+    from ..neural.registry import model_class
+    from ..objectives.registry import OBJECTIVES
+
+    cls = OBJECTIVES[objective]
+    if not model_class(model_type).sequence_model or not cls.sequence_defaults:
+        return flags
+    flags = dict(flags)
+    unset = {k: v for k, v in cls.sequence_defaults.items() if k in flags and flags[k] in (None, ())}
+    flags.update(unset)
+    if unset:
+        given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in unset.items())
+        click.echo(f"--objective {objective} on a {model_type}: {given} ({cls.sequence_why})", err=True)
+    return flags
+
+
 def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count, max_size, flags: dict):
     """``(source, config, vocab)`` of a run started from ``init_dir`` (:mod:`sampledlm.neural.finetune`): the
     source's model, objective and text options; this command's training settings and text."""
@@ -184,6 +202,8 @@ def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_cou
     vocab = (Vocab.load(vocab_path) if vocab_path else
              build_vocab(train_path, text, min_count=min_count, max_size=max_size)) if new_vocab else src_vocab
     model_type = src_config["model"]["type"]
+    flags = sequence_defaults(model_type, src_config["objective"]["name"],
+                              {k: v for k, v in flags.items() if k not in OBJECTIVE_FIELDS})
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": text.to_dict(),
             "init_from": origin(init_dir, src_vocab, vocab)}
@@ -219,6 +239,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
             model_flags[name] = value
             click.echo(f"--objective {objective}: {why}", err=True)
     spec = model_spec(model_type, **model_flags)
+    flags = sequence_defaults(model_type, objective, flags)
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
         spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax

@@ -61,6 +61,8 @@ class NeuralScorer(nn.Module):
     #: True when ``eval_contexts`` yields ``rows`` (one context serves several predictions): exact
     #: scoring then takes ``objective.log_prob(ctx)[rows, targets]``, else ``log_prob_targets``
     shares_contexts: bool = False
+    #: True for models of the running text (recurrent, Transformer): objectives' ``sequence_defaults`` apply
+    sequence_model: bool = False
 
     def history_key(self, history) -> tuple | None:
         """A hashable key that determines the context after ``<s> history`` (ids), or None when the

@@ -16,7 +16,11 @@ autocast; master weights, updates and every evaluation stay float32, see
 for a sampled or structured objective the output layer and the word tables -- input embeddings, a tied
 ``W`` -- get row-sparse gradients and SGD without weight decay / SparseAdam, see :func:`make_optimizers`). After each epoch the exact validation perplexity is measured; when it
 does not improve by the relative ``min_improvement`` the learning rate is halved (Xu et al. 2011
-§3.1), and training stops when that happens after ``max_halvings`` halvings, or after ``epochs``.
+§3.1), and training stops when that happens after ``max_halvings`` halvings, or after ``epochs``
+(``lr_schedule="plateau"``). With ``lr_schedule="cosine"`` the rate instead follows
+``lr_t = lr · (1 + cos(π t / T)) / 2`` over the ``T = epochs × batches`` steps of the whole run (Loshchilov &
+Hutter 2017, without restarts), set before every step, and training runs all ``epochs``: the decay to 0
+anneals within the epoch budget, where halving on a plateau may start only after it.
 The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
 they are reloaded, ``objective.finalize(model)`` runs once, and the final model is saved.
 
@@ -61,6 +65,8 @@ from .device import PRECISIONS, autocast, device_name, grad_scaler, resolve_devi
 from .distributed import Ranks
 from ..data.textio import atomic_write
 
+LR_SCHEDULES = ("plateau", "cosine")
+
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
 # A mean training loss above this many nats per prediction is a diverged run, even when it is finite: a softmax
@@ -96,6 +102,9 @@ class TrainOptions:
                                   "(Chen et al. 2016 compare output layers this way)", min=0.0)
     time_clock: str = option("wall", "the clock of --max-time: wall seconds, or cpu (the training process's CPU "
                                      "seconds, fairer on a shared machine)", choices=("wall", "cpu"))
+    lr_schedule: str = option("plateau", "plateau: halve the rate when validation stalls (--min-improvement, "
+                                         "--max-halvings); cosine: decay it to 0 over --epochs, step by step",
+                              choices=LR_SCHEDULES)
     max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
                                min=0)
     min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
@@ -183,6 +192,14 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
     if sparse:
         optimizers.append(torch.optim.SparseAdam(sparse, lr=opts.lr))
     return optimizers
+
+
+def scheduled_lr(base: float, schedule: str, step: int, total_steps: int) -> float:
+    """The rate of optimiser step ``step`` (0-based) of ``total_steps``: ``base`` under ``plateau`` (halvings
+    change ``base`` itself), ``base · (1 + cos(π step / total)) / 2`` under ``cosine``."""
+    if schedule != "cosine" or total_steps <= 0:
+        return base
+    return base * 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / total_steps))
 
 
 def set_lr(optimizers, lr: float) -> None:
@@ -410,6 +427,7 @@ class Trainer:
     def _train(self) -> TrainState:
         st, opts = self.state, self.opts
         nb = self.data.num_batches()
+        cosine = opts.lr_schedule == "cosine"
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
         with interrupt_flag() as flag:
@@ -425,6 +443,8 @@ class Trainer:
                 with bar(total=nb, desc=f"epoch {st.epoch + 1}", unit="batch", initial=st.batch,
                          disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
+                        if cosine:
+                            set_lr(self.optimizers, scheduled_lr(st.lr, opts.lr_schedule, st.step, opts.epochs * nb))
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
                         if diverged(loss):
                             raise UserError(self.diverged_message(loss))
@@ -488,15 +508,17 @@ class Trainer:
                 runs.save_model_files(self.run_dir, self.model, self.objective, finalized=False)
         record = {
             "epoch": st.epoch + 1, "step": st.step, "train_loss": st.loss_sum / max(st.loss_count, 1),
-            "valid_ppl": valid, "lr": st.lr, "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
+            "valid_ppl": valid,
+            "lr": scheduled_lr(st.lr, opts.lr_schedule, max(st.step - 1, 0), opts.epochs * self.data.num_batches()),
+            "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
             "wall_s": st.wall_seconds, "cpu_s": st.cpu_seconds,
         }
         if train_ppl is not None:
             record["train_ppl"] = train_ppl
         st.metrics.append(record)
-        self.log(f"epoch {st.epoch + 1}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {st.lr:g}  "
+        self.log(f"epoch {st.epoch + 1}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {record['lr']:g}  "
                  f"{record['tokens_per_s']:.0f} tok/s")
-        if not improved:
+        if opts.lr_schedule == "plateau" and not improved:
             if st.halvings >= opts.max_halvings:
                 st.done = True
             else:

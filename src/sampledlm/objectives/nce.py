@@ -41,6 +41,10 @@ class NCE(SampledObjective):
     """
 
     name = "nce"
+    sequence_defaults = {"samples": 20, "sample_mode": "each", "lr": 0.004}
+    sequence_why = ("a recurrent batch of 32 x 35 positions sharing one bag pushes down only k rows a step (PTB GRU-256: "
+                    "valid 259 after 2 epochs, against 150 with 20 words per position and 143 for the softmax), and lr "
+                    "0.004 gains 3 % over the softmax's 0.002 by then")
 
     def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 1.0,
                  sample_mode: str = "shared", sampler: str = "alias", learn_norm: bool = False):
@@ -65,6 +69,7 @@ class NegativeSampling(NegativesObjective):
     """
 
     name = "neg"
+    sequence_defaults = {}  # an embedding loss, not a language model: nothing to tune for perplexity
 
     def loss(self, true, logq_true, scores, logq, keep):
         n = count_kept(keep, *scores.shape, scores.device)
@@ -80,6 +85,8 @@ class BlackOut(NegativesObjective):
     """
 
     name = "blackout"
+    sequence_defaults = {"samples": 20, "sample_mode": "each", "lr": 0.004}
+    sequence_why = "as NCE: one bag shared by a recurrent batch updates too few rows a step"
 
     def loss(self, true, logq_true, scores, logq, keep):
         l_true = (true - logq_true).unsqueeze(1)
