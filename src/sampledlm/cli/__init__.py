@@ -8,6 +8,7 @@ to stderr.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -109,13 +110,29 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     except OSError as e:  # writing the results to standard output failed (e.g. ENOSPC on a redirected stdout)
         from ..data.textio import write_error
 
-        err = write_error("standard output", e)
+        err = write_error(_failed_write_target(e), e)
         if err is None:
             raise
         click.echo(f"sampledlm: error: {err}", err=True)
         _drop_stdout()
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _failed_write_target(e: OSError) -> str:
+    """What an OSError that reached the entry point failed to write: the file it names, numba's cache of
+    compiled code when the write came from there (its first call compiles and caches a kernel), else standard
+    output (the commands write every file of their own through :func:`sampledlm.data.textio.atomic_write`,
+    which names it)."""
+    if getattr(e, "filename", None):
+        return str(e.filename)
+    tb = e.__traceback__
+    while tb is not None:
+        if "numba" in tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/"):
+            where = os.environ.get("NUMBA_CACHE_DIR") or "__pycache__ beside the package's modules"
+            return f"numba's cache of compiled code ({where}; set NUMBA_CACHE_DIR to move it)"
+        tb = tb.tb_next
+    return "standard output"
 
 
 def _drop_stdout() -> None:
