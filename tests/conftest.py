@@ -31,6 +31,28 @@ _os_environ = __import__("os").environ
 _os_environ["SAMPLEDLM_DEVICE"] = _os_environ.get("SAMPLEDLM_TEST_DEVICE", "cpu")
 
 
+# --- the campaigns --------------------------------------------------------------------------------------------
+# The fault campaign's cases and kill points (benchmarks/faults_cases.py) are also tests, one per case, run against
+# the working tree: `python -m pytest -q --campaigns -m campaign` (about half an hour on 2 cores). Without
+# --campaigns they are skipped, so the README's test command stays short.
+def pytest_addoption(parser):
+    parser.addoption("--campaigns", action="store_true", default=False,
+                     help="also run the fault campaign's cases and kill points (tests marked campaign; slow)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "campaign: a case of the fault campaign (runs with --campaigns)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--campaigns"):
+        return
+    skip = pytest.mark.skip(reason="a fault-campaign case: run with --campaigns")
+    for item in items:
+        if "campaign" in item.keywords:
+            item.add_marker(skip)
+
+
 # --- property-based tests ---------------------------------------------------------------------------------------
 # Profiles for hypothesis: ``ci`` (the default: a fixed, small number of examples, so the suite's time is bounded)
 # and ``nightly`` (``SAMPLEDLM_HYPOTHESIS=nightly python -m pytest -q -k fuzz``: 50x the examples).
