@@ -123,3 +123,43 @@ def test_train_lm_equals_the_train_command(tmp_path, capsys, private_cache):
     assert lm.perplexity(tmp_path / "valid.txt") == sampledlm.load(tmp_path / "cli").perplexity(tmp_path / "valid.txt")
     with pytest.raises(UserError, match="unknown setting"):
         sampledlm.train_lm(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "x", hiden=[3])
+
+
+def test_train_maxent_equals_the_maxent_train_command(tmp_path, capsys):
+    from helpers import synthetic_sentences, write_corpus
+
+    sents = synthetic_sentences(200, 30, seed=6)
+    write_corpus(tmp_path / "train.txt", sents[:160])
+    write_corpus(tmp_path / "valid.txt", sents[160:])
+    code, _, err = run_cli(["maxent", "train", "--train", str(tmp_path / "train.txt"), "--valid",
+                            str(tmp_path / "valid.txt"), "--epochs", "2", "--neg-rate", "0.2", "-o",
+                            str(tmp_path / "cli")], capsys)
+    assert code == 0, err
+    lm = sampledlm.train_maxent(tmp_path / "train.txt", [" ".join(s) if not isinstance(s, str) else s
+                                                         for s in sents[160:]], tmp_path / "api", epochs=2, alpha=0.2)
+    ref = sampledlm.load(tmp_path / "cli")
+    assert lm.perplexity(tmp_path / "valid.txt") == pytest.approx(ref.perplexity(tmp_path / "valid.txt"), rel=1e-12)
+    with pytest.raises(UserError, match="already holds a maxent model"):
+        sampledlm.train_maxent(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "api", epochs=2)
+    with pytest.raises(UserError, match="unknown setting"):
+        sampledlm.train_maxent(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "x", epoch=2)
+
+
+def test_train_embeddings_equals_the_embed_train_command(tmp_path, capsys):
+    from helpers import synthetic_sentences, write_corpus
+
+    sents = synthetic_sentences(300, 40, seed=7)
+    write_corpus(tmp_path / "corpus.txt", sents)
+    args = ["--dim", "16", "--threads", "1", "--seed", "3", "--min-count", "1", "--epochs", "2"]
+    code, _, err = run_cli(["embed", "train", str(tmp_path / "corpus.txt"), "-o", str(tmp_path / "cli"), *args],
+                           capsys)
+    assert code == 0, err
+    wv = sampledlm.train_embeddings(tmp_path / "corpus.txt", tmp_path / "api", dim=16, threads=1, seed=3,
+                                    min_count=1, epochs=2)
+    from sampledlm.embed.formats import load_vectors
+
+    ref = load_vectors(str(tmp_path / "cli"))
+    assert wv.words == ref.words and (wv.vectors == ref.vectors).all() and wv.dim == 16
+    from_sentences = sampledlm.train_embeddings(sents, tmp_path / "api2", dim=16, threads=1, seed=3, min_count=1,
+                                                epochs=2)
+    assert (from_sentences.vectors == ref.vectors).all()

@@ -27,7 +27,7 @@ try:  # the installed distribution's version (pyproject.toml), also for an edita
 except PackageNotFoundError:  # run from a checkout's src/ without installing
     __version__ = "0+unknown"
 
-__all__ = ["load", "Model", "train_ngram", "train_lm", "UserError", "__version__"]
+__all__ = ["load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings", "UserError", "__version__"]
 
 
 def __getattr__(name: str):
@@ -36,7 +36,7 @@ def __getattr__(name: str):
     import importlib
 
     # by name, as maxent/__init__.py does: the package root depends on no layer (every module imports it first)
-    if name in ("load", "Model", "train_ngram", "train_lm"):
+    if name in ("load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings"):
         return getattr(importlib.import_module(".api", __name__), name)
     if name in ("ngram", "neural", "maxent", "embed", "api", "lm"):  # sampledlm.ngram.X without an import
         return importlib.import_module(f".{name}", __name__)

@@ -10,6 +10,8 @@
     >>> lm.generate(3, prefix="the", seed=1)                 # three sampled sentences
     >>> lm = sampledlm.train_ngram("train.txt", "kn5.arpa", order=5)   # ngram train, from Python
     >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)   # train, from Python
+    >>> lm = sampledlm.train_maxent("train.txt", "valid.txt", "melm")     # maxent train, from Python
+    >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", dim=100)      # embed train, from Python
 
 A sentence is a string (split into words with the model's own text options, as the commands read a file)
 or a list of words (taken as they are, after the model's case folding). Scores follow the commands'
@@ -221,3 +223,103 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     trainer = new_run(os.fspath(output), config, words, log=log or (lambda msg: None))
     trainer.train()
     return load(output)
+
+
+def train_maxent(train, valid, output, **settings) -> Model:
+    """Train a maximum-entropy LM into the model directory ``output``, as ``sampledlm maxent train`` does, and
+    return it as a :class:`Model`.
+
+    ``train``, ``valid``: text files or iterables of sentences. ``settings``: the command's options by their
+    Python names (``features="feat-i"``, ``objective="binary"``, ``alpha=0.05`` for ``--neg-rate``, ``epochs``,
+    ``lr``, ``force=True``, ``lowercase=True``, ...), each defaulting as the flag does.
+
+        >>> lm = sampledlm.train_maxent("train.txt", "valid.txt", "melm", features="feat-i", alpha=0.05)
+    """
+    from .cli.maxent import train as command
+
+    with _text_files({"train": train, "valid": valid}) as files:
+        _run_command(command, [], {"train_path": files["train"], "valid_path": files["valid"],
+                                   "out_dir": os.fspath(output), **settings}, "train_maxent")
+    return load(output)
+
+
+def train_embeddings(corpus, output, **settings):
+    """Train word vectors into the directory ``output``, as ``sampledlm embed train`` does, and return them as
+    :class:`sampledlm.embed.vectors.WordVectors` (``neighbors``, ``similarity``, ``lookup``, ``vectors``).
+
+    ``corpus``: a text file, a list of files, or an iterable of sentences. ``settings``: the command's options
+    by their Python names (``model="cbow"``, ``objective="hs"``, ``dim=100``, ``window=5``, ``threads=2``,
+    ``seed=1``, ``force=True``, ``lowercase=True``, ...), each defaulting as the flag does.
+
+        >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", model="skipgram", dim=100)
+        >>> wv.neighbors("king", 5)
+    """
+    from .cli.embed import train as command
+    from .embed.formats import load_vectors
+
+    if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
+                                                  and all(isinstance(c, (str, os.PathLike)) for c in corpus)
+                                                  and all(os.path.exists(c) for c in corpus)):
+        paths = [os.fspath(corpus)] if isinstance(corpus, (str, os.PathLike)) else [os.fspath(c) for c in corpus]
+        _run_command(command, paths, {"out_dir": os.fspath(output), **settings}, "train_embeddings")
+    else:
+        with _text_files({"corpus": corpus}) as files:
+            _run_command(command, [files["corpus"]], {"out_dir": os.fspath(output), **settings}, "train_embeddings")
+    return load_vectors(os.fspath(output))
+
+
+class _text_files:
+    """``{name: path}`` for ``{name: a path or an iterable of sentences}``: sentences are written to temporary files
+    (one per line, words joined by spaces), removed on exit."""
+
+    def __init__(self, texts: dict):
+        self.texts, self.tmp = texts, None
+
+    def __enter__(self) -> dict:
+        import tempfile
+
+        from .data.textio import atomic_write
+
+        files = {}
+        for name, text in self.texts.items():
+            if isinstance(text, (str, os.PathLike)):
+                files[name] = os.fspath(text)
+                continue
+            if self.tmp is None:
+                self.tmp = tempfile.TemporaryDirectory(prefix="sampledlm-text-")
+            files[name] = os.path.join(self.tmp.name, f"{name}.txt")
+            with atomic_write(files[name]) as f:
+                for s in text:
+                    f.write((s if isinstance(s, str) else " ".join(s)).strip() + "\n")
+        return files
+
+    def __exit__(self, *exc) -> None:
+        if self.tmp is not None:
+            self.tmp.cleanup()
+
+
+def _run_command(command, arguments: list[str], settings: dict, caller: str) -> None:
+    """Run the click ``command`` in this process with ``arguments`` and the options named by their Python names
+    in ``settings`` (``None`` leaves an option at its default); unknown names are refused."""
+    import click
+
+    params = {p.name: p for p in command.params if isinstance(p, click.Option)}
+    unknown = sorted(set(settings) - set(params))
+    if unknown:
+        raise UserError(f"{caller}: unknown setting(s) {', '.join(unknown)} (the command's --help lists its options; "
+                        "the Python names use _ for -)")
+    argv = list(arguments)
+    for name, value in settings.items():
+        p = params[name]
+        if value is None:
+            continue
+        flag = max(p.opts, key=len)
+        if p.is_flag:
+            if p.secondary_opts and not value:
+                argv.append(max(p.secondary_opts, key=len))
+            elif value:
+                argv.append(flag)
+            continue
+        for v in (value if p.multiple and isinstance(value, (list, tuple)) else [value]):
+            argv += [flag, str(v)]
+    command.main(args=argv, prog_name=f"sampledlm ({caller})", standalone_mode=False)
