@@ -10,6 +10,7 @@ import click
 from .common import CONTEXT, force_option, refuse_existing, text_options, writing_directory
 from .options import dataclass_options
 from ..errors import UserError
+from .configfile import config_option
 
 
 def _default_eval(name: str, directory: str | None = None) -> str | None:
@@ -49,6 +50,7 @@ _W2V, _W2V_FIELDS = _w2v_options()
                    "or other files).")
 @click.option("--no-text", is_flag=True, help="Skip vectors.txt (the text format: large and slow for big vocabularies).")
 @_W2V
+@config_option
 @text_options
 def train(corpus, out_dir, force, no_text, opts, **kw):
     """Train word vectors on CORPUS (one or more text files, read with the same text options).

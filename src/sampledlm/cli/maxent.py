@@ -10,6 +10,7 @@ import click
 from .common import CONTEXT, SEED, FiniteFloat, text_options, writing_directory
 from ..errors import UserError
 from ..maxent.config import AVERAGES, TrainConfig
+from .configfile import config_option
 
 DEFAULTS = TrainConfig()  # every training flag's default is this dataclass's
 
@@ -70,6 +71,7 @@ def _deprecated(msg: str) -> None:
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True, help="Random seed.")
+@config_option
 @text_options
 def train(positional, train_path, valid_path, out_dir, force, vocab_path, features, objective, alpha, neg_subset, lr,
           optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,

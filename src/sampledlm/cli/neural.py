@@ -18,6 +18,7 @@ from ..neural.trainer import TrainOptions
 from ..objectives.options import OPTION_HELP
 from ..objectives.registry import OBJECTIVES, objective_options
 from .common import CONTEXT, text_options
+from .configfile import config_option
 from .options import dataclass_options, objective_flag_options
 
 MODEL_OPTIONS, MODEL_FIELDS = dataclass_options({name: cls.Config for name, cls in MODELS.items()})
@@ -54,6 +55,7 @@ def _echo(msg: str) -> None:
 @TRAIN_OPTIONS
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default]; 1 is often fastest on a busy machine.")
 @click.option("--bf16", "bf16_alias", is_flag=True, default=False, hidden=True, help="The earlier name of --precision bf16.")
+@config_option
 @text_options
 def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_path, min_count, max_size, model_type,
           context_size, objective, threads, bf16_alias, **flags):
@@ -128,6 +130,8 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
                 from ..neural.finetune import copy_weights
 
                 copy_weights(source, trainer.model, trainer.objective, vocab, init_dir)
+            if ranks.is_main:
+                _store_settings(ctx, run_dir, init_dir, config)
         except Exception:
             _remove_unstarted(run_dir, created)
             raise
@@ -141,6 +145,28 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
         raise
     ranks.close()
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
+
+
+def _store_settings(ctx, run_dir: str, init_dir: str | None, config: dict) -> None:
+    """``RUN/config.toml``: this run's settings, defaults resolved, for ``--config`` to repeat it (with another
+    ``-o``). A run started ``--init-from`` keeps only what such a run may set (its shape comes from the source)."""
+    from .common import TEXT_FLAGS
+    from .configfile import write_settings
+
+    skip = {"run_dir", "resume_dir", "bf16_alias"}
+    if init_dir:
+        skip |= {"model_type", "context_size", "objective", *MODEL_FIELDS, *OBJECTIVE_FIELDS, *TEXT_FLAGS}
+    resolved = {**{k: v for k, v in config["model"].items() if k in MODEL_FIELDS},
+                **{k: v for k, v in config["train"].items() if k in TRAIN_FIELDS},
+                **{k: v for k, v in config["objective"].get("options", {}).items() if k in OBJECTIVE_FIELDS},
+                "train_path": config["data"]["train"], "valid_path": config["data"]["valid"]}
+    if ctx.params.get("vocab_path"):
+        resolved["vocab_path"] = os.path.abspath(ctx.params["vocab_path"])
+    if init_dir:
+        resolved["init_dir"] = os.path.abspath(init_dir)
+    write_settings(run_dir, ctx, skip, resolved=resolved, header=f"sampledlm train settings of {run_dir}; repeat the run with\n"
+                                              f"sampledlm train --config {os.path.join(run_dir, 'config.toml')} "
+                                              "-o NEW_RUN")
 
 
 def _remove_unstarted(run_dir: str, created: bool) -> None:
@@ -190,7 +216,8 @@ def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_cou
     from .common import TEXT_FLAGS
 
     shape = [p for p in ("model_type", "context_size", "objective", *MODEL_FIELDS, *OBJECTIVE_FIELDS, *TEXT_FLAGS)
-             if p in ctx.params and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
+             if p in ctx.params and ctx.get_parameter_source(p) in (ParameterSource.COMMANDLINE,
+                                                                    ParameterSource.DEFAULT_MAP)]
     if shape:
         raise UserError(f"--init-from {init_dir}: the model, its objective and how text is read come from that run "
                         f"(got --{shape[0].replace('_', '-')}); give training settings only (--lr, --epochs, ...)")

@@ -10,6 +10,7 @@ import click
 from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, text_options, writing_directory
 from ..errors import UserError
 from ..ngram.build.config import ENGINES, default as build_default
+from .configfile import config_option
 
 
 @click.group(context_settings=CONTEXT)
@@ -62,6 +63,7 @@ def ngram():
 @click.option("--workers", type=click.IntRange(min=1), default=build_default("workers"), show_default=True,
               help="Worker processes of the local Dask cluster (without --scheduler).")
 @force_option("the ARPA file (with --binary: the model directory)")
+@config_option
 @text_options
 def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
           scheduler, workers, force, opts):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .common import CONTEXT, FiniteFloat, device_option, mix_options
+from .configfile import config_option
 
 
 @click.command("serve", context_settings=CONTEXT)
@@ -36,6 +37,7 @@ from .common import CONTEXT, FiniteFloat, device_option, mix_options
               help="Seconds SIGTERM waits for the requests in flight.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads for the model.")
 @device_option
+@config_option
 def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_batch, no_batching, history_cache,
           max_body, max_items, max_words, max_k, read_timeout, idle_timeout, shutdown_timeout, threads, device):
     """Serve MODEL (any family, or a mixture with --mix) over HTTP with JSON requests.

@@ -1,0 +1,147 @@
+"""``--config FILE``: a command's settings from a TOML file, flags on the command line overriding them.
+
+The file holds one ``key = value`` per setting, the key a long option's name without its dashes (``lr = 0.002``,
+``model = "gru"``, ``hidden = [256]``, ``lowercase = true``; ``-`` or ``_`` alike), values as TOML types. It fills
+click's ``default_map`` before the command's other options are read, so a flag given on the command line wins and
+every value passes the flag's own checks; an unknown key, a table or a bad value is an error naming the file and
+the key's line. ``sampledlm train`` writes the resolved settings of a new run to ``RUN/config.toml``, so that
+``sampledlm train --config RUN/config.toml -o RUN2`` repeats it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+import click
+
+from ..errors import UserError
+
+CONFIG_NAME = "config.toml"
+
+
+def config_option(f):
+    """Add ``--config FILE`` to a command (eager: read before the other options)."""
+    return click.option("--config", "config_file", metavar="FILE", default=None, is_eager=True, expose_value=False,
+                        callback=_load, help="Read settings from this TOML file (key = value, keys the long option "
+                                             "names); flags given here override it.")(f)
+
+
+def _keys(command: click.Command) -> dict[str, click.Parameter]:
+    """Each setting name a file may use -> its parameter: long option names (``-`` and ``_`` alike) and the
+    parameters' own names."""
+    out: dict[str, click.Parameter] = {}
+    for p in command.params:
+        if p.name == "config_file" or getattr(p, "hidden", False):
+            continue
+        out[p.name] = p
+        for opt in getattr(p, "opts", []):
+            if opt.startswith("--"):
+                out[opt[2:].replace("-", "_")] = p
+    return out
+
+
+def _line_of(text: str, key: str) -> int | None:
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=", re.M)
+    m = pattern.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def read_settings(path: str, ctx: click.Context) -> dict:
+    """``{parameter name: value}`` of the TOML file ``path`` for ``ctx``'s command, each value checked by its
+    parameter's type."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file (--config)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory; --config takes a TOML file (a run's is RUN/{CONFIG_NAME})") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not a TOML file: {e}") from None
+    keys = _keys(ctx.command)
+    settings = {}
+    for key, value in data.items():
+        where = f"{path}: line {_line_of(text, key) or '?'}"
+        if isinstance(value, dict):
+            raise UserError(f"{where}: [{key}] is a table; the file holds flat 'key = value' settings")
+        p = keys.get(key.replace("-", "_"))
+        if p is None:
+            name = ctx.command_path or ctx.info_name
+            raise UserError(f"{where}: unknown setting {key!r} for `{name}` (keys are its long option names; "
+                            "see --help)")
+        if p.name in settings:
+            raise UserError(f"{where}: {key!r} sets {p.name!r} a second time")
+        if isinstance(p, click.Option) and p.multiple and not isinstance(value, list):
+            value = [value]
+        try:
+            settings[p.name] = p.type_cast_value(ctx, value)
+        except click.BadParameter as e:
+            raise UserError(f"{where}: {key} = {value!r}: {e.message}") from None
+    return settings
+
+
+def _load(ctx: click.Context, param: click.Parameter, value: str | None):
+    if value is not None:
+        ctx.default_map = {**(ctx.default_map or {}), **read_settings(value, ctx)}
+    return value
+
+
+def _toml_value(v) -> str | None:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else None
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(v, (list, tuple)):
+        items = [_toml_value(x) for x in v]
+        return None if any(i is None for i in items) else "[" + ", ".join(items) + "]"
+    return None
+
+
+def settings_toml(ctx: click.Context, skip: set[str] = frozenset(), header: str = "", resolved: dict | None = None
+                  ) -> str:
+    """The resolved settings of the running command as a TOML file ``--config`` reads: every option with a value
+    (defaults included), keyed by its long option name, except the parameters named in ``skip``. ``resolved``
+    gives the values the library chose for options left unset (``None``: "the default"), and absolute paths."""
+    lines = [f"# {line}" for line in header.splitlines()] if header else []
+    for p in ctx.command.params:
+        if p.name in skip or p.name == "config_file" or getattr(p, "hidden", False) or p.name not in ctx.params:
+            continue
+        value = ctx.params[p.name]
+        if resolved and resolved.get(p.name) is not None:
+            value = resolved[p.name]
+        if value is None or (isinstance(value, tuple) and not value):
+            continue
+        longs = [o for o in getattr(p, "opts", []) if o.startswith("--")]
+        key = longs[0][2:] if longs else p.name
+        text = _toml_value(list(value) if isinstance(value, tuple) else value)
+        if text is not None:
+            lines.append(f"{key} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def write_settings(directory: str, ctx: click.Context, skip: set[str] = frozenset(), header: str = "",
+                   resolved: dict | None = None) -> str:
+    """Write :func:`settings_toml` to ``directory/config.toml`` (atomically); returns its path."""
+    from ..data.textio import atomic_write
+
+    path = os.path.join(directory, CONFIG_NAME)
+    with atomic_write(path) as f:
+        f.write(settings_toml(ctx, skip, header, resolved))
+    return path

@@ -1,0 +1,75 @@
+"""--config FILE (TOML) on the train commands and serve: flags override it, a run stores its resolved settings in
+RUN/config.toml and --config RUN/config.toml repeats the run; a bad file is a one-line error naming file and line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import run_cli
+
+GRU = 'model = "gru"\nembed-dim = 8\nhidden = 16\nepochs = 2\nthreads = 1\n'
+
+
+def valid_curve(run) -> list[float]:
+    return [json.loads(line)["valid_ppl"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_run_repeated_from_its_stored_config_gives_the_same_metrics(tiny_corpus, tmp_path, capsys):
+    (tmp_path / "gru.toml").write_text(GRU + 'objective = "nce"\n')
+    code, _, err = run_cli(["train", "--config", str(tmp_path / "gru.toml"), "--train", str(tiny_corpus["train"]),
+                            "--valid", str(tiny_corpus["valid"]), "-o", str(tmp_path / "a")], capsys)
+    assert code == 0, err
+    stored = (tmp_path / "a" / "config.toml").read_text()
+    assert 'lr = 0.004' in stored and 'samples = 20' in stored and 'lr-schedule = "cosine"' in stored  # resolved
+    assert str(tiny_corpus["train"]) in stored  # absolute paths: repeatable from anywhere
+    code, _, err = run_cli(["train", "--config", str(tmp_path / "a" / "config.toml"), "-o", str(tmp_path / "b")],
+                           capsys)
+    assert code == 0, err
+    assert valid_curve(tmp_path / "b") == valid_curve(tmp_path / "a") and len(valid_curve(tmp_path / "a")) == 2
+    a, b = (json.loads((tmp_path / r / "config.json").read_text()) for r in "ab")
+    assert a == b
+
+
+def test_flags_on_the_command_line_override_the_file(tiny_corpus, tmp_path, capsys):
+    (tmp_path / "gru.toml").write_text(GRU)
+    code, _, err = run_cli(["train", "--config", str(tmp_path / "gru.toml"), "--train", str(tiny_corpus["train"]),
+                            "--valid", str(tiny_corpus["valid"]), "--epochs", "1", "-o", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    assert len(valid_curve(tmp_path / "r")) == 1
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["model"]["type"] == "gru" and config["model"]["hidden"] == 16
+
+
+def test_ngram_train_reads_the_same_settings_from_a_file(tiny_corpus, tmp_path, capsys):
+    (tmp_path / "kn.toml").write_text(f'train = "{tiny_corpus["train"]}"\norder = 2\nsmoothing = "kn"\n')  # mkn is the default
+    assert run_cli(["ngram", "train", "--config", str(tmp_path / "kn.toml"), "-o", str(tmp_path / "f.arpa")],
+                   capsys)[0] == 0
+    assert run_cli(["ngram", "train", "--train", str(tiny_corpus["train"]), "--order", "2", "--smoothing", "kn", "-o",
+                    str(tmp_path / "g.arpa")], capsys)[0] == 0
+    assert (tmp_path / "f.arpa").read_bytes() == (tmp_path / "g.arpa").read_bytes()
+
+
+@pytest.mark.parametrize("text, message", [
+    ('order = 2\nordr = 3\n', "line 2: unknown setting 'ordr'"),
+    ('order = "two"\n', "line 1: order = 'two'"),
+    ('order = 0\n', "line 1: order = 0"),
+    ('[model]\norder = 2\n', "is a table"),
+    ('order = \n', "not a TOML file"),
+])
+def test_a_bad_file_is_one_line_naming_file_and_line(tiny_corpus, tmp_path, capsys, text, message):
+    (tmp_path / "bad.toml").write_text(text)
+    code, out, err = run_cli(["ngram", "train", "--config", str(tmp_path / "bad.toml"), "--train",
+                              str(tiny_corpus["train"]), "-o", str(tmp_path / "x.arpa")], capsys)
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"sampledlm: error: {tmp_path / 'bad.toml'}") and message in err, err
+    assert not (tmp_path / "x.arpa").exists()
+
+
+@pytest.mark.parametrize("command", [["train"], ["maxent", "train"], ["embed", "train", "x.txt"], ["serve", "m"]])
+def test_every_train_command_and_serve_take_a_config_file(tmp_path, capsys, command):
+    (tmp_path / "c.toml").write_text("no-such-setting = 1\n")
+    code, _, err = run_cli([*command, "--config", str(tmp_path / "c.toml")], capsys)
+    assert code == 1 and "unknown setting 'no-such-setting'" in err, err
+    code, _, err = run_cli([*command, "--config", str(tmp_path / "missing.toml")], capsys)
+    assert code == 1 and "no such file" in err, err
