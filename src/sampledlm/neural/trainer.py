@@ -66,6 +66,7 @@ from .distributed import Ranks
 from ..data.textio import atomic_write
 
 LR_SCHEDULES = ("plateau", "cosine")
+TB_EVERY = 50  # optimiser steps between TensorBoard points of the training loss
 
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
@@ -110,6 +111,9 @@ class TrainOptions:
     min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
                                     max=1.0)
     seed: int = option(1, "one seed for all randomness", min=0)
+    tensorboard: str | None = option(None, "also write TensorBoard scalars (loss, learning rate, tokens/s every "
+                                           f"{TB_EVERY} steps; validation perplexity every epoch) to this directory "
+                                           "(needs the tensorboard package: pip install 'sampledlm[tensorboard]')")
     checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
     eval_batch: int | None = option(None, "evaluation batch: histories, sentences, or (recurrent running text) "
                                           "tokens per call; it never changes the perplexity", min=1)
@@ -202,6 +206,20 @@ def scheduled_lr(base: float, schedule: str, step: int, total_steps: int) -> flo
     return base * 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / total_steps))
 
 
+def open_tensorboard(directory: str):
+    """A TensorBoard ``SummaryWriter`` on ``directory`` (torch's; the ``tensorboard`` package writes the files)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise UserError("--tensorboard needs the tensorboard package: pip install 'sampledlm[tensorboard]' "
+                        "(or pip install tensorboard)") from None
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"{directory}: cannot make the TensorBoard directory: {e.strerror}") from None
+    return SummaryWriter(log_dir=directory)
+
+
 def set_lr(optimizers, lr: float) -> None:
     for opt in optimizers:
         for g in opt.param_groups:
@@ -288,6 +306,7 @@ class Trainer:
             where = device_name(self.device) + (f", {self.ranks.world} ranks" if self.ranks.active else "")
             self.log(f"training on {where}, precision {opts.precision}")
         self.state = TrainState(lr=opts.lr)
+        self.tb = open_tensorboard(opts.tensorboard) if opts.tensorboard and self.ranks.is_main else None
         self.lock = None  # the run directory's lock, held while this trainer writes into it
         self.carry = None  # what the model passes from batch to batch within an epoch (a recurrent state)
         self.interrupt_at_step: int | None = None  # tests: simulate Ctrl-C after this many steps
@@ -422,6 +441,8 @@ class Trainer:
         try:
             return self._train()
         finally:
+            if self.tb is not None:
+                self.tb.close()
             self.release_lock()
 
     def _train(self) -> TrainState:
@@ -461,6 +482,12 @@ class Trainer:
                         st.cpu_seconds += c_now - c_last
                         c_last = c_now
                         pbar.update(1)
+                        if self.tb is not None and st.step % TB_EVERY == 0:
+                            self.tb.add_scalar("train/loss", st.loss_sum / max(st.loss_count, 1), st.step)
+                            self.tb.add_scalar("train/lr", scheduled_lr(st.lr, opts.lr_schedule, st.step - 1,
+                                                                        opts.epochs * nb), st.step)
+                            self.tb.add_scalar("train/tokens_per_s",
+                                               st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
                         if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
                             last_log = now
                             self.log(f"epoch {st.epoch + 1}: {100 * st.batch // nb}%  loss "
@@ -516,6 +543,11 @@ class Trainer:
         if train_ppl is not None:
             record["train_ppl"] = train_ppl
         st.metrics.append(record)
+        if self.tb is not None:
+            for key in ("valid_ppl", "train_loss", "lr", "tokens_per_s", "train_ppl"):
+                if key in record:
+                    self.tb.add_scalar(f"epoch/{key}", record[key], st.step)
+            self.tb.flush()
         self.log(f"epoch {st.epoch + 1}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {record['lr']:g}  "
                  f"{record['tokens_per_s']:.0f} tok/s")
         if opts.lr_schedule == "plateau" and not improved:
