@@ -35,6 +35,7 @@ COMMANDS = {
     "ngram": "ngram:ngram",
     "maxent": "maxent:maxent",
     "embed": "embed:embed",
+    "export": "export:export",
     "demo": "demo:demo",
 }
 

@@ -90,6 +90,15 @@ class FFNN(NeuralScorer):
             h = self.deep(h)
         return torch.cat([h, x], dim=1) if self.direct else h
 
+    def export_signature(self) -> dict:
+        """Example inputs and names of :meth:`export_forward`: ``history [B, n-1]`` (``V`` pads before ``<s>``)."""
+        return {"inputs": (torch.zeros((2, self.order - 1), dtype=torch.int64),), "input_names": ["history"],
+                "state_names": [], "axes": {"history": {0: "batch"}},
+                "meta": {"order": str(self.order), "bos_id": str(self.num_words)}}
+
+    def export_forward(self, history):
+        return self(history), ()
+
     @classmethod
     def check_train_options(cls, opts) -> None:
         """Every option applies (``data_fraction``: each epoch a random share of the positions)."""

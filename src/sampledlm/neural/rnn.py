@@ -139,6 +139,22 @@ class RNNLM(NeuralScorer):
         last = self.drop(out[torch.arange(len(rows)), lengths - 1])
         return self.proj(last) if self.proj is not None else last
 
+    # --- ONNX export (sampledlm.neural.onnx_export) ---------------------------------------------
+    def export_signature(self) -> dict:
+        """Example inputs and names of :meth:`export_forward`: ``words [B, T]``, ``h [L, B, H]`` (and ``c``)."""
+        lstm, shape = self.cell_type == "lstm", (self.rnn.num_layers, 1, self.rnn.hidden_size)
+        names = ["words", "h", "c"] if lstm else ["words", "h"]
+        states = [torch.zeros(shape) for _ in names[1:]]
+        axes = {"words": {0: "batch", 1: "time"}, **{n: {1: "batch"} for n in names[1:]},
+                **{f"{n}_out": {1: "batch"} for n in names[1:]}}
+        return {"inputs": (torch.zeros((1, 3), dtype=torch.int64), *states), "input_names": names,
+                "state_names": [f"{n}_out" for n in names[1:]], "axes": axes, "meta": {}}
+
+    def export_forward(self, words, h, c=None):
+        """``(hidden [B, T, h_out], new state tensors)`` from ids and the state, the graph's trunk."""
+        hidden, state = self(words, (h, c) if c is not None else h)
+        return hidden, (tuple(state) if c is not None else (state,))
+
     @classmethod
     def from_config(cls, cfg: RNNConfig, num_words: int, sparse_output: bool = False, counts=None) -> "RNNLM":
         return cls(num_words, cfg, sparse_output=sparse_output, counts=counts)

@@ -240,6 +240,14 @@ class TransformerLM(NeuralScorer):
         hidden, _ = self(x)
         return hidden[mask], y[mask], positions[mask], None
 
+    def export_signature(self) -> dict:
+        """Example inputs and names of :meth:`export_forward`: ``words [B, T]``, T at most the window."""
+        return {"inputs": (torch.zeros((1, 3), dtype=torch.int64),), "input_names": ["words"], "state_names": [],
+                "axes": {"words": {0: "batch", 1: "time"}}, "meta": {"window": str(self.context)}}
+
+    def export_forward(self, words):
+        return self(words)[0], ()
+
     def eval_contexts(self, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
                       stride: int | None = None):
         """Yield ``(ctx [n, d], targets [n], stream positions [n])`` covering the stream once (module docstring)."""

@@ -187,5 +187,6 @@ class ClassSoftmax(OutputObjective):
         top = torch.full((n, self.num_classes), float("-inf"), device=a.device)
         top = top.scatter_reduce(1, cw.expand(n, -1), a.detach(), reduce="amax")
         shifted = (a - top[:, cw]).exp()
-        lse = top + torch.zeros_like(top).index_add(1, cw, shifted).log()
+        # scatter_add, not index_add along dim 1: the same sums, and what an ONNX export reproduces
+        lse = top + torch.zeros_like(top).scatter_add(1, cw.expand(n, -1), shifted).log()
         return self.class_log_prob(ctx)[:, cw] + a - lse[:, cw]

@@ -1,0 +1,96 @@
+"""A trained neural run as an ONNX graph of exact next-word log probabilities, for decoders that load ONNX
+(ONNX Runtime in C++ services, k2/icefall and sherpa-onnx).
+
+The graph computes what ``sampledlm eval`` computes, the model and its objective's exact rule
+(``objective.log_prob``: the full softmax, the class or tree factorisation, the adaptive softmax, a calibrated
+binary model, ...), so its numbers are normalised whatever the training objective:
+
+* recurrent (``gru``, ``lstm``): inputs ``words`` ``int64 [B, T]`` and the state ``h`` ``float32 [L, B, H]`` (and
+  ``c`` for an LSTM); outputs ``logprobs`` ``float32 [B, T, V]`` (natural log; row ``t`` is the distribution of the
+  word after ``words[:, t]``) and the new state ``h_out`` (``c_out``). A sentence starts from a zero state with the
+  id of ``</s>`` (0) as its first input, as the toolkit reads text;
+* feed-forward (``ffnn``): input ``history`` ``int64 [B, n-1]`` (the n-1 previous ids, oldest first; before the
+  sentence's first word the id ``V``, one past the vocabulary, stands for ``<s>``: metadata ``bos_id``), output
+  ``logprobs`` ``float32 [B, V]``;
+* Transformer: input ``words`` ``int64 [B, T]`` (``</s>`` first, at most the model's context window), output
+  ``logprobs`` ``float32 [B, T, V]``.
+
+The file's metadata (``custom_metadata_map`` in ONNX Runtime) holds ``vocab`` (the words, one per line, line i
+= id i), ``unk_id``, ``eos_id``, ``kind``, ``order`` (feed-forward), ``window`` (Transformer) and
+``text_options`` (JSON: how the model's training text was read), ``bos_id`` (feed-forward).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+from torch import nn
+
+from ..data.vocab import EOS_ID, UNK_ID
+from ..errors import UserError
+
+
+class Graph(nn.Module):
+    """The exported computation: the model's trunk (``export_forward``: contexts and the new state) and the
+    objective's exact ``log_prob`` over all V, reshaped to the contexts' leading dimensions."""
+
+    def __init__(self, model, objective):
+        super().__init__()
+        self.model, self.objective = model, objective
+
+    def forward(self, *inputs):
+        ctx, state = self.model.export_forward(*inputs)
+        lp = self.objective.log_prob(self.model, ctx.reshape(-1, ctx.shape[-1]))
+        return (lp.reshape(*ctx.shape[:-1], lp.shape[-1]), *state)
+
+
+def graph_of(model, objective, config: dict):
+    """``(module, example inputs, input names, output names, dynamic axes, metadata)`` of a loaded run."""
+    if getattr(objective, "uses_history", False):
+        raise UserError(f"objective {config['objective']['name']!r} backs off to an n-gram over each prediction's "
+                        "own words, which an ONNX graph of the neural model cannot hold; export is for the other "
+                        "objectives")
+    if not hasattr(model, "export_signature"):
+        raise UserError(f"no ONNX export for model type {config['model']['type']!r}")
+    sig = model.export_signature()
+    lead = {k: v for k, v in sig["axes"][sig["input_names"][0]].items()}
+    axes = {**sig["axes"], "logprobs": lead}
+    meta = {"kind": config["model"]["type"], **sig["meta"]}
+    return (Graph(model, objective), sig["inputs"], sig["input_names"], ["logprobs", *sig["state_names"]], axes, meta)
+
+
+def export_onnx(run_dir: str, output: str, opset: int = 18) -> dict:
+    """Write ``run_dir``'s model as the ONNX file ``output`` (atomically); returns its metadata."""
+    try:
+        import onnx
+    except ImportError:
+        raise UserError("export --format onnx needs the onnx package: pip install 'sampledlm[onnx]'") from None
+    import tempfile
+    import warnings
+
+    from .rundir import load_run
+
+    model, objective, vocab, config = load_run(run_dir)
+    model, objective = model.cpu().eval(), objective.cpu().eval()
+    module, inputs, names_in, names_out, axes, meta = graph_of(model, objective, config)
+    meta.update({"vocab": "\n".join(vocab.words), "unk_id": str(UNK_ID), "eos_id": str(EOS_ID),
+                 "text_options": json.dumps(config.get("data", {}).get("text_options") or {}),
+                 "objective": config["objective"]["name"], "source": os.path.abspath(run_dir)})
+    directory = os.path.dirname(os.path.abspath(output))
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".onnx-") as tmp:
+        raw = os.path.join(tmp, "graph.onnx")
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on the legacy path and on RNN batch sizes
+            torch.onnx.export(module, inputs, raw, input_names=names_in, output_names=names_out,
+                              dynamic_axes=axes, opset_version=opset, dynamo=False)
+        graph = onnx.load(raw)
+        for key, value in meta.items():
+            graph.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
+        onnx.checker.check_model(graph)
+        from ..data.textio import atomic_write
+
+        with atomic_write(output, "wb") as f:
+            f.write(graph.SerializeToString())
+    return meta
