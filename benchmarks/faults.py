@@ -584,7 +584,25 @@ def render(data: dict) -> str:
         crow.append([r["id"], r["item"], _esc(r["what"]), f"`{_short(r['command'])}`",
                      *[_cell(r[n]) for n in names[::-1]]])
     out.append(table(["case", "item", "what", "command", *names[::-1]], crow))
+    tested = cases_table(outcomes={r["id"]: r["now"] for r in data["cases"]})
+    if tested:
+        out += ["", "## Cases and their regression tests", "",
+                "The cases of defects fixed since the campaign found them, each with the test of the suite that "
+                "covers the same defect (a pytest node id) and its outcome now (`not run` when this run left it out).",
+                "", tested]
     return "\n".join(out)
+
+
+def cases_table(item: int | None = None, outcomes: dict[str, dict] | None = None) -> str:
+    """The cases that name their regression test (those of issue ``item`` when given) as a table: case, defect,
+    command, outcome now (``outcomes``: case id to a ``{"category", "note"}`` cell) and test; "" when none."""
+    from .faults_cases import CASES
+
+    shown = Side("now", "", "")  # display() shows the command as run now; nothing runs here
+    rows = [[c.id, _esc(c.what), f"`{_short(dataclasses.replace(c, old=None).display(shown), 160)}`",
+             _cell(outcomes[c.id]) if outcomes and c.id in outcomes else "not run", f"`{c.test}`"]
+            for c in CASES if c.test and (item is None or c.item == item)]
+    return table(["case", "defect", "command", "outcome now", "regression test"], rows) if rows else ""
 
 
 def _still_wrong(data: dict) -> list[str]:

@@ -2,11 +2,12 @@
 field), plus what a user would try.
 
 A case is data (:class:`Case`): the command (run now), the old command where the old command line
-differed (or :data:`NO_SUCH`), a setup that prepares its directory, and a check that classifies what
-the command did. The directory starts with the corpus files ``tr.txt`` (1,500 training sentences),
-``va.txt``, ``te.txt`` (200 each), ``tiny.txt`` (300), ``big.txt`` (all 4,447) and copies of the
-fixtures the case ``needs``: ``k3.arpa`` (KN3 of tr.txt), ``ffnn``, ``gru``, ``binary`` (neural run
-directories) and ``melm`` (a maxent model), each made by the side's own command line.
+differed (or :data:`NO_SUCH`), a setup that prepares its directory, a check that classifies what
+the command did, and, for a defect fixed since, the regression test that covers it (``test``, a pytest
+node id; the page lists each such case with its test). The directory starts with the corpus files
+``tr.txt`` (1,500 training sentences), ``va.txt``, ``te.txt`` (200 each), ``tiny.txt`` (300), ``big.txt``
+(all 4,447) and copies of the fixtures the case ``needs``: ``k3.arpa`` (KN3 of tr.txt), ``ffnn``, ``gru``,
+``binary`` (neural run directories) and ``melm`` (a maxent model), each made by the side's own command line.
 
 References are computed another way than the command under test: the same text read from a plain
 file instead of stdin or a compressed or CR-ended file, a sentence scored alone, an independent
@@ -64,6 +65,7 @@ class Case:
     timeout: float = 120
     quick: bool = False  # one of the few cases of --quick
     label: str = ""  # how the page shows a python snippet's command
+    test: str = ""  # the pytest node id of the regression test that covers the same defect
 
     def argv(self, side: Side) -> list[str] | None:
         cmd = self.old if side.old and self.old is not None else self.command
@@ -954,9 +956,12 @@ plot_learning_curve([{"epoch": 1, "train_loss": 5.0, "valid_ppl": 200.0}, {"epoc
 try:
     from benchmarks.report import new_figure
     fig, ax = new_figure(); ax.plot([1, 2]); fig.savefig(io.BytesIO(), format="png")
-except ImportError:
-    from sampledlm.experiments.report import pyplot
-    plt = pyplot(); fig = plt.figure(); plt.plot([1, 2]); fig.savefig(io.BytesIO(), format="png")
+except ImportError:  # the lab's figures are not importable from a case directory; older code had them inside
+    try:
+        from sampledlm.experiments.report import pyplot
+        plt = pyplot(); fig = plt.figure(); plt.plot([1, 2]); fig.savefig(io.BytesIO(), format="png")
+    except ImportError:
+        pass
 after = matplotlib.get_backend()
 print(json.dumps({"ok": before == after, "note": f"backend {before} -> {after}"}))
 """
@@ -988,6 +993,222 @@ for n in sorted(os.listdir(d)):
             dup.append(f"{n} = {seen[h]}")
         seen.setdefault(h, n)
 print(json.dumps({"ok": not dup, "note": f"{len(seen) + len(dup)} pictures; identical: " + (", ".join(dup) or "none")}))
+"""
+
+
+# --- item 34: the defects of the 896-case campaign (setups and checks) ------------------------------------
+def fifo(name: str, src: str):
+    """A setup: ``name`` is a named pipe that a thread fills once with ``src``'s bytes when the command opens it
+    (what a shell's ``<(cat src)`` gives); with no reader within two minutes the thread gives up."""
+
+    def setup(ctx: Ctx) -> None:
+        import threading
+
+        os.mkfifo(ctx.path(name))
+        threading.Thread(target=_fill_fifo, args=(ctx.path(name), ctx.read(src, "rb")), daemon=True).start()
+
+    setup.__doc__ = f"{name}: a named pipe of {src}"
+    return setup
+
+
+def _fill_fifo(path: str, data: bytes, wait: float = 120.0) -> None:
+    import errno
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as e:  # ENXIO: no reader yet; anything else (the directory removed): give up
+            if e.errno != errno.ENXIO or time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+    os.set_blocking(fd, True)
+    with contextlib.suppress(OSError), os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def nbest_lists(name: str, upper: bool = False, n: int = 10, src: str = "te.txt"):
+    """A setup: JSON n-best lists of the first ``n`` lines of ``src``, three hypotheses each (the line, the line
+    less its last word, the line with its last word twice), the line as reference; all upper case if asked."""
+
+    def setup(ctx: Ctx) -> None:
+        out = []
+        for k, line in enumerate(lines_of(ctx, src)[:n]):
+            w = (line.upper() if upper else line).split()
+            hyps = [{"words": " ".join(v), "am": -1.0 * i, "lm": -2.0} for i, v in enumerate([w, w[:-1] or w,
+                                                                                             w + w[-1:]])]
+            out.append(json.dumps({"id": f"u{k}", "ref": " ".join(w), "hyps": hyps}) + "\n")
+        ctx.write(name, "".join(out))
+
+    return setup
+
+
+def am_true(ctx: Ctx) -> None:
+    """am.jsonl: one utterance whose first hypothesis has ``"am": true`` (a JSON boolean)."""
+    w = lines_of(ctx)[0].split()
+    ctx.write("am.jsonl", json.dumps({"id": "u0", "hyps": [{"words": " ".join(w), "am": True, "lm": -2.0},
+                                                         {"words": " ".join(w[:-1]), "am": -1.0, "lm": -2.0}]}) + "\n")
+
+
+def kaldi_without_ac_cost(ctx: Ctx) -> None:
+    """kd/: a Kaldi n-best directory with text and lm_cost but no ac_cost."""
+    lines = lines_of(ctx)[:3]
+    ctx.write("kd/text", "".join(f"u-{i + 1} {ln}\n" for i, ln in enumerate(lines)))
+    ctx.write("kd/lm_cost", "".join(f"u-{i + 1} {10.0 + i}\n" for i in range(len(lines))))
+
+
+def lowercase_run(ctx: Ctx) -> None:
+    """lower/: a tiny FFNN trained on tr.txt with --lowercase (the vocabulary of k3.arpa); te-up.txt: te.txt in
+    upper case."""
+    ctx.run(list(tiny_train("--train", "tr.txt", "--lowercase", out="lower")))
+    ctx.write("te-up.txt", ctx.read("te.txt").upper())
+
+
+def weights_of_another_vocabulary(ctx: Ctx) -> None:
+    """ffnn/model.safetensors replaced by that of a run with the fixture's settings on tr.txt with one word
+    renamed everywhere: another vocabulary of the same size, tensors of the same shapes."""
+    ctx.write("tr2.txt", re.sub(r"\bobject\b", "zzqq", ctx.read("tr.txt")))
+    argv = list(fixture_commands(ctx.side.old)["ffnn"][0])
+    for flag, value in (("--train", "tr2.txt"), ("-o", "other"), ("--epochs", "1")):
+        argv[argv.index(flag) + 1] = value
+    ctx.run(argv)
+    shutil.copy(ctx.path("other", "model.safetensors"), ctx.path("ffnn", "model.safetensors"))
+
+
+def shifted_binary(ctx: Ctx) -> None:
+    """k3.bin: the binary directory of k3.arpa with every bigram's log10 probability 0.1 lower (plausible numbers,
+    the same sizes)."""
+    import numpy as np
+
+    ctx.run(["ngram", "build-binary", "k3.arpa", "-o", "k3.bin"])
+    p = ctx.path("k3.bin", "logp_2.npy")
+    np.save(p, np.load(p) - 0.1)
+
+
+def one_error(names: tuple[str, ...] = ()):
+    """Check: a refusal said once (no second error at exit, as Python's 'Exception ignored ...' after a failed
+    flush of standard output, exit 120); exit 0 lost the output without a word."""
+
+    def check(ctx: Ctx) -> tuple[str, str]:
+        r = ctx.result
+        if r.rc == 0:
+            return "wrong result", "exit 0: the output was lost without a word"
+        if "Exception ignored" in r.stderr or r.rc == 120:
+            return "unclear error", f"a second error at exit (rc {r.rc}): {_last_line(r.stderr)}"
+        return error_category(r, names)
+
+    return check
+
+
+def same_lm_scores(out: str, ref_argv: list[str], ref_out: str):
+    """Check: the LM scores (``lm_new``) of the lists the command wrote to ``out`` equal those ``ref_argv`` writes
+    to ``ref_out`` (the same lists written another way)."""
+
+    def check(ctx: Ctx) -> tuple[str, str]:
+        r = ctx.result
+        if r.rc != 0:
+            return error_category(r)
+        ref = ctx.run(ref_argv)
+        if ref.rc != 0:
+            return "wrong result", f"the reference run failed: {_last_line(ref.stderr)}"
+        got, want = (sorted(h["lm_new"] for ln in lines_of(ctx, name) for h in json.loads(ln)["hyps"])
+                     for name in (out, ref_out))
+        bad = [(a, b) for a, b in zip(got, want) if not math.isclose(a, b, rel_tol=1e-9)]
+        if len(got) != len(want) or bad:
+            a, b = bad[0] if bad else (len(got), len(want))
+            return "wrong result", f"LM scores differ from {ref_out}'s ({len(bad)} of {len(want)}; {a:.4f} vs {b:.4f})"
+        return "ok", f"{len(got)} LM scores = {ref_out}'s"
+
+    return check
+
+
+def oov_share_reported(ctx: Ctx) -> tuple[str, str]:
+    """Check: rescore reports the words outside the model's vocabulary (JSON summary) and warns with their share."""
+    r = ctx.result
+    if r.rc != 0:
+        return error_category(r)
+    try:
+        d = last_json(r.stdout)
+    except ValueError as e:
+        return "wrong result", f"no JSON summary ({e})"
+    share = re.search(r"[0-9.]+% of the hypothesis words", r.stderr)
+    if "oov_words" not in d or share is None:
+        return "other defect", "exit 0 without the share of hypothesis words outside the model's vocabulary"
+    return "ok", f"oov_words {d['oov_words']} of {d.get('hypothesis_words')}; warns: {share.group(0)}"
+
+
+LEGACY_EVAL_KEYS = ("interpolated_ppl", "component_ppl", "ngram_ppl", "weight")
+
+
+def mixture_ppl(models: list[str], weights: list[float]):
+    """Check: eval --json's ``ppl`` is the mixture's (:func:`mixture_reference`), and no legacy key is left."""
+    reference = mixture_reference(models, weights)
+
+    def check(ctx: Ctx) -> tuple[str, str]:
+        r = ctx.result
+        if r.rc != 0:
+            return error_category(r)
+        try:
+            d = last_json(r.stdout)
+        except ValueError as e:
+            return "wrong result", f"no JSON summary ({e})"
+        if not isinstance(d.get("ppl"), (int, float)):
+            return "wrong result", "no ppl in the JSON summary"
+        got, want = float(d["ppl"]), reference(ctx)
+        if abs(got - want) > 1e-5 * want:
+            return "wrong result", f"ppl {got:.6g}, the mixture's {want:.6g}"
+        legacy = [k for k in LEGACY_EVAL_KEYS if k in d]
+        if legacy:
+            return "other defect", f"ppl {got:.6g} = the mixture's, but legacy keys {', '.join(legacy)}"
+        return "ok", f"ppl {got:.6g} = the mixture's (reference)"
+
+    return check
+
+
+SERVE_HEADER_SNIPPET = r"""
+import json, re, signal, socket, subprocess, sys
+srv = subprocess.Popen([sys.executable, "-m", "sampledlm", "serve", "k3.arpa", "--port", "0"], stderr=subprocess.PIPE,
+                       stdout=subprocess.DEVNULL, text=True)
+log, where = [], None
+while where is None:
+    line = srv.stderr.readline()
+    if not line:
+        break
+    log.append(line)
+    m = re.search(r"listening on http://([^/\s]+):(\d+)", line)
+    where = (m.group(1), int(m.group(2))) if m else None
+answer = b""
+if where is not None:
+    with socket.create_connection(where, timeout=30) as s:
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n")
+        except OSError:
+            pass
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
+srv.send_signal(signal.SIGTERM)
+try:
+    log.append(srv.communicate(timeout=60)[1])
+except subprocess.TimeoutExpired:
+    srv.kill()
+    log.append(srv.communicate()[1])
+sys.stderr.write("".join(log))
+head, _, body = answer.partition(b"\r\n\r\n")
+lines = head.decode("latin-1").split("\r\n")
+status = lines[0].split()[1] if len(lines[0].split()) > 1 else "no answer"
+kind = next((ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.lower().startswith("content-type:")), "no type")
+try:
+    error = json.loads(body).get("error", "")
+except (ValueError, AttributeError):
+    error = ""
+ok = status == "431" and "json" in kind and bool(error) and "Traceback" not in "".join(log)
+print(json.dumps({"ok": ok, "note": f"a 200 KB header: {status}, {kind}, error {error[:60]!r}; server log "
+                                    + ("with a traceback" if "Traceback" in "".join(log) else "without a traceback")}))
 """
 
 
@@ -1450,6 +1671,123 @@ CASES: list[Case] = [
     C("24b", 24, "the README's quick-start FFNN (default flags, 2 epochs) vs KN3 on the built-in corpus",
       ("train", "--train", "big.txt", "--valid", "va.txt", "--model", "ffnn", "--order", "3", "--epochs", "2", "-o",
        "ffnn3", "--threads", "1"), beats_kn3, timeout=600),
+
+    # ---- 34: the defects of the 896-case campaign, each with its regression test ----
+    C("34a", 34, "a pipe read whole: vocab /dev/stdin (the compression sniff lost its first 8 KiB) vs the file",
+      ("vocab", "/dev/stdin", "-o", "v-pipe.txt"),
+      lambda ctx: _same_output_as(ctx, ["vocab", "tr.txt", "-o", "v.txt"], "v-pipe.txt", "v.txt"), stdin="tr.txt",
+      test="tests/data/test_pipes.py::test_process_substitution_as_a_user_types_it"),
+    C("34b", 34, "a named pipe as eval's test text (<(cat te.txt)) vs the file",
+      ("eval", "k3.arpa", "--test", "te.pipe", "--json"),
+      same_numbers("k3"), setup=fifo("te.pipe", "te.txt"), needs=("k3",), timeout=60,
+      test="tests/data/test_pipes.py::test_every_reading_command_gives_the_same_result_from_a_pipe[args5]"),
+    C("34c", 34, "a named pipe as ngram train's text (was refused as empty) vs the file",
+      ("ngram", "train", "--train", "tr.pipe", "--order", "3", "-o", "pipe.arpa"),
+      same_file("pipe.arpa", "k3.arpa"), setup=fifo("tr.pipe", "tr.txt"), needs=("k3",), timeout=60,
+      test="tests/data/test_pipes.py::test_every_reading_command_gives_the_same_result_from_a_pipe[args2]"),
+    C("34d", 34, "rescore --lm-weight nan (its --json held NaN)",
+      ("rescore", "k3.arpa", "nb.jsonl", "--lm-weight", "nan"),
+      refused(("--lm-weight",)), setup=nbest_lists("nb.jsonl"), needs=("k3",),
+      test="tests/cli/test_numeric_flags.py::test_every_float_flag_refuses_nan_and_infinity[rescore-lm_weight]"),
+    C("34e", 34, "serve --batch-wait-ms nan", ("serve", "k3.arpa", "--port", "0", "--batch-wait-ms", "nan"),
+      refused(("--batch-wait-ms",)), needs=("k3",), timeout=60,
+      test="tests/cli/test_numeric_flags.py::test_every_float_flag_refuses_nan_and_infinity[serve-batch_wait_ms]"),
+    C("34f", 34, "generate --temperature nan (a traceback)", ("generate", "k3.arpa", "--temperature", "nan"),
+      refused(("--temperature",)), needs=("k3",),
+      test="tests/cli/test_numeric_flags.py::test_every_float_flag_refuses_nan_and_infinity[generate-temperature]"),
+    C("34g", 34, "eval --mix M --interp-valid EMPTY (printed ppl inf with weights nan)",
+      ("eval", "k3.arpa", "--test", "te.txt", "--mix", "k2.arpa", "--interp-valid", "empty.txt"),
+      refused(("empty.txt",)), needs=("k3",),
+      old=("eval", "k3.arpa", "--test", "te.txt", "--interpolate", "k2.arpa", "--interp-valid", "empty.txt"),
+      setup=chain(lambda ctx: ctx.run(["ngram", "train", "--train", "tr.txt", "--order", "2", "-o", "k2.arpa"]),
+                  derive("empty.txt", lambda b: b"")),
+      test="tests/use/test_mixing_empty.py::test_em_weights_on_an_empty_held_out_text_are_refused"),
+    C("34h", 34, "calibrate a self-normalised run on an empty text (destroyed the run)",
+      ("calibrate", "sn", "--text", "/dev/null"), refused(("/dev/null", "no sentences")),
+      setup=lambda ctx: ctx.run(list(tiny_train("--objective", "selfnorm", out="sn"))),
+      test="tests/objectives/test_structured.py::test_calibrate_command_centres_log_z_on_other_text"),
+    C("34i", 34, "rescore --tune-first-pass without --tune-on (silently ignored)",
+      ("rescore", "k3.arpa", "nb.jsonl", "--tune-first-pass"), refused(("--tune-on",)),
+      setup=nbest_lists("nb.jsonl"), needs=("k3",),
+      test="tests/use/test_text_options_in_use.py::test_rescore_refuses_meaningless_combinations"
+           "[args0---tune-first-pass tunes on development data]"),
+    C("34j", 34, 'n-best JSONL with "am": true (read as 1)', ("rescore", "k3.arpa", "am.jsonl"),
+      refused(("am must be", "am.jsonl")), setup=am_true, needs=("k3",),
+      test='tests/use/test_text_options_in_use.py::test_json_nbest_fields_of_the_wrong_type_are_refused'
+           '[{"id": "a", "hyps": [{"words": "x y", "am": true, "lm": 1}]}-am must be a number]'),
+    C("34k", 34, 'neural config.json text_options.lowercase = "yes" (scored 133.8 against 141.7)',
+      ("eval", "ffnn", "--test", "te.txt"), refused(("config.json",)),
+      setup=json_edit("ffnn/config.json", set_key(("data", "text_options", "lowercase"), "yes")), needs=("ffnn",),
+      test="tests/neural/test_neural_defects.py::test_a_damaged_text_options_field_is_refused_naming_the_file"
+           "[edit0-lowercase: expected true or false]"),
+    C("34l", 34, "neural weights copied in from a run with another vocabulary of the same size",
+      ("eval", "ffnn", "--test", "te.txt", "--json"), refused(("model.safetensors", "vocabulary")),
+      setup=weights_of_another_vocabulary, needs=("ffnn",), timeout=180,
+      test="tests/neural/test_neural_defects.py"
+           "::test_weights_copied_in_from_a_run_with_another_vocabulary_are_refused"),
+    C("34m", 34, "binary n-gram directory with shifted bigram log probabilities (a plausible perplexity)",
+      ("eval", "k3.bin", "--test", "te.txt", "--json"), refused(("logp_2.npy", "checksum")), setup=shifted_binary,
+      needs=("k3",),
+      test="tests/ngram/test_ngram_binary_faults.py::test_eval_checks_a_binary_directory_by_default"),
+    C("34n", 34, "checkpoint.json holding a list, then --resume (a traceback)",
+      ("train", "--resume", "ffnn", "--epochs", "4"),
+      refused(("checkpoint.json",)), setup=lambda ctx: ctx.write("ffnn/checkpoint.json", "[]\n"), needs=("ffnn",),
+      may_change=("ffnn/",),
+      test="tests/neural/test_neural_defects.py::test_a_checkpoint_pointer_that_is_not_an_object_is_a_one_line_error"),
+    C("34o", 34, "a mixture of an ARPA file and a --lowercase run, either order (the first model's options were used)",
+      ("eval", "k3.arpa", "--test", "te-up.txt", "--mix", "lower", "--weights", "0.5,0.5", "--json"),
+      same_number(step_ppl(["eval", "lower", "--test", "te-up.txt", "--mix", "k3.arpa", "--weights", "0.5,0.5",
+                            "--json"],
+                           ["eval", "lower", "--test", "te-up.txt", "--interpolate", "k3.arpa", "--weight", "0.5",
+                            "--json"]), out_ppl, "perplexity", 1e-9, ("text", "lowercase")),
+      old=("eval", "k3.arpa", "--test", "te-up.txt", "--interpolate", "lower", "--weight", "0.5", "--json"),
+      setup=lowercase_run, needs=("k3",), timeout=180,
+      test="tests/use/test_text_options_in_use.py::test_a_mixture_reads_text_the_same_way_in_either_order"),
+    C("34p", 34, "rescore upper-case lists with a --lowercase run vs the lower-case lists (options were ignored)",
+      ("rescore", "lower", "up.jsonl", "-o", "r-up.jsonl"),
+      same_lm_scores("r-up.jsonl", ["rescore", "lower", "nb.jsonl", "-o", "r-nb.jsonl"], "r-nb.jsonl"),
+      setup=chain(lowercase_run, nbest_lists("up.jsonl", upper=True), nbest_lists("nb.jsonl")), timeout=180,
+      test="tests/use/test_text_options_in_use.py::test_rescore_reads_hypotheses_with_the_models_text_options"),
+    C("34q", 34, "embed export RUN -o RUN/model.safetensors --force (destroyed the run)",
+      ("embed", "export", "ffnn", "-o", "ffnn/model.safetensors", "--force"), refused(("ffnn",), accepted="lost file"),
+      needs=("ffnn",), test="tests/cli/test_writers_refuse.py::test_no_writer_writes_over_its_own_input"),
+    C("34r", 34, "train -o a maxent model directory (replaced its config and vocabulary)", tiny_train(out="melm"),
+      refused(("melm",), accepted="lost file"), needs=("maxent",),
+      test="tests/cli/test_writers_refuse.py"
+           "::test_train_never_takes_another_familys_model_directory_for_a_stopped_run"),
+    C("34s", 34, "rescore --one-best X -o X (kept one of the two silently)",
+      ("rescore", "k3.arpa", "nb.jsonl", "--one-best", "best.txt", "-o", "best.txt"),
+      refused(("best.txt", "same file")), setup=nbest_lists("nb.jsonl"), needs=("k3",),
+      test="tests/use/test_text_options_in_use.py::test_rescore_refuses_meaningless_combinations"
+           "[args1-name the same file]"),
+    C("34t", 34, "train under a 16 KiB file-size limit: no run directory left", tiny_train(),
+      refused(("run", "safetensors")), fsize=16 << 10,
+      test="tests/neural/test_neural_defects.py::test_a_training_stopped_by_a_file_size_limit_leaves_nothing"),
+    C("34u", 34, "GRU eval --batch-size 1000 vs --batch-size 1 (346.0 against 84.5)",
+      ("eval", "gru", "--test", "te.txt", "--batch-size", "1000", "--json"),
+      same_number(step_ppl(["eval", "gru", "--test", "te.txt", "--batch-size", "1", "--json"]), out_ppl, "perplexity",
+                  1e-6), needs=("gru",),
+      test="tests/neural/test_neural_eval.py::test_running_text_perplexity_does_not_depend_on_the_batch_size[gru]"),
+    C("34v", 34, "serve: a 200 KB request header is answered 431 in JSON, no traceback in the log",
+      ("-c", SERVE_HEADER_SNIPPET), snippet_ok, python=True, label="SERVE_HEADER_SNIPPET", needs=("k3",),
+      test="tests/serve/test_serve_bad_requests.py::test_what_the_http_parser_refuses_is_answered_in_json"
+           "[long-header]"),
+    C("34w", 34, "score --per-word, stdout on /dev/full (a second error at exit, rc 120)",
+      ("score", "k3.arpa", "te.txt", "--per-word"), one_error(("No space", "standard output")),
+      stdout_to="/dev/full", needs=("k3",),
+      test="tests/cli/test_stdout_full.py::test_no_second_error_at_exit_whatever_is_still_buffered[args0]"),
+    C("34x", 34, "a Kaldi n-best directory without ac_cost (taken for SRILM)", ("rescore", "k3.arpa", "kd"),
+      refused(("ac_cost",)), setup=kaldi_without_ac_cost, needs=("k3",),
+      test="tests/use/test_text_options_in_use.py::test_a_kaldi_directory_missing_ac_cost_is_named_as_kaldi"),
+    C("34y", 34, "rescore upper-case lists with a lower-case model: the share of words outside its vocabulary",
+      ("rescore", "k3.arpa", "up.jsonl", "--json"), oov_share_reported, setup=nbest_lists("up.jsonl", upper=True),
+      needs=("k3",),
+      test="tests/use/test_text_options_in_use.py"
+           "::test_rescore_warns_about_out_of_vocabulary_words_and_folds_case_on_request"),
+    C("34z", 34, "eval --interpolate --json: ppl is the mixture's (was the first model's)",
+      ("eval", "k3.arpa", "--test", "te.txt", "--interpolate", "ffnn", "--weights", "0.5,0.5", "--json"),
+      mixture_ppl(["k3.arpa", "ffnn"], [0.5, 0.5]), needs=("k3", "ffnn"),
+      test="tests/cli/test_eval_json_names.py::test_eval_json_keys_name_what_they_hold"),
 ]
 
 
