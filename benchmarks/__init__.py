@@ -81,6 +81,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "training": Experiment("training", "the trainer end to end: css-is tokens/s at V = 10k and 1M on the CPU, two "
                            "data-parallel ranks against one process, and on a GPU the LSTM tokens/s table and the "
                            "medium PTB LSTM", trains_lm=True),
+    "quality-cpu": Experiment("quality_cpu", "PTB test perplexity against CPU seconds: the GRU with every output "
+                              "objective at its defaults, beside faster-rnnlm's GRU (NCE, hierarchical softmax)",
+                              trains_lm=True),
     "onnx": Experiment("onnx_export", "a GRU exported to ONNX: ONNX Runtime's log probabilities against sampledlm "
                        "score, and its speed against PyTorch on one thread", trains_lm=True),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments (and 10 more during "

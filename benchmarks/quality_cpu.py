@@ -1,0 +1,142 @@
+"""``quality-cpu``: PTB test perplexity against CPU seconds for the GRU-256 trunk with every output objective at its
+defaults (``sampledlm train --model gru --objective X`` and nothing else), beside faster-rnnlm's GRU.
+
+Each of our rows is one ``sampledlm train`` run on one thread (``--threads 1 --device cpu``; the training process's
+CPU seconds, validation included, from ``metrics.jsonl``) and its exact test perplexity (``sampledlm eval``).
+Words/CPU-s = training predictions (words + ``</s>``) x epochs / CPU seconds. The class and tree rows use the
+exchange algorithm's classes of the training text (``sampledlm classes``, 200 classes) as well as their defaults.
+
+faster-rnnlm (github.com/yandex/faster-rnnlm) is built from its source and run by hand on the same machine, text
+and one thread (its build and commands: ``benchmarks/notes/faster-rnnlm-*.md``); its rows come from the notes'
+JSONL, its curve from its per-epoch exact validation entropies, CPU seconds spread over its epochs in proportion.
+
+``--quick``: a tiny GRU on the built-in corpus, three objectives, one epoch.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from . import lmruns
+from .report import REPO_DIR, new_figure, table, write_page
+
+NAME = "quality-cpu"
+TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
+TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-brown": 0.02, "hsm": 0.05, "hsm-brown": 0.05}
+OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
+BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
+QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
+
+
+def plan(quick: bool, classes: str | None) -> list[lmruns.Run]:
+    runs = [lmruns.Run(o, (*BASE, *(QUICK if quick else ()), "--objective", o))
+            for o in (["softmax", "nce", "adaptive"] if quick else OBJECTIVES)]
+    if classes and not quick:
+        runs += [lmruns.Run(f"{o}-brown", (*BASE, "--objective", o, "--word-classes", classes)) for o in ("hsm", "class")]
+    return runs
+
+
+def faster_rnnlm_rows(tokens: int) -> list[dict]:
+    """faster-rnnlm's runs recorded in benchmarks/notes (newest file)."""
+    files = sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "faster-rnnlm-*.jsonl")))
+    if not files:
+        return []
+    rows = []
+    with open(files[-1]) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("test_ppl") is None or not r.get("cpu_s"):
+                continue
+            valid = r.get("valid_ppl") or []
+            share = r["cpu_s"] / max(len(valid), 1)
+            rows.append({"name": f"faster-rnnlm {r['name']}", "test_ppl": r["test_ppl"], "cpu_s": r["cpu_s"],
+                         "epochs": len(valid), "words_per_cpu_s": tokens * len(valid) / r["cpu_s"],
+                         "curve": [{"cpu_s": share * (i + 1), "valid_ppl": v} for i, v in enumerate(valid)],
+                         "source": os.path.relpath(files[-1], REPO_DIR), "command": r.get("command", "")})
+    return rows
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+    from .outputs import word_classes
+
+    st = lmruns.setting(quick, data_dir, with_kn3=False)
+    classes = None if quick else word_classes(st.work, st.files, make=True)
+    runs = plan(quick, classes)
+    failures: dict[str, str] = {}
+    rows = lmruns.run_all(st.work, st.files, runs, None, failures=failures)
+    with open(st.files["train"], encoding="utf-8") as f:
+        tokens = sum(len(line.split()) + 1 for line in f if line.strip())
+    out = []
+    for r in runs:
+        if r.name not in rows:
+            continue
+        row = rows[r.name]
+        cpu = row["curve"][-1]["cpu_s"]
+        out.append({"name": f"gru {r.name}", "options": row["options"], "test_ppl": row["test_ppl"], "cpu_s": cpu,
+                    "epochs": row["epochs"], "words_per_cpu_s": tokens * row["epochs"] / cpu, "curve": row["curve"]})
+    theirs = [] if quick else faster_rnnlm_rows(tokens)
+    soft = next((r["test_ppl"] for r in out if r["name"] == "gru softmax"), None)
+    for r in out + theirs:
+        r["vs_softmax"] = None if soft is None else r["test_ppl"] / soft - 1
+    data = {"setup": {**st.describe(runs), "training_predictions": tokens}, "rows": out + theirs,
+            "failures": failures}
+    body = render(data, soft, quick)
+    fig = figure(out + theirs)
+    write_page(out_dir, NAME, "Quality for CPU time: the GRU with every output objective, beside faster-rnnlm",
+               st.meta, data, body, figure=fig)
+    return data
+
+
+def _target(name: str) -> float | None:
+    obj = name.split(" ", 1)[1] if name.startswith("gru ") else None
+    if obj in ("nce", "css-is", "blackout", "is"):
+        return TARGET_SAMPLED
+    return TARGET_STRUCTURED.get(obj)
+
+
+def render(data: dict, soft: float | None, quick: bool) -> str:
+    rows = sorted(data["rows"], key=lambda r: r["test_ppl"])
+    lines = [
+        f"Data: {data['setup']['data']}; {data['setup']['training_predictions']:,} training predictions per epoch. "
+        "Our rows: `sampledlm train --model gru --objective X --device cpu --threads 1` and no other flag "
+        "(the defaults: 8 epochs, cosine learning-rate decay, each objective's own settings for sequence models). "
+        "faster-rnnlm: its GRU-256 on the same files and one thread (notes: "
+        + (rows and next((r["source"] for r in rows if "source" in r), "none") or "none") + ").", "",
+        table(["run", "test ppl", "vs softmax", "target", "epochs", "CPU s", "words/CPU-s"],
+              [[r["name"], f"{r['test_ppl']:.2f}",
+                "—" if r.get("vs_softmax") is None else f"{100 * r['vs_softmax']:+.1f} %",
+                "" if _target(r["name"]) is None else
+                (("met" if r["vs_softmax"] is not None and r["vs_softmax"] <= _target(r["name"]) else "not met")
+                 + f" (≤ {100 * _target(r['name']):.0f} %)"),
+                str(r["epochs"]), f"{r['cpu_s']:,.0f}", f"{r['words_per_cpu_s']:,.0f}"] for r in rows]), "",
+        f"![validation perplexity against CPU seconds]({NAME}.png)", "",
+    ]
+    nce = next((r for r in data["rows"] if r["name"] == "gru nce"), None)
+    fr = next((r for r in data["rows"] if r["name"] == "faster-rnnlm gru-nce"), None)
+    if nce and fr:
+        lines += ["## Against faster-rnnlm", "",
+                  f"NCE: ours {nce['test_ppl']:.2f} after {nce['epochs']} epochs against faster-rnnlm's "
+                  f"{fr['test_ppl']:.2f} after {fr['epochs']}: {'better' if nce['test_ppl'] < fr['test_ppl'] else 'worse'}"
+                  f"; speed {nce['words_per_cpu_s']:,.0f} against {fr['words_per_cpu_s']:,.0f} words per CPU second "
+                  f"({nce['words_per_cpu_s'] / fr['words_per_cpu_s']:.2f}x; target ≥ 1.0x).", ""]
+    if data["failures"]:
+        lines += ["## Failed runs", ""] + [f"- {k}: {v}" for k, v in data["failures"].items()] + [""]
+    return "\n".join(lines)
+
+
+def figure(rows: list[dict]):
+    fig, ax = new_figure(figsize=(8, 5))
+    for i, r in enumerate(sorted(rows, key=lambda r: r["test_ppl"])):
+        xs = [p["cpu_s"] for p in r["curve"]]
+        ys = [p["valid_ppl"] for p in r["curve"]]
+        ax.plot(xs, ys, marker="o", ms=3, ls="--" if r["name"].startswith("faster") else "-", color=f"C{i % 10}",
+                label=f"{r['name']} (test {r['test_ppl']:.1f})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("CPU seconds (one thread, validation included)")
+    ax.set_ylabel("validation perplexity")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
