@@ -25,6 +25,7 @@ COMMANDS = {
     "vocab": "corpus:vocab",
     "stats": "corpus:stats",
     "classes": "corpus:classes",
+    "samples": "corpus:samples",
     "train": "neural:train",
     "eval": "eval:eval_cmd",
     "calibrate": "calibrate:calibrate",

@@ -1,11 +1,13 @@
-"""``sampledlm vocab``, ``stats`` and ``classes``: corpus commands."""
+"""``sampledlm vocab``, ``stats``, ``classes`` and ``samples``: corpus commands."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
+from ..errors import UserError
 from .common import CONTEXT, force_option, refuse_existing, text_options
 
 @click.command(context_settings=CONTEXT)
@@ -108,3 +110,29 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     ppl = class_bigram_perplexity(ids, cls)
     click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "
                f"bigram model {ppl:.1f}; written to {output}", err=True)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("directory", metavar="DIR")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True,
+              help="Seed of the simulated recogniser's errors and scores.")
+def samples(directory, seed):
+    """Write sample files into DIR: a corpus, n-best lists and lattices to try every command on.
+
+    \b
+    train.txt, valid.txt, test.txt: the built-in corpus (Python's documentation text);
+    nbest.jsonl and nbest-srilm/: n-best lists of 20 test sentences from a simulated recogniser,
+    with references (JSONL; SRILM's 'am lm nwords words' files, references in refs.txt);
+    lattices/: HTK SLF lattices of 3 of them. Files already in DIR with these names are replaced.
+    Example:
+      sampledlm samples data && cd data
+      sampledlm ngram train --train train.txt --order 3 -o kn3.arpa
+      sampledlm rescore kn3.arpa nbest.jsonl --tune-on nbest.jsonl
+      sampledlm rescore kn3.arpa lattices --lm-weight 10
+    """
+    from ..data.samples import write_samples
+
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UserError(f"{directory}: is a file; DIR names a directory")
+    paths = write_samples(directory, seed=seed)
+    click.echo(f"wrote {', '.join(os.path.relpath(p, directory) for p in paths.values())} into {directory}", err=True)
