@@ -543,3 +543,26 @@ def test_binary_reads_files_with_other_fixed_subset_buffers():
     assert bool(obj.calibrated)
     with pytest.raises(UserError, match="unexpected"):
         load_state_into(make_objective("binary", COUNTS), {**other, "stray": torch.zeros(1)}, "objective.safetensors")
+
+
+def test_neg_is_read_at_its_optimum_as_the_distribution_it_was_trained_on():
+    """NEG's pointwise optimum is a_w = log P(w|h) - log q(w) (include_true: the true word may be its own negative,
+    so the optimum is exact): minimising the expected loss over free scores and reading them with NEG's exact rule
+    gives P back, where a plain softmax of the scores gives P / q renormalised."""
+    obj = make_objective("neg", counts=COUNTS, samples=V, exclude_true=False)
+    p = torch.tensor([0.02, 0.05, 0.3, 0.1, 0.2, 0.13, 0.2], dtype=torch.float64)
+    q = obj.noise.to(torch.float64)
+    a = torch.zeros(1, V, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([a], max_iter=200, tolerance_grad=1e-12, tolerance_change=1e-14)
+
+    def expected_loss():  # -sum_w [P(w) log σ(a_w) + q(w) log(1 - σ(a_w))], the loss in expectation over draws
+        opt.zero_grad()
+        loss = -(p * F.logsigmoid(a[0]) + q * F.logsigmoid(-a[0])).sum()
+        loss.backward()
+        return loss
+
+    opt.step(expected_loss)
+    ours = obj.log_prob(ScoreScorer(), a.detach()).exp()[0]
+    assert torch.allclose(ours, p.float(), atol=1e-5)
+    plain = torch.softmax(a.detach()[0], 0)
+    assert not torch.allclose(plain, p, atol=1e-2)  # the scores alone are not the distribution

@@ -1,7 +1,8 @@
 """Discriminative sampled objectives: noise-contrastive estimation (NCE), negative sampling (NEG)
 and BlackOut. None of them estimates the normaliser; each trains the scores to tell the true word
-from noise words drawn from q. Evaluation still uses the exact softmax over V (inherited
-:meth:`~sampledlm.objectives.base.OutputObjective.log_prob`).
+from noise words drawn from q. Evaluation uses the exact softmax over V (inherited
+:meth:`~sampledlm.objectives.base.OutputObjective.log_prob`), of the scores plus ``log q`` for NEG, whose scores
+converge to ``log P - log q`` (:meth:`NegativeSampling.log_prob`).
 
 Notation: ``a_w`` the model's score of word w after history h, ``σ`` the logistic function,
 ``q`` the noise distribution (``count^β``), k = S noise draws per example.
@@ -15,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .base import Scorer
 from .sampled import NegativesObjective, SampledObjective, count_kept, masked_fill
 
 NEG_INF = float("-inf")
@@ -70,6 +72,18 @@ class NegativeSampling(NegativesObjective):
 
     name = "neg"
     sequence_defaults = {}  # an embedding loss, not a language model: nothing to tune for perplexity
+
+    def log_prob(self, scorer: Scorer, ctx) -> torch.Tensor:
+        """The exact rule of a model trained by NEG: ``P(w | h) = softmax_w(a_w + log q(w))``.
+
+        In expectation over the draws the loss is ``-sum_w [P(w|h) log σ(a_w) + q(w) log(1 - σ(a_w))]``, whose
+        pointwise optimum is ``σ(a_w) = P / (P + q)``, i.e. ``a_w = log P(w|h) - log q(w)`` (the shifted PMI of
+        Levy & Goldberg 2014): the scores alone rank words by ``P / q`` and favour rare words, so their softmax
+        is no language model; adding ``log q`` back recovers ``P`` up to the normaliser, which the softmax supplies.
+        (With ``exclude_true`` the true word is never its own negative, which adds ``-log(1 - P(w|h))``: the
+        rule is exact at the optimum only for words of small probability.)"""
+        self._ensure_noise(scorer.num_words)
+        return torch.log_softmax(scorer.score_all(ctx).float() + self.log_noise.to(ctx.device), dim=-1)
 
     def loss(self, true, logq_true, scores, logq, keep):
         n = count_kept(keep, *scores.shape, scores.device)
