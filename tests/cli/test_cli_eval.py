@@ -79,3 +79,15 @@ def test_eval_reports_oov_counts_for_every_family(trained_ffnn, tmp_path, capsys
         assert json.loads(out)["oov"] == 3 and json.loads(out)["predictions"] == 5
         code, out, err = run_cli(["eval", str(model), "--test", str(tmp_path / "oov.txt")], capsys)
         assert "3 OOV, scored as <unk>)" in out
+
+
+@pytest.mark.parametrize("command, model", [("maxent", "ffnn3"), ("maxent", "kn3.arpa"), ("ngram", "ffnn3"),
+                                            ("ngram", "melm")])
+def test_a_family_named_eval_refuses_another_familys_model(four_models, capsys, command, model):
+    """`maxent eval` of a neural run had scored it (the fault campaign's case of item 6): the family-named evals
+    read their own family and say which command reads any."""
+    from helpers import run_cli
+
+    code, out, err = run_cli([command, "eval", str(four_models / model), "--test", str(four_models / "test.txt")],
+                             capsys)
+    assert code == 1 and "`sampledlm eval` reads any" in err and out == "", err

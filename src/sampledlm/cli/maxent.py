@@ -207,8 +207,16 @@ def eval_cmd(model_dir, files, tests, as_json, opts):
     from .common import text_flags_given
     from .eval import evaluate
 
+    from .. import store
+
     paths = list(tests) + list(files)
     if not paths:
         raise UserError("--test FILE is required")
+    if os.path.isfile(model_dir):
+        raise UserError(f"{model_dir}: is a file, not a maxent model directory (`sampledlm eval` reads any model)")
+    family = store.read_config(model_dir)[1]
+    if family != "maxent":
+        raise UserError(f"{model_dir}: holds a {family} model; `maxent eval` reads maxent models "
+                        "(`sampledlm eval` reads any)")
     for path in paths:
         evaluate(model_dir, path, as_json=as_json, opts=opts if text_flags_given() else None)

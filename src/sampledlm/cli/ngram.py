@@ -155,9 +155,17 @@ def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
       sampledlm ngram eval kn5.arpa --test ptb.test.txt
       sampledlm ngram eval kn5.arpa --test test.txt --per-sentence > scores.tsv
     """
+    import os
+
+    from .. import store
     from .common import text_flags_given
     from .eval import evaluate
 
+    if os.path.isdir(model) and os.path.exists(os.path.join(model, "config.json")):
+        family = store.read_config(model)[1]
+        if family != "ngram":
+            raise UserError(f"{model}: holds a {family} model; `ngram eval` reads ARPA files and binary n-gram "
+                            "directories (`sampledlm eval` reads any)")
     evaluate(model, test_path, per_sentence=per_sentence, as_json=as_json, no_verify=no_verify,
              opts=opts if text_flags_given() else None)
 
