@@ -113,9 +113,10 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
             table(rows, runs, quick), "", f"![test perplexity per objective]({PAGE}.png)", "",
             lmruns.status_note(runs, rows, failures), "",
             "Reading the table: `neg` (negative sampling, Mikolov et al. 2013, with its 1/S scale) and `ranking` "
-            "(margin ranking, Collobert & Weston 2008) do not train the scores to be log-probabilities, so the "
-            "softmax of their scores, which the exact evaluation takes, is far from the data; they serve embeddings "
-            "and reranking, not perplexity. `is` (standard importance sampling, the true word not summed exactly) "
+            "(margin ranking, Collobert & Weston 2008) do not train the scores to be log-probabilities. NEG's "
+            "converge to log P - log q, so since 2026-11-26 a NEG model is read as softmax(a + log q) "
+            "(`NegativeSampling.log_prob`; pages before that read the plain softmax of its scores, which favours rare "
+            "words); ranking has no such reading and serves reranking, not perplexity. `is` (standard importance sampling, the true word not summed exactly) "
             "is the unstable estimator Botev et al. 2017 describe: see its best epoch and valid ppl. "
             "`css-is-lr0.001` is CSS-IS with half the shared Adam learning rate.", "",
             "## Against the paper", "",
