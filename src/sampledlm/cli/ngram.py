@@ -157,11 +157,12 @@ def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
     """
     import os
 
-    from .. import store
     from .common import text_flags_given
     from .eval import evaluate
 
     if os.path.isdir(model) and os.path.exists(os.path.join(model, "config.json")):
+        from .. import store
+
         family = store.read_config(model)[1]
         if family != "ngram":
             raise UserError(f"{model}: holds a {family} model; `ngram eval` reads ARPA files and binary n-gram "
