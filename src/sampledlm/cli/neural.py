@@ -266,6 +266,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
             model_flags[name] = value
             click.echo(f"--objective {objective}: {why}", err=True)
     spec = model_spec(model_type, **model_flags)
+    samples_given = flags.get("samples") is not None
     flags = sequence_defaults(model_type, objective, flags)
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
@@ -273,6 +274,10 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+    if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
+        obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
+        click.echo(f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
+                   f"{len(vocab):,} words; the default for sequence models is more)", err=True)
     # refuses options that do not apply, early; the objective checks its own against the vocabulary
     obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
     for note in notes:
