@@ -464,3 +464,23 @@ def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_proc
         r = run_in_process("calibrate", str(run), "--text", empty, cwd=words_corpus)
         assert r.returncode == 1 and "no sentences" in r.stderr and "left as it was" in r.stderr
         assert (run / "model.safetensors").read_bytes() == kept
+
+
+def test_adaptive_head_coverage_sets_the_default_head_and_sequence_models_take_ninety_percent(tmp_path, capsys):
+    from helpers import run_cli, synthetic_sentences, write_corpus
+
+    from sampledlm.objectives.adaptive import default_cutoffs
+
+    counts = np.array([400, 200, 100, 60, 40, 30, 20, 15, 10, 8, 6, 5, 4, 3, 2, 1], dtype=float)
+    head80, head90 = default_cutoffs(counts, 16), default_cutoffs(counts, 16, 0.9)
+    cum = np.cumsum(counts) / counts.sum()
+    assert cum[head80[0] - 1] >= 0.8 > cum[head80[0] - 2] and cum[head90[0] - 1] >= 0.9 > cum[head90[0] - 2]
+    assert default_cutoffs(counts, 16, 0.97) == [int(np.searchsorted(cum, 0.97) + 1)]  # no tail cut below the head
+    write_corpus(tmp_path / "t.txt", synthetic_sentences(300, 40, seed=3))
+    for model, recorded in (("gru", {"head_coverage": 0.9}), ("ffnn", {})):  # a run records what it was given
+        code, _, err = run_cli(["train", "--train", str(tmp_path / "t.txt"), "--valid", str(tmp_path / "t.txt"),
+                                "--model", model, "-d", "8", "--hidden", "8", "--epochs", "1", "--objective",
+                                "adaptive", "-o", str(tmp_path / model)], capsys)
+        assert code == 0, err
+        config = json.loads((tmp_path / model / "config.json").read_text())
+        assert config["objective"]["options"] == recorded

@@ -278,6 +278,11 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         click.echo(f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
                    f"{len(vocab):,} words; the default for sequence models is more)", err=True)
+    if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and obj_opts.get("head_coverage") \
+            and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head
+        from ..objectives.adaptive import default_cutoffs
+
+        spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"])
     # refuses options that do not apply, early; the objective checks its own against the vocabulary
     obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
     for note in notes:
