@@ -28,10 +28,12 @@ TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-brown": 0.02, "hsm"
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
+#: bumped when an objective's defaults change, so that a run of the old defaults is not reused
+VERSIONS = {"adaptive": "head-coverage-0.9"}
 
 
 def plan(quick: bool, classes: str | None) -> list[lmruns.Run]:
-    runs = [lmruns.Run(o, (*BASE, *(QUICK if quick else ()), "--objective", o))
+    runs = [lmruns.Run(o, (*BASE, *(QUICK if quick else ()), "--objective", o), version=VERSIONS.get(o, ""))
             for o in (["softmax", "nce", "adaptive"] if quick else OBJECTIVES)]
     if classes and not quick:
         runs += [lmruns.Run(f"{o}-brown", (*BASE, "--objective", o, "--word-classes", classes)) for o in ("hsm", "class")]
