@@ -10,7 +10,8 @@ faster-rnnlm (github.com/yandex/faster-rnnlm) is built from its source and run b
 and one thread (its build and commands: ``benchmarks/notes/faster-rnnlm-*.md``); its rows come from the notes'
 JSONL, its curve from its per-epoch exact validation entropies, CPU seconds spread over its epochs in proportion.
 
-``--quick``: a tiny GRU on the built-in corpus, three objectives, one epoch.
+``--quick``: a tiny GRU on the built-in corpus, three objectives, one epoch. ``--no-train``: the page from the runs
+finished so far (an unfinished one that saved a model as far as it got, marked partial).
 """
 
 from __future__ import annotations
@@ -60,14 +61,14 @@ def faster_rnnlm_rows(tokens: int) -> list[dict]:
     return rows
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
     from .outputs import word_classes
 
     st = lmruns.setting(quick, data_dir, with_kn3=False)
-    classes = None if quick else word_classes(st.work, st.files, make=True)
+    classes = None if quick else word_classes(st.work, st.files, make=train)
     runs = plan(quick, classes)
     failures: dict[str, str] = {}
-    rows = lmruns.run_all(st.work, st.files, runs, None, failures=failures)
+    rows = lmruns.run_all(st.work, st.files, runs, None, failures=failures, train_new=train)
     with open(st.files["train"], encoding="utf-8") as f:
         tokens = sum(len(line.split()) + 1 for line in f if line.strip())
     out = []
@@ -75,8 +76,14 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         if r.name not in rows:
             continue
         row = rows[r.name]
+        if row.get("partial"):
+            continue  # a run still training: its CPU seconds would not compare
         cpu = row["curve"][-1]["cpu_s"]
-        out.append({"name": f"gru {r.name}", "options": row["options"], "test_ppl": row["test_ppl"], "cpu_s": cpu,
+        with open(os.path.join(row["dir"], "config.json")) as f:
+            config = json.load(f)
+        recorded = {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}
+        out.append({"name": f"gru {r.name}", "options": row["options"], "recorded": recorded,
+                    "test_ppl": row["test_ppl"], "cpu_s": cpu,
                     "epochs": row["epochs"], "words_per_cpu_s": tokens * row["epochs"] / cpu, "curve": row["curve"]})
     theirs = [] if quick else faster_rnnlm_rows(tokens)
     soft = next((r["test_ppl"] for r in out if r["name"] == "gru softmax"), None)
@@ -84,7 +91,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         r["vs_softmax"] = None if soft is None else r["test_ppl"] / soft - 1
     data = {"setup": {**st.describe(runs), "training_predictions": tokens}, "rows": out + theirs,
             "failures": failures}
-    body = render(data, soft, quick)
+    body = render(data, soft, quick) + "\n" + lmruns.status_note(runs, rows, failures)
     fig = figure(out + theirs)
     write_page(out_dir, NAME, "Quality for CPU time: the GRU with every output objective, beside faster-rnnlm",
                st.meta, data, body, figure=fig)
@@ -106,13 +113,14 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
         "(the defaults: 8 epochs, cosine learning-rate decay, each objective's own settings for sequence models). "
         "faster-rnnlm: its GRU-256 on the same files and one thread (notes: "
         + (rows and next((r["source"] for r in rows if "source" in r), "none") or "none") + ").", "",
-        table(["run", "test ppl", "vs softmax", "target", "epochs", "CPU s", "words/CPU-s"],
+        table(["run", "test ppl", "vs softmax", "target", "epochs", "CPU s", "words/CPU-s", "settings the run recorded"],
               [[r["name"], f"{r['test_ppl']:.2f}",
                 "—" if r.get("vs_softmax") is None else f"{100 * r['vs_softmax']:+.1f} %",
                 "" if _target(r["name"]) is None else
                 (("met" if r["vs_softmax"] is not None and r["vs_softmax"] <= _target(r["name"]) else "not met")
                  + f" (≤ {100 * _target(r['name']):.0f} %)"),
-                str(r["epochs"]), f"{r['cpu_s']:,.0f}", f"{r['words_per_cpu_s']:,.0f}"] for r in rows]), "",
+                str(r["epochs"]), f"{r['cpu_s']:,.0f}", f"{r['words_per_cpu_s']:,.0f}",
+                ", ".join(f"{k} {v}" for k, v in r.get("recorded", {}).items()) or "(its notes)"] for r in rows]), "",
         f"![validation perplexity against CPU seconds]({NAME}.png)", "",
     ]
     nce = next((r for r in data["rows"] if r["name"] == "gru nce"), None)
