@@ -184,8 +184,8 @@ def _remove_unstarted(run_dir: str, created: bool) -> None:
 
 
 def sequence_defaults(model_type: str, objective: str, flags: dict) -> dict:
-    """``flags`` with the objective's ``sequence_defaults`` filled in where the user gave none, when the model
-    reads running text (recurrent, Transformer); says on standard error what it set and why."""
+    """``flags`` with the objective's ``sequence_defaults`` filled in where the user gave none, when the model is
+    recurrent (``sequence_model``); says on standard error what it set and why."""
     from ..neural.registry import model_class
     from ..objectives.registry import OBJECTIVES
 

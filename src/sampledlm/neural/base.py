@@ -61,7 +61,8 @@ class NeuralScorer(nn.Module):
     #: True when ``eval_contexts`` yields ``rows`` (one context serves several predictions): exact
     #: scoring then takes ``objective.log_prob(ctx)[rows, targets]``, else ``log_prob_targets``
     shares_contexts: bool = False
-    #: True for models of the running text (recurrent, Transformer): objectives' ``sequence_defaults`` apply
+    #: True for the recurrent models: objectives' ``sequence_defaults`` apply (measured on the GRU; the Transformer,
+    #: with its own learning rate, keeps each objective's general defaults until measured)
     sequence_model: bool = False
 
     def history_key(self, history) -> tuple | None:

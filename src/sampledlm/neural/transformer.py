@@ -143,7 +143,6 @@ class TransformerLM(NeuralScorer):
     #: training settings for this model (Adam; the results page's PTB runs)
     train_defaults = {"optimizer": "adam", "lr": 0.0005, "batch_size": 32, "bptt": 64, "clip": 1.0, "epochs": 10,
                       "max_halvings": 3, "min_improvement": 0.003}
-    sequence_model = True
     uses_counts = True  # the adaptive input's bands are ranks by training count
 
     def __init__(self, num_words: int, cfg: TransformerConfig, counts=None, sparse_output: bool = False):

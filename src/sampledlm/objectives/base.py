@@ -69,7 +69,7 @@ class OutputObjective(nn.Module):
     #: Model settings this objective needs where the user set none: ``{field: (value, why)}`` (hsm unties the
     #: embeddings). The command line applies them, says why, and leaves any value the user gave alone.
     model_settings: ClassVar[dict] = {}
-    #: Settings this objective takes on a sequence trunk (recurrent, Transformer) where the user gave none:
+    #: Settings this objective takes on a recurrent trunk (``NeuralScorer.sequence_model``) where the user gave none:
     #: objective options and training options by name (``{"samples": 20, "lr": 0.004}``), the one place of each
     #: objective's per-trunk defaults; ``sequence_why`` says why, in the note the command line prints.
     sequence_defaults: ClassVar[dict] = {}

@@ -28,7 +28,7 @@ OPTION_HELP: dict[str, dict] = {
                         "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},
     "head_coverage": {"help": "adaptive without --cutoffs: the head holds the words of this share of the training "
                               "tokens (at most 4,000), the first tail up to 95 % (default 0.8; 0.9 on recurrent "
-                              "and Transformer models)", "min": 0.0, "max": 1.0, "type": float},
+                              "models)", "min": 0.0, "max": 1.0, "type": float},
     "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last",
                   "min": 1.0, "type": float},
     "classes": {"help": "class: number of word classes C, frequency-binned (default 2 sqrt(V); not with --word-classes)", "min": 1, "type": int},
