@@ -166,23 +166,15 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     """
     import tempfile
 
-    from .data.textio import atomic_write
     from .ngram.build import BuildConfig, build
     from .ngram.lm import ArpaLM
 
     config = BuildConfig(**settings)
     vocab = None if vocab is None else os.fspath(vocab)
     valid = None if valid is None else os.fspath(valid)
-    with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp:
-        if isinstance(text, (str, os.PathLike)):
-            path = os.fspath(text)
-        else:
-            path = os.path.join(tmp, "train.txt")
-            with atomic_write(path) as f:
-                for s in text:
-                    f.write((s if isinstance(s, str) else " ".join(s)).strip() + "\n")
+    with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp, _text_files({"train": text}) as files:
         target = os.fspath(output) if output is not None else os.path.join(tmp, "model.arpa")
-        build(config, path, target, binary=binary and output is not None, vocab=vocab, valid=valid,
+        build(config, files["train"], target, binary=binary and output is not None, vocab=vocab, valid=valid,
               text_options=text_options)
         return Model(ArpaLM.open(target))
 
