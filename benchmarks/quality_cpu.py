@@ -61,6 +61,35 @@ def faster_rnnlm_rows(tokens: int) -> list[dict]:
     return rows
 
 
+def gpu_rows() -> tuple[str, list[dict]]:
+    """The GPU rows recorded in benchmarks/notes (newest ``gpu-rows-*.jsonl``; written from a lent machine's runs)."""
+    files = sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "gpu-rows-*.jsonl")))
+    if not files:
+        return "", []
+    with open(files[-1]) as f:
+        return os.path.relpath(files[-1], REPO_DIR), [json.loads(line) for line in f if line.strip()]
+
+
+def render_gpu(source: str, rows: list[dict]) -> list[str]:
+    """The section of GPU rows: each data set's softmax first, the others against it."""
+    if not rows:
+        return []
+    soft = {r["data"]: r["test_ppl"] for r in rows if r["command"].endswith("--model gru")}
+    cells = []
+    for r in rows:
+        base = soft.get(r["data"]) if "--model gru" in r["command"] else None
+        cells.append([r["name"], r["data"], f"{r['vocab']:,}", f"`{r['command'].split('--epochs 8 ', 1)[-1]}`",
+                      f"{r['test_ppl']:.2f}", "—" if base is None or base == r["test_ppl"]
+                      else f"{100 * (r['test_ppl'] / base - 1):+.1f} %", str(r["epochs_run"]),
+                      f"{r['wall_s']:,.0f}", f"{max(r['tokens_per_s']):,}"])
+    return ["## On a GPU", "",
+            f"Machine: {rows[0]['machine']}; commit {rows[0]['commit']}; every run `--device cuda --threads 1 --epochs 8` "
+            f"and the flags shown (records: {source}). Tokens/s is the fastest epoch's (the others ran while the "
+            "suite loaded the CPUs).", "",
+            table(["run", "data", "V", "flags", "test ppl", "vs softmax GRU", "epochs", "wall s", "tokens/s"], cells),
+            "", *[f"- {r['name']}: {r['note']}" for r in rows if r.get("note")], ""]
+
+
 def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
     from .outputs import word_classes
 
@@ -131,6 +160,8 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
                   f"{fr['test_ppl']:.2f} after {fr['epochs']}: {'better' if nce['test_ppl'] < fr['test_ppl'] else 'worse'}"
                   f"; speed {nce['words_per_cpu_s']:,.0f} against {fr['words_per_cpu_s']:,.0f} words per CPU second "
                   f"({nce['words_per_cpu_s'] / fr['words_per_cpu_s']:.2f}x; target ≥ 1.0x).", ""]
+    if not quick:
+        lines += render_gpu(*gpu_rows())
     if data["failures"]:
         lines += ["## Failed runs", ""] + [f"- {k}: {v}" for k, v in data["failures"].items()] + [""]
     return "\n".join(lines)

@@ -83,6 +83,7 @@ def test_kaldi_costs_are_negated_logs(tmp_path):
      "l.jsonl:2: expected"),
     ("jsonl", {"l.jsonl": '{"id": "a", "hyps": []}\n'}, "l.jsonl:1: utterance 'a' has no hypotheses"),
     ("jsonl", {"l.jsonl": "{oops\n"}, "l.jsonl:1: not JSON"),
+    ("jsonl", {"l.jsonl": '{"id": "a", "hyps": ' + "[" * 150 + "]" * 150 + "}\n"}, "l.jsonl:1: JSON nested too deeply"),
     ("jsonl", {"l.jsonl": '{"id": "a", "hyps": [{"words": "x", "am": "nan", "lm": 2}]}\n'}, "l.jsonl:1: a score is not"),
     ("kaldi", {"text": "u-1 a\nu-2 b\n", "ac_cost": "u-1 1\n", "lm_cost": "u-1 1\nu-2 2\n"}, "ac_cost: no cost for 'u-2'"),
     ("kaldi", {"text": "u-1 a\n", "ac_cost": "u-1 1\nu-3 2\n", "lm_cost": "u-1 1\n"}, "ac_cost:2: key 'u-3' is not in"),

@@ -40,6 +40,7 @@ from .limits import BadRequest, Limits, Reader, finite, parse_json, read_next, r
 
 LN10 = math.log(10.0)
 log = logging.getLogger("sampledlm.serve")
+MAX_HEADERS = 128  # header fields in one request, as aiohttp 3.14's parser allows
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,23 @@ IN_FLIGHT = web.AppKey("in_flight", InFlight)
 class _JsonErrorHandler(web_protocol.RequestHandler):
     """aiohttp's connection handler, answering what its HTTP parser refuses (a malformed request line, a header
     over aiohttp's 8,190-byte line limit or too many of them) as every other error is answered: one line of JSON
-    ``{"error": ...}``, with 431 for header fields too large (RFC 6585), and one log line, not a traceback."""
+    ``{"error": ...}``, with 431 for header fields too large (RFC 6585), and one log line, not a traceback.
+
+    It also closes a connection on which no request has begun within the idle timeout. aiohttp before 3.10 starts
+    its keep-alive clock only after a first response, so there a client that connects and sends nothing, or half
+    a request line, would hold its connection for ever."""
+
+    request_began = False  # set by the app's middleware when a request's headers have been read
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        if getattr(self, "_keepalive_handle", None) is None and self._keepalive_timeout:  # an aiohttp before 3.10
+            asyncio.get_running_loop().call_later(self._keepalive_timeout, self._close_if_silent)
+
+    def _close_if_silent(self) -> None:
+        if not self.request_began and self.transport is not None and not self.transport.is_closing():
+            log.info("closed a connection that sent no request within the idle timeout")
+            self.transport.close()
 
     def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
@@ -165,6 +182,13 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
     @web.middleware
     async def errors(request: web.Request, handler):
         counters["requests"] += 1
+        if isinstance(request.protocol, _JsonErrorHandler):
+            request.protocol.request_began = True
+        if len(request.raw_headers) > MAX_HEADERS:  # aiohttp's parser counts them only from 3.14 on
+            counters["refused"] += 1
+            resp = refuse(431, f"too many headers ({len(request.raw_headers)}; at most {MAX_HEADERS})")
+            resp.force_close()
+            return resp
         in_flight.enter()
         try:
             return await handler(request)

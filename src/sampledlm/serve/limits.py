@@ -26,6 +26,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 
+from ..data.jsontext import MAX_DEPTH, too_deep
 from ..data.tokenizer import TextOptions, tokenize_line
 from ..data.vocab import BOS, EOS, UNK_ID, Vocab
 
@@ -61,6 +62,8 @@ def parse_json(body: bytes) -> dict:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadRequest(f"request body is not valid UTF-8 (byte 0x{body[e.start]:02x} at offset {e.start})") from None
+    if too_deep(text):
+        raise BadRequest(f"malformed JSON: nested too deeply (over {MAX_DEPTH} levels)")
     try:
         obj = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from ..data.jsontext import MAX_DEPTH, too_deep
 from ..data.textio import atomic_write, iter_lines
 from ..errors import UserError
 from .wer import Errors, align
@@ -211,6 +212,8 @@ def read_jsonl(path: str) -> list[NBest]:
     for n, line in enumerate(iter_lines(path), 1):
         if not line.strip():
             continue
+        if too_deep(line):
+            raise UserError(f"{path}:{n}: JSON nested too deeply (over {MAX_DEPTH} levels)")
         try:
             d = json.loads(line)
             hyps = [Hypothesis(_words(_json_words(h["words"], "words")), _json_number(h["am"], "am"),
