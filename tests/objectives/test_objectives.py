@@ -63,8 +63,8 @@ T = torch.tensor([0, 3, 5])
 BAG = torch.tensor([1, 3, 3, 6])  # shared bag with a repeat and a true word (3) inside
 
 
-def test_is_loss_and_gradient_by_hand():
-    obj = make_objective("is", COUNTS, samples=4)
+def test_plain_is_loss_and_gradient_by_hand():
+    obj = make_objective("is", COUNTS, samples=4, true_term=False)
     a = scores()
     loss, g = grad_of(obj, a, T, Candidates(BAG))
     A, q = a.detach().numpy(), q_of(obj)
@@ -76,6 +76,35 @@ def test_is_loss_and_gradient_by_hand():
         np.add.at(gw[i], BAG.numpy(), r / r.sum())
     assert loss == pytest.approx(want / 3)
     assert np.allclose(g, gw / 3)
+
+
+def test_is_loss_and_gradient_by_hand():
+    obj = make_objective("is", COUNTS, samples=4)
+    a = scores()
+    loss, g = grad_of(obj, a, T, Candidates(BAG))
+    A, q = a.detach().numpy(), q_of(obj)
+    want, gw = 0.0, np.zeros_like(A)
+    for i, y in enumerate(T.tolist()):
+        r = np.exp(A[i, BAG]) / q[BAG]
+        r_y = np.exp(A[i, y]) / q[y]  # the true word's own term
+        want += -A[i, y] + np.log((r.sum() + r_y) / len(BAG))
+        gw[i, y] += r_y / (r.sum() + r_y) - 1
+        np.add.at(gw[i], BAG.numpy(), r / (r.sum() + r_y))
+    assert loss == pytest.approx(want / 3)
+    assert np.allclose(g, gw / 3)
+
+
+def test_the_true_term_bounds_the_is_loss_below_where_the_plain_estimator_is_not():
+    """Raise the true words' scores by 1,000 (none of them in the bag): the plain loss falls by about 1,000,
+    the loss with the true term stays above -log(S q(y))."""
+    bag = torch.tensor([1, 2, 4, 6])
+    for true_term in (True, False):
+        obj = make_objective("is", COUNTS, samples=4, true_term=true_term)
+        a = scores().detach().clone()
+        a[torch.arange(3), T] += 1e3
+        loss, _ = grad_of(obj, a.requires_grad_(), T, Candidates(bag))
+        floor = float(np.mean(-np.log(4 * q_of(obj)[T.numpy()])))
+        assert (loss >= floor - 1e-5) == true_term, (true_term, loss, floor)  # log q is float32
 
 
 def test_css_is_loss_and_gradient_by_hand():
@@ -139,7 +168,8 @@ def test_importance_sampling_with_q_prop_exp_score_approaches_softmax(name):
     obj.set_noise(torch.softmax(a.detach()[0], 0))  # q ∝ exp(score): the ideal proposal
     loss, g = grad_of(obj, a, t)
     soft = make_objective("softmax")
-    assert loss == pytest.approx(soft(ScoreScorer(), a, t).item(), abs=1e-6)  # Z~ = Z exactly
+    extra = math.log1p(1 / 40_000) if name == "is" else 0.0  # is: the true term adds Z / S
+    assert loss == pytest.approx(soft(ScoreScorer(), a, t).item() + extra, abs=1e-6)  # Z~ = Z exactly
     assert np.allclose(g, softmax_grad(a, t), atol=0.01)
 
 

@@ -23,6 +23,8 @@ OPTION_HELP: dict[str, dict] = {
     "sampler": {"help": "how noise words are drawn: alias (Walker's alias method) or multinomial",
                 "choices": ("alias", "multinomial"), "type": str},
     "learn_norm": {"help": "NCE: learn the log normaliser instead of fixing it to 0", "type": bool},
+    "true_term": {"help": "is: add the true word's own term to the estimate of Z, which bounds the loss below "
+                          "(--no-true-term: Botev et al.'s plain estimator, which can diverge)", "type": bool},
     "exclude_true": {"help": "drop the true word from the negatives", "type": bool, "negatable": "include-true"},
     "cutoffs": {"help": "adaptive: rank cutoffs of the head and the tail clusters, increasing (repeat the flag; "
                         "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},

@@ -4,9 +4,10 @@ sampling (CSS-IS, CSS-Bernoulli), Botev, Zheng & Barber, 2017 §2-4.
 All three train the softmax model ``p(c|x) = exp a_c / Z`` by replacing ``Z = sum_c exp a_c`` in
 ``-log p(y|x) = -a_y + log Z`` with an estimate ``Z~`` built from a few candidate words:
 
-* ``is``: ``Z~ = (1/S) sum_{s in bag} exp(a_s) / q(s)``, bag of S draws from q (eq. 5, 11, 16).
-  Unbiased for Z but not log Z; the implied weights ``p~`` are unbounded (§3.1), so training can
-  diverge when the true word is missing from the bag.
+* ``is``: ``Z~ = (1/S) (sum_{s in bag} exp(a_s) / q(s) + exp(a_y) / q(y))``, bag of S draws from q
+  (eq. 5, 11, 16), plus the true word's own term, which bounds the loss below. Without it
+  (``true_term=False``) the estimator is unbiased for Z but not log Z; the implied weights ``p~`` are
+  unbounded (§3.1), so training can diverge when the true word is missing from the bag.
 * ``css-is``: ``Z~ = exp a_y + sum_{d in N} exp(a_d) / (S q_y(d))`` (eq. 17-19, C_n = {y}): the true
   word summed exactly, the rest by IS with q restricted to the words != y,
   ``q_y(d) = q(d) / (1 - q(y))``; the draws come from the S + S' trick (§6.2).
@@ -213,9 +214,19 @@ class NegativesObjective(SampledObjective):
 
 
 class ImportanceSampling(SampledObjective):
-    """Standard importance sampling of the normaliser (Bengio & Senécal; Botev et al. 2017 eq. 11, 16):
-    ``loss = -a_y + log (1/S) sum_s exp(a_s) / q(s)`` over a bag of S draws from q (the true word
-    may or may not be among them). Known to be unstable (Botev et al. 2017 §3.1).
+    """Importance sampling of the normaliser (Bengio & Senécal 2008; Botev et al. 2017 eq. 11, 16), with the true
+    word's own term in the estimate (Jean et al. 2015 keep the target words in every sampled set)::
+
+        Z~ = (1/S) (sum_{s in bag} exp(a_s) / q(s) + exp(a_y) / q(y)),   loss = -a_y + log Z~
+
+    over a bag of S draws from q (the true word among them or not). The true term bounds the loss below by
+    ``-log(S q(y))``; as S grows it vanishes and Z~ -> Z. It is the softmax cross-entropy over the S + 1 scores
+    ``a_c - log(S q(c))`` (TensorFlow's sampled softmax, accidental hits kept), shifted by ``log(S q(y))``, a
+    constant: the gradients are the same.
+
+    ``true_term=False`` leaves the true term out: Botev et al.'s plain estimator, unbounded below, since the
+    model can raise a_y while the bag rarely holds y (their §3.1). Measured on PTB's GRU-256 with 1,000 shared
+    draws: train loss -16 and valid perplexity 146,288 by epoch 7.
     """
 
     name = "is"
@@ -223,9 +234,16 @@ class ImportanceSampling(SampledObjective):
     sequence_why = ("as CSS-IS, whose 1,000 shared draws tie the softmax on PTB's GRU-256 (250 diverged on "
                     "the GRU-128 of css-gru.md)")
 
+    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
+                 sample_mode: str = "shared", sampler: str = "alias", true_term: bool = True):
+        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler)
+        self.true_term = bool(true_term)
+
     def loss(self, true, logq_true, scores, logq, keep):
-        log_z = torch.logsumexp(scores - logq, dim=1) - math.log(scores.shape[1])
-        return log_z - true
+        terms = (scores - logq).expand(true.shape[0], -1)
+        if self.true_term:
+            terms = torch.cat([terms, (true - logq_true).unsqueeze(1)], 1)
+        return torch.logsumexp(terms, dim=1) - math.log(scores.shape[1]) - true
 
 
 class CSSImportance(SampledObjective):
