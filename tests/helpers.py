@@ -71,6 +71,20 @@ def run_cli(args, capsys):
     return e.value.code, out.out, out.err
 
 
+def assert_one_line_error(code: int, err: str, words: str, output) -> None:
+    """A command refused with exit code 1 and one line of standard error holding ``words``, leaving no ``output``."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 1 and len(lines) == 1 and words in lines[0], err
+    assert not pathlib.Path(output).exists()
+
+
+def fake_model(directory: pathlib.Path, family: str) -> pathlib.Path:
+    """A directory whose config.json says it holds a model of ``family`` (and nothing else)."""
+    directory.mkdir(exist_ok=True)
+    (directory / "config.json").write_text(json.dumps({"format": "sampledlm-model", "family": family, "version": 2}))
+    return directory
+
+
 # --- neural runs ---------------------------------------------------------------------------------------------
 
 def config_for(corpus, model="ffnn", **train):

@@ -123,6 +123,21 @@ def envelope(family: str, vocab: Vocab) -> dict:
             "vocab": {"size": len(vocab), "fingerprint": vocab.fingerprint()}}
 
 
+def check_source(path: str, family: str, what: str) -> None:
+    """``--init-from PATH`` of a train command: a one-line error naming the flag and ``path`` unless ``path`` is a
+    model directory of ``family`` (``what``: that family in words; the family's loader checks the rest)."""
+    cpath = os.path.join(path, "config.json")
+    if not os.path.isdir(path) or not os.path.isfile(cpath):
+        raise UserError(f"--init-from {path}: no such run directory")
+    config = read_json(cpath)
+    config = config if isinstance(config, dict) else {}
+    fmt = config.get("format")
+    found = config.get("family", LEGACY_FORMATS.get(fmt) if isinstance(fmt, str) else None)
+    if found != family:
+        held = f"a model of family {found}" if isinstance(found, str) else "no sampledlm model"
+        raise UserError(f"--init-from {path}: holds {held}, not {what}")
+
+
 def read_config(model_dir: str) -> tuple[dict, str]:
     """``(config, family)`` of a model directory; a clear error for anything else."""
     if not os.path.isdir(model_dir):

@@ -72,6 +72,29 @@ def text_flags_given() -> bool:
                                    for p in TEXT_FLAGS if p in ctx.params)
 
 
+def keep_source_settings(where: str, what: str, theirs: dict, here: dict | None = None) -> None:
+    """``--init-from WHERE``: refuse, in one line naming the flag, a setting given on the command line or by
+    ``--config`` that differs from the source's (``theirs``: parameter name -> the source's value; ``here``: the
+    values to compare where they are not the parameters' own, a parsed ``--features`` say). ``what``: what comes
+    from the source, for the message."""
+    from ..errors import UserError
+
+    ctx = click.get_current_context()
+    here = {**ctx.params, **(here or {})}
+    given = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.DEFAULT_MAP)
+    for p in ctx.command.params:
+        if p.name in theirs and ctx.get_parameter_source(p.name) in given and here[p.name] != theirs[p.name]:
+            flag = next((o for o in p.opts if o.startswith("--")), p.opts[0])
+            raise UserError(f"--init-from {where}: {what} come from that run ({flag} {_shown(theirs[p.name])} there, "
+                            f"{_shown(here[p.name])} here); leave {flag} out")
+
+
+def _shown(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(_shown, value))
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def mix_options(f):
     """The flags that mix models, the same in every command that reads a model: ``--mix MODEL2`` (repeat for more;
     ``--interpolate`` is a hidden alias, the old name in ``eval``), ``--weights``, ``--interp-valid``. The command

@@ -49,10 +49,14 @@ _W2V, _W2V_FIELDS = _w2v_options()
               help="Replace the embeddings already in the output directory (refused otherwise; never another model "
                    "or other files).")
 @click.option("--no-text", is_flag=True, help="Skip vectors.txt (the text format: large and slow for big vocabularies).")
+@click.option("--init-from", "init_dir", default=None, metavar="RUN",
+              help="Start from a trained embeddings run's vectors (its --model, --objective, --dim and text options; "
+                   "this command's other settings and corpus): domain adaptation. The corpus is read with RUN's "
+                   "vocabulary unless --min-count makes a new one (shared words keep their vectors).")
 @_W2V
 @config_option
 @text_options
-def train(corpus, out_dir, force, no_text, opts, **kw):
+def train(corpus, out_dir, force, no_text, init_dir, opts, **kw):
     """Train word vectors on CORPUS (one or more text files, read with the same text options).
 
     \b
@@ -64,6 +68,7 @@ def train(corpus, out_dir, force, no_text, opts, **kw):
     Example:
       sampledlm embed train corpus.txt -o vec
       sampledlm embed train book.txt -o vec --tokenizer raw --lowercase --gutenberg --model cbow --objective hs
+      sampledlm embed train domain.txt --init-from vec --epochs 2 -o vec-domain
     """
     import time
 
@@ -74,20 +79,42 @@ def train(corpus, out_dir, force, no_text, opts, **kw):
     from ..embed.vectors import WordVectors
     from ..embed.vocab import read_corpus
 
-    cfg = Word2VecConfig(**{k: v for k, v in kw.items() if k in _W2V_FIELDS and v is not None})
+    given = {k: v for k, v in kw.items() if k in _W2V_FIELDS and v is not None}
+    source = None
+    if init_dir:
+        from ..embed.finetune import source_run
+        from .common import keep_source_settings
+
+        source = source_run(init_dir)
+        shape = {k: source.settings[k] for k in ("model", "objective", "dim")}
+        keep_source_settings(init_dir, "the vectors' kind, size and how text is read",
+                             {**shape, **source.text.to_dict()})
+        given, opts = {**given, **shape}, source.text
+    cfg = Word2VecConfig(**given)
     check(cfg)
     _check_output(out_dir, force)
     with writing_directory(out_dir, store.lock_directory):  # held to the end: a second writer of out_dir stops at once
         _check_output(out_dir, force)  # again, now that no other process can write here
         t0 = time.perf_counter()
-        vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count)
+        same_words = source is not None and "min_count" not in given
+        vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count,
+                                  words=source.vocab.words if same_words else None)
         click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of "
-                   f"{len(vocab):,} words (min count {cfg.min_count}), {data.sentences:,} sentences", err=True)
-        result = train_vectors(vocab, data, cfg)
+                   f"{len(vocab):,} words ({f'of {init_dir}' if same_words else f'min count {cfg.min_count}'}), "
+                   f"{data.sentences:,} sentences", err=True)
+        init = init_out = origin = None
+        if source is not None:
+            from ..data.vocabmap import announce
+            from ..embed.finetune import start_vectors
+
+            init, init_out, origin = start_vectors(source, vocab, cfg)
+            click.echo(announce(init_dir, origin), err=True)
+        result = train_vectors(vocab, data, cfg, init=init, init_out=init_out)
         wv = WordVectors(vocab.words, result.w_in, vocab.counts)
         extra = {"word2vec": cfg.to_dict(),
                  "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": opts.to_dict(),
-                          "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences},
+                          "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences,
+                          **({"init_from": origin} if origin else {})},
                  "training": {"seconds": round(result.seconds, 3),
                               "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
         out_name = "output" if cfg.objective == "neg" else "nodes"

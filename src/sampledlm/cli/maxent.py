@@ -36,6 +36,10 @@ def _deprecated(msg: str) -> None:
 @click.option("--valid", "valid_path", default=None, help="Validation text: learning-rate schedule and the model kept.")
 @click.option("-o", "--output", "out_dir", required=True, help="Model directory to write (config.json, vocab.txt, weights).")
 @click.option("--force", is_flag=True, help="Replace the maxent model already in the output directory (refused otherwise).")
+@click.option("--init-from", "init_dir", default=None, metavar="MODEL",
+              help="Start from a trained maxent model's weights (its objective, features and text options; this "
+                   "command's training settings and text): domain adaptation. The text is read with MODEL's "
+                   "vocabulary unless --vocab gives a new one (shared words keep their weights).")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file [default: built from --train].")
 @click.option("--features", default="feat-i", show_default=True,
               help="Comma-separated: unigram, bigram, trigram, 4gram.., skip-bigram, skip-trigram, trigger; "
@@ -73,7 +77,7 @@ def _deprecated(msg: str) -> None:
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True, help="Random seed.")
 @config_option
 @text_options
-def train(positional, train_path, valid_path, out_dir, force, vocab_path, features, objective, alpha, neg_subset, lr,
+def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_path, features, objective, alpha, neg_subset, lr,
           optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,
           trigger_pairs, trigger_min_count, ranks, distributed, seed, opts):
     """Train a maximum-entropy LM on --train, with lr halving on --valid perplexity.
@@ -85,6 +89,8 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
     The older form `maxent train TRAIN VALID -o DIR` still works but is deprecated.
     Example (the paper's binary Feat-I, 5% of the negatives, 2 local processes):
       sampledlm maxent train --train ptb.train.txt --valid ptb.valid.txt -o melm --neg-rate 0.05 --ranks 2
+    Adapting a model to a domain's text:
+      sampledlm maxent train --init-from melm --train domain.txt --valid domain-valid.txt --lr 0.5 -o melm-domain
     Across machines (one command per machine, node rank 0 and 1):
       torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST0 --master-port 29500 \\
         -m sampledlm maxent train --train train.txt --valid valid.txt -o melm --distributed
@@ -110,7 +116,15 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
         _check_output(out_dir, force)
     spec = FeatureSpec.parse(features, trigger_window=trigger_window, trigger_gap=trigger_gap,
                              trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count)
-    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
+    start = None
+    if init_dir:
+        start, spec, objective, hash_size, alpha, opts, vocab = _init_from(init_dir, spec, vocab_path)
+        if writer:
+            from ..data.vocabmap import announce
+
+            click.echo(announce(init_dir, start.origin), err=True)
+    else:
+        vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
     train_ids = np.asarray(load_ids(train_path, vocab, opts))
     valid_ids = np.asarray(load_ids(valid_path, vocab, opts))
     for path, ids in ((train_path, train_ids), (valid_path, valid_ids)):
@@ -119,8 +133,9 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
     cfg = TrainConfig(objective=objective, alpha=alpha, lr=lr, epochs=epochs, min_gain=min_improvement, l2=l2,
                       seed=seed, fixed_negatives=neg_subset == "fixed", adagrad=optimizer == "adagrad", average=average)
     job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir if writer else None, vocab,
-                   log=True, info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path)},
-                   text_options=opts.to_dict())
+                   log=True, info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
+                                   **({"init_from": start.origin} if start else {})},
+                   text_options=opts.to_dict(), start=start)
     if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
         run_from_env(job)
         return
@@ -134,6 +149,33 @@ def train(positional, train_path, valid_path, out_dir, force, vocab_path, featur
     counts = ", ".join(f"{k} {v:,}" for k, v in config["feature_counts"].items())
     click.echo(f"features: {counts}", err=True)
     click.echo(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}", err=True)
+
+
+def _init_from(init_dir: str, spec, vocab_path: str | None):
+    """``(start, spec, objective, hash_size, alpha, text options, vocabulary)`` of a run started from the model in
+    ``init_dir`` (:mod:`sampledlm.maxent.finetune`): the source's objective, features and text options, its
+    ``--neg-rate`` unless one is given, its vocabulary unless ``--vocab`` gives one."""
+    from click.core import ParameterSource
+
+    from ..data.tokenizer import TextOptions
+    from ..data.vocab import Vocab
+    from ..maxent.finetune import Start, source_model
+    from .common import keep_source_settings
+
+    source, src_vocab = source_model(init_dir)
+    theirs = source.features.spec
+    text = TextOptions.from_dict(source.text_options, init_dir)
+    keep_source_settings(init_dir, "the objective, features and how text is read",
+                         {"objective": source.objective, "features": theirs.names,
+                          "hash_size": source.features.hash_size, "trigger_window": theirs.trigger_window,
+                          "trigger_gap": theirs.trigger_gap, "trigger_pairs": theirs.trigger_pairs,
+                          "trigger_min_count": theirs.trigger_min_count, **text.to_dict()},
+                         here={"features": spec.names})
+    ctx = click.get_current_context()
+    alpha = source.alpha if ctx.get_parameter_source("alpha") == ParameterSource.DEFAULT else ctx.params["alpha"]
+    vocab = Vocab.load(vocab_path) if vocab_path else src_vocab
+    return (Start.of(source, src_vocab, vocab, init_dir), theirs, source.objective, source.features.hash_size,
+            alpha, text, vocab)
 
 
 def _train_files(positional, train_path, valid_path) -> tuple[str, str]:

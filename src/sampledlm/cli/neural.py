@@ -117,9 +117,9 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
         if init_dir:
             source, config, vocab = init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count,
                                                 max_size, flags)
-            say(f"starting from {init_dir}: vocabulary {config['data']['init_from']['vocabulary']} "
-                f"({config['data']['init_from']['shared_words']:,} words shared, "
-                f"{config['data']['init_from']['new_words']:,} new)")
+            from ..data.vocabmap import announce
+
+            say(announce(init_dir, config["data"]["init_from"]))
         else:
             config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type,
                                          context_size, objective, flags)
@@ -210,7 +210,8 @@ def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_cou
     from ..data.corpus import build_vocab
     from ..data.tokenizer import TextOptions
     from ..data.vocab import Vocab
-    from ..neural.finetune import origin, source_run
+    from ..data.vocabmap import origin
+    from ..neural.finetune import source_run
     from ..neural.rundir import make_config
     from ..neural.trainer import train_options_for
     from .common import TEXT_FLAGS

@@ -224,8 +224,9 @@ def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, 
     write_json(os.path.join(path, "config.json"), config)
 
 
-def read_directory(path: str, which: str = "input") -> WordVectors:
-    """Vectors of an embedding directory: ``input`` (the word vectors), ``output``, or ``sum`` of the two."""
+def read_model(path: str):
+    """``(config, vocab, tensors)`` of an embedding directory: its config.json, its ``EmbedVocab`` and the
+    tensors of vectors.safetensors (numpy), each checked against the others."""
     from ..store import load_tensors, read_json
     from .vocab import EmbedVocab
 
@@ -238,12 +239,22 @@ def read_directory(path: str, which: str = "input") -> WordVectors:
     if len(vocab) != want.get("size") or fingerprint(vocab.words) != want.get("fingerprint"):
         raise UserError(f"{os.path.join(path, 'vocab.txt')}: does not match config.json (the file was changed)")
     tensors, _ = load_tensors(os.path.join(path, "vectors.safetensors"))
-    vec = tensors["input"].numpy()
+    tensors = {k: v.numpy() for k, v in tensors.items()}
+    if "input" not in tensors or tensors["input"].ndim != 2 or tensors["input"].shape[0] != len(vocab):
+        raise UserError(f"{path}: vectors.safetensors holds no input vectors [{len(vocab)}, dim] for the words of "
+                        "vocab.txt")
+    return config, vocab, tensors
+
+
+def read_directory(path: str, which: str = "input") -> WordVectors:
+    """Vectors of an embedding directory: ``input`` (the word vectors), ``output``, or ``sum`` of the two."""
+    _, vocab, tensors = read_model(path)
+    vec = tensors["input"]
     if which in ("output", "sum"):
         if "output" not in tensors:
             raise UserError(f"{path}: no output vectors per word (trained with hierarchical softmax: "
                             "its output vectors belong to tree nodes)")
-        out = tensors["output"].numpy()
+        out = tensors["output"]
         vec = out if which == "output" else vec + out
     if vec.shape[0] != len(vocab):
         raise UserError(f"{path}: {vec.shape[0]} vectors for {len(vocab)} words")

@@ -97,21 +97,33 @@ def set_threads(threads: int) -> int:
     return n
 
 
+def initial_vectors(num_words: int, cfg: Word2VecConfig) -> np.ndarray:
+    """A fresh run's word vectors ``[V, dim]`` float32: uniform in ``[-0.5, 0.5) / dim`` (word2vec.c), by ``cfg.seed``."""
+    rng = np.random.default_rng(cfg.seed)
+    return (rng.random((num_words, cfg.dim), dtype=np.float32) - np.float32(0.5)) / np.float32(cfg.dim)
+
+
+def output_shape(num_words: int, cfg: Word2VecConfig) -> tuple[int, int]:
+    """The output side's shape: a vector per word (negative sampling) or per inner tree node (``hs``)."""
+    return (num_words if cfg.objective == "neg" else max(num_words - 1, 1), cfg.dim)
+
+
 def train(vocab: EmbedVocab, corpus: Corpus, cfg: Word2VecConfig, desc: str = "training",
-          init: np.ndarray | None = None) -> TrainResult:
-    """Train word vectors on ``corpus`` (ids of ``vocab``) with ``cfg``; see the module docstring."""
+          init: np.ndarray | None = None, init_out: np.ndarray | None = None) -> TrainResult:
+    """Train word vectors on ``corpus`` (ids of ``vocab``) with ``cfg``; see the module docstring. ``init``,
+    ``init_out``: the word vectors and the output side to start from [default: a fresh run's]."""
     from .kernels import exp_table, train_batch
 
     check(cfg)
     if corpus.words == 0:
         raise UserError("the corpus has no word of the vocabulary to train on")
     V, dim = len(vocab), cfg.dim
-    rng = np.random.default_rng(cfg.seed)
-    w_in = ((rng.random((V, dim), dtype=np.float32) - np.float32(0.5)) / np.float32(dim)) if init is None \
-        else np.ascontiguousarray(init, dtype=np.float32).copy()
+    w_in = initial_vectors(V, cfg) if init is None else np.ascontiguousarray(init, dtype=np.float32).copy()
     hs, neg = cfg.objective == "hs", cfg.objective == "neg"
-    w_neg = np.zeros((V if neg else 1, dim), dtype=np.float32)
-    w_hs = np.zeros((max(V - 1, 1) if hs else 1, dim), dtype=np.float32)
+    w_out = np.zeros(output_shape(V, cfg), dtype=np.float32) if init_out is None \
+        else np.ascontiguousarray(init_out, dtype=np.float32).copy()
+    w_neg = w_out if neg else np.zeros((1, dim), dtype=np.float32)
+    w_hs = w_out if hs else np.zeros((1, dim), dtype=np.float32)
     if hs:
         codes, points, lens = huffman_codes(vocab.counts)
     else:

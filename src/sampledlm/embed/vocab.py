@@ -112,8 +112,10 @@ class Corpus:
 
 
 def read_corpus(sources: list[tuple[str, TextOptions]], min_count: int = 5, max_vocab: int | None = None,
-                max_sentence: int = MAX_SENTENCE) -> tuple[EmbedVocab, Corpus]:
-    """Tokenise every ``(path, options)`` once; return the vocabulary and the id stream."""
+                max_sentence: int = MAX_SENTENCE, words: list[str] | None = None) -> tuple[EmbedVocab, Corpus]:
+    """Tokenise every ``(path, options)`` once; return the vocabulary and the id stream. ``words``: a vocabulary
+    to keep instead (these words in this order, with their counts in the text, 0 for a word it lacks; a run
+    started from another reads its text with the source's words)."""
     if min_count < 1:
         raise UserError(f"--min-count {min_count}: must be at least 1")
     prov: dict[str, int] = {}
@@ -134,17 +136,22 @@ def read_corpus(sources: list[tuple[str, TextOptions]], min_count: int = 5, max_
     stream = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
     words_prov = list(prov)
     counts = np.bincount(stream, minlength=len(words_prov))
-    # provisional ids are in order of first occurrence; ties: the latest first, as gensim
-    order = sorted((i for i in range(len(words_prov)) if counts[i] >= min_count), key=lambda i: (-counts[i], -i))
-    if max_vocab is not None:
-        order = order[:max_vocab]
-    if not order:
-        names = ", ".join(p for p, _ in sources)
-        raise UserError(f"{names}: no word occurs --min-count {min_count} times or more "
-                        f"({len(stream)} tokens, {len(words_prov)} distinct)")
     remap = np.full(len(words_prov), -1, dtype=np.int64)
-    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
-    vocab = EmbedVocab([words_prov[i] for i in order], counts[np.asarray(order)])
+    if words is not None:
+        vocab = EmbedVocab(words, [counts[prov[w]] if w in prov else 0 for w in words])
+        seen = np.array([i for i, w in enumerate(words) if w in prov], dtype=np.int64)
+        remap[np.array([prov[words[i]] for i in seen], dtype=np.int64)] = seen
+    else:
+        # provisional ids are in order of first occurrence; ties: the latest first, as gensim
+        order = sorted((i for i in range(len(words_prov)) if counts[i] >= min_count), key=lambda i: (-counts[i], -i))
+        if max_vocab is not None:
+            order = order[:max_vocab]
+        if not order:
+            names = ", ".join(p for p, _ in sources)
+            raise UserError(f"{names}: no word occurs --min-count {min_count} times or more "
+                            f"({len(stream)} tokens, {len(words_prov)} distinct)")
+        remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+        vocab = EmbedVocab([words_prov[i] for i in order], counts[np.asarray(order)])
     mapped = remap[stream]
     keep = mapped >= 0
     # sentence lengths after dropping words, then cut long ones

@@ -249,24 +249,44 @@ class FeatureSet:
         V = num_words
         at = np.arange(len(ids), dtype=np.int64) if at is None else np.asarray(at, dtype=np.int64)
         targets = ids[at].astype(np.int64)
-        raw = _context_keys(ids, at, spec, V)
-        ctx_keys = [np.unique(k) for k in raw]
-        off = np.concatenate([[0], np.cumsum([len(k) for k in ctx_keys])]).astype(np.int64)
-        pair_keys = []
-        for i, (k, d) in enumerate(zip(raw, ctx_keys)):
-            g = off[i] + np.searchsorted(d, k)
-            pair_keys.append(np.unique(g * V + targets))
-        trig_words = np.zeros(0, np.int64)
+        pairs = [(k, targets) for k in _context_keys(ids, at, spec, V)]
         if spec.has_triggers:
             rows, v = window_words(ids, at, spec.trigger_window, spec.trigger_gap)
             tk = select_triggers(v, targets[rows], len(at), V, spec.trigger_pairs, spec.trigger_min_count)
-            trig_words = np.unique(tk // V)
-            g = off[-1] + np.searchsorted(trig_words, tk // V)
-            pair_keys.append(g * V + tk % V)
-        keys = np.unique(np.concatenate(pair_keys)) if pair_keys else np.zeros(0, np.int64)
-        G = int(off[-1] + len(trig_words))
+            pairs.append((tk // V, tk % V))
+        return cls.from_pairs(spec, V, pairs, hash_size)
+
+    @classmethod
+    def from_pairs(cls, spec: FeatureSpec, num_words: int, pairs: list[tuple[np.ndarray, np.ndarray]],
+                   hash_size: int | None = None) -> "FeatureSet":
+        """The dictionary of exactly the (history feature, word) pairs given, duplicates allowed: ``pairs`` holds
+        ``(contexts, words)`` per fixed context type in spec order (packed context keys), then, with triggers,
+        ``(trigger words, words)`` (the form :meth:`context_pairs` returns)."""
+        V = num_words
+        n = len(spec.context_types())
+        tables = [np.unique(np.asarray(c, dtype=np.int64)) for c, _ in pairs]
+        tables += [np.zeros(0, np.int64)] * (n + 1 - len(tables))  # no trigger table without triggers
+        keys = np.unique(_pair_keys(tables, V, pairs))
+        G = sum(len(t) for t in tables)
         gptr = np.searchsorted(keys // V, np.arange(G + 1, dtype=np.int64)).astype(np.int64)
-        return cls(spec, V, ctx_keys, trig_words, gptr, (keys % V).astype(np.int32), hash_size)
+        return cls(spec, V, tables[:n], tables[n], gptr, (keys % V).astype(np.int32), hash_size)
+
+    def keys_of(self, pairs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """Pair keys ``g * V + w`` of ``pairs`` (as :meth:`from_pairs` takes them), in their order; every context
+        must be in this dictionary."""
+        return _pair_keys(list(self.ctx_keys) + [self.trigger_words], self.num_words, pairs)
+
+    def context_pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The known pairs by what they are, not by index: ``(contexts, words)`` per fixed context type, then
+        (with triggers) ``(trigger words, words)``; pair ``p`` of the dictionary is the ``p``-th of them all."""
+        g = np.repeat(np.arange(self.num_history_features, dtype=np.int64), np.diff(self.gptr))
+        off = self.offsets
+        tables = list(self.ctx_keys) + ([self.trigger_words] if self.spec.has_triggers else [])
+        out = []
+        for i, table in enumerate(tables):
+            lo, hi = self.gptr[off[i]], self.gptr[off[i + 1]]
+            out.append((table[g[lo:hi] - off[i]], self.gword[lo:hi].astype(np.int64)))
+        return out
 
     def active(self, ids: np.ndarray, at: np.ndarray | None = None,
                independent: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -386,6 +406,15 @@ def _check_sorted_range(a: np.ndarray, top: int, name: str, bad) -> None:
         bad(name, "is not strictly increasing")
     if len(a) and (int(a.min()) < 0 or int(a.max()) >= top):
         bad(name, f"holds values outside 0..{top - 1}")
+
+
+def _pair_keys(tables: list[np.ndarray], V: int, pairs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Keys ``g * V + w`` of ``pairs`` over the history-feature ``tables`` (each fixed type's contexts, then the
+    trigger words): ``g`` is the offset of a pair's table plus its context's index there."""
+    off = np.concatenate([[0], np.cumsum([len(t) for t in tables])]).astype(np.int64)
+    keys = [(off[i] + np.searchsorted(tables[i], np.asarray(c, dtype=np.int64))) * V + np.asarray(w, dtype=np.int64)
+            for i, (c, w) in enumerate(pairs)]
+    return np.concatenate(keys) if keys else np.zeros(0, np.int64)
 
 
 def _sentence_starts(ids: np.ndarray) -> np.ndarray:

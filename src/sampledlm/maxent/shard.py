@@ -54,6 +54,7 @@ class ShardJob:
     log: bool = False
     info: dict = field(default_factory=dict)
     text_options: dict | None = None  # how the text was read (a TextOptions dict), saved with the model
+    start: object = None  # a run started from another model: its .finetune.Start
 
 
 def check(job: ShardJob, world: int) -> None:
@@ -73,10 +74,14 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
     t0 = time.perf_counter()
     at = train_positions(len(job.train_ids), job.cfg)  # a subsampled standard MELM sees only its fraction
     full = FeatureSet.build(job.train_ids, V, job.spec, at=at, hash_size=job.hash_size)
+    if job.start is not None:
+        full = job.start.features(full)
     owned = word_owner(V, world) == rank
     model = MaxEntModel(full.restrict(owned) if world > 1 else full, job.cfg.objective, job.cfg.alpha)
     model.init_unigram(np.bincount(np.asarray(job.train_ids)[at], minlength=V) if len(at) < len(job.train_ids)
                        else job.counts)
+    if job.start is not None:
+        job.start.copy_weights(model)
 
     def reduce(x: np.ndarray) -> np.ndarray:
         if world == 1:

@@ -21,6 +21,7 @@ import os
 import torch
 
 from ..data.vocab import Vocab
+from ..data.vocabmap import VocabMap
 from ..errors import UserError
 from . import rundir as runs
 
@@ -43,22 +44,12 @@ def _rows(src: torch.Tensor, fresh: torch.Tensor, rows: tuple[torch.Tensor, torc
     return out
 
 
-def origin(where: str, src_vocab: Vocab, vocab: Vocab) -> dict:
-    """What ``config.json`` records of the source (``data.init_from``): its path and how the vocabularies meet."""
-    shared = sum(w in src_vocab.index for w in vocab.words)
-    return {"run": os.path.abspath(where),
-            "vocabulary": "same" if list(src_vocab.words) == list(vocab.words) else "mapped",
-            "shared_words": shared, "new_words": len(vocab) - shared}
-
-
 def copy_weights(source, model: torch.nn.Module, objective: torch.nn.Module, vocab: Vocab, where: str) -> None:
     """Copy ``source`` = ``(model, objective, vocab, config)`` into a fresh ``model`` and ``objective`` over
     ``vocab`` (module docstring)."""
     src_model, src_objective, src_vocab, _ = source
-    same = list(src_vocab.words) == list(vocab.words)
-    shared = [w for w in vocab.words if w in src_vocab.index]
-    s_idx = torch.tensor([src_vocab.index[w] for w in shared], dtype=torch.long)
-    d_idx = torch.tensor([vocab.index[w] for w in shared], dtype=torch.long)
+    mapping = VocabMap.between(src_vocab, vocab)
+    same, s_idx, d_idx = mapping.same, torch.from_numpy(mapping.source), torch.from_numpy(mapping.target)
     v_src, v_new = len(src_vocab), len(vocab)
     for part, src_part, dst_part in (("model", src_model, model), ("objective", src_objective, objective)):
         src_state, dst_state = src_part.state_dict(), dst_part.state_dict()
