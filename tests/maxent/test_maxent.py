@@ -311,3 +311,33 @@ def test_cli_train_and_eval(tmp_path):
     assert '"ppl"' in r.output
     r = CliRunner().invoke(cli, ["maxent", "train", train_p, valid_p, "-o", out, "--features", "bogus"])
     assert r.exit_code != 0
+
+
+def test_trigger_pairs_are_the_top_mutual_information_pairs_counted_by_position():
+    """select_triggers against a brute-force 2x2 table per pair, counted over positions: P(next is w) is the share
+    of positions whose target is w, however many window words each position has."""
+    from sampledlm.maxent.features import select_triggers
+
+    rng = np.random.default_rng(3)
+    V, n = 8, 300
+    windows = [sorted(set(rng.integers(0, V, size=rng.integers(1, 5)).tolist())) for _ in range(n)]
+    targets = np.array([(w[0] + 1) % V if rng.random() < 0.6 else int(rng.integers(0, V)) for w in windows])
+    v = np.array([x for w in windows for x in w])
+    t = np.array([targets[i] for i, w in enumerate(windows) for _ in w])
+    got = select_triggers(v, t, targets, V, num_pairs=5, min_count=2)
+
+    def ami(a, b):
+        cells = np.zeros((2, 2))
+        for w, y in zip(windows, targets):
+            cells[int(a in w), int(y == b)] += 1
+        p = cells / n
+        px, py = p.sum(1), p.sum(0)
+        return sum(p[i, j] * np.log(p[i, j] / (px[i] * py[j])) for i in (0, 1) for j in (0, 1) if p[i, j] > 0), p
+    scored = []
+    for a in range(V):
+        for b in range(V):
+            m, p = ami(a, b)
+            if p[1, 1] * n >= 2 and p[1, 1] / p[1].sum() > p[:, 1].sum():
+                scored.append((-m, a * V + b))
+    want = sorted(k for _, k in sorted(scored)[:5])
+    assert got.tolist() == want

@@ -130,23 +130,24 @@ def window_words(ids: np.ndarray, at: np.ndarray, window: int, gap: int,
     return key // base, key % base
 
 
-def select_triggers(v: np.ndarray, t: np.ndarray, n_pos: int, num_words: int, num_pairs: int,
+def select_triggers(v: np.ndarray, t: np.ndarray, targets: np.ndarray, num_words: int, num_pairs: int,
                     min_count: int) -> np.ndarray:
     """Trigger pairs by average mutual information (Rosenfeld 1996); returns sorted keys ``v * V + w``.
 
     ``v [M]``: a word in the window of a position, ``t [M]``: that position's target (one entry per
-    distinct (position, v)); ``n_pos``: number of positions. With a = "v in window", b = "next is w"::
+    distinct (position, v)); ``targets [N]``: every position's target, one entry per position (P(b) counts
+    positions, not window words). With a = "v in window", b = "next is w"::
 
         AMI = sum_{x in {a, ~a}, y in {b, ~b}} P(x, y) log P(x, y) / (P(x) P(y))
     """
     V = num_words
     keys, n_ab = np.unique(v * V + t, return_counts=True)
     n_a = np.bincount(v, minlength=V + 1).astype(np.float64)
-    n_b = np.bincount(t, minlength=V + 1).astype(np.float64)
+    n_b = np.bincount(targets, minlength=V + 1).astype(np.float64)
     ok = n_ab >= min_count
     keys, n_ab = keys[ok], n_ab[ok].astype(np.float64)
     a, b = n_a[keys // V], n_b[keys % V]
-    N = float(n_pos)
+    N = float(len(targets))
     ok = n_ab / a > b / N  # positive correlation only: "v triggers w"
     keys, n_ab, a, b = keys[ok], n_ab[ok], a[ok], b[ok]
 
@@ -252,7 +253,7 @@ class FeatureSet:
         pairs = [(k, targets) for k in _context_keys(ids, at, spec, V)]
         if spec.has_triggers:
             rows, v = window_words(ids, at, spec.trigger_window, spec.trigger_gap)
-            tk = select_triggers(v, targets[rows], len(at), V, spec.trigger_pairs, spec.trigger_min_count)
+            tk = select_triggers(v, targets[rows], targets, V, spec.trigger_pairs, spec.trigger_min_count)
             pairs.append((tk // V, tk % V))
         return cls.from_pairs(spec, V, pairs, hash_size)
 
