@@ -226,13 +226,13 @@ class ImportanceSampling(SampledObjective):
 
     ``true_term=False`` leaves the true term out: Botev et al.'s plain estimator, unbounded below, since the
     model can raise a_y while the bag rarely holds y (their §3.1). Measured on PTB's GRU-256 with 1,000 shared
-    draws: train loss -16 and valid perplexity 146,288 by epoch 7.
+    draws: train loss -16 and valid perplexity 146,288 by epoch 7; with the true term, test 98.30 after 8.
     """
 
     name = "is"
     sequence_defaults = {"samples": 1000}
-    sequence_why = ("as CSS-IS, whose 1,000 shared draws tie the softmax on PTB's GRU-256 (250 diverged on "
-                    "the GRU-128 of css-gru.md)")
+    sequence_why = ("PTB GRU-256, 8 epochs: 1,000 shared draws with the true term give test 98.3 against the "
+                    "softmax's 98.6")
 
     def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
                  sample_mode: str = "shared", sampler: str = "alias", true_term: bool = True):
