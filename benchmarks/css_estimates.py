@@ -94,7 +94,8 @@ def variance_ratio(log_u: np.ndarray, S: int) -> float:
 def estimates(method: str, S: int, log_u: torch.Tensor) -> np.ndarray:
     """``p~(c=1|x)`` per trial by objective ``method`` with S samples (uniform proposal)."""
     C = log_u.shape[1]
-    obj = make_objective(method, np.ones(C, dtype=np.int64), samples=S, noise_power=0.0, sample_mode="each")
+    plain = {"true_term": False} if method == "is" else {}  # the paper's standard IS, without the true term
+    obj = make_objective(method, np.ones(C, dtype=np.int64), samples=S, noise_power=0.0, sample_mode="each", **plain)
     scorer, target = TableScorer(C), torch.zeros(1, dtype=torch.long)
     with torch.no_grad():
         losses = [float(obj(scorer, log_u[i:i + 1], target)) for i in range(len(log_u))]

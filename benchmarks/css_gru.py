@@ -41,7 +41,7 @@ def plan(quick: bool) -> list[Run]:
     runs = [Run("softmax", (*model, "--objective", "softmax", *train))]
     for alpha in ((0.75,) if quick else ALPHAS):
         runs += [Run(f"{m}-a{alpha:g}", (*model, "--objective", m, "--samples", samples, "--noise-power", f"{alpha:g}",
-                                          *train)) for m in methods]
+                                          *(("--no-true-term",) if m == "is" else ()), *train)) for m in methods]
     return runs
 
 

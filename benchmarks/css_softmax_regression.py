@@ -103,7 +103,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
         "exact softmax": ("softmax", {}, [LR]),
         "CSS-IS": ("css-is", common, [LR]),
         "CSS-Bernoulli": ("css-bernoulli", {"samples": S, "noise_power": gamma}, [LR]),
-        "standard IS": ("is", common, [LR]),
+        "standard IS": ("is", {**common, "true_term": False}, [LR]),  # the paper's, without the true term
         "NCE (z = 1)": ("nce", common, [LR]),
         "negative sampling": ("neg", common, [LR]),
         "BlackOut": ("blackout", common, sweep),
