@@ -318,15 +318,20 @@ def test_in_memory_dask_counting_leaves_nothing_in_the_temp_dir(corpus, tmp_path
 
 
 @needs_dask
-def test_cli_dask_on_one_worker_says_worker_and_leaves_no_scratch_space(tmp_path, capsys, monkeypatch):
-    """One worker process: "1 worker", not "1 workers"; nothing left in $TMPDIR (once dask-scratch-space/)."""
+@pytest.mark.parametrize("smoothing,counted", [("mkn", "1 shard counted by 1 worker and merged in "),
+                                               ("wb", "2 shards counted by 1 worker in ")])
+def test_cli_dask_on_one_worker_says_worker_and_leaves_no_scratch_space(tmp_path, capsys, monkeypatch, smoothing,
+                                                                         counted):
+    """One worker process: "1 worker", not "1 workers"; nothing left in $TMPDIR (once dask-scratch-space/), by the
+    pipeline (mkn) or the in-memory estimator (wb)."""
     system_tmp = tmp_path / "system"
     system_tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
     monkeypatch.setenv("TMPDIR", str(system_tmp))
     write_corpus(tmp_path / "train.txt", synthetic_sentences(200, 30, seed=2))
     code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "3",
-                            "-o", str(tmp_path / "m.arpa"), "--engine", "dask", "--workers", "1"], capsys)
+                            "-o", str(tmp_path / "m.arpa"), "--engine", "dask", "--workers", "1",
+                            "--smoothing", smoothing], capsys)
     assert code == 0, err
-    assert "dask: 2 shards counted by 1 worker in " in err
+    assert f"dask: {counted}" in err
     assert list(system_tmp.iterdir()) == []

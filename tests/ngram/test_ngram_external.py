@@ -41,17 +41,33 @@ def test_bounded_path_writes_the_in_memory_arpa_bytes(tmp_path, seed, order, smo
                          window=external.MIN_WINDOW)
     assert info["window"] == external.MIN_WINDOW and len(ids) > 4 * info["window"], "the budget forces many runs"
     assert a.read_bytes() == b.read_bytes()
+    # files held in memory until 32 KiB are held, then moved to disk mid-write: the same bytes
+    part = train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "part.arpa"), parse_memory("1K"),
+                         str(tmp_path), smoothing, prune, window=external.MIN_WINDOW, ram=32 << 10)
+    assert 0 < part["spilled_bytes"] < info["spilled_bytes"] or order == 1
+    # a budget that holds the corpus in one window: nothing written to disk, the held model written by write_arpa
+    whole = train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "whole.arpa"), parse_memory("2G"),
+                          str(tmp_path), smoothing, prune)
+    assert whole["spilled_bytes"] == 0 and whole["window"] <= max(len(ids) * 2, len(vocab) + 1, external.MIN_WINDOW)
+    assert (tmp_path / "part.arpa").read_bytes() == (tmp_path / "whole.arpa").read_bytes() == a.read_bytes()
     assert spill_dirs(tmp_path) == []
 
 
 def test_cli_memory_flag_and_refusals(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", str(external.MIN_WINDOW))  # many runs from a small corpus
-    write_corpus(tmp_path / "train.txt", synthetic_sentences(500, 60, seed=9))
+    """Without --memory: half the available memory, nothing spilled; with it (many runs): spilled; both the bytes
+    of the in-memory estimator, the reference."""
+    sents = synthetic_sentences(500, 60, seed=9)
+    write_corpus(tmp_path / "train.txt", sents)
+    vocab = Vocab.from_sentences(sents)
+    write_arpa(train_ngram(encode_sentences(vocab, sents), vocab, 4), str(tmp_path / "mem.arpa"))
     base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "4"]
-    assert run_cli(base + ["-o", str(tmp_path / "a.arpa")], capsys)[0] == 0
+    code, _, err = run_cli(base + ["-o", str(tmp_path / "a.arpa"), "--temp-dir", str(tmp_path)], capsys)
+    assert code == 0 and "(half the available memory; nothing spilled)" in err
+    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", str(external.MIN_WINDOW))  # many runs from a small corpus
     code, _, err = run_cli(base + ["-o", str(tmp_path / "b.arpa"), "--memory", "2K", "--temp-dir", str(tmp_path)], capsys)
-    assert code == 0 and "bounded to" in err
-    assert (tmp_path / "a.arpa").read_bytes() == (tmp_path / "b.arpa").read_bytes()
+    assert code == 0 and "bounded to" in err and "MiB spilled)" in err
+    assert (tmp_path / "a.arpa").read_bytes() == (tmp_path / "b.arpa").read_bytes() == \
+        (tmp_path / "mem.arpa").read_bytes()
     for extra, msg in ((["--memory", "lots"], "--memory 'lots'"), (["--memory", "1G", "--smoothing", "wb"], "needs the whole model"),
                        (["--memory", "1G", "--temp-dir", str(tmp_path / "nope")], "no such directory")):
         code, _, err = run_cli(base + ["-o", str(tmp_path / "c.arpa"), *extra], capsys)
@@ -289,26 +305,38 @@ def test_text_is_read_in_chunks_sized_to_the_budget(tmp_path, monkeypatch):
 
 
 def test_valid_with_bounded_estimation(tmp_path, capsys):
-    """--valid is checked before the long work; reported for a binary directory, refused for an ARPA file
-    (bounded estimation does not hold the model), never silently ignored."""
-    write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 50, seed=4))
-    write_corpus(tmp_path / "valid.txt", synthetic_sentences(50, 50, seed=5))
+    """--valid is checked before the long work; its perplexity is that of the model written, read back: the
+    figure `ngram eval` prints for the ARPA file (to stdout too) and for the --binary directory, under any budget,
+    and the in-memory estimator's."""
+    import json
+
+    from sampledlm.data.corpus import build_vocab, load_ids
+    from sampledlm.data.tokenizer import TextOptions
+
+    train, valid = tmp_path / "train.txt", tmp_path / "valid.txt"
+    write_corpus(train, synthetic_sentences(400, 50, seed=4))
+    write_corpus(valid, synthetic_sentences(50, 50, seed=5))
     # the budget counts the whole process: this test process's own footprint (a CUDA build of torch alone can
     # take 1.5 GiB) plus room to work in
     memory = f"{(current_rss() >> 20) + 512}M"
-    base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--memory", memory, "--temp-dir", str(tmp_path)]
-    code, _, err = run_cli(base + ["--valid", str(tmp_path / "valid.txt"), "-o", str(tmp_path / "a.arpa")], capsys)
-    assert code == 1 and "add --binary" in err and not (tmp_path / "a.arpa").exists()
-    code, _, err = run_cli(base + ["--valid", str(tmp_path / "nope.txt"), "--binary", "-o", str(tmp_path / "a.bin")],
-                           capsys)
-    assert code == 1 and "nope.txt: no such file" in err and not (tmp_path / "a.bin").exists()
-    code, _, err = run_cli(base + ["--valid", str(tmp_path / "valid.txt"), "--binary", "-o", str(tmp_path / "a.bin")],
-                           capsys)
-    assert code == 0, err
-    bounded = err.split("valid perplexity ")[1].split()[0]
-    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--valid",
-                            str(tmp_path / "valid.txt"), "-o", str(tmp_path / "m.arpa")], capsys)
-    assert code == 0 and err.split("valid perplexity ")[1].split()[0] == bounded
+    base = ["ngram", "train", "--train", str(train), "--order", "4", "--temp-dir", str(tmp_path)]
+    code, _, err = run_cli(base + ["--valid", str(tmp_path / "nope.txt"), "-o", str(tmp_path / "a.arpa")], capsys)
+    assert code == 1 and "nope.txt: no such file" in err and not (tmp_path / "a.arpa").exists()
+    printed = {}
+    for name, extra in (("a.arpa", []), ("b.arpa", ["--memory", memory]), ("c.bin", ["--binary"]), ("-", [])):
+        code, out, err = run_cli(base + ["--valid", str(valid), *extra, "-o",
+                                         name if name == "-" else str(tmp_path / name)], capsys)
+        assert code == 0, err
+        printed[name] = err.split("valid perplexity ")[1].split()[0]
+        if name == "-":
+            assert out.encode() == (tmp_path / "a.arpa").read_bytes() and not spill_dirs(tmp_path)
+    code, out, _ = run_cli(["ngram", "eval", str(tmp_path / "a.arpa"), "--test", str(valid), "--json"], capsys)
+    assert code == 0
+    evaluated = json.loads(out)["ppl"]
+    assert set(printed.values()) == {f"{evaluated:.2f}"}, printed
+    vocab = build_vocab(str(train), TextOptions())
+    lm = train_ngram(load_ids(str(train), vocab), vocab, 4)  # the reference estimator, in memory
+    assert lm.perplexity(load_ids(str(valid), vocab), vocab) == pytest.approx(evaluated, rel=1e-12)
 
 
 @pytest.mark.parametrize("args,msg", [

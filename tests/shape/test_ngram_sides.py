@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 NGRAM = pathlib.Path(__file__).resolve().parents[2] / "src" / "sampledlm" / "ngram"
+SRC = NGRAM.parent.parent
+# the query side: reading and writing ARPA files, binary directories, lookups, the LM
+QUERY = ("arpa", "arpa_lines", "backoff", "binary", "lm", "mapped", "model", "tables", "trie_kernels")
 
 
 def imported_modules(path: pathlib.Path) -> set[str]:
-    """Absolute names of what ``path`` (a module of sampledlm.ngram) imports, at any depth of the file."""
+    """Absolute names of what ``path`` (a module of sampledlm) imports, at any depth of the file."""
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    pkg = parts[:-1]  # a module's package; a package's __init__: the package itself
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = ["sampledlm", "ngram"][: 2 - (node.level - 1)] if node.level else []
+            base = pkg[: len(pkg) - (node.level - 1)] if node.level else []
             mod = ".".join(base + ([node.module] if node.module else []))
             out.add(mod)
             out |= {f"{mod}.{a.name}" for a in node.names}
@@ -35,3 +42,58 @@ def test_the_build_side_is_one_folder():
     build = {p.stem for p in (NGRAM / "build").glob("*.py")}
     assert {"config", "pipeline", "counts", "estimate", "kneser_ney", "external", "spill", "distributed"} <= build
     assert not {"counts", "estimate", "external", "spill"} & {p.stem for p in NGRAM.glob("*.py")}
+
+
+def _module_file(name: str) -> pathlib.Path | None:
+    path = SRC / name.replace(".", "/")
+    return path.with_suffix(".py") if path.with_suffix(".py").exists() else \
+        (path / "__init__.py" if (path / "__init__.py").exists() else None)
+
+
+def _sampledlm_imports(name: str) -> set[str]:
+    """The sampledlm modules (or packages) module ``name`` imports, at any depth of its file."""
+    out = set()
+    for m in imported_modules(_module_file(name)):
+        while m and _module_file(m) is None:  # "pkg.module.attr" -> "pkg.module"
+            m = m.rpartition(".")[0]
+        if m.startswith("sampledlm"):
+            out.add(m)
+    return out - {name}
+
+
+def test_the_query_side_reaches_nothing_of_the_build_side():
+    """Followed through every module it imports (lazy imports too), the query side never reaches ngram/build;
+    nor does it import the package facade sampledlm.ngram, which exports both sides."""
+    assert {p.stem for p in NGRAM.glob("*.py")} - {"__init__"} == set(QUERY), "a new module: which side is it?"
+    reached = {}
+    for start in QUERY:
+        seen, todo = set(), [f"sampledlm.ngram.{start}"]
+        while todo:
+            m = todo.pop()
+            if m in seen:
+                continue
+            seen.add(m)
+            todo += [n for n in _sampledlm_imports(m) if n != "sampledlm.ngram"]
+            if "sampledlm.ngram" in _sampledlm_imports(m) and m.startswith("sampledlm.ngram."):
+                seen.add("sampledlm.ngram (the facade)")
+        bad = sorted(m for m in seen if m.startswith("sampledlm.ngram.build") or m.endswith("(the facade)"))
+        if bad:
+            reached[start] = bad
+    assert reached == {}
+
+
+def test_importing_the_query_side_loads_no_build_module():
+    """At run time: with the facade's __init__ left out, importing every query module loads nothing of build/."""
+    probe = f"""
+import importlib, sys, types
+pkg = types.ModuleType("sampledlm.ngram")
+pkg.__path__ = [{str(NGRAM)!r}]
+import sampledlm
+sys.modules["sampledlm.ngram"] = pkg
+for name in {QUERY!r}:
+    importlib.import_module("sampledlm.ngram." + name)
+print(sorted(m for m in sys.modules if m.startswith("sampledlm.ngram.build")))
+"""
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"

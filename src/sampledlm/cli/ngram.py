@@ -38,19 +38,21 @@ def ngram():
                    "With --binary: the model directory to write.")
 @click.option("--binary", is_flag=True,
               help="Write a binary model directory (as ngram build-binary writes from an ARPA file) instead of an "
-                   "ARPA file: it loads at once, by memory-mapping. With --memory it is written from the spilled "
+                   "ARPA file: it loads at once, by memory-mapping. For mkn/kn it is written from the estimator's "
                    "tables, so a model too large to parse still gets one.")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file (word<TAB>count) [default: every word of --train].")
-@click.option("--valid", "valid_path", default=None, help="Held-out text: tunes jm's weights; its perplexity is reported (with --memory: "
-                   "of the --binary directory written; an ARPA file is not held to be evaluated).")
+@click.option("--valid", "valid_path", default=None,
+              help="Held-out text: tunes jm's weights; its perplexity is reported (mkn/kn: of the model written, "
+                   "read back as ngram eval reads it).")
 @click.option("--k", "add_k", type=FiniteFloat(), default=build_default("k"), show_default=True, help="k for addk smoothing (1 = add-one).")
 @click.option("--prune", "prune", default=None, metavar="T1,T2,..",
               help="Count pruning as lmplz --prune: drop k-grams seen at most T_k times, e.g. 0,0,1 drops singleton "
                    "trigrams (and above: the last value repeats). T1 must be 0; values must not decrease. mkn/kn only.")
 @click.option("--memory", default=None, metavar="SIZE",
-              help="Memory budget (2G, 500M, 40%): estimate through sorted runs spilled to --temp-dir so that the "
-                   "process stays within it; same ARPA bytes as in memory (mkn/kn). [default: in memory when the "
-                   "corpus fits in half the available memory, else bounded to that half]")
+              help="Memory budget (2G, 500M, 40%) of mkn/kn, estimated through sorted runs that stay in memory "
+                   "while they fit beside the window and are spilled to --temp-dir beyond, so that the process stays "
+                   "within it (the other smoothings hold the whole model in memory). [default: half the available "
+                   "memory]")
 @click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs, and a local Dask cluster "
                                                "keeps its scratch space [default: $TMPDIR or /tmp]; removed when "
                                                "done, and what a killed run left is removed at the next.")
@@ -119,8 +121,10 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     msg = (f"{DESCRIPTIONS[smoothing]}, order {order}: n-grams {', '.join(f'{c:,}' for c in r.ngrams)}; "
            f"vocabulary {r.vocabulary:,}; ")
     if r.path == "bounded":
-        msg += (f"bounded to {r.budget / 2**20:,.0f} MiB ({r.spilled_bytes / 2**20:,.0f} MiB spilled); "
-                f"{r.seconds:.1f} s (stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in r.stages.items()) + ")")
+        msg += (f"bounded to {r.budget / 2**20:,.0f} MiB ("
+                + ("half the available memory; " if r.auto_budget else "")
+                + (f"{r.spilled_bytes / 2**20:,.0f} MiB spilled); " if r.spilled_bytes else "nothing spilled); ")
+                + f"{r.seconds:.1f} s (stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in r.stages.items()) + ")")
     else:
         msg += f"{r.seconds:.1f} s"
     if r.valid_ppl is not None:

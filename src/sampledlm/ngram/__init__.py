@@ -6,10 +6,10 @@ Two sides. The build side, ``build/``, estimates in KenLM's stages over int32 id
     count (build/counts.py) -> adjust + discount (build/kneser_ney.py, smoothing.py, jelinek_mercer.py)
           -> interpolate (build/estimate.py) -> NgramLM (model.py) <-> ARPA file (arpa.py)
 
-in memory, bounded (build/external.py: sorted runs spilled within a memory budget) or with Dask's workers
-counting (build/distributed.py); :func:`sampledlm.ngram.build.build` chooses from a
-:class:`~sampledlm.ngram.build.BuildConfig`. The query side (ARPA files, binary directories, lookups, the
-LM) imports nothing of it.
+Kneser-Ney through one pipeline within a memory budget (build/external.py: sorted runs, spilled when they do not
+fit), the other smoothings in memory, either with Dask's workers counting (build/distributed.py);
+:func:`sampledlm.ngram.build.build` chooses from a :class:`~sampledlm.ngram.build.BuildConfig`. The query side
+(ARPA files, binary directories, lookups, the LM) imports nothing of it.
 
 API::
 

@@ -145,13 +145,14 @@ def lines(logp, bow, has_bow, tbuf, tstart, keep, has_keep):
 
 
 class ByteLines:
-    """The lines of a text file, read forward in byte blocks: :meth:`span` (i, j) -> (buf, start, base)
-    with line base + m at ``buf[start[m] : start[m + 1] - 1]``, holding at least lines i..j."""
+    """The lines of a text file (a path, or a binary file object: closed with this), read forward in byte
+    blocks: :meth:`span` (i, j) -> (buf, start, base) with line base + m at ``buf[start[m] : start[m + 1] - 1]``,
+    holding at least lines i..j."""
 
     BLOCK = 1 << 22
 
-    def __init__(self, path: str):
-        self.f = open(path, "rb")
+    def __init__(self, path):
+        self.f = path if hasattr(path, "read") else open(path, "rb")
         self.buf = np.zeros(0, np.uint8)
         self.start = np.zeros(1, np.int64)  # starts of the complete lines held, then the next line's start
         self.base = 0  # file line number of the first line held

@@ -28,13 +28,9 @@ def _renumbered(sp: Spill, k: int, threshold: int) -> None:
         base += int(keep.sum())
 
 
-def write_binary_streaming(sp: Spill, out_dir: str, words: list[str], order: int, thresholds: list[int],
-                           kept: list[int], info: dict, locked: bool = False) -> None:
-    """The binary model directory of the spilled model (module docstring); ``kept``: n-grams per order;
-    ``locked``: the caller holds the directory's lock (:func:`.mapped.lock_directory`)."""
-    from ..mapped import lock_directory, write_binary_arrays
-
-    W = len(words)
+def spilled_arrays(sp: Spill, W: int, order: int, thresholds: list[int]):
+    """``arrays(name, k)``: windows of order k's ``keys``, ``logp`` or ``bow`` as the model stores them, count
+    pruning applied (module docstring; the ``kept_k`` files are written first)."""
     for k in range(2, order):
         if thresholds[k - 1] > 0:
             _renumbered(sp, k, thresholds[k - 1])
@@ -57,6 +53,16 @@ def write_binary_streaming(sp: Spill, out_dir: str, words: list[str], order: int
                 out = sp.read(f"bow_{k}", s, n) if k < order else np.zeros(n)
             yield out[cnt > t] if t > 0 else out
 
+    return arrays
+
+
+def write_binary_streaming(sp: Spill, out_dir: str, words: list[str], order: int, thresholds: list[int],
+                           kept: list[int], info: dict, locked: bool = False) -> None:
+    """The binary model directory of the spilled model (module docstring); ``kept``: n-grams per order;
+    ``locked``: the caller holds the directory's lock (:func:`.mapped.lock_directory`)."""
+    from ..mapped import lock_directory, write_binary_arrays
+
+    arrays = spilled_arrays(sp, len(words), order, thresholds)
     if locked:
         write_binary_arrays(out_dir, words, kept, info, arrays, locked=True)
     else:

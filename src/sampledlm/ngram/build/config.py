@@ -1,8 +1,9 @@
 """What an n-gram estimation decides: one :class:`BuildConfig`, the one place of each default.
 
 ``sampledlm ngram train`` fills it from its flags (each flag's default is read from here) and hands it to
-:func:`sampledlm.ngram.build.build`, which chooses the path: in memory, bounded (sorted runs spilled to
-``temp_dir`` within ``memory``) or with its counts made on a Dask cluster.
+:func:`sampledlm.ngram.build.build`, which chooses the path: the bounded pipeline for ``mkn``/``kn`` (sorted
+runs within ``memory``, spilled to ``temp_dir`` beyond it), the in-memory estimator for the other smoothings,
+either with its counts made on a Dask cluster.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ class BuildConfig:
     order: n (KenLM's ``-o``). smoothing: a key of :data:`.estimate.SMOOTHINGS` (``mkn``, interpolated modified
     Kneser-Ney, is lmplz's only method and the best of the family in Chen & Goodman 1998). k: add-k's k (1 is
     add-one). prune: lmplz's count thresholds per order (``(0, 0, 1)`` drops singleton trigrams; the last
-    value repeats; empty: none). memory: the budget of bounded estimation (``2G``, ``500M``, ``40%``);
-    ``None`` estimates in memory when the corpus fits in half the available memory and bounds it to that
-    half otherwise. temp_dir: where bounded estimation spills and a local Dask cluster keeps its scratch
-    (``None``: ``$TMPDIR`` or ``/tmp``). engine: ``local`` or ``dask`` (counts from a Dask cluster: the
+    value repeats; empty: none). memory: the budget of ``mkn``/``kn`` estimation, always the bounded pipeline
+    (``2G``, ``500M``, ``40%``; ``None``: half the available memory, so that its window is as large as memory
+    allows and a corpus that fits writes nothing to disk); the other smoothings are estimated in memory and
+    take none. temp_dir: where the pipeline spills what does not fit and a local Dask cluster keeps its
+    scratch (``None``: ``$TMPDIR`` or ``/tmp``). engine: ``local`` or ``dask`` (counts from a Dask cluster: the
     same model). scheduler: the Dask scheduler's address (``None``: a local cluster of ``workers``
     processes; 2 keeps a laptop usable and shows the merge working, more only pays on more cores).
     """

@@ -28,6 +28,7 @@ from ...errors import UserError
 from .spill import Spill
 
 FIELDS = (("keys", np.int64), ("sfx", np.int64), ("bos", np.uint8), ("cnt", np.int64))
+SHARD_TOKENS = 1 << 20  # the largest shard: what a 1 GiB budget's window gives at order 5 (PTB: 2 shards)
 
 
 def shard_tables(ids: np.ndarray, width: int, order: int, bos: int) -> tuple[np.ndarray, list[tuple]]:
@@ -64,7 +65,9 @@ def count_on_dask(sp: Spill, chunks, width: int, order: int, bos: int, scheduler
     from .runs import index_dtype, merge_runs
 
     t0 = time.perf_counter()
-    size = max(sp.window // max(order, 1), 1024)  # a shard's tables: about order x its ids, in one window
+    # a shard's tables: about order x its ids, in one window; and shards enough to keep the workers busy even
+    # when the whole corpus would fit in one window
+    size = max(min(sp.window // max(order, 1), SHARD_TOKENS), 1024)
     uni = np.zeros(width, dtype=np.int64)
     tokens, runs = 0, 0
     # a local cluster's scratch space inside the spill directory: --temp-dir, removed with the spill

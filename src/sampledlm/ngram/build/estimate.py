@@ -1,4 +1,9 @@
-"""Estimation pipeline, in KenLM's stages: count -> adjust/discount (per smoothing) -> interpolate -> model.
+"""The in-memory estimator, in KenLM's stages: count -> adjust/discount (per smoothing) -> interpolate -> model.
+
+It holds the whole model (about 180 bytes an n-gram). ``ngram train`` (:func:`.pipeline.build`) uses it only for
+the smoothings the bounded pipeline (:mod:`.external`) cannot stream: ``wb``, ``jm``, ``katz``, ``addk``. For
+``mkn`` and ``kn`` it is the reference the pipeline's bytes are tested against, and the id-level Python API
+(:func:`sampledlm.ngram.train_ngram`, a model in memory from an id stream).
 
 Every smoothing reduces to two arrays per order k (see :mod:`.kneser_ney`, :mod:`.smoothing`,
 :mod:`.jelinek_mercer`): ``alpha(h w)`` for each stored k-gram and ``gamma(h)`` for each

@@ -1,8 +1,11 @@
-"""Kneser-Ney estimation in bounded memory: the stages of :mod:`.estimate` over sorted runs spilled to disk.
+"""Kneser-Ney estimation within a memory budget: the stages of :mod:`.estimate` over sorted runs, the one
+pipeline that ``mkn`` and ``kn`` models are estimated by (as lmplz is one pipeline whatever its ``-S``).
 
-The in-memory path holds every n-gram of every order at once (about 180 bytes each). Here the same
-numbers are computed with at most a *window* of elements in memory at any time (the window follows
-from ``--memory``), the rest living in flat files of a :class:`~.spill.Spill` directory. The tables
+The in-memory estimator (:func:`.estimate.train_ngram`) holds every n-gram of every order at once (about 180
+bytes each). Here the same numbers are computed with at most a *window* of elements in memory at any time (the
+window follows from the budget: ``--memory``, or half the available memory), the rest living in flat files of
+a :class:`~.spill.Spill` -- held in memory while the budget leaves room beside the window, so that a corpus that
+fits in one window writes nothing to disk, spilled to its directory otherwise (:func:`fit_window`). The tables
 are the ones of :mod:`.tables` -- order k sorted by ``key = index(prefix) * W + last word`` -- so
 every stage is a pass in key order, or a gather that reads a file range in windows:
 
@@ -46,7 +49,7 @@ from .counts import group_keys
 from .estimate import _log10
 from .kneser_ney import discounts_from_n
 from .prune import parse_thresholds
-from .arpa_stream import write_arpa_streaming
+from .arpa_stream import PYTHON_BYTES_PER_LINE, PYTHON_LINES, write_arpa_held, write_arpa_streaming
 from .runs import index_dtype, merge_runs
 from .spill import Spill, heap_kept
 
@@ -77,21 +80,11 @@ def parse_memory(text: str) -> int:
         raise UserError(f"--memory {text!r}: expected a size such as 2G, 500M or 40%") from None
 
 
-def auto_budget(path: str, order: int, smoothing: str) -> int | None:
-    """None (estimate in memory) when the corpus fits in half the available memory, else that half.
-
-    The in-memory need is estimated from the file size: about 5 bytes of text a token and 140 bytes
-    per token and order (measured: 1.06 GB for 4M tokens at order 3, 2.54 GB at order 5).
-    """
-    from ...data.textio import file_size
-
-    size = file_size(path) if path != "-" else None
-    if size is not None and path.endswith((".gz", ".bz2", ".xz")):
-        size *= 4  # text compresses about 4:1
-    half = available_memory() // 2
-    if size is None or smoothing not in STREAMING or 140 * (size / 5) * order + (200 << 20) < half:
-        return None
-    return half
+def auto_budget() -> int:
+    """The budget when none is given: half the available memory (lmplz's ``-S`` defaults to 80 % of physical
+    memory; half of what is free leaves the rest of a shared machine alone), never less than this process
+    needs (:func:`check_budget`). A corpus whose model fits in it is estimated without writing to disk."""
+    return max(available_memory() // 2, current_rss() + ARPA_KERNELS + MIN_WORKING)
 
 
 def available_memory() -> int:
@@ -145,8 +138,36 @@ def check_budget(budget: int, reserve: int = 0) -> None:
 
 def window_for(budget: int, reserve: int = 0) -> int:
     """Elements per window: what the budget leaves above the interpreter's own footprint and ``reserve``."""
-    free = budget - current_rss() - reserve
-    return max(MIN_WINDOW, int(free * 0.8) // BYTES_PER_ELEMENT)
+    return max(MIN_WINDOW, _working(budget, reserve) // BYTES_PER_ELEMENT)
+
+
+def _working(budget: int, reserve: int) -> int:
+    """Bytes to work in: 80 % of what the budget leaves above the process's footprint and ``reserve``."""
+    return int((budget - current_rss() - reserve) * 0.8)
+
+
+def held_while_reading(budget: int, reserve: int = 0, path: str | None = None) -> int:
+    """Bytes of spill files held in memory while the text is read and padded: a corpus that fits in one window
+    (:func:`window_for`) has at most 9 bytes a position in them (``raw`` 4, ``padded`` 4, ``pos`` 1). 0 when
+    the text file ``path`` is too large to fit (4 bytes of text a position; compressed: 4:1), so that what
+    those files would leave resident once moved to disk does not narrow the window of a large corpus."""
+    from ...data.textio import file_size
+
+    working = _working(budget, reserve)
+    size = file_size(path) if path not in (None, "-") else None
+    if size is not None and path.endswith((".gz", ".bz2", ".xz")):
+        size *= 4
+    if size is not None and size // 4 * BYTES_PER_ELEMENT > working:
+        return 0
+    return max(0, working * 9 // BYTES_PER_ELEMENT)
+
+
+def fit_window(sp: Spill, budget: int, reserve: int, needed: int) -> None:
+    """Once the stream's length is known: a window no larger than the longest array (``needed`` elements),
+    and the spill files held in memory within what the budget leaves beside it -- a corpus that fits in one
+    window is then estimated without writing to disk, as lmplz keeps its blocks in RAM when ``-S`` allows."""
+    sp.window = max(MIN_WINDOW, min(sp.window, int(needed)))
+    sp.ram = sp.held + max(0, _working(budget, reserve) - sp.window * BYTES_PER_ELEMENT)
 
 
 # --- the id stream, in windows -------------------------------------------------------------------------
@@ -375,8 +396,7 @@ def count_order(sp: Spill, k: int, width: int, need_index: bool, bar) -> int:
 def adjusted(sp: Spill, k: int, n: int, bos_id: int) -> None:
     """``a_k`` (int64): raw counts at the highest order and for n-grams starting with <s>, else N1+(. w_1..w_k)."""
     if k == n:  # the raw counts themselves (cnt_k stays: count pruning reads it)
-        sp.dtypes[f"a_{k}"] = np.dtype(np.int64)
-        os.link(sp.path(f"cnt_{k}"), sp.path(f"a_{k}"))
+        sp.link(f"cnt_{k}", f"a_{k}")
         return
     m = sp.length(f"keys_{k}")
     sp.create(f"cont_{k}", np.int64, m)
@@ -483,7 +503,7 @@ def interpolate_order(sp: Spill, k: int, d: np.ndarray, bar) -> None:
 def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: int, temp_dir: str | None = None,
                   smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None,
                   binary: bool = False, locked: bool = False, dask: tuple | None = None,
-                  window: int | None = None) -> dict:
+                  window: int | None = None, ram: int | None = None) -> dict:
     """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
 
     ``memory``: the byte budget for the whole process (module docstring). ``text``: instead of
@@ -492,7 +512,9 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     ``locked``: the caller holds that directory's lock (:func:`.mapped.lock_directory`). ``dask``:
     ``(scheduler address or None, local workers)`` to count on a Dask cluster (:mod:`.dask_bounded`; the
     same model). ``window``: elements per window instead of what the budget leaves, the budget then
-    unchecked (tests and the demo: many sorted runs from a small corpus).
+    unchecked (tests and the demo: many sorted runs from a small corpus). ``ram``: bytes of spill files held
+    in memory instead of on disk (``None``: what the budget leaves beside the window, all of them when the
+    corpus fits in one window; 0 with ``window`` given).
     Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
     seconds per stage.
     """
@@ -503,9 +525,11 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     info: dict = {"smoothing": smoothing, "order": order, "memory": memory, "seconds": {}}
     t = time.perf_counter()
     reserve = 0 if binary or "sampledlm.ngram.arpa_lines" in sys.modules else ARPA_KERNELS
+    fixed = ram is not None or window is not None
     if window is None:
         check_budget(memory, reserve)
-    with Spill(temp_dir, MIN_WINDOW) as sp, heap_kept(memory):
+    ram = (ram or 0) if fixed else held_while_reading(memory, reserve, text[0] if text is not None else None)
+    with Spill(temp_dir, MIN_WINDOW, ram) as sp, heap_kept(memory):
         if text is not None:
             vocab, chunks = read_text(sp, *text, chunk_bytes=text_chunk_bytes(memory, reserve) if window is None
                                       else 1 << 20)
@@ -523,18 +547,22 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
                 uni, tokens, sizes, info["dask"] = count_on_dask(sp, _rechunk(chunks, window), W, order, bos, *dask,
                                                                  bar=bar)
             sp.remove("raw")
+            if not fixed:
+                fit_window(sp, memory, reserve, max(sizes))
         else:
             with progress.bar(desc="pad", unit="tok") as bar:
                 uni, tokens = pad(sp, _rechunk(chunks, window), W, bos)
                 bar.update(tokens)
             sp.remove("raw")
             positions = sp.length("padded")
+            if not fixed:
+                fit_window(sp, memory, reserve, max(positions, W))
             sizes = [W]
             for k in range(2, order + 1):
                 with progress.bar(total=positions, desc=f"count {k}-grams", unit="pos") as bar:
                     sizes.append(count_order(sp, k, W, k < order, bar))
             sp.remove("padded", "pos")
-        info["tokens"] = tokens
+        info["tokens"], info["window"] = tokens, sp.window
         info["seconds"]["count"] = round(time.perf_counter() - t, 3)
         # order 1 in memory, exactly as kneser_ney + interpolate compute it
         if order == 1:
@@ -591,6 +619,9 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
             if any(thresholds[1:]):
                 model_info["prune"] = thresholds
             write_binary_streaming(sp, output, words, order, thresholds, kept, model_info, locked=locked)
+        elif (sum(kept) <= PYTHON_LINES and "sampledlm.ngram.arpa_lines" not in sys.modules
+              and sum(kept) * PYTHON_BYTES_PER_LINE <= _working(memory, 0)):
+            write_arpa_held(sp, output, words, order, thresholds)
         else:
             with progress.bar(total=sum(sizes), desc="write ARPA", unit="ngram") as bar:
                 write_arpa_streaming(sp, output, words, order, thresholds, kept, bar)

@@ -1,12 +1,14 @@
 """One entry point for estimating an n-gram model: :func:`build` chooses the path from a :class:`BuildConfig`.
 
-Paths (each writes the same ARPA bytes for ``mkn``/``kn``, tested):
-
-* in memory (:func:`.estimate.train_ngram`): the corpus as an id stream, every smoothing;
-* bounded (:func:`.external.train_bounded`): sorted runs spilled to ``temp_dir`` so the process stays within
-  ``memory``, the model streamed to its file (``mkn``/``kn``; chosen by ``memory``, or when the corpus would
-  not fit in half the available memory);
-* Dask: the counting of either path done by the workers of a Dask cluster (``engine="dask"``).
+* ``mkn`` and ``kn``: always the bounded pipeline (:func:`.external.train_bounded`), as lmplz is one pipeline
+  whatever its ``-S``: sorted runs within the budget ``memory`` (default: half the available memory, so the
+  window is as large as memory allows), held in memory while they fit beside the window and spilled to
+  ``temp_dir`` otherwise, the model streamed to its file. ``valid``'s perplexity is that of the model written,
+  read back as ``ngram eval`` reads it.
+* the smoothings it cannot stream (``wb``, ``jm``, ``katz``, ``addk``): the in-memory estimator
+  (:func:`.estimate.train_ngram`), which holds the whole model (and stays the reference the pipeline's bytes
+  are tested against for ``mkn``/``kn``).
+* ``engine="dask"``: the counting of either done by the workers of a Dask cluster.
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ from .config import BuildConfig
 
 @dataclass
 class BuildReport:
-    """What :func:`build` did: the path, the n-gram counts per order, the vocabulary size, seconds; for the
-    bounded path the budget and the bytes spilled; for Dask its shards and workers; the validation perplexity
-    when ``valid`` was given (``None`` otherwise)."""
+    """What :func:`build` did: the path (``bounded`` or ``memory``), the n-gram counts per order, the vocabulary
+    size, seconds; for the bounded path the budget (``auto_budget``: chosen, not given) and the bytes spilled to
+    disk; for Dask its shards and workers; the validation perplexity when ``valid`` was given (``None``
+    otherwise)."""
 
     path: str
     ngrams: list[int]
     vocabulary: int
     seconds: float
     budget: int | None = None
+    auto_budget: bool = False
     spilled_bytes: int = 0
     stages: dict = field(default_factory=dict)
     dask: dict | None = None
@@ -49,7 +53,7 @@ def build(config: BuildConfig, train: str, output: str, *, binary: bool = False,
     (tunes ``jm``'s weights; its perplexity is reported). ``text_options``: how lines become words
     (:class:`sampledlm.data.tokenizer.TextOptions`; default: whitespace tokens as they are).
     """
-    from .external import auto_budget, check_streaming, parse_memory
+    from .external import STREAMING, auto_budget, check_streaming, parse_memory
     from .spill import check_temp_dir
 
     if text_options is None or isinstance(text_options, dict):
@@ -64,24 +68,14 @@ def build(config: BuildConfig, train: str, output: str, *, binary: bool = False,
         from .distributed import scheduler_address
 
         scheduler_address(config.scheduler)  # a malformed address is refused before the corpus is read
-    budget = parse_memory(config.memory) if config.memory is not None else \
-        auto_budget(train, config.order, config.smoothing)
     t0 = time.perf_counter()
-    if budget is not None:
+    if config.smoothing in STREAMING:
+        budget = parse_memory(config.memory) if config.memory is not None else auto_budget()
         return _bounded(config, budget, train, output, binary, vocab, valid, text_options, locked, t0)
     return _in_memory(config, train, output, binary, vocab, valid, text_options, locked, t0)
 
 
 def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, locked, t0) -> BuildReport:
-    from .external import text_chunks, train_bounded
-
-    if valid and not binary:
-        raise UserError(f"--valid {valid}: bounded estimation"
-                        + ("" if config.memory is not None else
-                           " (this corpus would not fit in half the available memory)")
-                        + " writes the model without holding it, so it cannot report a validation perplexity "
-                        "of an ARPA file; add --binary (the directory is then evaluated at once) or run "
-                        f"sampledlm ngram eval MODEL --test {valid} afterwards")
     if valid:
         from collections import Counter
 
@@ -90,6 +84,31 @@ def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, loc
     # tests force many sorted runs from a small corpus with a fixed window (the budget is then not checked)
     window = int(os.environ["SAMPLEDLM_NGRAM_WINDOW"]) if os.environ.get("SAMPLEDLM_NGRAM_WINDOW") else None
     common = dict(binary=binary, locked=locked, dask=dask, window=window)
+    to_stdout = bool(valid) and output == "-"  # read back below: written to a file first
+    if to_stdout:
+        import tempfile
+
+        fd, output = tempfile.mkstemp(prefix="sampledlm-ngram-valid.", suffix=".arpa", dir=config.temp_dir)
+        os.close(fd)
+    try:
+        info = _run_bounded(config, budget, train, output, vocab_path, opts, common)
+        report = BuildReport("bounded", list(info["ngrams"]), info["vocabulary"], 0.0, budget=budget,
+                             auto_budget=config.memory is None, spilled_bytes=info["spilled_bytes"],
+                             stages=dict(info["seconds"]), dask=info.get("dask"))
+        if valid:  # the model just written, read back as ngram eval reads it (a directory: memory-mapped)
+            report.valid_ppl = _perplexity_of_written(output, valid, opts)
+        if to_stdout:
+            _copy_to_stdout(output)
+    finally:
+        if to_stdout:
+            os.remove(output)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _run_bounded(config, budget, train, output, vocab_path, opts, common) -> dict:
+    from .external import text_chunks, train_bounded
+
     if vocab_path:
         vocab = Vocab.load(vocab_path)
         info = train_bounded(text_chunks(train, vocab, opts), vocab, config.order, output, budget, config.temp_dir,
@@ -97,17 +116,27 @@ def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, loc
     else:  # one pass over the text for the vocabulary and the ids
         info = train_bounded(None, None, config.order, output, budget, config.temp_dir, config.smoothing,
                              config.thresholds, text=(train, opts), **common)
-    report = BuildReport("bounded", list(info["ngrams"]), info["vocabulary"], 0.0, budget=budget,
-                         spilled_bytes=info["spilled_bytes"], stages=dict(info["seconds"]), dask=info.get("dask"))
-    if valid:  # the directory just written, memory-mapped: evaluated as ngram eval would
-        from ..lm import ArpaLM
+    return info
 
-        mapped = ArpaLM.open(output)
-        valid_ids = load_ids(valid, mapped.vocab, opts)
-        if len(valid_ids):
-            report.valid_ppl = perplexity_of(mapped.logprobs(valid_ids))
-    report.seconds = time.perf_counter() - t0
-    return report
+
+def _perplexity_of_written(output: str, valid: str, opts) -> float | None:
+    """The perplexity of the text ``valid`` under the model just written to ``output`` (an ARPA file, parsed
+    without leaving a cache; or a binary directory, memory-mapped), computed as ``ngram eval`` computes it."""
+    from ..arpa import read_arpa
+    from ..lm import ArpaLM
+
+    lm = ArpaLM.open(output, warn=False) if os.path.isdir(output) else ArpaLM(read_arpa(output, cache=False), output)
+    valid_ids = load_ids(valid, lm.vocab, opts)
+    return perplexity_of(lm.logprobs(valid_ids)) if len(valid_ids) else None
+
+
+def _copy_to_stdout(path: str) -> None:
+    import shutil
+    import sys
+
+    with open(path, "rb") as f:
+        shutil.copyfileobj(f, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
 
 
 def _in_memory(config, train, output, binary, vocab_path, valid, opts, locked, t0) -> BuildReport:

@@ -7,7 +7,10 @@ up; one not locked yet only when the process named in it is gone -- and every ru
 starts. The directory is removed on success and on error.
 
 Files are read by explicit ``np.fromfile`` calls, never memory-mapped, so the pages read do not stay in
-the process's resident set; every operation below holds at most a window of ``window`` elements:
+the process's resident set. A file may instead be held in memory (its arrays as appended), while all the files
+held stay within ``ram`` bytes: when the budget leaves room, nothing is written to disk (as lmplz keeps its sorted
+blocks in RAM when ``-S`` allows); a file that would pass ``ram`` moves to disk and continues there. Either way
+a read returns a copy. Every operation below holds at most a window of ``window`` elements:
 
 * :meth:`Spill.gather_sorted`: ``a[idx]`` for non-decreasing ``idx`` -- one pass over the file's range;
 * :meth:`Spill.gather`: ``a[idx]`` for any ``idx`` (sort, gather sorted, unsort);
@@ -16,6 +19,7 @@ the process's resident set; every operation below holds at most a window of ``wi
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import shutil
@@ -125,7 +129,7 @@ def check_temp_dir(parent: str) -> None:
 class Spill:
     """One run's temporary directory of flat arrays (module docstring); use as a context manager."""
 
-    def __init__(self, parent: str | None, window: int):
+    def __init__(self, parent: str | None, window: int, ram: int = 0):
         parent = parent or tempfile.gettempdir()
         check_temp_dir(parent)
         sweep(parent)
@@ -136,8 +140,11 @@ class Spill:
         except OSError as e:
             raise UserError(f"--temp-dir {parent}: cannot create a temporary directory there ({e.strerror or e})") from None
         self.window = int(window)
+        self.ram = int(ram)  # bytes the files held in memory may take (0: every file on disk)
+        self.held = 0  # bytes they take now
+        self._mem: dict[str, _MemFile] = {}
         self.dtypes: dict[str, np.dtype] = {}
-        self.spilled = 0  # bytes written, for the report
+        self.spilled = 0  # bytes written to disk, for the report
 
     def __enter__(self):
         return self
@@ -146,6 +153,8 @@ class Spill:
         self.close()
 
     def close(self) -> None:
+        self._mem.clear()
+        self.held = 0
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._fd is not None:
             os.close(self._fd)
@@ -155,9 +164,45 @@ class Spill:
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
 
+    def in_memory(self, name: str) -> bool:
+        return name in self._mem
+
+    def _fits(self, nbytes: int) -> bool:
+        return self.held + nbytes <= self.ram
+
+    def _forget(self, name: str) -> None:
+        f = self._mem.pop(name, None)
+        if f is not None and not any(g is f for g in self._mem.values()):  # not also held under another name
+            self.held -= f.nbytes
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.path(name))
+
+    def _to_disk(self, name: str) -> None:
+        """Move a file held in memory to disk (it continues there)."""
+        f = self._mem[name]
+        for part in f.parts:
+            self._write(name, part)
+        self._mem.pop(name)
+        if not any(g is f for g in self._mem.values()):
+            self.held -= f.nbytes
+
+    def _write(self, name: str, data: np.ndarray) -> None:
+        try:
+            with open(self.path(name), "ab") as f:
+                f.write(data)  # the array's own buffer: no copy
+        except OSError as e:
+            raise UserError(f"--temp-dir {self.dir}: cannot write ({e.strerror or e}); give a --temp-dir with more room") from None
+        self.spilled += data.nbytes
+
     def create(self, name: str, dtype, length: int = 0, fill=0) -> None:
-        """A new file of ``length`` elements set to ``fill`` (written in windows)."""
+        """A new file of ``length`` elements set to ``fill`` (on disk: written in windows)."""
+        self._forget(name)
         self.dtypes[name] = np.dtype(dtype)
+        if self._fits(length * self.dtypes[name].itemsize):
+            self._mem[name] = f = _MemFile(self.dtypes[name])
+            f.append(np.full(length, fill, dtype=dtype))
+            self.held += f.nbytes
+            return
         with open(self.path(name), "wb") as f:
             block = np.full(min(length, self.window), fill, dtype=dtype)
             left = length
@@ -168,20 +213,38 @@ class Spill:
     def append(self, name: str, values: np.ndarray) -> None:
         dtype = self.dtypes.setdefault(name, np.asarray(values).dtype)
         data = np.ascontiguousarray(values, dtype=dtype)
-        try:
-            with open(self.path(name), "ab") as f:
-                f.write(data)  # the array's own buffer: no copy
-        except OSError as e:
-            raise UserError(f"--temp-dir {self.dir}: cannot write ({e.strerror or e}); give a --temp-dir with more room") from None
-        self.spilled += data.nbytes
+        new = name not in self._mem and not os.path.exists(self.path(name))
+        if (new or name in self._mem) and self._fits(data.nbytes):
+            f = self._mem.setdefault(name, _MemFile(dtype))
+            f.append(data.copy() if data is values or data.base is not None else data)  # the caller's keeps no alias
+            self.held += data.nbytes
+            return
+        if name in self._mem:
+            self._to_disk(name)
+        self._write(name, data)
+
+    def link(self, name: str, new: str) -> None:
+        """``new``: the same contents as ``name`` (a hard link; held in memory: the same arrays). Neither is
+        written afterwards."""
+        self._forget(new)
+        self.dtypes[new] = self.dtypes[name]
+        if name in self._mem:
+            self._mem[new] = self._mem[name]
+        else:
+            os.link(self.path(name), self.path(new))
 
     def write_at(self, name: str, start: int, values: np.ndarray) -> None:
         data = np.ascontiguousarray(values, dtype=self.dtypes[name])
+        if name in self._mem:
+            self._mem[name].write_at(start, data)
+            return
         with open(self.path(name), "r+b") as f:
             f.seek(start * data.itemsize)
             f.write(data)  # the array's own buffer: no copy
 
     def length(self, name: str) -> int:
+        if name in self._mem:
+            return len(self._mem[name])
         if not os.path.exists(self.path(name)):
             return 0
         return os.path.getsize(self.path(name)) // self.dtypes[name].itemsize
@@ -191,6 +254,8 @@ class Spill:
         n = self.length(name) - start if count is None else count
         if n <= 0:
             return np.zeros(0, dtype=dtype)
+        if name in self._mem:
+            return self._mem[name].read(start, n)
         return np.fromfile(self.path(name), dtype=dtype, count=n, offset=start * dtype.itemsize)
 
     def chunks(self, name: str, size: int | None = None, start: int = 0, stop: int | None = None):
@@ -204,8 +269,16 @@ class Spill:
         """Delete files; a later file of the same name takes the dtype of its first write again."""
         for name in names:
             self.dtypes.pop(name, None)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.path(name))
+            self._forget(name)
+
+    def writer(self, name: str) -> "_Appender":
+        """A binary file object appending to the ``uint8`` file ``name`` (:meth:`append`)."""
+        self.create(name, np.uint8)
+        return _Appender(self, name)
+
+    def reader(self, name: str) -> "_Reader":
+        """A binary file object reading the ``uint8`` file ``name`` forward."""
+        return _Reader(self, name)
 
     # --- windowed gather / scatter --------------------------------------------------------------
     def gather_sorted(self, name: str, idx: np.ndarray, width: int = 1) -> np.ndarray:
@@ -244,3 +317,76 @@ class Spill:
             block[uniq[i:j] - lo] += sums[i:j]
             self.write_at(name, lo, block)
             i = j
+
+
+class _MemFile:
+    """A flat file held in memory: the arrays appended, in order (``ends``: the running lengths)."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+        self.parts: list[np.ndarray] = []
+        self.ends: list[int] = []
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self.dtype.itemsize
+
+    def append(self, data: np.ndarray) -> None:
+        if len(data):
+            self.parts.append(data)
+            self.ends.append(len(self) + len(data))
+
+    def _spans(self, start: int, n: int):
+        """``(part, lo, hi, out offset)`` covering elements ``start .. start + n - 1``."""
+        i = bisect.bisect_right(self.ends, start)
+        done = 0
+        while done < n and i < len(self.parts):
+            lo = start + done - (self.ends[i - 1] if i else 0)
+            hi = min(len(self.parts[i]), lo + n - done)
+            yield self.parts[i], lo, hi, done
+            done += hi - lo
+            i += 1
+
+    def read(self, start: int, n: int) -> np.ndarray:
+        n = max(0, min(n, len(self) - start))
+        out = np.empty(n, self.dtype)
+        for part, lo, hi, at in self._spans(start, n):
+            out[at : at + hi - lo] = part[lo:hi]
+        return out
+
+    def write_at(self, start: int, data: np.ndarray) -> None:
+        if start + len(data) > len(self):
+            raise ValueError("write past the end of a file held in memory")
+        for part, lo, hi, at in self._spans(start, len(data)):
+            part[lo:hi] = data[at : at + hi - lo]
+
+
+class _Appender:
+    """``write(bytes)``: appends to a ``uint8`` file of a :class:`Spill`."""
+
+    def __init__(self, sp: Spill, name: str):
+        self.sp, self.name = sp, name
+
+    def write(self, data) -> None:
+        self.sp.append(self.name, np.frombuffer(data, np.uint8))
+
+    def close(self) -> None:
+        pass
+
+
+class _Reader:
+    """``read(n)``: the next bytes of a ``uint8`` file of a :class:`Spill`."""
+
+    def __init__(self, sp: Spill, name: str):
+        self.sp, self.name, self.at = sp, name, 0
+
+    def read(self, n: int) -> bytes:
+        data = self.sp.read(self.name, self.at, n).tobytes()
+        self.at += len(data)
+        return data
+
+    def close(self) -> None:
+        pass
