@@ -214,7 +214,7 @@ class NegativesObjective(SampledObjective):
 
 
 class ImportanceSampling(SampledObjective):
-    """Importance sampling of the normaliser (Bengio & Senécal 2008; Botev et al. 2017 eq. 11, 16), with the true
+    """Importance sampling of the normaliser (Bengio & Senécal 2003; Botev et al. 2017 eq. 11, 16), with the true
     word's own term in the estimate (Jean et al. 2015 keep the target words in every sampled set)::
 
         Z~ = (1/S) (sum_{s in bag} exp(a_s) / q(s) + exp(a_y) / q(y)),   loss = -a_y + log Z~
