@@ -96,6 +96,7 @@ def test_classes_file_round_trip_and_errors(tmp_path):
     (tmp_path / "bits.txt").write_text("0110\ta\t5\n0111\tb\t4\n0110\tc\t1\n")  # brown-cluster's paths file
     back, missing = read_word_classes(str(tmp_path / "bits.txt"), words)
     assert missing == 2 and back[2] == back[4] != back[3] and back[0] == back[1]
+    assert read_word_classes(str(tmp_path / "bits.txt"), words, labels=True)[2] == ["0110", "0111", None]
 
 
 @pytest.mark.parametrize("objective", ["class", "hsm"])

@@ -394,6 +394,36 @@ def test_class_huffman_tree_keeps_each_class_a_subtree():
         assert length[m[0]] <= length[m[-1]]
 
 
+@pytest.mark.parametrize("labels, joined", [(["00", "01", "1"], (0, 1)), (["0110", "0111", "00"], (0, 1)),
+                                            (["10", "0", "11"], (0, 2)), (["0", "01", "011"], (1, 2))])
+def test_bit_path_labels_spell_the_tree_over_the_classes(labels, joined):
+    """Brown-style class labels: the two classes whose paths share the longest prefix share a subtree that holds
+    nothing else, and the tree is a full binary tree over the V words (so hsm stays exact)."""
+    from sampledlm.objectives.structure import class_huffman_tree
+
+    cls = np.arange(12) % 3
+    parent, side = class_huffman_tree(np.arange(12, 0, -1), cls, labels)
+    children = np.bincount(parent[parent >= 0], minlength=len(parent))
+    assert (parent == -1).sum() == 1 and set(children[12:].tolist()) == {2} and not children[:12].any()
+    nodes, signs = word_paths(parent, side, 12)
+    below: dict[int, set] = {}
+    for w in range(12):
+        for n in nodes[w][signs[w] != 0].tolist():
+            below.setdefault(n, set()).add(w)
+    a, b = joined
+    assert set(np.flatnonzero((cls == a) | (cls == b)).tolist()) in below.values()
+
+
+def test_hsm_with_bit_path_classes_stays_exact():
+    model = model_of("ffnn")
+    obj = make_objective("hsm", COUNTS)
+    obj.bind(model)
+    cls = np.arange(V) % 4
+    obj.set_word_classes(cls, ["00", "01", "10", "11"])
+    scaled(model, obj)
+    check_exact(model, obj, "ffnn", True, n=200)
+
+
 def test_selfnorm_calibration_moves_mean_log_z_to_zero_and_keeps_exact_probabilities(words_corpus):
     """After training, the output biases move by minus the validation text's mean log Z (evaluation mode):
     there it becomes 0, and every exact probability is what the uncalibrated model gives."""

@@ -130,8 +130,9 @@ def write_word_classes(path: str, words: list[str], cls: np.ndarray, counts=None
             f.write(f"{int(cls[i])}\t{words[i]}\t{int(counts[i])}\n")
 
 
-def read_word_classes(path: str, words: list[str]) -> tuple[np.ndarray, int]:
-    """The classes of the vocabulary ``words`` from a word-classes file: ``(cls int64 [V], missing)``.
+def read_word_classes(path: str, words: list[str], labels: bool = False):
+    """The classes of the vocabulary ``words`` from a word-classes file: ``(cls int64 [V], missing)``, and with
+    ``labels`` each class's label as the file writes it (``None`` for the class of the missing words) third.
 
     Class labels are numbered in order of first appearance. Words of the file outside the vocabulary are
     ignored; vocabulary words the file lacks (``missing`` of them) share one extra class. A malformed
@@ -162,8 +163,11 @@ def read_word_classes(path: str, words: list[str]) -> tuple[np.ndarray, int]:
     if missing:
         cls[cls < 0] = len(label_id)
     # renumber densely (a label whose words are all outside the vocabulary takes no number)
-    _, cls = np.unique(cls, return_inverse=True)
-    return cls.astype(np.int64), missing
+    kept, cls = np.unique(cls, return_inverse=True)
+    if not labels:
+        return cls.astype(np.int64), missing
+    names = [*label_id, None]
+    return cls.astype(np.int64), missing, [names[k] for k in kept.tolist()]
 
 
 def check_class_file(path: str) -> str:

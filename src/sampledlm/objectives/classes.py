@@ -110,9 +110,9 @@ class ClassSoftmax(OutputObjective):
     def attach(self, vocab, fresh: bool, open_ngram) -> None:
         attach_word_classes(self, vocab, fresh)
 
-    def set_word_classes(self, cls) -> None:
+    def set_word_classes(self, cls, labels=None) -> None:
         """Use the classes ``cls [V]`` (e.g. the exchange algorithm's, :mod:`sampledlm.data.clusters`)
-        instead of frequency bins; after :meth:`bind`, before training."""
+        instead of frequency bins; after :meth:`bind`, before training (``labels``: unused, the class layer is flat)."""
         self._check()
         cls = np.asarray(cls, dtype=np.int64)
         if cls.shape != tuple(self.word_class.shape):

@@ -20,7 +20,9 @@ token. With ``word_classes`` (a file of word classes, e.g. the exchange algorith
 the classes by their counts (:func:`~.structure.class_huffman_tree`), so the top decisions choose
 among groups of words that occur in like contexts, as in Mnih & Hinton (2009)'s trees built from
 word clusters (the issue asked for a balanced tree over the clusters; a Huffman tree keeps the same
-grouping with shorter paths for the frequent words and classes). Paths are padded to the longest one in the batch: a step is one ``[N, L]`` gather-product
+grouping with shorter paths for the frequent words and classes). When the file's class labels are bit paths, as
+Brown clustering writes them (``0110<TAB>word<TAB>count``, Liang 2005), the tree over the classes is the one those
+paths spell instead of a Huffman tree. Paths are padded to the longest one in the batch: a step is one ``[N, L]`` gather-product
 (``score_each``). The tree (``parent``, ``side``) and the padded paths are saved with the model.
 """
 
@@ -93,15 +95,16 @@ class HierarchicalSoftmax(OutputObjective):
     def attach(self, vocab, fresh: bool, open_ngram) -> None:
         attach_word_classes(self, vocab, fresh)
 
-    def set_word_classes(self, cls) -> None:
+    def set_word_classes(self, cls, labels=None) -> None:
         """Rebuild the tree so that each class of ``cls [V]`` is a subtree (:func:`class_huffman_tree`;
-        e.g. the exchange algorithm's classes); after :meth:`bind`, before training."""
+        e.g. the exchange algorithm's classes; ``labels [C]``: the classes' names, bit paths arrange the
+        classes' tree); after :meth:`bind`, before training."""
         self._check()
         cls = np.asarray(cls, dtype=np.int64)
         if len(cls) != self.num_words:
             raise ValueError(f"word classes for {len(cls)} words, the model has {self.num_words}")
         counts = np.ones(self.num_words) if self.counts is None else self.counts
-        parent, side = class_huffman_tree(counts, cls)
+        parent, side = class_huffman_tree(counts, cls, labels)
         self.parent.copy_(torch.from_numpy(parent))
         self.side.copy_(torch.from_numpy(side))
         self._derive()

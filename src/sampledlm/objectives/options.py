@@ -38,7 +38,8 @@ OPTION_HELP: dict[str, dict] = {
                         "probability, the RNNLM toolkit's default) or mass (equal unigram mass, its -old-classes)",
                 "choices": ("sqrt", "mass"), "type": str},
     "word_classes": {"help": "class, hsm: word classes from a file (class<TAB>word[<TAB>count]; make one with "
-                             "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class "
+                             "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class (bit-path "
+                             "labels, as Brown clustering writes them, also arrange the classes' tree) "
                              "[default: frequency binning, a Huffman tree]", "type": str},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},

@@ -58,11 +58,21 @@ def _merge(heap: list, parent: np.ndarray, side: np.ndarray, nxt: int) -> tuple[
     return heap[0][2], nxt
 
 
-def class_huffman_tree(counts, word_class) -> tuple[np.ndarray, np.ndarray]:
+def is_bit_path(label) -> bool:
+    """Whether a class label is a path in a binary tree, as Brown clustering writes them (``0110``)."""
+    return isinstance(label, str) and label != "" and set(label) <= {"0", "1"}
+
+
+def class_huffman_tree(counts, word_class, labels=None) -> tuple[np.ndarray, np.ndarray]:
     """A binary tree over V >= 2 words that keeps each class a subtree: a Huffman tree over each
     class's words by count, then one over the classes by their total count. Same layout as
     :func:`huffman_tree` (words ``0 .. V-1``, internal nodes after them, root last). Among trees whose
     top splits separate whole classes, this one has the shortest mean path for the training counts.
+
+    When every class label (``labels [C]``, ``None`` allowed for one class) is a bit path, as Brown clustering's
+    output names classes (Liang 2005), the tree over the classes is the one those paths spell: classes sharing a
+    prefix share a subtree, so the top decisions separate groups of similar words rather than groups of
+    similar counts. A class labelled ``None`` (words the file lacks) joins at the root.
     """
     c = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
     cls = np.asarray(word_class, dtype=np.int64)
@@ -75,8 +85,35 @@ def class_huffman_tree(counts, word_class) -> tuple[np.ndarray, np.ndarray]:
     for members in np.split(order, bounds):
         root, nxt = _merge([(float(c[i]), int(i), int(i)) for i in members], parent, side, nxt)
         tops.append((float(c[members].sum()), root, root))
+    if labels is not None and sum(is_bit_path(x) for x in labels) == len(labels) - sum(x is None for x in labels) \
+            and any(is_bit_path(x) for x in labels):
+        ordered = [labels[k] for k in np.unique(cls).tolist()]
+        paths = [(lab, t[2]) for lab, t in zip(ordered, tops) if lab is not None]
+        root, nxt = _prefix_merge(paths, 0, parent, side, nxt)
+        rest = [(0.0, t[2], t[2]) for lab, t in zip(ordered, tops) if lab is None]
+        _merge([(0.0, root, root), *rest], parent, side, nxt)
+        return parent, side
     _merge(tops, parent, side, nxt)
     return parent, side
+
+
+def _prefix_merge(paths: list, depth: int, parent: np.ndarray, side: np.ndarray, nxt: int) -> tuple[int, int]:
+    """Join the subtrees ``paths = [(bit path, vertex)]`` as their paths spell from ``depth`` on: one node per
+    branching prefix (a prefix with one branch adds none). A path that ends here goes to the 0 side."""
+    if len(paths) == 1:
+        return paths[0][1], nxt
+    zero = [p for p in paths if len(p[0]) <= depth or p[0][depth] == "0"]
+    one = [p for p in paths if len(p[0]) > depth and p[0][depth] == "1"]
+    if not zero or not one:
+        if all(len(p[0]) <= depth for p in paths):  # no bit left to tell them apart: join them in order
+            zero, one = paths[: len(paths) // 2], paths[len(paths) // 2:]
+        else:
+            return _prefix_merge(paths, depth + 1, parent, side, nxt)
+    a, nxt = _prefix_merge(zero, depth + 1, parent, side, nxt)
+    b, nxt = _prefix_merge(one, depth + 1, parent, side, nxt)
+    parent[a], side[a] = nxt, 0
+    parent[b], side[b] = nxt, 1
+    return nxt, nxt + 1
 
 
 def huffman_tree(counts) -> tuple[np.ndarray, np.ndarray]:
@@ -137,4 +174,5 @@ def attach_word_classes(objective, vocab, fresh: bool) -> None:
     if fresh and objective.word_classes_path is not None:
         from ..data.clusters import read_word_classes
 
-        objective.set_word_classes(read_word_classes(objective.word_classes_path, vocab.words)[0])
+        cls, _, labels = read_word_classes(objective.word_classes_path, vocab.words, labels=True)
+        objective.set_word_classes(cls, labels)
