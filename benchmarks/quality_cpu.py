@@ -110,7 +110,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         cpu = row["curve"][-1]["cpu_s"]
         with open(os.path.join(row["dir"], "config.json")) as f:
             config = json.load(f)
-        recorded = {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}
+        recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
+                    for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
         out.append({"name": f"gru {r.name}", "options": row["options"], "recorded": recorded,
                     "test_ppl": row["test_ppl"], "cpu_s": cpu,
                     "epochs": row["epochs"], "words_per_cpu_s": tokens * row["epochs"] / cpu, "curve": row["curve"]})
