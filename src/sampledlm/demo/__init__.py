@@ -31,6 +31,7 @@ from .use import use_step
 from .api import api_step
 from .embed import embed_step
 from .export import export_step
+from .adapt import adapt_step
 
 #: a file that marks a directory as a demo run's (so that -o DIR may be reused, and nothing else overwritten)
 MARKER = ".sampledlm-demo"
@@ -38,7 +39,7 @@ MARKER = ".sampledlm-demo"
 #: the demo's steps, in order; a new capability adds one
 STEPS: list[Callable[[DemoData], list[Result]]] = [addone_bigram_step, kneser_ney_step, ngram_scale_step, maxent_step,
                                                    ffnn_step, parallel_step, transformer_step, use_step, api_step,
-                                                   export_step, serve_step, embed_step]
+                                                   export_step, adapt_step, serve_step, embed_step]
 
 
 def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
