@@ -125,9 +125,12 @@ def find_lmplz(work: str, build: bool = True) -> tuple[str | None, str]:
         return None, "no lmplz binary (--quick does not build one)"
     if not shutil.which("cmake"):
         return None, "no lmplz binary and no cmake to build one"
-    if not any(os.path.isfile(os.path.join(d, "boost", "program_options.hpp")) for d in ("/usr/include", "/usr/local/include")):
+    needs = ("program_options.hpp", "test/unit_test.hpp")  # kenlm's cmake also asks for Boost's unit_test_framework
+    if not all(any(os.path.isfile(os.path.join(d, "boost", h)) for d in ("/usr/include", "/usr/local/include"))
+               for h in needs):
         return None, ("no lmplz binary; building it from the kenlm source package needs Boost (program_options, "
-                      "system, thread), which this machine lacks (and no network to fetch it)")
+                      "system, thread, unit_test_framework: apt-get install libboost-program-options-dev "
+                      "libboost-system-dev libboost-thread-dev libboost-test-dev), which this machine lacks")
     src = os.path.join(work, "kenlm-src")
     try:
         if not os.path.isdir(src):
@@ -628,7 +631,7 @@ def markdown(meta: dict, data: dict) -> str:
            f"![peak memory]({NAME}.png)", "",
            "## Scaling: in memory, bounded (`--memory 1G`), lmplz `-S 1G`", "",
            "lmplz: " + ("built by this bench from the kenlm source package (`pip download --no-binary kenlm`, "
-                        "cmake; it needs the Boost program_options/system/thread development packages, installed "
+                        "cmake; it needs the Boost program_options/system/thread/test development packages, installed "
                         "here with apt-get)" if "kenlm-build" in s["lmplz"] or "built" in s["lmplz"] else s["lmplz"])
            + ".", "",
            "| corpus | order | n-grams | in memory s | in memory peak MB | bounded s | bounded peak MB | within 1G + 15% | "
