@@ -29,9 +29,10 @@ OPTION_HELP: dict[str, dict] = {
     "cutoffs": {"help": "adaptive: rank cutoffs of the head and the tail clusters, increasing (repeat the flag; "
                         "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},
     "head_coverage": {"help": "adaptive without --cutoffs: the head holds the words of this share of the training "
-                              "tokens (at most 4,000), the first tail up to 95 % (default 0.8; 0.9 on recurrent "
+                              "tokens (at most 4,000), the first tail up to 95 % (default 0.8; 0.95 on recurrent "
                               "models)", "min": 0.0, "max": 1.0, "type": float},
-    "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last",
+    "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last "
+                          "(default 4; 2 on recurrent models)",
                   "min": 1.0, "type": float},
     "classes": {"help": "class: number of word classes C, frequency-binned (default 2 sqrt(V); not with --word-classes)", "min": 1, "type": int},
     "binning": {"help": "class: how words are cut into classes by frequency: sqrt (equal mass of sqrt unigram "
