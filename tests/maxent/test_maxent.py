@@ -116,6 +116,10 @@ def test_sparse_normaliser_equals_brute_force(objective, hash_size):
     w = torch.tensor([[0, 5, 3]] * len(ids))
     np.testing.assert_allclose(m.score_each(ctx, w).numpy(), allv[:, [0, 5, 3]])
     np.testing.assert_allclose(m.score_shared(ctx, torch.tensor([2, 7])).numpy(), allv[:, [2, 7]])
+    n1 = len(ids) // 3
+    first, second = m.score_blocks(ctx, [n1, len(ids) - n1], torch.tensor([2, 7, 4]), [2, 1])
+    np.testing.assert_allclose(first.numpy(), allv[:n1, [2, 7]])
+    np.testing.assert_allclose(second.numpy(), allv[n1:, [4]])
 
 
 def _loss(m, ctx, k, t):

@@ -195,6 +195,33 @@ def test_class_step_reads_only_the_targets_class_blocks():
     assert len(rows) == int(obj.class_size[list(blocks)].sum())
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+def test_class_term_is_the_same_per_class_or_against_the_batchs_union(monkeypatch, sparse):
+    """The within-class softmax is computed per class (score_blocks) for large batches and against the
+    union of the batch's classes for small ones: the same log-probabilities and gradients either way."""
+    from sampledlm.objectives import classes
+
+    torch.manual_seed(2)
+    out = OutputLayer(V, 6, sparse=sparse)
+    obj = make_objective("class", COUNTS, classes=7)
+    obj.bind(out)
+    out.double(), obj.double()
+    scaled(out, obj)
+    x = torch.randn(300, 6, dtype=torch.float64)
+    y = torch.from_numpy(zipf_stream(300, seed=5))
+    params = list(out.parameters()) + list(obj.parameters())
+    results = []
+    for overhead in (-10**9, 10**9):  # force per class, then the union
+        monkeypatch.setattr(classes, "PER_CLASS_OVERHEAD", overhead)
+        lp = obj.log_prob_targets(out, x, y)
+        results.append((lp.detach(), torch.autograd.grad(-lp.mean(), params)))
+    exact = obj.log_prob(out, x).gather(1, y.unsqueeze(1)).squeeze(1)
+    (lp1, g1), (lp2, g2) = results
+    assert torch.allclose(lp1, exact.detach(), atol=1e-10) and torch.allclose(lp2, exact.detach(), atol=1e-10)
+    for a, b in zip(g1, g2):
+        assert torch.allclose(a.to_dense(), b.to_dense(), atol=1e-10)
+
+
 def test_huffman_tree_paths_are_short_for_frequent_words():
     counts = np.array([50, 20, 10, 10, 5, 3, 1, 1])
     parent, side = huffman_tree(counts)
@@ -422,6 +449,90 @@ def test_hsm_with_bit_path_classes_stays_exact():
     obj.set_word_classes(cls, ["00", "01", "10", "11"])
     scaled(model, obj)
     check_exact(model, obj, "ffnn", True, n=200)
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3, 5])
+def test_collapse_tree_makes_every_bits_levels_one_node(bits):
+    """Each word's path in the wide tree has ceil(depth / bits) steps, every node at most 2^bits children, and
+    each step's column names the step's own vertex among its parent's children."""
+    from sampledlm.objectives.structure import collapse_tree
+
+    parent, side = huffman_tree(COUNTS)
+    t = collapse_tree(parent, V, bits)
+    depth = (word_paths(parent, side, V)[1] != 0).sum(1).numpy()
+    steps = (t["path_pos"] >= 0).sum(1)
+    assert (steps == -(-depth // bits)).all()
+    assert t["children"].shape[1] <= 2 ** bits
+    num_nodes = len(t["node_depth"])
+    for w in range(V):
+        code = w
+        for j in range(steps[w]):
+            par, col = t["path_parent"][w, j], t["path_pos"][w, j]
+            assert t["children"][par, col] == code and t["parent_of"][code] == par
+            code = V + par
+        assert code == V + num_nodes  # ended at the root
+    kept = (t["children"] >= 0).sum()
+    assert kept == V + num_nodes  # every word and every node below the root is some node's child, once
+
+
+@pytest.mark.parametrize("arity", [4, 16])
+@pytest.mark.parametrize("kind", ["ffnn", "gru"])
+def test_wide_hsm_is_exact_and_trains_on_its_exact_log_likelihood(arity, kind):
+    model = model_of(kind)
+    obj = make_objective("hsm", COUNTS, arity=arity)
+    obj.bind(model)
+    rng = np.random.default_rng(1)
+    obj.set_word_classes(rng.integers(0, 5, size=V))
+    scaled(model, obj)
+    check_exact(model, obj, kind, True, n=200)
+    torch.manual_seed(1)
+    out = OutputLayer(V, 6)
+    obj = make_objective("hsm", COUNTS, arity=arity)
+    obj.bind(out)
+    out.double(), obj.double()
+    x = torch.randn(30, 6, dtype=torch.float64)
+    y = torch.from_numpy(zipf_stream(30, seed=4))
+    params = list(out.parameters()) + list(obj.parameters())
+    g1 = torch.autograd.grad(obj(out, x, y), params)
+    g2 = torch.autograd.grad(-obj.log_prob(out, x).gather(1, y.unsqueeze(1)).mean(), params)
+    for a, b in zip(g1, g2):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_wide_hsm_refuses_an_arity_that_is_not_a_power_of_two():
+    from sampledlm.errors import UserError
+
+    with pytest.raises(UserError, match="power of two"):
+        make_objective("hsm", COUNTS, arity=6)
+
+
+def test_wide_hsm_with_word_classes_trains_resumes_and_reloads(tmp_path, run_in_process):
+    """The node layer's size follows the tree: a run whose tree came from a class file reloads and resumes."""
+    from helpers import write_word_corpus
+
+    for split, n, seed in (("train", 80, 1), ("valid", 20, 2), ("test", 20, 3)):
+        write_word_corpus(tmp_path / f"{split}.txt", n, seed)
+    words = sorted(set((tmp_path / "train.txt").read_text().split()))
+    (tmp_path / "classes.txt").write_text("".join(f"{i % 7}\t{w}\n" for i, w in enumerate(words)))
+    args = ("--train", "train.txt", "--valid", "valid.txt", "--model", "gru", "--objective", "hsm", "--arity", "8",
+            "--word-classes", "classes.txt", "-d", "6", "--hidden", "8", "--batch-size", "4", "--bptt", "5",
+            "--threads", "1")
+    r = run_in_process("train", *args, "-o", "run", "--epochs", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("train", "--resume", "run", "--epochs", "2", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("eval", "run", "--test", "test.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    model, objective, vocab, config = runs.load_run(str(tmp_path / "run"))
+    assert config["objective"]["options"]["arity"] == 8 and objective.arity == 8
+    fresh = make_objective("hsm", vocab.counts, arity=8)
+    fresh.bind(model)
+    assert not torch.equal(fresh.parent, objective.parent)  # the class file's tree, not the plain Huffman one
+    assert fresh.node_layer.out_features != objective.node_layer.out_features  # so the saved tree had to be adopted
+    from sampledlm.data.corpus import load_ids
+
+    ppl = json.loads(r.stdout)["ppl"]
+    assert perplexity(model, objective, load_ids(str(tmp_path / "test.txt"), vocab)) == pytest.approx(ppl, rel=1e-6)
 
 
 def test_selfnorm_calibration_moves_mean_log_z_to_zero_and_keeps_exact_probabilities(words_corpus):

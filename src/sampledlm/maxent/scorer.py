@@ -151,6 +151,17 @@ class MaxEntModel:
         w = np.asarray(words, dtype=np.int64)
         return self.score_each(ctx, torch.from_numpy(np.broadcast_to(w, (len(ctx), len(w))).copy()))
 
+    def score_blocks(self, ctx: MaxEntContext, ctx_sizes: list[int], words: torch.Tensor,
+                     word_sizes: list[int]) -> list[torch.Tensor]:
+        w = np.asarray(words, dtype=np.int64)
+        row0, word0 = np.cumsum([0] + list(ctx_sizes)), np.cumsum([0] + list(word_sizes))
+        rows = [np.repeat(np.arange(row0[g], row0[g + 1]), word_sizes[g]) for g in range(len(ctx_sizes))]
+        cols = [np.tile(w[word0[g]:word0[g + 1]], ctx_sizes[g]) for g in range(len(ctx_sizes))]
+        flat = self._pair_scores(ctx, np.concatenate(rows or [np.zeros(0, np.int64)]),
+                                 np.concatenate(cols or [np.zeros(0, np.int64)]))
+        cut = np.cumsum([n * s for n, s in zip(ctx_sizes, word_sizes)])[:-1]
+        return [torch.from_numpy(x.reshape(n, s)) for x, n, s in zip(np.split(flat, cut), ctx_sizes, word_sizes)]
+
     def score_all(self, ctx: MaxEntContext) -> torch.Tensor:
         """``[N, V]`` by brute force (O(N V)): the reference the sparse normaliser is tested against."""
         f = self.features

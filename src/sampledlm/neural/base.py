@@ -117,6 +117,10 @@ class NeuralScorer(nn.Module):
     def score_each(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
         return self.output.score_each(ctx, words)
 
+    def score_blocks(self, ctx: torch.Tensor, ctx_sizes: list[int], words: torch.Tensor,
+                     word_sizes: list[int]) -> list[torch.Tensor]:
+        return self.output.score_blocks(ctx, ctx_sizes, words, word_sizes)
+
     def score_all(self, ctx: torch.Tensor) -> torch.Tensor:
         return self.output.score_all(ctx)
 

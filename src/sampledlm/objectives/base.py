@@ -39,6 +39,12 @@ class Scorer(Protocol):
     def score_each(self, ctx: Any, words: torch.Tensor) -> torch.Tensor:
         """``words [N, S]``, a candidate set per history -> ``[N, S]``."""
 
+    def score_blocks(self, ctx: Any, ctx_sizes: list[int], words: torch.Tensor,
+                     word_sizes: list[int]) -> list[torch.Tensor]:
+        """Block-diagonal scores: the histories cut into consecutive groups of ``ctx_sizes``, ``words [S]``
+        into as many groups of ``word_sizes``; group g's histories against group g's words only ->
+        ``[n_g, s_g]`` per group (a class-factored softmax: each class's examples against its members)."""
+
     def score_all(self, ctx: Any) -> torch.Tensor:
         """``[N, V]``: every word's score (O(V) per history; evaluation and full softmax)."""
 

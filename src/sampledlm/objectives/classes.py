@@ -43,6 +43,8 @@ from .structure import attach_word_classes, frequency_order, hidden_width, settl
 
 
 BINNINGS = ("sqrt", "mass")
+# What one more product (and its backward) costs, in multiply-adds per hidden unit, when a batch is split by class.
+PER_CLASS_OVERHEAD = 5000
 
 
 def frequency_classes(counts, num_words: int, num_classes: int, binning: str = "sqrt") -> np.ndarray:
@@ -161,10 +163,40 @@ class ClassSoftmax(OutputObjective):
 
     def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
         """Exact ``log P(y_i | h_i)``, ``[N]``: the class term plus the within-class softmax over each
-        example's class block, gathered (padded, ``[N, M]``) from one product against the batch's classes."""
+        example's class block, from whichever of two equal computations costs less (:meth:`_within_shared`,
+        :meth:`_within_per_class`)."""
         c = self.word_class[targets]
-        uc, inv = torch.unique(c, return_inverse=True)  # the batch's classes
+        uc, inv, n_in = torch.unique(c, return_inverse=True, return_counts=True)  # the batch's classes
         usize = self.class_size[uc]
+        shared_cost = len(targets) * int(usize.sum())
+        per_class_cost = int((n_in * usize).sum()) + PER_CLASS_OVERHEAD * len(uc)
+        if per_class_cost < shared_cost:
+            within = self._within_per_class(scorer, ctx, targets, c)
+        else:
+            within = self._within_shared(scorer, ctx, targets, uc, inv, usize)
+        return self.class_log_prob(ctx).gather(1, c.unsqueeze(1)).squeeze(1) + within
+
+    def _within_per_class(self, scorer: Scorer, ctx: torch.Tensor, targets: torch.Tensor,
+                          c: torch.Tensor) -> torch.Tensor:
+        """``[N]`` within-class log-probabilities, each class's examples against its own members only
+        (``scorer.score_blocks``). Costs ``sum_c n_c |c| h``: what a recurrent batch needs (thousands of
+        targets, whose classes' union is nearly V), where one product against the union costs ``N |union| h``."""
+        order = torch.argsort(c, stable=True)
+        uc, n_in = torch.unique_consecutive(c[order], return_counts=True)
+        usize = self.class_size[uc]
+        offset = torch.cumsum(usize, 0) - usize
+        col = torch.arange(int(usize.sum()), device=targets.device)
+        union = self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]
+        blocks = scorer.score_blocks(ctx[order], n_in.tolist(), union, usize.tolist())
+        pos = self.pos_in_class[targets[order]].split(n_in.tolist())
+        within = torch.cat([s.float().gather(1, p.unsqueeze(1)).squeeze(1) - torch.logsumexp(s.float(), 1)
+                            for s, p in zip(blocks, pos)])
+        return within[torch.argsort(order)]
+
+    def _within_shared(self, scorer: Scorer, ctx: Any, targets: torch.Tensor, uc: torch.Tensor,
+                       inv: torch.Tensor, usize: torch.Tensor) -> torch.Tensor:
+        """``[N]`` within-class log-probabilities from one product against the union of the batch's
+        classes, each example's own block gathered from it (padded, ``[N, M]``): no loop, for small batches."""
         offset = torch.cumsum(usize, 0) - usize  # each class's first column in the union
         col = torch.arange(int(usize.sum()), device=targets.device)
         union = self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]  # [T]
@@ -174,8 +206,7 @@ class ClassSoftmax(OutputObjective):
         keep = j.unsqueeze(0) < size.unsqueeze(1)  # [N, M]: each example's own class block, padded
         idx = offset[inv].unsqueeze(1) + torch.where(keep, j.unsqueeze(0), 0)
         scores = shared.gather(1, idx).masked_fill(~keep, float("-inf"))
-        within = scores.gather(1, self.pos_in_class[targets].unsqueeze(1)).squeeze(1) - torch.logsumexp(scores, 1)
-        return self.class_log_prob(ctx).gather(1, c.unsqueeze(1)).squeeze(1) + within
+        return scores.gather(1, self.pos_in_class[targets].unsqueeze(1)).squeeze(1) - torch.logsumexp(scores, 1)
 
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
         return -self.log_prob_targets(scorer, ctx, targets).mean()

@@ -24,6 +24,17 @@ grouping with shorter paths for the frequent words and classes). When the file's
 Brown clustering writes them (``0110<TAB>word<TAB>count``, Liang 2005), the tree over the classes is the one those
 paths spell instead of a Huffman tree. Paths are padded to the longest one in the batch: a step is one ``[N, L]`` gather-product
 (``score_each``). The tree (``parent``, ``side``) and the padded paths are saved with the model.
+
+**Wider nodes** (``arity`` K = 2^d > 2): every d levels of the binary tree become one node, a softmax over its up to
+K children (:func:`~.structure.collapse_tree`)::
+
+    log P(w|h) = sum_j [ s_{u_j}(h) - log sum_{u' sibling of u_j} exp s_{u'}(h) ]
+
+along the word's path u_1 = w, u_2, ... in the new tree, where a word's score is the model's ``a_w(h)`` and an
+internal node's ``s_i(h) = N_i . h + c_i`` comes from this objective's own node layer ``[I, h]`` (I about
+V / (K - 1)). A step costs O(L K h) per token for L = depth / d levels. K = 2 is the binary tree above (one
+logistic per node, no parameters of its own); larger K trades speed for fewer, better-informed decisions; the two
+levels of the class-based softmax are its limit.
 """
 
 from __future__ import annotations
@@ -35,7 +46,9 @@ import torch
 import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
-from .structure import attach_word_classes, class_huffman_tree, huffman_tree, settle_word_classes, word_paths
+from ..errors import UserError
+from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, hidden_width, huffman_tree,
+                        settle_word_classes, word_paths)
 
 
 def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
@@ -69,8 +82,12 @@ class HierarchicalSoftmax(OutputObjective):
     model_settings = {"tie": (False, "input and output embeddings untied (the output rows are the tree's nodes; "
                                      "give --tie to tie them anyway)")}
 
-    def __init__(self, counts=None, *, word_classes: str | None = None):
+    def __init__(self, counts=None, *, word_classes: str | None = None, arity: int = 2):
         super().__init__(counts)
+        if arity < 2 or arity & (arity - 1):
+            raise UserError(f"--arity {arity}: a power of two (2, 4, 8, 16, ...)")
+        self.arity = int(arity)
+        self.bits = self.arity.bit_length() - 1
         self.counts = None if counts is None else np.asarray(counts)
         self.word_classes_path = word_classes  # read in attach (set_word_classes), not here
         self.bound = False
@@ -85,6 +102,7 @@ class HierarchicalSoftmax(OutputObjective):
         parent, side = huffman_tree(counts)
         self.register_buffer("parent", torch.from_numpy(parent))
         self.register_buffer("side", torch.from_numpy(side))
+        self.hidden = hidden_width(scorer) if self.arity > 2 else None
         self._derive()
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
@@ -109,6 +127,16 @@ class HierarchicalSoftmax(OutputObjective):
         self.side.copy_(torch.from_numpy(side))
         self._derive()
 
+    def upgrade_state(self, tensors: dict) -> dict:
+        """Adopt the tree saved with the weights before they load (its node layer's size follows the tree)."""
+        saved = tensors.get("parent")
+        if self.bound and self.arity > 2 and saved is not None and saved.shape == self.parent.shape \
+                and not torch.equal(saved.to(self.parent.device), self.parent):
+            self.parent.copy_(saved)
+            self.side.copy_(tensors.get("side", self.side))
+            self._derive()
+        return tensors
+
     def _derive(self) -> None:
         """Padded paths and tree levels from the (saved) ``parent`` / ``side`` buffers."""
         parent, side = self.parent.cpu().numpy(), self.side.cpu().numpy()
@@ -119,6 +147,28 @@ class HierarchicalSoftmax(OutputObjective):
         self.path_len = (signs != 0).sum(1).to(dev)
         self.levels = [torch.from_numpy(x).to(dev) for x in tree_levels(parent)]
         self.num_words = v
+        if self.arity > 2:
+            self._derive_wide(parent, v, dev)
+
+    def _derive_wide(self, parent: np.ndarray, v: int, dev) -> None:
+        """The K-ary tree's tables (:func:`collapse_tree`) and a node layer ``[I, h]`` (kept when I is unchanged)."""
+        t = collapse_tree(parent, v, self.bits)
+        for name in ("children", "parent_of", "path_parent", "path_pos"):  # (children: nn.Module.children is a method)
+            setattr(self, "child_codes" if name == "children" else name, torch.from_numpy(t[name]).to(dev))
+        self.path_steps = (self.path_pos >= 0).sum(1)
+        depth = t["node_depth"]
+        self.node_levels = [torch.from_numpy(np.flatnonzero(depth == k)).to(dev) for k in range(1, int(depth.max(initial=0)) + 1)]
+        num_nodes = len(depth)
+        layer = self._modules.get("node_layer")
+        if layer is None or layer.out_features != num_nodes:
+            layer = torch.nn.Linear(self.hidden, num_nodes)
+            torch.nn.init.zeros_(layer.bias)
+            self.node_layer = layer.to(device=dev, dtype=self._node_dtype())
+
+    def _node_dtype(self):
+        """The floating dtype of the node layer: that of an existing one (after ``.double()``), else the default."""
+        layer = self._modules.get("node_layer")
+        return layer.weight.dtype if layer is not None else torch.get_default_dtype()
 
     def _apply(self, fn, *args, **kwargs):  # keep the derived tensors on the buffers' device
         out = super()._apply(fn, *args, **kwargs)
@@ -131,8 +181,11 @@ class HierarchicalSoftmax(OutputObjective):
             raise RuntimeError("hsm: call objective.bind(scorer) once before use (it builds the tree)")
 
     def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
-        """Exact ``log P(y_i | h_i)``, ``[N]``: one ``[N, L]`` gather-product along the padded paths."""
+        """Exact ``log P(y_i | h_i)``, ``[N]``: one ``[N, L]`` gather-product along the padded paths (K-ary:
+        ``[N, L, K]``, each step's siblings)."""
         self._check()
+        if self.arity > 2:
+            return self._wide_targets(scorer, ctx, targets)
         length = int(self.path_len[targets].max())
         nodes, signs = self.nodes[targets, :length], self.signs[targets, :length]
         a = scorer.score_each(ctx, nodes).float()
@@ -141,10 +194,50 @@ class HierarchicalSoftmax(OutputObjective):
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
         return -self.log_prob_targets(scorer, ctx, targets).mean()
 
+    def _wide_targets(self, scorer: Scorer, ctx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """K-ary ``log P(y_i | h_i)``: each step's siblings scored as (history, child) pairs, only the children that
+        exist (a node of an uneven tree has far fewer than K), words by the model and nodes by the node layer."""
+        v = self.num_words
+        steps = int(self.path_steps[targets].max())
+        pos = self.path_pos[targets, :steps]  # [N, L]
+        valid = pos >= 0
+        sib = self.child_codes[self.path_parent[targets, :steps].clamp(min=0)]  # [N, L, K] codes, -1 padding
+        present = (sib >= 0) & valid.unsqueeze(-1)
+        row = present.nonzero()[:, 0]  # each present child's history
+        code = sib[present]
+        is_word = code < v
+        word_at, node_at = is_word.nonzero().squeeze(1), (~is_word).nonzero().squeeze(1)
+        a_word = scorer.score_targets(ctx[row[word_at]], code[word_at]).float()
+        node = code[node_at] - v
+        a_node = ((self.node_layer.weight[node] * ctx[row[node_at]]).sum(-1) + self.node_layer.bias[node]).float()
+        flat = torch.cat([a_word, a_node])[torch.argsort(torch.cat([word_at, node_at]))]
+        # -inf on the missing children of real steps; 0 on padding steps, so that no row is all -inf (nan gradients)
+        base = torch.where(valid, float("-inf"), 0.0).unsqueeze(-1).expand(sib.shape).to(flat.dtype)
+        a = base.masked_scatter(present, flat)
+        chosen = torch.log_softmax(a, -1).gather(-1, pos.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+        return torch.where(valid, chosen, 0.0).sum(1)
+
+    def _wide_log_prob(self, scorer: Scorer, ctx: torch.Tensor) -> torch.Tensor:
+        """``[N, V]`` for the K-ary tree: each child's log-probability given its parent by a scatter over parents,
+        then pushed down one level at a time."""
+        v, num_nodes = self.num_words, self.node_layer.out_features
+        s = torch.cat([scorer.score_all(ctx)[:, :v].float(), self.node_layer(ctx).float()], 1)  # [N, V+I] by code
+        n, par = s.shape[0], self.parent_of
+        top = torch.full((n, num_nodes + 1), float("-inf"), device=s.device)
+        top = top.scatter_reduce(1, par.expand(n, -1), s.detach(), reduce="amax")
+        lse = top + torch.zeros_like(top).scatter_add(1, par.expand(n, -1), (s - top[:, par]).exp()).log()
+        cond = s - lse[:, par]  # log P(child | parent)
+        node_lp = s.new_zeros(n, num_nodes + 1)  # the root's column (last) stays 0
+        for nodes in self.node_levels:
+            node_lp = node_lp.index_copy(1, nodes, cond[:, v + nodes] + node_lp[:, par[v + nodes]])
+        return cond[:, :v] + node_lp[:, par[:v]]
+
     def log_prob(self, scorer: Scorer, ctx: Any) -> torch.Tensor:
         """Exact ``log P(w | h)`` over all V, ``[N, V]``: log-probabilities pushed down the tree one
         level at a time (O(N V) after one ``[N, h] x [h, V-1]`` product)."""
         self._check()
+        if self.arity > 2:
+            return self._wide_log_prob(scorer, ctx)
         v = self.num_words
         a = scorer.score_all(ctx)[:, : v - 1].float()  # internal node scores [N, V-1]
         lp = a.new_zeros(a.shape[0], 2 * v - 1)

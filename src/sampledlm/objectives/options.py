@@ -42,6 +42,9 @@ OPTION_HELP: dict[str, dict] = {
                              "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class (bit-path "
                              "labels, as Brown clustering writes them, also arrange the classes' tree) "
                              "[default: frequency binning, a Huffman tree]", "type": str},
+    "arity": {"help": "hsm: children per tree node, a power of two: 2 is the binary tree of logistic decisions; "
+                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer)",
+              "min": 2, "type": int},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},
     "selfnorm_calibrate": {"help": "selfnorm: after training, shift the output biases so the mean log Z on the "

@@ -58,6 +58,14 @@ class OutputLayer(nn.Module):
         w, b = self._rows(words)  # [N, S, h], [N, S]
         return _wide(torch.bmm(w, ctx.unsqueeze(-1)).squeeze(-1) + b)
 
+    def score_blocks(self, ctx: torch.Tensor, ctx_sizes: list[int], words: torch.Tensor,
+                     word_sizes: list[int]) -> list[torch.Tensor]:
+        # One gather of the rows and splits (whose backward is one concatenation), not a gather per group:
+        # per-group gathers would each send back a gradient the size of W or of ctx.
+        w, b = self._rows(words)  # [S, h], [S]
+        return [_wide(torch.addmm(bg, cg, wg.t()))
+                for cg, wg, bg in zip(ctx.split(ctx_sizes), w.split(word_sizes), b.split(word_sizes))]
+
     def score_all(self, ctx: torch.Tensor) -> torch.Tensor:
         return _wide(F.linear(ctx, self.weight, self.bias.squeeze(1)))
 

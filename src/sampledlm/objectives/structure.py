@@ -154,6 +154,53 @@ def word_paths(parent: np.ndarray, side: np.ndarray, num_words: int) -> tuple[to
             torch.from_numpy(np.stack(signs, 1).astype(np.float32)))
 
 
+def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
+    """A tree of up to ``2**bits`` children per node from a binary one (``parent [2V-1]``, root last): every
+    vertex whose depth is a multiple of ``bits`` stays, with the leaves; each kept vertex hangs from its nearest
+    kept ancestor, so ``bits`` binary decisions become one choice among at most ``2**bits`` children.
+
+    Children are named by *codes*: a word ``w`` by ``w``, the ``i``-th kept internal node (root excluded) by
+    ``V + i``; parents by node index ``0 .. I-1``, the root by ``I``. Returns numpy arrays:
+    ``children [I+1, K]`` (codes, -1 padding), ``parent_of [V+I]`` (each code's parent), ``node_depth [I]``
+    (depth in the new tree, the root's children 1), and per word, leaf to root, ``path_parent [V, L]`` and
+    ``path_pos [V, L]`` (the parent at each step and the child's column in ``children``; -1 padding).
+    """
+    v, n = num_words, len(parent)
+    root = n - 1
+    depth = np.zeros(n, dtype=np.int64)
+    for v_ in range(n - 2, -1, -1):  # a parent always comes after its children (huffman_tree, class_huffman_tree)
+        depth[v_] = depth[parent[v_]] + 1
+    kept = (np.arange(n) < v) | (depth % bits == 0)
+    up = parent.copy()
+    for _ in range(bits):  # climb to the nearest kept ancestor
+        move = (up >= 0) & ~kept[np.maximum(up, 0)]
+        up[move] = parent[up[move]]
+    internal = np.flatnonzero(kept[v:root]) + v
+    num_nodes = len(internal)
+    node_of = np.full(n, -1, dtype=np.int64)
+    node_of[internal] = np.arange(num_nodes)
+    node_of[root] = num_nodes
+    code_vertex = np.concatenate([np.arange(v), internal])  # [V+I]: the vertex each code names
+    parent_of = node_of[up[code_vertex]]
+    order = np.argsort(parent_of, kind="stable")
+    group = np.bincount(parent_of, minlength=num_nodes + 1)
+    start = np.concatenate([[0], np.cumsum(group)[:-1]])
+    pos = np.empty(len(code_vertex), dtype=np.int64)
+    pos[order] = np.arange(len(order)) - start[parent_of[order]]
+    children = np.full((num_nodes + 1, int(group.max())), -1, dtype=np.int64)
+    children[parent_of, pos] = np.arange(len(code_vertex))
+    steps_parent, steps_pos = [], []
+    cur = np.arange(v)  # codes
+    while (cur >= 0).any():
+        alive = cur >= 0
+        par = np.where(alive, parent_of[np.maximum(cur, 0)], -1)
+        steps_parent.append(par)
+        steps_pos.append(np.where(alive, pos[np.maximum(cur, 0)], -1))
+        cur = np.where(alive & (par < num_nodes), v + par, -1)  # the parent's own code, until the root
+    return {"children": children, "parent_of": parent_of, "node_depth": depth[internal] // bits,
+            "path_parent": np.stack(steps_parent, 1), "path_pos": np.stack(steps_pos, 1)}
+
+
 # --- word classes from a file (class and hsm) --------------------------------------------------------------
 def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
     """``settle_options`` of the objectives that take ``word_classes``: the file read once now (a bad line fails
