@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 
 from . import lmruns
@@ -33,12 +34,25 @@ QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 VERSIONS = {"adaptive": "head-coverage-0.95-div-2", "is": "true-term"}
 
 
+#: the other trunks, each at its own defaults with the softmax (their rows are named by the trunk)
+TRUNKS = {"ffnn": ("--model", "ffnn", "--device", "cpu", "--threads", "1"),
+          "transformer": ("--model", "transformer", "--device", "cpu", "--threads", "1")}
+
+
 def plan(quick: bool, classes: str | None) -> list[lmruns.Run]:
     runs = [lmruns.Run(o, (*BASE, *(QUICK if quick else ()), "--objective", o), version=VERSIONS.get(o, ""))
             for o in (["softmax", "nce", "adaptive"] if quick else OBJECTIVES)]
     if classes and not quick:
-        runs += [lmruns.Run(f"{o}-brown", (*BASE, "--objective", o, "--word-classes", classes)) for o in ("hsm", "class")]
+        runs += [lmruns.Run(f"{o}-brown", (*BASE, "--objective", o, "--word-classes", classes),
+                            version=VERSIONS.get(f"{o}-brown", "")) for o in ("hsm", "class")]
+    if not quick:
+        runs += [lmruns.Run(name, flags) for name, flags in TRUNKS.items()]
     return runs
+
+
+def row_name(run_name: str) -> str:
+    """``gru nce`` for an objective's row on the GRU, ``transformer softmax`` for another trunk's."""
+    return f"{run_name} softmax" if run_name in TRUNKS else f"gru {run_name}"
 
 
 def faster_rnnlm_rows(tokens: int) -> list[dict]:
@@ -112,7 +126,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
             config = json.load(f)
         recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
                     for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
-        out.append({"name": f"gru {r.name}", "options": row["options"], "recorded": recorded,
+        out.append({"name": row_name(r.name), "options": row["options"], "recorded": recorded,
                     "test_ppl": row["test_ppl"], "cpu_s": cpu,
                     "epochs": row["epochs"], "words_per_cpu_s": tokens * row["epochs"] / cpu, "curve": row["curve"]})
     theirs = [] if quick else faster_rnnlm_rows(tokens)
@@ -140,7 +154,9 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
     lines = [
         f"Data: {data['setup']['data']}; {data['setup']['training_predictions']:,} training predictions per epoch. "
         "Our rows: `sampledlm train --model gru --objective X --device cpu --threads 1` and no other flag "
-        "(the defaults: 8 epochs, cosine learning-rate decay, each objective's own settings for sequence models). "
+        "(the defaults: 8 epochs, cosine learning-rate decay, each objective's own settings for sequence models); "
+        "the feed-forward and Transformer rows: `--model ffnn` / `--model transformer` with the softmax, at their "
+        "defaults. "
         "faster-rnnlm: its GRU-256 on the same files and one thread (notes: "
         + (rows and next((r["source"] for r in rows if "source" in r), "none") or "none") + ").", "",
         table(["run", "test ppl", "vs softmax", "target", "epochs", "CPU s", "words/CPU-s", "settings the run recorded"],
@@ -154,6 +170,7 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
         f"![validation perplexity against CPU seconds]({NAME}.png)", "",
     ]
     lines += render_against_faster_rnnlm(data["rows"])
+    lines += render_transformer(data["rows"])
     if not quick:
         lines += render_gpu(*gpu_rows())
     if data["failures"]:
@@ -195,6 +212,46 @@ def render_against_faster_rnnlm(rows: list[dict]) -> list[str]:
             table(["ours", "theirs", "test ppl (ours vs theirs)", "words/CPU-s, ours / theirs",
                    "their best valid ppl", "CPU s to reach it (ours vs theirs)", "time to quality, theirs / ours"],
                   cells), ""]
+
+
+TRANSFORMER_BUDGET_S = 3 * 3600  # the issue's budget: at or below the GRU within 3 CPU hours
+
+
+def crossing_cpu_s(curve: list[dict], target: float) -> tuple[float | None, str]:
+    """CPU seconds at which ``curve`` reaches validation perplexity ``target``: measured when it did, else a power
+    law ``ppl ~ t^k`` through its last three epochs extrapolated (None when it has stopped falling)."""
+    hit = cpu_to_reach(curve, target)
+    if hit is not None:
+        return hit, "measured"
+    pts = curve[-3:]
+    if len(pts) < 2:
+        return None, "too few epochs"
+    xs = [math.log(p["cpu_s"]) for p in pts]
+    ys = [math.log(p["valid_ppl"]) for p in pts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    if k >= 0:
+        return None, "its curve has stopped falling"
+    return math.exp(xs[-1] + (math.log(target) - ys[-1]) / k), f"extrapolated (ppl ~ t^{k:.2f} through its last {len(pts)} epochs)"
+
+
+def render_transformer(rows: list[dict]) -> list[str]:
+    by_name = {r["name"]: r for r in rows}
+    t, g = by_name.get("transformer softmax"), by_name.get("gru softmax")
+    if not t or not g:
+        return []
+    target = min(p["valid_ppl"] for p in g["curve"])
+    at, how = crossing_cpu_s(t["curve"], target)
+    last = t["curve"][-1]
+    verdict = ("not reached" if at is None else
+               f"{at:,.0f} CPU s ({at / 3600:.1f} h), {how}: "
+               + ("within" if at <= TRANSFORMER_BUDGET_S else "beyond") + " the 3-hour budget")
+    return ["## The Transformer against the GRU", "",
+            f"The Transformer at its defaults (`--model transformer`, {t['epochs']} epochs): validation {last['valid_ppl']:.1f} "
+            f"after {last['cpu_s']:,.0f} CPU s, test {t['test_ppl']:.2f}; the softmax GRU's best validation perplexity is "
+            f"{target:.1f} (test {g['test_ppl']:.2f}). Where the Transformer would reach it: {verdict}. "
+            "An extrapolation through the last epochs of a falling learning rate is optimistic; the figure shows the "
+            "curve.", ""]
 
 
 def figure(rows: list[dict]):

@@ -20,3 +20,15 @@ def test_quality_cpu_quick_writes_every_row(tmp_path, private_cache):
     names = [r["name"] for r in data["rows"]]
     assert names and "gru softmax" in names and not data["failures"]
     assert all(r["cpu_s"] > 0 and r["words_per_cpu_s"] > 0 and r["curve"] for r in data["rows"])
+
+
+def test_quality_cpu_time_to_a_perplexity_measured_or_extrapolated():
+    from benchmarks.quality_cpu import cpu_to_reach, crossing_cpu_s
+
+    curve = [{"cpu_s": 100.0 * (i + 1), "valid_ppl": 200.0 * (i + 1) ** -0.5} for i in range(4)]  # ppl ~ t^-0.5
+    assert cpu_to_reach(curve, 150.0) == 200.0 and cpu_to_reach(curve, 50.0) is None
+    assert crossing_cpu_s(curve, 141.5) == (200.0, "measured")
+    at, how = crossing_cpu_s(curve, 50.0)  # 200 t^-0.5 = 50 at t = 16 epochs of 100 s
+    assert at == pytest.approx(1600.0) and how.startswith("extrapolated")
+    flat = curve[:2] + [{"cpu_s": 300.0, "valid_ppl": 141.0}, {"cpu_s": 400.0, "valid_ppl": 142.0}]
+    assert crossing_cpu_s(flat, 50.0) == (None, "its curve has stopped falling")
