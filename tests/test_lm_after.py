@@ -74,9 +74,12 @@ def test_ffnn_history_cache_keys_on_the_last_words_and_changes_nothing(four_mode
     assert lm.enable_history_cache(3)
     first = lm.logprobs_after(hists, words)
     again = lm.logprobs_after(hists, words)
+    # Equal to float32 rounding, not bit for bit: a cached history's state was computed in another batch than the
+    # misses', and a BLAS may round a row differently with the batch's size (seen with the generic SSE kernels:
+    # ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2, a difference of 2.4e-7).
     for a, b, c in zip(plain, first, again):
-        np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(a, c)
+        np.testing.assert_allclose(b, a, rtol=0, atol=2e-6)
+        np.testing.assert_allclose(c, a, rtol=0, atol=2e-6)
     cache = lm.history_cache
     assert len(cache) == 3  # bounded: 5 distinct (n-1)-word keys among the 6 histories, 3 kept
     assert cache.hits > 0 and cache.misses >= 5
