@@ -26,12 +26,15 @@ from .report import REPO_DIR, new_figure, table, write_page
 
 NAME = "quality-cpu"
 TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
-TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-brown": 0.02, "hsm": 0.05, "hsm-brown": 0.05}
+TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-brown": 0.02, "hsm": 0.05, "hsm-brown": 0.05,
+                     "hsm16": 0.05, "hsm16-brown": 0.05}
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
-VERSIONS = {"adaptive": "head-coverage-0.95-div-2", "is": "true-term"}
+VERSIONS = {"adaptive": "head-coverage-0.95-div-2", "is": "true-term", "class-brown": "class-by-class"}
+#: variants beside the defaults: hsm with 16 children per node, NCE under bf16 autocast
+VARIANTS = {"hsm16": ("--objective", "hsm", "--arity", "16"), "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
 
 
 #: the other trunks, each at its own defaults with the softmax (their rows are named by the trunk)
@@ -45,6 +48,9 @@ def plan(quick: bool, classes: str | None) -> list[lmruns.Run]:
     if classes and not quick:
         runs += [lmruns.Run(f"{o}-brown", (*BASE, "--objective", o, "--word-classes", classes),
                             version=VERSIONS.get(f"{o}-brown", "")) for o in ("hsm", "class")]
+        runs.append(lmruns.Run("hsm16-brown", (*BASE, *VARIANTS["hsm16"], "--word-classes", classes)))
+    if not quick:
+        runs += [lmruns.Run(name, (*BASE, *flags)) for name, flags in VARIANTS.items()]
     if not quick:
         runs += [lmruns.Run(name, flags) for name, flags in TRUNKS.items()]
     return runs
@@ -144,7 +150,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
 
 def _target(name: str) -> float | None:
     obj = name.split(" ", 1)[1] if name.startswith("gru ") else None
-    if obj in ("nce", "css-is", "blackout", "is"):
+    if obj in ("nce", "css-is", "blackout", "is", "nce-bf16"):
         return TARGET_SAMPLED
     return TARGET_STRUCTURED.get(obj)
 
@@ -179,7 +185,8 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
 
 
 #: our rows and faster-rnnlm's comparable one (its NCE, its hierarchical softmax)
-COMPARABLE = {"nce": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs", "hsm-brown": "faster-rnnlm gru-hs"}
+COMPARABLE = {"nce": "faster-rnnlm gru-nce", "nce-bf16": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs",
+              "hsm-brown": "faster-rnnlm gru-hs", "hsm16": "faster-rnnlm gru-hs", "hsm16-brown": "faster-rnnlm gru-hs"}
 
 
 def cpu_to_reach(curve: list[dict], ppl: float) -> float | None:
