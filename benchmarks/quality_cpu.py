@@ -262,11 +262,14 @@ def render_transformer(rows: list[dict]) -> list[str]:
 
 
 def figure(rows: list[dict]):
+    import matplotlib
+
+    colours = matplotlib.colormaps["tab20"]  # more rows than the default cycle's 10 colours
     fig, ax = new_figure(figsize=(8, 5))
     for i, r in enumerate(sorted(rows, key=lambda r: r["test_ppl"])):
         xs = [p["cpu_s"] for p in r["curve"]]
         ys = [p["valid_ppl"] for p in r["curve"]]
-        ax.plot(xs, ys, marker="o", ms=3, ls="--" if r["name"].startswith("faster") else "-", color=f"C{i % 10}",
+        ax.plot(xs, ys, marker="o", ms=3, ls="--" if r["name"].startswith("faster") else "-", color=colours(i % 20),
                 label=f"{r['name']} (test {r['test_ppl']:.1f})")
     ax.set_xscale("log")
     ax.set_yscale("log")
