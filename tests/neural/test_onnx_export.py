@@ -56,6 +56,7 @@ RUNS = {
     "transformer": ["--model", "transformer", "--layers", "1", "--heads", "2"],
     "gru-class": ["--model", "gru", "--objective", "class"],
     "gru-hsm": ["--model", "gru", "--objective", "hsm"],
+    "gru-hsm-wide": ["--model", "gru", "--objective", "hsm", "--arity", "4"],
     "gru-adaptive": ["--model", "gru", "--objective", "adaptive", "--cutoffs", "10"],
     "gru-nce": ["--model", "gru", "--objective", "nce"],
 }

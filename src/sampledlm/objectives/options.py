@@ -43,7 +43,7 @@ OPTION_HELP: dict[str, dict] = {
                              "labels, as Brown clustering writes them, also arrange the classes' tree) "
                              "[default: frequency binning, a Huffman tree]", "type": str},
     "arity": {"help": "hsm: children per tree node, a power of two: 2 is the binary tree of logistic decisions; "
-                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer)",
+                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer; default 2)",
               "min": 2, "type": int},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},
