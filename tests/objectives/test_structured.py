@@ -625,3 +625,36 @@ def test_adaptive_head_coverage_sets_the_default_head_and_sequence_models_take_n
         assert code == 0, err
         config = json.loads((tmp_path / model / "config.json").read_text())
         assert config["objective"]["options"] == recorded
+
+
+@pytest.mark.parametrize("name, extra", [("class", []), ("hsm", ["--arity", "4"])])
+def test_word_classes_auto_clusters_the_training_text_as_the_classes_command_does(name, extra, tmp_path,
+                                                                                   run_in_process):
+    from helpers import write_word_corpus
+
+    from sampledlm.data.clusters import read_word_classes
+
+    for split, n, seed in (("train", 120, 1), ("valid", 20, 2)):
+        write_word_corpus(tmp_path / f"{split}.txt", n, seed)
+    r = run_in_process("classes", "train.txt", "-o", "classes.txt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    args = ("--train", "train.txt", "--valid", "valid.txt", "--model", "gru", "--objective", name, *extra,
+            "--word-classes", "auto", "-d", "6", "--hidden", "8", "--batch-size", "4", "--bptt", "5", "--threads", "1")
+    r = run_in_process("train", *args, "-o", "run", "--epochs", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "--word-classes auto" in r.stderr
+    r = run_in_process("train", "--resume", "run", "--epochs", "2", cwd=tmp_path)  # a resumed run keeps its classes
+    assert r.returncode == 0, r.stderr
+    model, objective, vocab, config = runs.load_run(str(tmp_path / "run"))
+    assert config["objective"]["options"]["word_classes"] == "auto"
+    from_file = read_word_classes(str(tmp_path / "classes.txt"), vocab.words)[0]
+    if name == "class":
+        got = objective.word_class.numpy()
+    else:  # the tree's classes: the same tree as the file's gives
+        reference = make_objective("hsm", vocab.counts, arity=4)
+        reference.bind(model)
+        reference.set_word_classes(from_file)
+        assert torch.equal(reference.parent, objective.parent)
+        return
+    pairs = set(zip(got.tolist(), from_file.tolist()))  # the same partition of the words, whatever the numbering
+    assert len(pairs) == len(set(got.tolist())) == len(set(from_file.tolist()))

@@ -83,11 +83,12 @@ def check_config(config, path: str) -> dict:
     return config
 
 
-def build_from_config(config: dict, vocab: Vocab, fresh: bool = False):
+def build_from_config(config: dict, vocab: Vocab, fresh: bool = False, train_ids=None):
     """``(model, objective)`` for a config (weights freshly initialised).
 
-    ``fresh``: for a new run, whose structure the word-classes file (``--word-classes``) decides; a run
-    that loads weights takes its structure (classes, tree) from them and does not read the file."""
+    ``fresh``: for a new run, whose structure the word-classes file (``--word-classes``) decides, or with
+    ``auto`` the training text ``train_ids()`` clustered; a run that loads weights takes its structure (classes,
+    tree) from them and does not read the file."""
     from .registry import build_model
     from ..objectives import make_objective
 
@@ -107,7 +108,7 @@ def build_from_config(config: dict, vocab: Vocab, fresh: bool = False):
     objective.bind(model)  # output parameters of its own (class layer, tail projections), before any weights load
     from ..ngram.backoff import open_backoff
 
-    objective.attach(vocab, fresh, open_backoff)  # what its options name: a back-off n-gram, word classes
+    objective.attach(vocab, fresh, open_backoff, train_ids)  # what its options name: a back-off n-gram, word classes
     return model, objective
 
 

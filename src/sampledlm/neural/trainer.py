@@ -662,10 +662,10 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     from .registry import model_class
 
     model_class(config["model"]["type"]).check_train_options(opts)
-    torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
-    model, objective = runs.build_from_config(config, vocab, fresh=True)
-    objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
     train_ids, valid_ids = _load_streams(config, vocab)
+    torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
+    model, objective = runs.build_from_config(config, vocab, fresh=True, train_ids=lambda: train_ids)
+    objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
     if len(train_ids) == 0 or len(valid_ids) == 0:
         raise UserError(f"{config['data']['train'] if len(train_ids) == 0 else config['data']['valid']}: no sentences")
     if not ranks.is_main:

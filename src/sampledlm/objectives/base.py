@@ -126,11 +126,12 @@ class OutputObjective(nn.Module):
         user. Default: the options as given, no notes."""
         return dict(options), []
 
-    def attach(self, vocab, fresh: bool, open_ngram) -> None:
+    def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
         """When a run's model is built (new or resumed), after :meth:`bind`: load what the recorded options name
         (a back-off n-gram, word classes). ``fresh``: a new run (a resumed one has learnt its classes into its
         buffers). ``open_ngram(path, vocab)`` opens an n-gram over ``vocab``, given by the caller so that objectives
-        import nothing of the model families. Default: nothing to load."""
+        import nothing of the model families; ``train_ids()`` (a new run's caller gives it) the training text's id
+        stream, for what is learnt from it before training (``--word-classes auto``). Default: nothing to load."""
 
     def start_epoch(self, epoch: int) -> None:
         """Called by the trainer before each epoch (e.g. to draw a fresh negative subset)."""

@@ -110,8 +110,8 @@ class HierarchicalSoftmax(OutputObjective):
     def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
         return settle_word_classes(options, vocab)
 
-    def attach(self, vocab, fresh: bool, open_ngram) -> None:
-        attach_word_classes(self, vocab, fresh)
+    def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
+        attach_word_classes(self, vocab, fresh, train_ids)
 
     def set_word_classes(self, cls, labels=None) -> None:
         """Rebuild the tree so that each class of ``cls [V]`` is a subtree (:func:`class_huffman_tree`;

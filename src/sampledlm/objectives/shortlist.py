@@ -109,7 +109,7 @@ class ShortList(OutputObjective):
             return {**options, "backoff": os.path.abspath(options["backoff"])}, []
         return dict(options), []
 
-    def attach(self, vocab, fresh: bool, open_ngram) -> None:
+    def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
         """The short-list's n-gram (Schwenk 2007), new or resumed run alike (it holds no trained weights)."""
         if self.backoff_path is not None:
             self.set_backoff(open_ngram(self.backoff_path, vocab))

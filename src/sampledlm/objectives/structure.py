@@ -8,6 +8,7 @@ Everything here is a pure function of the training counts, so a model rebuilt fr
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 import torch
@@ -201,12 +202,19 @@ def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
             "path_parent": np.stack(steps_parent, 1), "path_pos": np.stack(steps_pos, 1)}
 
 
-# --- word classes from a file (class and hsm) --------------------------------------------------------------
+# --- word classes from a file or clustered (class and hsm) -------------------------------------------------
+AUTO_CLASSES = "auto"  # --word-classes auto: cluster the training text before the run starts
+
+
 def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
     """``settle_options`` of the objectives that take ``word_classes``: the file read once now (a bad line fails
-    before training), its absolute path recorded, and a note when some vocabulary words have no class."""
+    before training), its absolute path recorded, and a note when some vocabulary words have no class;
+    ``auto`` is recorded as it is (the run clusters its training text in :func:`attach_word_classes`)."""
     if options.get("word_classes") is None:
         return dict(options), []
+    if options["word_classes"] == AUTO_CLASSES:
+        return dict(options), [f"--word-classes auto: the training text's words go into {auto_class_count(len(vocab))} "
+                               "classes by the exchange algorithm before training (as 'sampledlm classes' does)"]
     from ..data.clusters import check_class_file, read_word_classes
 
     path = check_class_file(options["word_classes"])
@@ -216,10 +224,26 @@ def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
     return {**options, "word_classes": path}, notes
 
 
-def attach_word_classes(objective, vocab, fresh: bool) -> None:
-    """``attach`` of those objectives: a new run reads its classes (a resumed one has them in its buffers)."""
-    if fresh and objective.word_classes_path is not None:
-        from ..data.clusters import read_word_classes
+def auto_class_count(num_words: int) -> int:
+    """C = round(2 sqrt(V)): ``sampledlm classes``'s default, and the class layer's."""
+    return max(1, min(num_words, round(2 * math.sqrt(num_words))))
 
-        cls, _, labels = read_word_classes(objective.word_classes_path, vocab.words, labels=True)
-        objective.set_word_classes(cls, labels)
+
+def attach_word_classes(objective, vocab, fresh: bool, train_ids=None) -> None:
+    """``attach`` of those objectives: a new run reads its classes, or with ``auto`` clusters ``train_ids()`` (the
+    training text's id stream) by the exchange algorithm with ``sampledlm classes``'s defaults, which makes the same
+    classes as that command's file; a resumed or loaded run has them in its buffers."""
+    if not fresh or objective.word_classes_path is None:
+        return
+    if objective.word_classes_path == AUTO_CLASSES:
+        if train_ids is None:
+            raise UserError("--word-classes auto clusters the training text: this caller gave none")
+        from ..data.clusters import exchange_classes
+
+        objective.set_word_classes(exchange_classes(train_ids(), len(vocab), auto_class_count(len(vocab)),
+                                                    vocab.counts))
+        return
+    from ..data.clusters import read_word_classes
+
+    cls, _, labels = read_word_classes(objective.word_classes_path, vocab.words, labels=True)
+    objective.set_word_classes(cls, labels)
