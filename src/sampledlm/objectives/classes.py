@@ -171,35 +171,35 @@ class ClassSoftmax(OutputObjective):
         shared_cost = len(targets) * int(usize.sum())
         per_class_cost = int((n_in * usize).sum()) + PER_CLASS_OVERHEAD * len(uc)
         if per_class_cost < shared_cost:
-            within = self._within_per_class(scorer, ctx, targets, c)
+            within = self._within_per_class(scorer, ctx, targets, c, uc, n_in, usize)
         else:
             within = self._within_shared(scorer, ctx, targets, uc, inv, usize)
         return self.class_log_prob(ctx).gather(1, c.unsqueeze(1)).squeeze(1) + within
 
-    def _within_per_class(self, scorer: Scorer, ctx: torch.Tensor, targets: torch.Tensor,
-                          c: torch.Tensor) -> torch.Tensor:
+    def _union(self, uc: torch.Tensor, usize: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The members of the classes ``uc`` one class after another: ``(offset [U], union [T])``, each class's
+        first column in the union and the union's word ids."""
+        offset = torch.cumsum(usize, 0) - usize
+        col = torch.arange(int(usize.sum()), device=uc.device)
+        return offset, self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]
+
+    def _within_per_class(self, scorer: Scorer, ctx: torch.Tensor, targets: torch.Tensor, c: torch.Tensor,
+                          uc: torch.Tensor, n_in: torch.Tensor, usize: torch.Tensor) -> torch.Tensor:
         """``[N]`` within-class log-probabilities, each class's examples against its own members only
         (``scorer.score_blocks``). Costs ``sum_c n_c |c| h``: what a recurrent batch needs (thousands of
         targets, whose classes' union is nearly V), where one product against the union costs ``N |union| h``."""
-        order = torch.argsort(c, stable=True)
-        uc, n_in = torch.unique_consecutive(c[order], return_counts=True)
-        usize = self.class_size[uc]
-        offset = torch.cumsum(usize, 0) - usize
-        col = torch.arange(int(usize.sum()), device=targets.device)
-        union = self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]
-        blocks = scorer.score_blocks(ctx[order], n_in.tolist(), union, usize.tolist())
+        order = torch.argsort(c, stable=True)  # examples grouped by class, in the order of uc (sorted)
+        _, union = self._union(uc, usize)
+        blocks = [s.float() for s in scorer.score_blocks(ctx[order], n_in.tolist(), union, usize.tolist())]
         pos = self.pos_in_class[targets[order]].split(n_in.tolist())
-        within = torch.cat([s.float().gather(1, p.unsqueeze(1)).squeeze(1) - torch.logsumexp(s.float(), 1)
-                            for s, p in zip(blocks, pos)])
+        within = torch.cat([s.gather(1, p.unsqueeze(1)).squeeze(1) - torch.logsumexp(s, 1) for s, p in zip(blocks, pos)])
         return within[torch.argsort(order)]
 
     def _within_shared(self, scorer: Scorer, ctx: Any, targets: torch.Tensor, uc: torch.Tensor,
                        inv: torch.Tensor, usize: torch.Tensor) -> torch.Tensor:
         """``[N]`` within-class log-probabilities from one product against the union of the batch's
         classes, each example's own block gathered from it (padded, ``[N, M]``): no loop, for small batches."""
-        offset = torch.cumsum(usize, 0) - usize  # each class's first column in the union
-        col = torch.arange(int(usize.sum()), device=targets.device)
-        union = self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]  # [T]
+        offset, union = self._union(uc, usize)
         shared = scorer.score_shared(ctx, union).float()  # [N, T]: one product against the union's rows
         size = usize[inv]
         j = torch.arange(int(size.max()), device=targets.device)
