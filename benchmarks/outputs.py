@@ -129,7 +129,9 @@ def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[
             continue
         extra = ["--shortlist", str(SHORTLIST), "--backoff", arpa] if o == "shortlist" else []
         if o == "hsm":  # the output rows are tree nodes: untied (the default for hsm since 2026-11-24, explicit here)
-            extra = ["--no-tie"]
+            extra = ["--no-tie", "--word-classes", "none", "--arity", "2"]  # the binary Huffman tree, as measured
+        if o == "class":  # frequency bins, as measured (a recurrent model clusters by default since 2026-11-26)
+            extra = ["--word-classes", "none"]
         plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
                                    tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
     # the adaptive softmax with untied embeddings: tied, the rare words' input embeddings are its narrow tails too

@@ -3,8 +3,9 @@ defaults (``sampledlm train --model gru --objective X`` and nothing else), besid
 
 Each of our rows is one ``sampledlm train`` run on one thread (``--threads 1 --device cpu``; the training process's
 CPU seconds, validation included, from ``metrics.jsonl``) and its exact test perplexity (``sampledlm eval``).
-Words/CPU-s = training predictions (words + ``</s>``) x epochs / CPU seconds. The class and tree rows use the
-exchange algorithm's classes of the training text (``sampledlm classes``, 200 classes) as well as their defaults.
+Words/CPU-s = training predictions (words + ``</s>``) x epochs / CPU seconds. On a recurrent model ``class`` and
+``hsm`` cluster the training text by the exchange algorithm by default (``--word-classes auto``, 200 classes; ``hsm``
+with 16 children per node); the variants show the frequency bins, binary nodes and the plain Huffman tree.
 
 faster-rnnlm (github.com/yandex/faster-rnnlm) is built from its source and run by hand on the same machine, text
 and one thread (its build and commands: ``benchmarks/notes/faster-rnnlm-*.md``); its rows come from the notes'
@@ -26,15 +27,20 @@ from .report import REPO_DIR, new_figure, table, write_page
 
 NAME = "quality-cpu"
 TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
-TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-brown": 0.02, "hsm": 0.05, "hsm-brown": 0.05,
-                     "hsm16": 0.05, "hsm16-brown": 0.05}
+TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
+                     "hsm16-huffman": 0.05}
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
-VERSIONS = {"adaptive": "head-coverage-0.95-div-2", "is": "true-term", "class-brown": "class-by-class"}
-#: variants beside the defaults: hsm with 16 children per node, NCE under bf16 autocast
-VARIANTS = {"hsm16": ("--objective", "hsm", "--arity", "16"), "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
+VERSIONS = {"adaptive": "head-coverage-0.95-div-2", "is": "true-term", "class": "auto-classes-by-class",
+            "hsm": "auto-classes-arity-16"}
+#: variants beside the defaults: the class layer's frequency bins, hsm's binary nodes over the clustered classes and
+#: its 16-way nodes over the plain Huffman tree, NCE under bf16 autocast
+VARIANTS = {"class-freq": ("--objective", "class", "--binning", "sqrt"),
+            "hsm2": ("--objective", "hsm", "--arity", "2"),
+            "hsm16-huffman": ("--objective", "hsm", "--word-classes", "none", "--arity", "16"),
+            "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
 
 
 #: the other trunks, each at its own defaults with the softmax (their rows are named by the trunk)
@@ -42,13 +48,9 @@ TRUNKS = {"ffnn": ("--model", "ffnn", "--device", "cpu", "--threads", "1"),
           "transformer": ("--model", "transformer", "--device", "cpu", "--threads", "1")}
 
 
-def plan(quick: bool, classes: str | None) -> list[lmruns.Run]:
+def plan(quick: bool) -> list[lmruns.Run]:
     runs = [lmruns.Run(o, (*BASE, *(QUICK if quick else ()), "--objective", o), version=VERSIONS.get(o, ""))
             for o in (["softmax", "nce", "adaptive"] if quick else OBJECTIVES)]
-    if classes and not quick:
-        runs += [lmruns.Run(f"{o}-brown", (*BASE, "--objective", o, "--word-classes", classes),
-                            version=VERSIONS.get(f"{o}-brown", "")) for o in ("hsm", "class")]
-        runs.append(lmruns.Run("hsm16-brown", (*BASE, *VARIANTS["hsm16"], "--word-classes", classes)))
     if not quick:
         runs += [lmruns.Run(name, (*BASE, *flags)) for name, flags in VARIANTS.items()]
     if not quick:
@@ -111,11 +113,8 @@ def render_gpu(source: str, rows: list[dict]) -> list[str]:
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
-    from .outputs import word_classes
-
     st = lmruns.setting(quick, data_dir, with_kn3=False)
-    classes = None if quick else word_classes(st.work, st.files, make=train)
-    runs = plan(quick, classes)
+    runs = plan(quick)
     failures: dict[str, str] = {}
     rows = lmruns.run_all(st.work, st.files, runs, None, failures=failures, train_new=train)
     with open(st.files["train"], encoding="utf-8") as f:
@@ -175,6 +174,12 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
                 ", ".join(f"{k} {v}" for k, v in r.get("recorded", {}).items()) or "(its notes)"] for r in rows]), "",
         f"![validation perplexity against CPU seconds]({NAME}.png)", "",
     ]
+    given = [r["name"] for r in rows if r.get("recorded", {}).get("word_classes") not in (None, "auto")]
+    if given:  # runs trained before --word-classes auto existed, or given the file by hand
+        lines[2:2] = ["Runs given a word-classes file instead of `--word-classes auto` (" + ", ".join(given) + "): "
+                      "the file is what `sampledlm classes` writes for the training text, the same classes as "
+                      "`--word-classes auto` (the same exchange algorithm, settings and words: the test "
+                      "`test_word_classes_auto_clusters_the_training_text_as_the_classes_command_does` checks it).", ""]
     lines += render_against_faster_rnnlm(data["rows"])
     lines += render_transformer(data["rows"])
     if not quick:
@@ -186,7 +191,7 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
 
 #: our rows and faster-rnnlm's comparable one (its NCE, its hierarchical softmax)
 COMPARABLE = {"nce": "faster-rnnlm gru-nce", "nce-bf16": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs",
-              "hsm-brown": "faster-rnnlm gru-hs", "hsm16": "faster-rnnlm gru-hs", "hsm16-brown": "faster-rnnlm gru-hs"}
+              "hsm2": "faster-rnnlm gru-hs", "hsm16-huffman": "faster-rnnlm gru-hs"}
 
 
 def cpu_to_reach(curve: list[dict], ppl: float) -> float | None:

@@ -627,6 +627,41 @@ def test_adaptive_head_coverage_sets_the_default_head_and_sequence_models_take_n
         assert config["objective"]["options"] == recorded
 
 
+def test_class_and_hsm_cluster_the_text_on_sequence_models_unless_told_otherwise():
+    from sampledlm.cli.neural import sequence_defaults
+
+    blank = {"word_classes": None, "classes": None, "binning": None, "arity": None, "lr": None}
+    assert sequence_defaults("gru", "class", blank)["word_classes"] == "auto"
+    assert sequence_defaults("ffnn", "class", blank)["word_classes"] is None  # frequency bins: nothing to cluster first
+    for given in ({"classes": 50}, {"binning": "mass"}):  # the user asked for frequency bins
+        assert sequence_defaults("gru", "class", {**blank, **given})["word_classes"] is None
+    assert sequence_defaults("gru", "class", {**blank, "word_classes": "c.txt"})["word_classes"] == "c.txt"
+    hsm = sequence_defaults("lstm", "hsm", blank)
+    assert (hsm["word_classes"], hsm["arity"]) == ("auto", 16)
+    assert sequence_defaults("lstm", "hsm", {**blank, "arity": 2})["arity"] == 2
+
+
+@pytest.mark.parametrize("name, own", [("class", "word_class"), ("hsm", "parent")])
+def test_word_classes_none_keeps_the_objectives_own_classes_on_a_recurrent_model(name, own, tmp_path, run_in_process):
+    from helpers import write_word_corpus
+
+    for split, n, seed in (("train", 120, 1), ("valid", 20, 2)):
+        write_word_corpus(tmp_path / f"{split}.txt", n, seed)
+    args = ("--train", "train.txt", "--valid", "valid.txt", "--model", "gru", "--objective", name, "-d", "6",
+            "--hidden", "8", "--batch-size", "4", "--bptt", "5", "--threads", "1", "--epochs", "1")
+    for flag, run in (((), "default"), (("--word-classes", "none"), "none")):
+        r = run_in_process("train", *args, *flag, "-o", run, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert ("--word-classes auto" in r.stderr) == (run == "default")
+    model, objective, vocab, config = runs.load_run(str(tmp_path / "none"))
+    assert config["objective"]["options"].get("word_classes") is None
+    plain = make_objective(name, vocab.counts, **({"arity": 16} if name == "hsm" else {}))
+    plain.bind(model)
+    assert torch.equal(getattr(plain, own), getattr(objective, own))  # frequency bins / the Huffman tree
+    clustered = runs.load_run(str(tmp_path / "default"))[1]
+    assert not torch.equal(getattr(clustered, own), getattr(objective, own))
+
+
 @pytest.mark.parametrize("name, extra", [("class", []), ("hsm", ["--arity", "4"])])
 def test_word_classes_auto_clusters_the_training_text_as_the_classes_command_does(name, extra, tmp_path,
                                                                                    run_in_process):

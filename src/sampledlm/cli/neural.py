@@ -193,11 +193,13 @@ def sequence_defaults(model_type: str, objective: str, flags: dict) -> dict:
     if not model_class(model_type).sequence_model or not cls.sequence_defaults:
         return flags
     flags = dict(flags)
-    unset = {k: v for k, v in cls.sequence_defaults.items() if k in flags and flags[k] in (None, ())}
+    given = {k for k, v in flags.items() if v not in (None, ())}
+    unset = {k: v for k, v in cls.sequence_defaults.items()
+             if k in flags and k not in given and not given & set(cls.sequence_unless.get(k, ()))}
     flags.update(unset)
     if unset:
-        given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in unset.items())
-        click.echo(f"--objective {objective} on a {model_type}: {given} ({cls.sequence_why})", err=True)
+        set_now = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in unset.items())
+        click.echo(f"--objective {objective} on a {model_type}: {set_now} ({cls.sequence_why})", err=True)
     return flags
 
 

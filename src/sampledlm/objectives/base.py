@@ -80,6 +80,9 @@ class OutputObjective(nn.Module):
     #: objective's per-trunk defaults; ``sequence_why`` says why, in the note the command line prints.
     sequence_defaults: ClassVar[dict] = {}
     sequence_why: ClassVar[str] = ""
+    #: ``{default: (option, ...)}``: a ``sequence_defaults`` entry left out when the user gave one of these options
+    #: (the class layer's ``--word-classes auto`` gives way to ``--classes``).
+    sequence_unless: ClassVar[dict] = {}
 
     def __init__(self, counts: "np.ndarray | None" = None):
         """``counts``: training unigram counts ``[V]`` (``vocab.counts``), for noise distributions.

@@ -39,7 +39,7 @@ from torch import nn
 
 from ..errors import UserError
 from .base import OutputObjective, Scorer
-from .structure import attach_word_classes, frequency_order, hidden_width, settle_word_classes
+from .structure import NO_CLASSES, attach_word_classes, frequency_order, hidden_width, settle_word_classes
 
 
 BINNINGS = ("sqrt", "mass")
@@ -85,16 +85,22 @@ class ClassSoftmax(OutputObjective):
 
     name = "class"
     sparse_output = True  # a step reads only the output rows of the targets' classes
+    sequence_defaults = {"word_classes": "auto"}
+    sequence_unless = {"word_classes": ("classes", "binning")}
+    sequence_why = ("PTB's tied GRU-256, 8 epochs, against the softmax's 98.58: 200 frequency bins gave 113.23 "
+                    "(+14.9 %), the exchange algorithm's 200 classes of the training text 102.98 (+4.5 %) at 2.6x the "
+                    "softmax's words per CPU second; clustering PTB takes about 17 s before the first epoch")
 
     def __init__(self, counts=None, *, classes: int | None = None, binning: str = "sqrt",
                  word_classes: str | None = None):
         super().__init__(counts)
-        if word_classes is not None and classes is not None:
+        if word_classes not in (None, NO_CLASSES) and classes is not None:
             raise UserError("--classes and --word-classes: give one (the file decides the number of classes)")
         self.counts = None if counts is None else np.asarray(counts)
         self.classes_option = classes
         self.binning = binning
-        self.word_classes_path = word_classes  # read in attach (set_word_classes), not here
+        # read in attach (set_word_classes), not here; "none" asks for no file where a default would cluster
+        self.word_classes_path = None if word_classes == NO_CLASSES else word_classes
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:

@@ -47,8 +47,8 @@ import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
 from ..errors import UserError
-from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, hidden_width, huffman_tree,
-                        settle_word_classes, word_paths)
+from .structure import (NO_CLASSES, attach_word_classes, class_huffman_tree, collapse_tree, hidden_width,
+                        huffman_tree, settle_word_classes, word_paths)
 
 
 def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
@@ -81,6 +81,10 @@ class HierarchicalSoftmax(OutputObjective):
     # The output rows are the tree's nodes: tied, word i's input embedding would be node i's vector.
     model_settings = {"tie": (False, "input and output embeddings untied (the output rows are the tree's nodes; "
                                      "give --tie to tie them anyway)")}
+    sequence_defaults = {"word_classes": "auto", "arity": 16}
+    sequence_why = ("PTB's GRU-256, 8 epochs, against the softmax's 98.58: binary decisions over the exchange "
+                    "algorithm's classes gave 124.05 (+25.8 %), 16-way nodes over a Huffman tree 124.54, 16-way nodes "
+                    "over the classes 112.19 (+13.8 %): fewer, wider decisions per word lose less")
 
     def __init__(self, counts=None, *, word_classes: str | None = None, arity: int = 2):
         super().__init__(counts)
@@ -89,7 +93,8 @@ class HierarchicalSoftmax(OutputObjective):
         self.arity = int(arity)
         self.bits = self.arity.bit_length() - 1
         self.counts = None if counts is None else np.asarray(counts)
-        self.word_classes_path = word_classes  # read in attach (set_word_classes), not here
+        # read in attach (set_word_classes), not here; "none" asks for no file where a default would cluster
+        self.word_classes_path = None if word_classes == NO_CLASSES else word_classes
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:

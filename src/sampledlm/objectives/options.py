@@ -41,10 +41,12 @@ OPTION_HELP: dict[str, dict] = {
     "word_classes": {"help": "class, hsm: word classes from a file (class<TAB>word[<TAB>count]; make one with "
                              "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class (bit-path "
                              "labels, as Brown clustering writes them, also arrange the classes' tree); 'auto' clusters the training "
-                             "text first as 'sampledlm classes' does (2 sqrt(V) classes; a file named auto: ./auto) "
-                             "[default: frequency binning, a Huffman tree]", "type": str},
+                             "text first as 'sampledlm classes' does (2 sqrt(V) classes; a file named auto: ./auto); 'none' "
+                             "frequency bins, a Huffman tree [default: auto on recurrent models, none on the others]",
+                     "type": str},
     "arity": {"help": "hsm: children per tree node, a power of two: 2 is the binary tree of logistic decisions; "
-                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer; default 2)",
+                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer; default 2; 16 on "
+                      "recurrent models)",
               "min": 2, "type": int},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
                        "min": 0.0, "type": float},

@@ -204,14 +204,16 @@ def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
 
 # --- word classes from a file or clustered (class and hsm) -------------------------------------------------
 AUTO_CLASSES = "auto"  # --word-classes auto: cluster the training text before the run starts
+NO_CLASSES = "none"  # --word-classes none: frequency bins / a Huffman tree where a recurrent model would cluster
 
 
 def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
     """``settle_options`` of the objectives that take ``word_classes``: the file read once now (a bad line fails
     before training), its absolute path recorded, and a note when some vocabulary words have no class;
-    ``auto`` is recorded as it is (the run clusters its training text in :func:`attach_word_classes`)."""
-    if options.get("word_classes") is None:
-        return dict(options), []
+    ``auto`` is recorded as it is (the run clusters its training text in :func:`attach_word_classes`); ``none``
+    is no file (the objective's own frequency classes or Huffman tree)."""
+    if options.get("word_classes") in (None, NO_CLASSES):
+        return {**options, "word_classes": None}, []
     if options["word_classes"] == AUTO_CLASSES:
         return dict(options), [f"--word-classes auto: the training text's words go into {auto_class_count(len(vocab))} "
                                "classes by the exchange algorithm before training (as 'sampledlm classes' does)"]
