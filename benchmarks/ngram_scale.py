@@ -732,7 +732,7 @@ def markdown(meta: dict, data: dict) -> str:
             out += ["| build s | build peak MB | directory MB | load s | first query s | peak MB after a query | "
                     "test ppl (ngram eval on DIR) | test ppl (KenLM on the ARPA) |", "|---|---|---|---|---|---|---|---|",
                     f"| {bb['build']['wall_s']} | {bb['build']['peak_mb']:,} | {bb['binary_mb']:,} | {m2['load_s']} | "
-                    f"{m2['first_query_s']} | {m2['peak_mb']} | {bb.get('ppl', '-')} | "
+                    f"{m2['first_query_s']} | {m2['peak_mb']} | {'-' if bb.get('ppl') is None else format(bb['ppl'], '.6g')} | "
                     f"{kenlm_txt} |", "",
                     f"Load: best of {len(bb['load'])}, each in a fresh process. Perplexities equal to 4 digits: "
                     + ("yes" if same else "**no**" if same is False else "not compared") + ".", ""]
