@@ -113,3 +113,33 @@ def test_a_two_rank_run_resumes_with_the_numbers_of_an_uninterrupted_one(tiny_co
                         "3"], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")), capture_output=True,
                        text=True)
     assert p.returncode == 1 and "2 rank(s)" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_no_rank_leaves_the_group_before_every_rank_has_finished(monkeypatch):
+    """gloo aborts a rank whose peer closes while it still waits on it (pytorch/gloo#155), which a barrier does not
+    prevent; ``close`` meets in the store first. Rank 0 (which may host the store) leaves last."""
+    import threading
+    import time
+
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d
+
+    store = dist.HashStore()
+    events = []
+    monkeypatch.setattr(distributed_c10d, "_get_default_store", lambda: store)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+
+    def leave():
+        rank = threading.current_thread().name
+        heard = rank == "0" and store.check(["sampledlm/read/1"])
+        events.append(f"rank {rank} left" + (" after rank 1's word" if heard else ""))
+
+    monkeypatch.setattr(dist, "destroy_process_group", leave)
+    first = threading.Thread(target=Ranks(0, 2).close, name="0", daemon=True)
+    first.start()
+    time.sleep(0.5)  # time enough for rank 0 to leave if nothing held it
+    events.append("rank 1 finished")
+    second = threading.Thread(target=Ranks(1, 2).close, name="1", daemon=True)
+    second.start()
+    first.join(20), second.join(20)
+    assert events[0] == "rank 1 finished" and sorted(events[1:]) == ["rank 0 left after rank 1's word", "rank 1 left"]

@@ -195,11 +195,37 @@ class Ranks:
             dist.barrier()
 
     def close(self, together: bool = True) -> None:
-        """Leave the process group: ``together`` (after a finished run), every rank first waits for the
-        others, since a rank that tears its connections down while another still uses them makes gloo
-        abort that one ("terminate called without an active exception"); after an error, at once (the
-        other ranks may never reach the barrier; torchrun stops them)."""
-        if self.active and dist.is_initialized():
-            if together:
-                dist.barrier()
-            dist.destroy_process_group()
+        """Leave the process group: ``together`` (after a finished run), no rank tears its connections down
+        before every rank has finished its last collective; after an error, at once (the other ranks may never
+        get there; torchrun stops them).
+
+        A rank that closes while another still waits on it makes gloo abort that one ("terminate called
+        without an active exception"), and a gloo barrier does not prevent it: a rank leaves the barrier as
+        soon as it has heard from the others, possibly before they have heard from it (pytorch/gloo#155). So
+        the ranks meet in the rendezvous store instead, which involves no gloo connection: each says it is
+        done and waits for the others' word; then every rank other than 0 says it has read that, and rank 0,
+        which may host the store, waits for those words before leaving."""
+        if not (self.active and dist.is_initialized()):
+            return
+        if together:
+            self._meet_in_store()
+        dist.destroy_process_group()
+
+    LEAVE_TIMEOUT_S = 300  # a rank that never arrives (killed) fails the others' close after this long
+
+    def _meet_in_store(self) -> None:
+        from datetime import timedelta
+
+        from torch.distributed import distributed_c10d
+
+        store = getattr(distributed_c10d, "_get_default_store", lambda: None)()
+        if store is None:  # a torch without the accessor: the barrier, which is right nearly always
+            dist.barrier()
+            return
+        wait = timedelta(seconds=self.LEAVE_TIMEOUT_S)
+        store.set(f"sampledlm/done/{self.rank}", "1")
+        store.wait([f"sampledlm/done/{r}" for r in range(self.world)], wait)
+        if self.is_main:
+            store.wait([f"sampledlm/read/{r}" for r in range(1, self.world)], wait)
+        else:
+            store.set(f"sampledlm/read/{self.rank}", "1")
