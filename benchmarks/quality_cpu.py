@@ -27,17 +27,18 @@ from .report import REPO_DIR, new_figure, table, write_page
 
 NAME = "quality-cpu"
 TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
-TARGET_STRUCTURED = {"adaptive": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
+TARGET_STRUCTURED = {"adaptive": 0.02, "adaptive-head4000": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
                      "hsm16-huffman": 0.05}
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
-VERSIONS = {"adaptive": "head-coverage-0.95-div-2", "is": "true-term", "class": "auto-classes-by-class",
+VERSIONS = {"adaptive": "head-coverage-0.95-div-2-max-head-5000", "is": "true-term", "class": "auto-classes-by-class",
             "hsm": "auto-classes-arity-16"}
-#: variants beside the defaults: the class layer's frequency bins, hsm's binary nodes over the clustered classes and
+#: variants beside the defaults: the adaptive head capped at 4,000 words (the default before), the class layer's frequency bins, hsm's binary nodes over the clustered classes and
 #: its 16-way nodes over the plain Huffman tree, NCE under bf16 autocast
-VARIANTS = {"class-freq": ("--objective", "class", "--binning", "sqrt"),
+VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000"),
+            "class-freq": ("--objective", "class", "--binning", "sqrt"),
             "hsm2": ("--objective", "hsm", "--arity", "2"),
             "hsm16-huffman": ("--objective", "hsm", "--word-classes", "none", "--arity", "16"),
             "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
@@ -132,7 +133,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
                     for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
         out.append({"name": row_name(r.name), "options": row["options"], "recorded": recorded,
-                    "test_ppl": row["test_ppl"], "cpu_s": cpu,
+                    "test_ppl": row["test_ppl"], "cpu_s": cpu, "default_head": default_head(r, row["dir"], config),
                     "epochs": row["epochs"], "words_per_cpu_s": tokens * row["epochs"] / cpu, "curve": row["curve"]})
     theirs = [] if quick else faster_rnnlm_rows(tokens)
     soft = next((r["test_ppl"] for r in out if r["name"] == "gru softmax"), None)
@@ -145,6 +146,20 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
     write_page(out_dir, NAME, "Quality for CPU time: the GRU with every output objective, beside faster-rnnlm",
                st.meta, data, body, figure=fig)
     return data
+
+
+def default_head(run: lmruns.Run, run_dir: str, config: dict) -> list[int] | None:
+    """For an adaptive run that recorded explicit ``cutoffs`` where its plan gives none: the cutoffs the objective's
+    recurrent defaults compute for the run's vocabulary (the page says whether they are the same)."""
+    options = config["objective"].get("options", {})
+    if config["objective"]["name"] != "adaptive" or "cutoffs" not in options or "--cutoffs" in run.options:
+        return None
+    from sampledlm.data.vocab import Vocab
+    from sampledlm.objectives.adaptive import AdaptiveSoftmax, default_cutoffs
+
+    vocab = Vocab.load(os.path.join(run_dir, "vocab.txt"))
+    d = AdaptiveSoftmax.sequence_defaults
+    return default_cutoffs(vocab.counts, len(vocab), d["head_coverage"], d["max_head"])
 
 
 def _target(name: str) -> float | None:
@@ -174,6 +189,13 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
                 ", ".join(f"{k} {v}" for k, v in r.get("recorded", {}).items()) or "(its notes)"] for r in rows]), "",
         f"![validation perplexity against CPU seconds]({NAME}.png)", "",
     ]
+    for r in rows:
+        if r.get("default_head") is not None:
+            same = list(r["default_head"]) == list(r["recorded"]["cutoffs"])
+            lines[2:2] = [f"The {r['name']} run was given `--cutoffs {' '.join(map(str, r['recorded']['cutoffs']))}`; "
+                          f"its objective's recurrent defaults compute {r['default_head']} for this vocabulary: "
+                          + ("the same head and tail, so the row is the default's." if same else
+                             "**not** the default's head."), ""]
     given = [r["name"] for r in rows if r.get("recorded", {}).get("word_classes") not in (None, "auto")]
     if given:  # runs trained before --word-classes auto existed, or given the file by hand
         lines[2:2] = ["Runs given a word-classes file instead of `--word-classes auto` (" + ", ".join(given) + "): "

@@ -285,7 +285,8 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
             and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head
         from ..objectives.adaptive import default_cutoffs
 
-        spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"])
+        spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"],
+                                                *([obj_opts["max_head"]] if obj_opts.get("max_head") else []))
     # refuses options that do not apply, early; the objective checks its own against the vocabulary
     obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
     for note in notes:

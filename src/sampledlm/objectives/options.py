@@ -29,8 +29,10 @@ OPTION_HELP: dict[str, dict] = {
     "cutoffs": {"help": "adaptive: rank cutoffs of the head and the tail clusters, increasing (repeat the flag; "
                         "default: 80 % and 95 % unigram coverage)", "min": 1, "type": int, "multiple": True},
     "head_coverage": {"help": "adaptive without --cutoffs: the head holds the words of this share of the training "
-                              "tokens (at most 4,000), the first tail up to 95 % (default 0.8; 0.95 on recurrent "
-                              "models)", "min": 0.0, "max": 1.0, "type": float},
+                              "tokens (at most --max-head words), the first tail up to 95 % (default 0.8; 0.95 on "
+                              "recurrent models)", "min": 0.0, "max": 1.0, "type": float},
+    "max_head": {"help": "adaptive without --cutoffs: at most this many words in the head, whatever --head-coverage "
+                         "asks (default 4,000; 5,000 on recurrent models)", "min": 1, "type": int},
     "div_value": {"help": "adaptive: each tail cluster's projection is this many times narrower than the last "
                           "(default 4; 2 on recurrent models)",
                   "min": 1.0, "type": float},
