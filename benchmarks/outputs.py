@@ -114,6 +114,11 @@ def inference_cost(V: int, rounds: int) -> list[dict]:
 
 
 # --- (c) PTB ------------------------------------------------------------------------------------
+#: the adaptive softmax's settings this page measured on the GRU (the feed-forward defaults; recurrent models have
+#: their own since 2026-11-26, see the quality-cpu page)
+ADAPTIVE_AS_MEASURED = ("--head-coverage", "0.8", "--div-value", "4", "--max-head", "4000")
+
+
 def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[tuple[str, lmruns.Run]]:
     """(objective, run): the GRU of the ``neural`` page (its softmax run, shared: same name and options)
     and the structured and self-normalised objectives with the same trunk and schedule. None with --quick."""
@@ -132,14 +137,16 @@ def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[
             extra = ["--no-tie", "--word-classes", "none", "--arity", "2"]  # the binary Huffman tree, as measured
         if o == "class":  # frequency bins, as measured (a recurrent model clusters by default since 2026-11-26)
             extra = ["--word-classes", "none"]
+        if o == "adaptive":
+            extra = list(ADAPTIVE_AS_MEASURED)
         plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
                                    tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
     # the adaptive softmax with untied embeddings: tied, the rare words' input embeddings are its narrow tails too
     untied = [("--no-tie" if x == "--tie" else x) for x in opts]
-    plan.append(("adaptive", lmruns.Run("gru-adaptive-untied",
-                                        tuple(untied[:at] + ["--objective", "adaptive"] + untied[at + 2:]))))
+    plan.append(("adaptive", lmruns.Run("gru-adaptive-untied", tuple(untied[:at] + ["--objective", "adaptive",
+                                                                              *ADAPTIVE_AS_MEASURED] + untied[at + 2:]))))
     for o in ("class", "hsm") if classes else ():  # the exchange algorithm's classes, as for the feed-forward trunk
-        extra = ["--word-classes", classes] + (["--no-tie"] if o == "hsm" else [])
+        extra = ["--word-classes", classes] + (["--no-tie", "--arity", "2"] if o == "hsm" else [])
         plan.append((o, lmruns.Run(f"gru-{o}-brown", tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
     return plan
 
