@@ -284,8 +284,8 @@ def render_transformer(rows: list[dict]) -> list[str]:
             f"The Transformer at its defaults (`--model transformer`, {t['epochs']} epochs): validation {last['valid_ppl']:.1f} "
             f"after {last['cpu_s']:,.0f} CPU s, test {t['test_ppl']:.2f}; the softmax GRU's best validation perplexity is "
             f"{target:.1f} (test {g['test_ppl']:.2f}). Where the Transformer would reach it: {verdict}. "
-            "An extrapolation through the last epochs of a falling learning rate is optimistic; the figure shows the "
-            "curve.", ""]
+            "An extrapolation of the last epochs' trend is a guess, not a measurement: the curve may flatten sooner, "
+            "or fall faster once its learning rate is halved; the figure shows the curve.", ""]
 
 
 def figure(rows: list[dict]):
