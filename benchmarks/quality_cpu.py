@@ -292,7 +292,7 @@ def figure(rows: list[dict]):
     import matplotlib
 
     colours = matplotlib.colormaps["tab20"]  # more rows than the default cycle's 10 colours
-    fig, ax = new_figure(figsize=(8, 5))
+    fig, ax = new_figure(figsize=(10.5, 5))
     for i, r in enumerate(sorted(rows, key=lambda r: r["test_ppl"])):
         xs = [p["cpu_s"] for p in r["curve"]]
         ys = [p["valid_ppl"] for p in r["curve"]]
@@ -302,6 +302,6 @@ def figure(rows: list[dict]):
     ax.set_yscale("log")
     ax.set_xlabel("CPU seconds (one thread, validation included)")
     ax.set_ylabel("validation perplexity")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: no curve hidden
     fig.tight_layout()
     return fig
