@@ -98,3 +98,16 @@ def test_console_entry_point(tiny_corpus):
     r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "eval", "m.arpa", "--test", "nope.txt"],
                        capture_output=True, text=True, cwd=d, timeout=300)
     assert r.returncode == 1 and r.stderr.strip().startswith("sampledlm: error:") and "Traceback" not in r.stderr
+
+
+def test_every_smoothing_is_offered_and_described_once():
+    """A new smoothing is its function and one entry in estimate.py: the command line offers what SMOOTHINGS holds."""
+    from click.testing import CliRunner
+
+    from sampledlm.cli import cli
+    from sampledlm.ngram.build.estimate import DESCRIPTIONS, SMOOTHINGS
+
+    assert list(DESCRIPTIONS) == list(SMOOTHINGS)
+    out = CliRunner().invoke(cli, ["ngram", "train", "--help"], terminal_width=200).output
+    assert "[" + "|".join(SMOOTHINGS) + "]" in out
+    assert all(f"{k}: {DESCRIPTIONS[k]}" in " ".join(out.split()) for k in SMOOTHINGS)

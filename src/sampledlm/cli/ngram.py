@@ -10,6 +10,7 @@ import click
 from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, text_options, writing_directory
 from ..errors import UserError
 from ..ngram.build.config import ENGINES, default as build_default
+from ..ngram.build.estimate import DESCRIPTIONS, SMOOTHINGS  # the one list of smoothings
 from .configfile import config_option
 
 
@@ -29,10 +30,10 @@ def ngram():
               help="Training text, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--order", type=click.IntRange(min=1), default=build_default("order"), show_default=True,
               help="n-gram order.")
-@click.option("--smoothing", type=click.Choice(["mkn", "kn", "wb", "jm", "katz", "addk"]), default=build_default("smoothing"),
+@click.option("--smoothing", type=click.Choice(list(SMOOTHINGS)), default=build_default("smoothing"),
               show_default=True,
-              help="mkn: interpolated modified Kneser-Ney; kn: interpolated Kneser-Ney; wb: Witten-Bell; "
-                   "jm: Jelinek-Mercer (weights tuned on --valid); katz: Good-Turing back-off; addk: add-k.")
+              help="; ".join(f"{k}: {v}" + (" (weights tuned on --valid)" if k == "jm" else "")
+                             for k, v in DESCRIPTIONS.items()) + ".")
 @click.option("-o", "--output", required=True,
               help="ARPA file to write; a name ending in .gz, .bz2 or .xz is compressed (- for stdout). "
                    "With --binary: the model directory to write.")
