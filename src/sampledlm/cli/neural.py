@@ -283,10 +283,10 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
                    f"{len(vocab):,} words; the default for sequence models is more)", err=True)
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and obj_opts.get("head_coverage") \
             and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head
-        from ..objectives.adaptive import default_cutoffs
+        from ..objectives.adaptive import MAX_HEAD, default_cutoffs
 
         spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"],
-                                                *([obj_opts["max_head"]] if obj_opts.get("max_head") else []))
+                                                obj_opts.get("max_head") or MAX_HEAD)
     # refuses options that do not apply, early; the objective checks its own against the vocabulary
     obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
     for note in notes:

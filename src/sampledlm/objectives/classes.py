@@ -39,7 +39,8 @@ from torch import nn
 
 from ..errors import UserError
 from .base import OutputObjective, Scorer
-from .structure import NO_CLASSES, attach_word_classes, frequency_order, hidden_width, settle_word_classes
+from .structure import (NO_CLASSES, attach_word_classes, frequency_order, hidden_width, settle_word_classes,
+                        word_classes_path)
 
 
 BINNINGS = ("sqrt", "mass")
@@ -99,8 +100,7 @@ class ClassSoftmax(OutputObjective):
         self.counts = None if counts is None else np.asarray(counts)
         self.classes_option = classes
         self.binning = binning
-        # read in attach (set_word_classes), not here; "none" asks for no file where a default would cluster
-        self.word_classes_path = None if word_classes == NO_CLASSES else word_classes
+        self.word_classes_path = word_classes_path(word_classes)  # read in attach (set_word_classes), not here
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:

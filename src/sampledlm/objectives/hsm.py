@@ -47,8 +47,8 @@ import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
 from ..errors import UserError
-from .structure import (NO_CLASSES, attach_word_classes, class_huffman_tree, collapse_tree, hidden_width,
-                        huffman_tree, settle_word_classes, word_paths)
+from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, hidden_width, huffman_tree,
+                        settle_word_classes, word_classes_path, word_paths)
 
 
 def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
@@ -93,8 +93,7 @@ class HierarchicalSoftmax(OutputObjective):
         self.arity = int(arity)
         self.bits = self.arity.bit_length() - 1
         self.counts = None if counts is None else np.asarray(counts)
-        # read in attach (set_word_classes), not here; "none" asks for no file where a default would cluster
-        self.word_classes_path = None if word_classes == NO_CLASSES else word_classes
+        self.word_classes_path = word_classes_path(word_classes)  # read in attach (set_word_classes), not here
         self.bound = False
 
     def bind(self, scorer: Scorer) -> None:

@@ -207,6 +207,12 @@ AUTO_CLASSES = "auto"  # --word-classes auto: cluster the training text before t
 NO_CLASSES = "none"  # --word-classes none: frequency bins / a Huffman tree where a recurrent model would cluster
 
 
+def word_classes_path(word_classes: str | None) -> str | None:
+    """The objectives' ``word_classes`` option as they keep it until :func:`attach_word_classes` reads it: a path,
+    ``auto``, or None (``none`` asks for no file where a recurrent default would cluster)."""
+    return None if word_classes == NO_CLASSES else word_classes
+
+
 def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
     """``settle_options`` of the objectives that take ``word_classes``: the file read once now (a bad line fails
     before training), its absolute path recorded, and a note when some vocabulary words have no class;
