@@ -264,6 +264,8 @@ def bounded_binary_row(label: str, train: str, test: str, order: int, work: str,
         return res
     res["binary_mb"] = round(sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)) / 2**20, 1)
     res["kenlm_load"] = []
+    if arpa and os.path.exists(arpa):  # the model's size as text, whether or not KenLM is here to load it
+        res["arpa_mb"] = round(os.path.getsize(arpa) / 2**20, 1)
     try:
         import kenlm  # noqa: F401
     except ImportError:
@@ -274,8 +276,6 @@ def bounded_binary_row(label: str, train: str, test: str, order: int, work: str,
             r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True)
             load, q, rss = (float(x) for x in r.stdout.split())
             res[key].append({"load_s": round(load, 4), "first_query_s": round(q, 4), "peak_mb": round(rss, 1)})
-    if arpa and os.path.exists(arpa):
-        res["arpa_mb"] = round(os.path.getsize(arpa) / 2**20, 1)
     ev = run_child(sampledlm("ngram", "eval", out, "--test", test, "--json"))
     res["eval"] = {"wall_s": ev["wall_s"], "peak_mb": ev["peak_mb"], "rc": ev["rc"]}
     if ev["rc"] == 0:

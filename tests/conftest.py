@@ -53,6 +53,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+# --- failures as they happen -------------------------------------------------------------------------------------
+# SAMPLEDLM_FAILURE_LOG=FILE appends each failure's report to FILE the moment it happens. pytest prints the reasons
+# only in its final summary, which a run cut by a time limit (a lent machine's call) never reaches.
+def pytest_runtest_logreport(report):
+    path = _os_environ.get("SAMPLEDLM_FAILURE_LOG")
+    if path and report.failed and "PYTEST_XDIST_WORKER" not in _os_environ:  # xdist's controller sees every report
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+
+
 # --- property-based tests ---------------------------------------------------------------------------------------
 # Profiles for hypothesis: ``ci`` (the default: a fixed, small number of examples, so the suite's time is bounded)
 # and ``nightly`` (``SAMPLEDLM_HYPOTHESIS=nightly python -m pytest -q -k fuzz``: 50x the examples).
