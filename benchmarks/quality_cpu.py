@@ -84,33 +84,44 @@ def faster_rnnlm_rows(tokens: int) -> list[dict]:
     return rows
 
 
-def gpu_rows() -> tuple[str, list[dict]]:
-    """The GPU rows recorded in benchmarks/notes (newest ``gpu-rows-*.jsonl``; written from a lent machine's runs)."""
-    files = sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "gpu-rows-*.jsonl")))
-    if not files:
-        return "", []
-    with open(files[-1]) as f:
-        return os.path.relpath(files[-1], REPO_DIR), [json.loads(line) for line in f if line.strip()]
+def gpu_rows() -> list[tuple[str, list[dict]]]:
+    """The GPU rows recorded in benchmarks/notes, one ``gpu-rows-*.jsonl`` per lent machine's call (oldest first)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "gpu-rows-*.jsonl"))):
+        with open(path) as f:
+            out.append((os.path.relpath(path, REPO_DIR), [json.loads(line) for line in f if line.strip()]))
+    return out
 
 
-def render_gpu(source: str, rows: list[dict]) -> list[str]:
-    """The section of GPU rows: each data set's softmax first, the others against it."""
-    if not rows:
+def render_gpu(sources: list[tuple[str, list[dict]]]) -> list[str]:
+    """The section of GPU rows, a table per call (machine): each data set's softmax GRU first, the others against
+    it; the softmax GRU of an earlier call stands for a call that trained none."""
+    if not sources:
         return []
-    soft = {r["data"]: r["test_ppl"] for r in rows if r["command"].endswith("--model gru")}
-    cells = []
-    for r in rows:
-        base = soft.get(r["data"]) if "--model gru" in r["command"] else None
-        cells.append([r["name"], r["data"], f"{r['vocab']:,}", f"`{r['command'].split('--epochs 8 ', 1)[-1]}`",
-                      f"{r['test_ppl']:.2f}", "—" if base is None or base == r["test_ppl"]
-                      else f"{100 * (r['test_ppl'] / base - 1):+.1f} %", str(r["epochs_run"]),
-                      f"{r['wall_s']:,.0f}", f"{max(r['tokens_per_s']):,}"])
-    return ["## On a GPU", "",
-            f"Machine: {rows[0]['machine']}; commit {rows[0]['commit']}; every run `--device cuda --threads 1 --epochs 8` "
-            f"and the flags shown (records: {source}). Tokens/s is the fastest epoch's (the others ran while the "
-            "suite loaded the CPUs).", "",
-            table(["run", "data", "V", "flags", "test ppl", "vs softmax GRU", "epochs", "wall s", "tokens/s"], cells),
-            "", *[f"- {r['name']}: {r['note']}" for r in rows if r.get("note")], ""]
+    lines = ["## On a GPU", ""]
+    soft: dict[str, float] = {}
+    for source, rows in sources:
+        soft.update({r["data"]: r["test_ppl"] for r in rows if r["command"].endswith("--model gru")})
+        cells = []
+        for r in rows:
+            base = soft.get(r["data"]) if "--model gru" in r["command"] else None
+            flags = r["command"].split("--threads 1 ", 1)[-1]
+            cells.append([r["name"], r["data"], f"{r['vocab']:,}", f"`{flags}`", f"{r['test_ppl']:.2f}",
+                          "—" if base is None or base == r["test_ppl"] else f"{100 * (r['test_ppl'] / base - 1):+.1f} %",
+                          str(r["epochs_run"]), f"{r['wall_s']:,.0f}", f"{max(r['tokens_per_s']):,}"])
+        lines += [f"Machine: {rows[0]['machine']}; commit {rows[0]['commit']}; every run `--device cuda --threads 1` "
+                  f"and the flags shown (records: {source}). Tokens/s is the fastest epoch's (the others ran while "
+                  "the suite loaded the CPUs).", "",
+                  table(["run", "data", "V", "flags", "test ppl", "vs softmax GRU", "epochs", "wall s", "tokens/s"],
+                        cells),
+                  "", *[f"- {r['name']}: {r['note']}" for r in rows if r.get("note")], ""]
+    transformer = [r for _, rows in sources for r in rows if "--model transformer" in r["command"]]
+    best = min(transformer, key=lambda r: r["test_ppl"], default=None)
+    if best is not None and "PTB" in soft:
+        verdict = "below" if best["test_ppl"] <= soft["PTB"] else "above"
+        lines += [f"The Transformer's best GPU run ({best['name']}, {best['epochs_run']} epochs) scores "
+                  f"{best['test_ppl']:.2f}, {verdict} the GPU's softmax GRU ({soft['PTB']:.2f} after 8 epochs).", ""]
+    return lines
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
@@ -205,7 +216,7 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
     lines += render_against_faster_rnnlm(data["rows"])
     lines += render_transformer(data["rows"])
     if not quick:
-        lines += render_gpu(*gpu_rows())
+        lines += render_gpu(gpu_rows())
     if data["failures"]:
         lines += ["## Failed runs", ""] + [f"- {k}: {v}" for k, v in data["failures"].items()] + [""]
     return "\n".join(lines)
