@@ -280,6 +280,18 @@ def crossing_cpu_s(curve: list[dict], target: float) -> tuple[float | None, str]
     return math.exp(xs[-1] + (math.log(target) - ys[-1]) / k), f"extrapolated (ppl ~ t^{k:.2f} through its last {len(pts)} epochs)"
 
 
+def transformer_test_by_epoch() -> tuple[str, list[dict]]:
+    """The Transformer's test perplexity after each epoch (``sampledlm eval`` of the model saved at that epoch's
+    end), recorded in benchmarks/notes (newest ``transformer-test-by-epoch-*.jsonl``): epoch, cpu_s, valid_ppl,
+    test_ppl. A run keeps only its best model, so these come from copies taken as it trained."""
+    files = sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "transformer-test-by-epoch-*.jsonl")))
+    if not files:
+        return "", []
+    with open(files[-1]) as f:
+        return os.path.relpath(files[-1], REPO_DIR), sorted((json.loads(line) for line in f if line.strip()),
+                                                            key=lambda r: r["epoch"])
+
+
 def render_transformer(rows: list[dict]) -> list[str]:
     by_name = {r["name"]: r for r in rows}
     t, g = by_name.get("transformer softmax"), by_name.get("gru softmax")
@@ -291,12 +303,29 @@ def render_transformer(rows: list[dict]) -> list[str]:
     verdict = ("not reached" if at is None else
                f"{at:,.0f} CPU s ({at / 3600:.1f} h), {how}: "
                + ("within" if at <= TRANSFORMER_BUDGET_S else "beyond") + " the 3-hour budget")
-    return ["## The Transformer against the GRU", "",
-            f"The Transformer at its defaults (`--model transformer`, {t['epochs']} epochs): validation {last['valid_ppl']:.1f} "
-            f"after {last['cpu_s']:,.0f} CPU s, test {t['test_ppl']:.2f}; the softmax GRU's best validation perplexity is "
-            f"{target:.1f} (test {g['test_ppl']:.2f}). Where the Transformer would reach it: {verdict}. "
-            "An extrapolation of the last epochs' trend is a guess, not a measurement: the curve may flatten sooner, "
-            "or fall faster once its learning rate is halved; the figure shows the curve.", ""]
+    lines = ["## The Transformer against the GRU", "",
+             f"The Transformer at its defaults (`--model transformer`, {t['epochs']} epochs): validation "
+             f"{last['valid_ppl']:.1f} after {last['cpu_s']:,.0f} CPU s, test {t['test_ppl']:.2f}; the softmax GRU's best "
+             f"validation perplexity is {target:.1f} (test {g['test_ppl']:.2f}). Where the Transformer's validation "
+             f"perplexity reaches the GRU's: {verdict}."
+             + ("" if how == "measured" else " An extrapolation of the last epochs' trend is a guess, not a "
+                "measurement: the curve may flatten sooner, or fall faster once its learning rate is halved; the "
+                "figure shows the curve."), ""]
+    source, by_epoch = transformer_test_by_epoch()
+    if by_epoch:
+        first = next((r for r in by_epoch if r["test_ppl"] <= g["test_ppl"]), None)
+        lines += [f"On the test text, the target's measure, after each epoch (the model saved at that epoch's end; "
+                  f"records: {source}):", "",
+                  table(["epoch", "CPU s", "CPU h", "valid ppl", "test ppl", "vs softmax GRU"],
+                        [[str(r["epoch"]), f"{r['cpu_s']:,.0f}", f"{r['cpu_s'] / 3600:.2f}", f"{r['valid_ppl']:.2f}",
+                          f"{r['test_ppl']:.2f}", f"{100 * (r['test_ppl'] / g['test_ppl'] - 1):+.1f} %"]
+                         for r in by_epoch]), "",
+                  ("The Transformer's test perplexity is not yet at the GRU's." if first is None else
+                   f"It first reaches the GRU's test perplexity ({g['test_ppl']:.2f}) after epoch {first['epoch']}, at "
+                   f"{first['cpu_s']:,.0f} CPU s ({first['cpu_s'] / 3600:.2f} h): "
+                   + ("**within**" if first["cpu_s"] <= TRANSFORMER_BUDGET_S else "beyond")
+                   + " the 3-hour budget."), ""]
+    return lines
 
 
 def figure(rows: list[dict]):

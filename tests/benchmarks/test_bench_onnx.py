@@ -32,3 +32,19 @@ def test_quality_cpu_time_to_a_perplexity_measured_or_extrapolated():
     assert at == pytest.approx(1600.0) and how.startswith("extrapolated")
     flat = curve[:2] + [{"cpu_s": 300.0, "valid_ppl": 141.0}, {"cpu_s": 400.0, "valid_ppl": 142.0}]
     assert crossing_cpu_s(flat, 50.0) == (None, "its curve has stopped falling")
+
+
+def test_quality_cpu_names_the_epoch_whose_test_perplexity_first_reaches_the_grus(monkeypatch):
+    from benchmarks import quality_cpu
+
+    gru = {"name": "gru softmax", "test_ppl": 98.58, "curve": [{"cpu_s": 100.0, "valid_ppl": 104.0}]}
+    tf = {"name": "transformer softmax", "test_ppl": 97.0, "epochs": 3,
+          "curve": [{"cpu_s": 100.0 * i, "valid_ppl": v} for i, v in ((1, 120.0), (2, 110.0), (3, 106.0))]}
+    by_epoch = [{"epoch": 1, "cpu_s": 3000.0, "valid_ppl": 120.0, "test_ppl": 110.0},
+                {"epoch": 2, "cpu_s": 9000.0, "valid_ppl": 110.0, "test_ppl": 98.0},
+                {"epoch": 3, "cpu_s": 12000.0, "valid_ppl": 106.0, "test_ppl": 97.0}]
+    monkeypatch.setattr(quality_cpu, "transformer_test_by_epoch", lambda: ("notes.jsonl", by_epoch))
+    text = "\n".join(quality_cpu.render_transformer([gru, tf]))
+    assert "after epoch 2, at 9,000 CPU s (2.50 h): **within** the 3-hour budget" in text
+    monkeypatch.setattr(quality_cpu, "transformer_test_by_epoch", lambda: ("notes.jsonl", by_epoch[:1]))
+    assert "not yet at the GRU's" in "\n".join(quality_cpu.render_transformer([gru, tf]))
