@@ -164,7 +164,7 @@ def summary(rd: str, files: dict, arpa: str | None) -> dict:
         "test_ppl_interp": ev.get("interpolated_ppl"), "interp_weight": ev.get("weight"),
         "train_s_to_best": best["wall_s"], "tokens_per_s": statistics.median(m["tokens_per_s"] for m in recs),
         "tokens_per_s_max": max(m["tokens_per_s"] for m in recs),
-        "curve": [{k: m[k] for k in ("epoch", "valid_ppl", "train_loss", "wall_s", "cpu_s", "train_ppl")
+        "curve": [{k: m[k] for k in ("epoch", "valid_ppl", "train_loss", "wall_s", "cpu_s", "train_ppl", "lr")
                    if k in m} for m in recs],
     }
 

@@ -48,3 +48,9 @@ def test_quality_cpu_names_the_epoch_whose_test_perplexity_first_reaches_the_gru
     assert "after epoch 2, at 9,000 CPU s (2.50 h): **within** the 3-hour budget" in text
     monkeypatch.setattr(quality_cpu, "transformer_test_by_epoch", lambda: ("notes.jsonl", by_epoch[:1]))
     assert "not yet at the GRU's" in "\n".join(quality_cpu.render_transformer([gru, tf]))
+    assert "extrapolated" in text  # its validation never reached 104.0: the trend of its last epochs
+    for p, lr in zip(tf["curve"], (1e-3, 5e-4, 2.5e-4)):  # the same curve from a run whose plateau rule ended it
+        p["lr"] = lr
+    text = "\n".join(quality_cpu.render_transformer([gru, tf]))
+    assert "not reached: the run ended after 3 epochs at validation 106.0, its learning rate halved 2 times" in text
+    assert "extrapolated" not in text
