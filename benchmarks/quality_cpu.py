@@ -303,18 +303,21 @@ def render_transformer(rows: list[dict]) -> list[str]:
     # a run whose plateau rule lowered its rate has ended where its curve flattened: no trend to extrapolate
     halved = sum(1 for a, b in zip(t["curve"], t["curve"][1:]) if b.get("lr", 0) < a.get("lr", 0))
     if at is not None and how != "measured" and halved:
-        at, how = None, "halved"
-    verdict = (f"not reached: the run ended after {t['epochs']} epochs at validation "
-               f"{min(p['valid_ppl'] for p in t['curve']):.1f}, its learning rate halved {halved} times by its "
-               "plateau rule" if how == "halved" else "not reached" if at is None else
-               f"{at:,.0f} CPU s ({at / 3600:.1f} h), {how}: "
-               + ("within" if at <= TRANSFORMER_BUDGET_S else "beyond") + " the 3-hour budget")
+        how = "ended"
+        verdict = (f"not reached: the run ended after {t['epochs']} epochs at validation "
+                   f"{min(p['valid_ppl'] for p in t['curve']):.1f}, its learning rate halved {halved} times by its "
+                   "plateau rule")
+    elif at is None:
+        verdict = "not reached"
+    else:
+        verdict = (f"{at:,.0f} CPU s ({at / 3600:.1f} h), {how}: "
+                   + ("within" if at <= TRANSFORMER_BUDGET_S else "beyond") + " the 3-hour budget")
     lines = ["## The Transformer against the GRU", "",
              f"The Transformer at its defaults (`--model transformer`, {t['epochs']} epochs): validation "
              f"{last['valid_ppl']:.1f} after {last['cpu_s']:,.0f} CPU s, test {t['test_ppl']:.2f}; the softmax GRU's best "
              f"validation perplexity is {target:.1f} (test {g['test_ppl']:.2f}). Where the Transformer's validation "
              f"perplexity reaches the GRU's: {verdict}."
-             + ("" if how in ("measured", "halved") else " An extrapolation of the last epochs' trend is a guess, not a "
+             + ("" if how in ("measured", "ended") else " An extrapolation of the last epochs' trend is a guess, not a "
                 "measurement: the curve may flatten sooner, or fall faster once its learning rate is halved; the "
                 "figure shows the curve."), ""]
     source, by_epoch = transformer_test_by_epoch()
