@@ -477,7 +477,12 @@ def test_collapse_tree_makes_every_bits_levels_one_node(bits):
 
 @pytest.mark.parametrize("arity", [4, 16])
 @pytest.mark.parametrize("kind", ["ffnn", "gru"])
-def test_wide_hsm_is_exact_and_trains_on_its_exact_log_likelihood(arity, kind):
+@pytest.mark.parametrize("group_min", [1, 16, 10**9])
+def test_wide_hsm_is_exact_and_trains_on_its_exact_log_likelihood(arity, kind, group_min, monkeypatch):
+    # group_min: every parent's children scored as one block, the default's mix, every step gathering its own
+    import sampledlm.objectives.hsm as hsm
+
+    monkeypatch.setattr(hsm, "GROUP_MIN", group_min)
     model = model_of(kind)
     obj = make_objective("hsm", COUNTS, arity=arity)
     obj.bind(model)

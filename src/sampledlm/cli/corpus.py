@@ -8,7 +8,7 @@ import os
 import click
 
 from ..errors import UserError
-from .common import CONTEXT, force_option, refuse_existing, text_options
+from .common import CONTEXT, force_option, refuse_existing, text_flags_given, text_options
 
 @click.command(context_settings=CONTEXT)
 @click.argument("train", metavar="TRAIN")
@@ -74,19 +74,33 @@ def stats(files, vocab_path, top_k, as_json, opts):
               help="Without --vocab: keep at most this many entries, </s> and <unk> included.")
 @click.option("--iterations", type=click.IntRange(min=1), default=20, show_default=True,
               help="At most this many passes (it stops earlier once a pass moves under 0.1 % of the words).")
+@click.option("--from-model", "from_model", default=None, metavar="RUN",
+              help="Cluster by a trained neural model's contexts instead: each word's mean context vector over TRAIN, "
+                   "k-means (Mnih & Hinton 2009's way); the model's vocabulary and text options.")
+@click.option("--tree", is_flag=True,
+              help="With --from-model: a binary tree for --objective hsm (recursive 2-means), each word's bit path "
+                   "as its class label, instead of flat classes.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+              help="With --from-model: the seed of k-means's starting centres.")
 @force_option("the word-classes file")
 @text_options
-def classes(train, output, num_classes, vocab_path, min_count, max_size, iterations, force, opts):
-    """Cluster TRAIN's words into classes (exchange algorithm, Brown-style).
+def classes(train, output, num_classes, vocab_path, min_count, max_size, iterations, from_model, tree, seed, force,
+            opts):
+    """Cluster TRAIN's words into classes (exchange algorithm, Brown-style), or by a model's contexts.
 
     \b
     Words go to the classes that maximise the likelihood of TRAIN under the class bigram model
     P(c(w) | c(prev)) P(w | c(w)) (Kneser & Ney 1993; Martin et al. 1998): the flat form of Brown
     et al. (1992)'s clustering. The file feeds the class-based and hierarchical output layers.
+    With --from-model RUN, words the trained model expects in like places share a class: on PTB's GRU
+    these classes bring the class layer closer to the softmax than the exchange algorithm's
+    (docs/results/quality-cpu.md). Train a first model, cluster with it, train again.
     Example:
       sampledlm classes ptb.train.txt -o classes.txt
       sampledlm train ... --objective class --word-classes classes.txt
       sampledlm train ... --objective hsm --word-classes classes.txt
+      sampledlm classes ptb.train.txt --from-model gru-class -o ctx-classes.txt
+      sampledlm classes ptb.train.txt --from-model gru-hsm --tree -o ctx-tree.txt
     Give the model's own --vocab (or the same --min-count / --max-size) so the words agree.
     """
     import math
@@ -98,6 +112,13 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
 
     check_writable(output)
     refuse_existing(output, force, [train, vocab_path])
+    if tree and not from_model:
+        raise UserError("--tree builds its tree from a model's contexts: give --from-model RUN")
+    if from_model:
+        if vocab_path or max_size or min_count != 1 or text_flags_given():
+            raise UserError("--from-model reads TRAIN with the model's own vocabulary and text options: "
+                            "leave out --vocab, --min-count, --max-size and the text flags")
+        return _classes_from_model(train, output, from_model, num_classes, tree, seed)
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train, opts, min_count=min_count, max_size=max_size)
     ids = load_ids(train, vocab, opts)
     c = num_classes or max(1, min(len(vocab), round(2 * math.sqrt(len(vocab)))))
@@ -110,6 +131,50 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     ppl = class_bigram_perplexity(ids, cls)
     click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "
                f"bigram model {ppl:.1f}; written to {output}", err=True)
+
+
+def _classes_from_model(train: str, output: str, run: str, num_classes: int | None, tree: bool, seed: int) -> None:
+    """``classes --from-model``: the model's mean contexts over TRAIN, then k-means classes or a tree's paths."""
+    import time
+
+    import numpy as np
+
+    from ..data.clusters import write_word_classes
+    from ..data.corpus import load_ids
+    from ..data.textio import atomic_write
+    from ..data.tokenizer import TextOptions
+    from ..loader import load_model
+    from ..neural.context_classes import kmeans_classes, mean_contexts, tree_paths
+    from ..objectives.structure import auto_class_count
+
+    if not os.path.isdir(run):
+        raise UserError(f"--from-model {run}: not a run directory (give what 'sampledlm train -o' wrote)")
+    lm = load_model(run, device="cpu")
+    if not hasattr(lm, "model") or not hasattr(lm.model, "eval_contexts"):
+        raise UserError(f"--from-model {run}: is {lm.describe()}; give a neural run directory")
+    ids = load_ids(train, lm.vocab, TextOptions(**(lm.text_options or {})), cache=False)
+    if len(ids) == 0:
+        raise UserError(f"{train}: no sentences")
+    t0 = time.perf_counter()
+    x, counts = mean_contexts(lm.model, ids)
+    click.echo(f"mean contexts of {int((counts > 0).sum()):,} of {len(counts):,} words over {len(ids):,} predictions "
+               f"({time.perf_counter() - t0:.0f} s)", err=True)
+    words = lm.vocab.words
+    if tree:
+        paths = tree_paths(x, counts, seed=seed)
+        with atomic_write(output) as f:
+            for word, path, n in zip(words, paths, counts.tolist()):
+                f.write(f"{path}\t{word}\t{n}\n")
+        depth = np.array([len(p) for p in paths], dtype=np.float64)
+        mean = float(np.average(depth, weights=np.maximum(counts, 0.5)))
+        click.echo(f"a binary tree over {len(words):,} words, {mean:.2f} decisions per token on average "
+                   f"(at most {int(depth.max())}); written to {output}", err=True)
+        return
+    c = num_classes or auto_class_count(len(words))
+    cls = kmeans_classes(x, counts, c, seed=seed)
+    write_word_classes(output, words, cls, counts)
+    click.echo(f"{int(cls.max()) + 1} classes over {len(words):,} words from {run}'s contexts; written to {output}",
+               err=True)
 
 
 @click.command(context_settings=CONTEXT)
