@@ -15,6 +15,7 @@ softmax baseline) share it.
 from __future__ import annotations
 
 import hashlib
+import resource
 import json
 import os
 import statistics
@@ -64,6 +65,37 @@ class Run:
     #: bumped when a code change alters what the same options train (e.g. per-example fixed negative
     #: subsets), so that a finished run of the old code is not reused; part of the directory key
     version: str = ""
+    #: a second pass: ``(first Run, sampledlm classes flags)``; before this run trains, ``sampledlm classes TRAIN
+    #: --from-model FIRST FLAGS`` writes a word-classes file, which ``{classes}`` in ``options`` names
+    classes_from: tuple = ()
+
+
+CLASSES = "{classes}"
+
+
+def classes_file(work: str, files: dict, run: Run) -> str:
+    """The word-classes file of a second-pass run (:attr:`Run.classes_from`): beside its first run's directory."""
+    first, flags = run.classes_from
+    return run_dir(work, files, first) + f".classes{''.join(flags).replace('-', '')}.txt"
+
+
+def make_classes_file(work: str, files: dict, run: Run) -> str:
+    """Write a second-pass run's classes file from its finished first run (kept when it exists; its CPU seconds go
+    to ``FILE.json``); returns the path."""
+    path = classes_file(work, files, run)
+    if os.path.exists(path):
+        return path
+    first, flags = run.classes_from
+    rd = run_dir(work, files, first)
+    if not finished(rd):
+        raise UserError(f"{run.name}: its first pass {first.name} has not finished")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cli("classes", files["train"], "--from-model", rd, *flags, "-o", path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    with open(path + ".json", "w") as f:
+        json.dump({"cpu_s": cpu, "first": first.name, "flags": list(flags)}, f)
+    return path
 
 
 def cli(*args: str, log: str | None = None) -> str:
@@ -108,8 +140,12 @@ def train(work: str, files: dict, run: Run) -> str:
     if finished(rd):
         click.echo(f"  {run.name}: finished run reused ({rd})", err=True)
         return rd
+    options = run.options
+    if run.classes_from:
+        path = make_classes_file(work, files, run)
+        options = tuple(path if o == CLASSES else o for o in options)
     where = ["--resume", rd] if os.path.exists(os.path.join(rd, "config.json")) else \
-        ["--train", files["train"], "--valid", files["valid"], *run.options, "-o", rd]
+        ["--train", files["train"], "--valid", files["valid"], *options, "-o", rd]
     click.echo(f"  {run.name}: training ({'resumed' if where[0] == '--resume' else 'new'}, log {rd}.log)", err=True)
     cli("train", *where, log=rd + ".log")
     return rd

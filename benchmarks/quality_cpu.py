@@ -28,7 +28,7 @@ from .report import REPO_DIR, new_figure, table, write_page
 NAME = "quality-cpu"
 TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
 TARGET_STRUCTURED = {"adaptive": 0.02, "adaptive-head4000": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
-                     "hsm16-huffman": 0.05}
+                     "hsm16-huffman": 0.05, "class-ctx": 0.02, "hsm-ctx128": 0.05}
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
@@ -44,6 +44,13 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
 
 
+#: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
+#: --from-model``), and the same trunk trains again over those classes; name -> (first run, classes flags, flags)
+SECOND_PASSES = {"class-ctx": ("class", (), ("--objective", "class", "--word-classes", lmruns.CLASSES)),
+                 "hsm-ctx128": ("hsm", ("--tree",), ("--objective", "hsm", "--word-classes", lmruns.CLASSES,
+                                                    "--arity", "128"))}
+
+
 #: the other trunks, each at its own defaults with the softmax (their rows are named by the trunk)
 TRUNKS = {"ffnn": ("--model", "ffnn", "--device", "cpu", "--threads", "1"),
           "transformer": ("--model", "transformer", "--device", "cpu", "--threads", "1")}
@@ -55,6 +62,9 @@ def plan(quick: bool) -> list[lmruns.Run]:
     if not quick:
         runs += [lmruns.Run(name, (*BASE, *flags)) for name, flags in VARIANTS.items()]
     if not quick:
+        first = {r.name: r for r in runs}
+        runs += [lmruns.Run(name, (*BASE, *flags), classes_from=(first[of], extra))
+                 for name, (of, extra, flags) in SECOND_PASSES.items()]
         runs += [lmruns.Run(name, flags) for name, flags in TRUNKS.items()]
     return runs
 
@@ -143,9 +153,17 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
             config = json.load(f)
         recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
                     for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
+        words_per_cpu_s = tokens * row["epochs"] / cpu  # a second pass: its own epochs' speed
+        first = first_pass(st, r, rows)
+        curve = row["curve"]
+        if first:  # a second pass's CPU time includes its first run and the clustering
+            recorded["word_classes"] = f"from the {row_name(first['name'])} run's contexts"
+            curve = [{**c, "cpu_s": c["cpu_s"] + first["cpu_s"]} for c in curve]
+            cpu += first["cpu_s"]
         out.append({"name": row_name(r.name), "options": row["options"], "recorded": recorded,
                     "test_ppl": row["test_ppl"], "cpu_s": cpu, "default_head": default_head(r, row["dir"], config),
-                    "epochs": row["epochs"], "words_per_cpu_s": tokens * row["epochs"] / cpu, "curve": row["curve"]})
+                    "epochs": row["epochs"], "words_per_cpu_s": words_per_cpu_s, "curve": curve,
+                    **({"first_pass": first} if first else {})})
     theirs = [] if quick else faster_rnnlm_rows(tokens)
     soft = next((r["test_ppl"] for r in out if r["name"] == "gru softmax"), None)
     for r in out + theirs:
@@ -157,6 +175,21 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
     write_page(out_dir, NAME, "Quality for CPU time: the GRU with every output objective, beside faster-rnnlm",
                st.meta, data, body, figure=fig)
     return data
+
+
+def first_pass(st, run: lmruns.Run, rows: dict) -> dict | None:
+    """A second pass's first run and clustering: ``{name, cpu_s (both), train_cpu_s, classes_cpu_s, flags}``."""
+    if not run.classes_from:
+        return None
+    first, flags = run.classes_from
+    if first.name not in rows or rows[first.name].get("partial"):
+        return None
+    path = lmruns.classes_file(st.work, st.files, run)
+    with open(path + ".json") as f:
+        classes_cpu = json.load(f)["cpu_s"]
+    train_cpu = rows[first.name]["curve"][-1]["cpu_s"]
+    return {"name": first.name, "cpu_s": train_cpu + classes_cpu, "train_cpu_s": train_cpu,
+            "classes_cpu_s": classes_cpu, "flags": " ".join(flags)}
 
 
 def default_head(run: lmruns.Run, run_dir: str, config: dict) -> list[int] | None:
@@ -207,7 +240,20 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
                           f"its objective's recurrent defaults compute {r['default_head']} for this vocabulary: "
                           + ("the same head and tail, so the row is the default's." if same else
                              "**not** the default's head."), ""]
-    given = [r["name"] for r in rows if r.get("recorded", {}).get("word_classes") not in (None, "auto")]
+    second = [r for r in rows if r.get("first_pass")]
+    if second:
+        lines[2:2] = ["Second passes (" + ", ".join(r["name"] for r in second) + "), after Mnih & Hinton (2009): a "
+                      "finished run's mean context vectors cluster the words (`sampledlm classes TRAIN --from-model "
+                      "RUN`, k-means; with `--tree`, a binary tree by recursive 2-means), and the GRU trains again "
+                      "from scratch over those classes with the flags shown. Their CPU seconds include the first run "
+                      "and the clustering: " + "; ".join(
+                          f"{r['name']}: {row_name(r['first_pass']['name'])} "
+                          f"{r['first_pass']['train_cpu_s']:,.0f} s + `classes --from-model"
+                          f"{' ' + r['first_pass']['flags'] if r['first_pass']['flags'] else ''}` "
+                          f"{r['first_pass']['classes_cpu_s']:,.0f} s" for r in second) + " (their words/CPU-s are "
+                      "the second pass's own).", ""]
+    given = [r["name"] for r in rows if r.get("recorded", {}).get("word_classes") not in (None, "auto")
+             and not r.get("first_pass")]
     if given:  # runs trained before --word-classes auto existed, or given the file by hand
         lines[2:2] = ["Runs given a word-classes file instead of `--word-classes auto` (" + ", ".join(given) + "): "
                       "the file is what `sampledlm classes` writes for the training text, the same classes as "
@@ -224,7 +270,7 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
 
 #: our rows and faster-rnnlm's comparable one (its NCE, its hierarchical softmax)
 COMPARABLE = {"nce": "faster-rnnlm gru-nce", "nce-bf16": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs",
-              "hsm2": "faster-rnnlm gru-hs", "hsm16-huffman": "faster-rnnlm gru-hs"}
+              "hsm2": "faster-rnnlm gru-hs", "hsm16-huffman": "faster-rnnlm gru-hs", "hsm-ctx128": "faster-rnnlm gru-hs"}
 
 
 def cpu_to_reach(curve: list[dict], ppl: float) -> float | None:

@@ -54,3 +54,32 @@ def test_quality_cpu_names_the_epoch_whose_test_perplexity_first_reaches_the_gru
     text = "\n".join(quality_cpu.render_transformer([gru, tf]))
     assert "not reached: the run ended after 3 epochs at validation 106.0, its learning rate halved 2 times" in text
     assert "extrapolated" not in text
+
+
+def test_a_second_pass_clusters_its_first_runs_contexts_and_counts_their_cpu(tmp_path):
+    """lmruns' second passes (the quality page's class-ctx and hsm-ctx128): the classes file is made from the
+    finished first run by `classes --from-model`, named by `{classes}` in the options, its CPU time recorded."""
+    import json
+
+    from benchmarks import lmruns
+    from helpers import write_word_corpus
+
+    for split, n, seed in (("train", 60, 1), ("valid", 15, 2)):
+        write_word_corpus(tmp_path / f"{split}.txt", n, seed)
+    files = {"train": str(tmp_path / "train.txt"), "valid": str(tmp_path / "valid.txt")}
+    base = ("--model", "gru", "-d", "8", "--hidden", "8", "--epochs", "1", "--batch-size", "4", "--threads", "1")
+    first = lmruns.Run("first", (*base, "--objective", "class", "--classes", "3"))
+    second = lmruns.Run("second", (*base, "--objective", "hsm", "--word-classes", lmruns.CLASSES, "--arity", "4"),
+                        classes_from=(first, ("--tree",)))
+    with pytest.raises(Exception, match="its first pass first has not finished"):
+        lmruns.train(str(tmp_path), files, second)
+    lmruns.train(str(tmp_path), files, first)
+    rd = lmruns.train(str(tmp_path), files, second)
+    path = lmruns.classes_file(str(tmp_path), files, second)
+    with open(path + ".json") as f:
+        assert json.load(f)["cpu_s"] > 0
+    with open(f"{rd}/config.json") as f:
+        assert json.load(f)["objective"]["options"]["word_classes"] == path
+    labels = [line.split("\t")[0] for line in open(path)]
+    assert labels and all(set(x) <= {"0", "1"} for x in labels)  # --tree: bit paths
+    assert lmruns.finished(rd)

@@ -699,3 +699,58 @@ def test_word_classes_auto_clusters_the_training_text_as_the_classes_command_doe
         return
     pairs = set(zip(got.tolist(), from_file.tolist()))  # the same partition of the words, whatever the numbering
     assert len(pairs) == len(set(got.tolist())) == len(set(from_file.tolist()))
+
+
+@pytest.mark.parametrize("kind", ["ffnn", "gru"])
+def test_class_components_stay_exact_and_are_the_log_sum_exp_of_their_scores(kind):
+    """--components M: each class's score is log sum_k exp(U_{c,k} h + d_{c,k}); P stays normalised over V and the
+    loss is its -log P; with every component but one at -inf-like bias it is the one-component layer."""
+    model = model_of(kind)
+    obj = make_objective("class", COUNTS, components=3)
+    obj.bind(model)
+    assert obj.class_layer.out_features == 3 * obj.num_classes
+    scaled(model, obj)
+    check_exact(model, obj, kind, True, n=200)
+    single = make_objective("class", COUNTS)
+    single.bind(model)
+    with torch.no_grad():
+        single.class_layer.weight.copy_(obj.class_layer.weight[::3])
+        single.class_layer.bias.copy_(obj.class_layer.bias[::3])
+        obj.class_layer.bias.view(-1, 3)[:, 1:] = -1e4
+    ctx = torch.randn(7, model.hidden_size)
+    assert torch.allclose(obj.class_log_prob(ctx), single.class_log_prob(ctx), atol=1e-5)
+    from sampledlm.errors import UserError
+
+    with pytest.raises(UserError, match="--components 0"):
+        make_objective("class", COUNTS, components=0)
+
+
+@pytest.mark.parametrize("group_min", [1, 10**9])
+def test_wide_hsm_node_components_stay_exact_with_the_exact_gradient(group_min, monkeypatch):
+    """--components M on hsm's node layer: each node's score the log-sum-exp of M; still normalised over V, the
+    batched loss (blocks or gathered siblings) has the gradient of the exact log-likelihood; binary nodes refuse."""
+    import sampledlm.objectives.hsm as hsm
+    from sampledlm.errors import UserError
+
+    monkeypatch.setattr(hsm, "GROUP_MIN", group_min)
+    model = model_of("gru")
+    obj = make_objective("hsm", COUNTS, arity=4, components=3)
+    obj.bind(model)
+    obj.set_word_classes(np.random.default_rng(1).integers(0, 5, size=V))
+    assert obj.node_layer.out_features == 3 * (len(obj.child_codes) - 1)
+    scaled(model, obj)
+    check_exact(model, obj, "gru", True, n=200)
+    torch.manual_seed(1)
+    out = OutputLayer(V, 6)
+    obj = make_objective("hsm", COUNTS, arity=4, components=3)
+    obj.bind(out)
+    out.double(), obj.double()
+    x = torch.randn(40, 6, dtype=torch.float64)
+    y = torch.from_numpy(zipf_stream(40, seed=4))
+    params = list(out.parameters()) + list(obj.parameters())
+    g1 = torch.autograd.grad(obj(out, x, y), params)
+    g2 = torch.autograd.grad(-obj.log_prob(out, x).gather(1, y.unsqueeze(1)).mean(), params)
+    for a, b in zip(g1, g2):
+        assert torch.allclose(a, b, atol=1e-6)
+    with pytest.raises(UserError, match="binary nodes"):
+        make_objective("hsm", COUNTS, components=2)

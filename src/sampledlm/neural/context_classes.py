@@ -103,8 +103,8 @@ def _split(x: np.ndarray, w: np.ndarray, rng, rounds: int = 20) -> tuple[np.ndar
     centroids' direction nearest to 2-means's own that gives each side a share of the weight within
     :data:`BALANCE` (or the share nearest to one half, when no cut does)."""
     n = len(x)
-    if n == 2:
-        proj = np.array([1.0, 0.0])
+    if n == 2:  # the second word on the first side (the order the PTB runs' trees were built in)
+        proj = np.array([0.0, 1.0])
     else:
         centres = x[rng.choice(n, 2, replace=False, p=w / w.sum())]
         for _ in range(rounds):
@@ -118,7 +118,7 @@ def _split(x: np.ndarray, w: np.ndarray, rng, rounds: int = 20) -> tuple[np.ndar
         proj = x @ (centres[0] - centres[1])
     order = np.argsort(-proj, kind="stable")
     share = np.cumsum(w[order])[:-1] / w.sum()  # the first side's share for a cut after each position
-    natural = max(1, min(n - 1, int((proj > 0).sum())))
+    natural = int((proj >= 0).sum())
     allowed = np.flatnonzero((share >= BALANCE[0]) & (share <= BALANCE[1])) + 1
     cut = int(allowed[np.argmin(np.abs(allowed - natural))]) if len(allowed) else int(np.argmin(np.abs(share - 0.5))) + 1
     return order[:cut], order[cut:]

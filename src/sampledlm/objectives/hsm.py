@@ -34,7 +34,9 @@ along the word's path u_1 = w, u_2, ... in the new tree, where a word's score is
 internal node's ``s_i(h) = N_i . h + c_i`` comes from this objective's own node layer ``[I, h]`` (I about
 V / (K - 1)). A step costs O(L K h) per token for L = depth / d levels. K = 2 is the binary tree above (one
 logistic per node, no parameters of its own); larger K trades speed for fewer, better-informed decisions; the two
-levels of the class-based softmax are its limit.
+levels of the class-based softmax are its limit. With ``components`` M > 1 a node scores the log-sum-exp of M
+linear scores, ``s_i(h) = log sum_k exp(N_{i,k} . h + c_{i,k})`` (node layer ``[I M, h]``), as the class layer's
+classes do (:mod:`.classes`).
 """
 
 from __future__ import annotations
@@ -93,10 +95,16 @@ class HierarchicalSoftmax(OutputObjective):
                     "algorithm's classes gave 124.05 (+25.8 %), 16-way nodes over a Huffman tree 124.54, 16-way nodes "
                     "over the classes 112.19 (+13.8 %): fewer, wider decisions per word lose less")
 
-    def __init__(self, counts=None, *, word_classes: str | None = None, arity: int = 2):
+    def __init__(self, counts=None, *, word_classes: str | None = None, arity: int = 2, components: int = 1):
         super().__init__(counts)
         if arity < 2 or arity & (arity - 1):
             raise UserError(f"--arity {arity}: a power of two (2, 4, 8, 16, ...)")
+        if components < 1:
+            raise UserError(f"--components {components}: at least 1")
+        if components > 1 and arity == 2:
+            raise UserError("--components applies to hsm's node layer, which binary nodes do not have: give --arity 4 "
+                            "or more")
+        self.components = int(components)
         self.arity = int(arity)
         self.bits = self.arity.bit_length() - 1
         self.counts = None if counts is None else np.asarray(counts)
@@ -177,8 +185,8 @@ class HierarchicalSoftmax(OutputObjective):
         self.node_levels = [torch.from_numpy(np.flatnonzero(depth == k)).to(dev) for k in range(1, int(depth.max(initial=0)) + 1)]
         num_nodes = len(depth)
         layer = self._modules.get("node_layer")
-        if layer is None or layer.out_features != num_nodes:
-            layer = torch.nn.Linear(self.hidden, num_nodes)
+        if layer is None or layer.out_features != num_nodes * self.components:
+            layer = torch.nn.Linear(self.hidden, num_nodes * self.components)
             torch.nn.init.zeros_(layer.bias)
             self.node_layer = layer.to(device=dev, dtype=self._node_dtype())
 
@@ -232,7 +240,8 @@ class HierarchicalSoftmax(OutputObjective):
         word_at, node_at = is_word.nonzero().squeeze(1), (~is_word).nonzero().squeeze(1)
         a_word = scorer.score_targets(ctx[tok[word_at]], code[word_at]).float()
         node = code[node_at] - v
-        a_node = ((self.node_layer.weight[node] * ctx[tok[node_at]]).sum(-1) + self.node_layer.bias[node]).float()
+        w, b = self._node_rows()
+        a_node = ((w[node] * ctx[tok[node_at]].unsqueeze(1)).sum(-1) + b[node]).float().logsumexp(-1)
         return torch.cat([a_word, a_node])[torch.argsort(torch.cat([word_at, node_at]))]
 
     def _sibling_lse(self, scorer: Scorer, ctx: torch.Tensor, tok: torch.Tensor, par: torch.Tensor) -> torch.Tensor:
@@ -259,13 +268,22 @@ class HierarchicalSoftmax(OutputObjective):
             nodes, node_sizes = self._kids("node", parents)
             h = ctx[tok[order]]
             word_blocks = scorer.score_blocks(h, sizes, words, word_sizes)
+            # a node's score is the log-sum-exp of its components', so the siblings' is over every component's
+            w, b = self._node_rows()
+            m = self.components
+            node_w, node_b = w[nodes].reshape(-1, w.shape[-1]), b[nodes].reshape(-1)
             lses = [torch.logsumexp(torch.cat([wb.float(), torch.addmm(nb, hg, nw.t()).float()], 1), 1)
                     for hg, wb, nw, nb in zip(h.split(sizes), word_blocks,
-                                              self.node_layer.weight[nodes].split(node_sizes),
-                                              self.node_layer.bias[nodes].split(node_sizes))]
+                                              node_w.split([k * m for k in node_sizes]),
+                                              node_b.split([k * m for k in node_sizes]))]
             pieces.append(torch.cat(lses))
             where.append(order)
         return torch.cat(pieces)[torch.argsort(torch.cat(where))]
+
+    def _node_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The node layer as ``(weight [I, M, h], bias [I, M])``: each node's M components."""
+        layer, m = self.node_layer, self.components
+        return layer.weight.view(-1, m, layer.in_features), layer.bias.view(-1, m)
 
     def _kids(self, kind: str, parents: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
         """The children of one kind (``word``: word ids, ``node``: node-layer rows) of each of ``parents``, one
@@ -288,8 +306,9 @@ class HierarchicalSoftmax(OutputObjective):
     def _wide_log_prob(self, scorer: Scorer, ctx: torch.Tensor) -> torch.Tensor:
         """``[N, V]`` for the K-ary tree: each child's log-probability given its parent by a scatter over parents,
         then pushed down one level at a time."""
-        v, num_nodes = self.num_words, self.node_layer.out_features
-        s = torch.cat([scorer.score_all(ctx)[:, :v].float(), self.node_layer(ctx).float()], 1)  # [N, V+I] by code
+        v, num_nodes = self.num_words, self.node_layer.out_features // self.components
+        nodes = self.node_layer(ctx).float().view(ctx.shape[0], num_nodes, self.components).logsumexp(-1)
+        s = torch.cat([scorer.score_all(ctx)[:, :v].float(), nodes], 1)  # [N, V+I] by code
         n, par = s.shape[0], self.parent_of
         top = torch.full((n, num_nodes + 1), float("-inf"), device=s.device)
         top = top.scatter_reduce(1, par.expand(n, -1), s.detach(), reduce="amax")
