@@ -490,13 +490,19 @@ def test_wide_hsm_is_exact_and_trains_on_its_exact_log_likelihood(arity, kind, g
     obj.set_word_classes(rng.integers(0, 5, size=V))
     scaled(model, obj)
     check_exact(model, obj, kind, True, n=200)
+    assert_loss_has_the_exact_gradient(n=30, arity=arity)
+
+
+def assert_loss_has_the_exact_gradient(n: int, **options):
+    """hsm with ``options`` on a float64 output layer: the batched loss's gradient is that of -mean log P computed
+    from the exact ``[N, V]`` log_prob."""
     torch.manual_seed(1)
     out = OutputLayer(V, 6)
-    obj = make_objective("hsm", COUNTS, arity=arity)
+    obj = make_objective("hsm", COUNTS, **options)
     obj.bind(out)
     out.double(), obj.double()
-    x = torch.randn(30, 6, dtype=torch.float64)
-    y = torch.from_numpy(zipf_stream(30, seed=4))
+    x = torch.randn(n, 6, dtype=torch.float64)
+    y = torch.from_numpy(zipf_stream(n, seed=4))
     params = list(out.parameters()) + list(obj.parameters())
     g1 = torch.autograd.grad(obj(out, x, y), params)
     g2 = torch.autograd.grad(-obj.log_prob(out, x).gather(1, y.unsqueeze(1)).mean(), params)
@@ -740,17 +746,6 @@ def test_wide_hsm_node_components_stay_exact_with_the_exact_gradient(group_min, 
     assert obj.node_layer.out_features == 3 * (len(obj.child_codes) - 1)
     scaled(model, obj)
     check_exact(model, obj, "gru", True, n=200)
-    torch.manual_seed(1)
-    out = OutputLayer(V, 6)
-    obj = make_objective("hsm", COUNTS, arity=4, components=3)
-    obj.bind(out)
-    out.double(), obj.double()
-    x = torch.randn(40, 6, dtype=torch.float64)
-    y = torch.from_numpy(zipf_stream(40, seed=4))
-    params = list(out.parameters()) + list(obj.parameters())
-    g1 = torch.autograd.grad(obj(out, x, y), params)
-    g2 = torch.autograd.grad(-obj.log_prob(out, x).gather(1, y.unsqueeze(1)).mean(), params)
-    for a, b in zip(g1, g2):
-        assert torch.allclose(a, b, atol=1e-6)
+    assert_loss_has_the_exact_gradient(n=40, arity=4, components=3)
     with pytest.raises(UserError, match="binary nodes"):
         make_objective("hsm", COUNTS, components=2)
