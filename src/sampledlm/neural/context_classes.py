@@ -39,7 +39,9 @@ def mean_contexts(model, ids: np.ndarray, batch_size: int = 2048) -> tuple[np.nd
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, _ in model.eval_contexts(np.asarray(ids, dtype=np.int64), batch_size=batch_size):
+        for ctx, targets, _, *rows in model.eval_contexts(np.asarray(ids, dtype=np.int64), batch_size=batch_size):
+            if rows:  # feed-forward: one context per distinct history, rows[0] maps each prediction to its own
+                ctx = ctx[rows[0]]
             sums.index_add_(0, targets.cpu(), ctx.detach().double().cpu())
     finally:
         model.train(was_training)
