@@ -643,8 +643,12 @@ def test_class_and_hsm_cluster_the_text_on_sequence_models_unless_told_otherwise
     from sampledlm.cli.neural import sequence_defaults
 
     blank = {"word_classes": None, "classes": None, "binning": None, "arity": None, "lr": None}
+    blank["components"] = None
     assert sequence_defaults("gru", "class", blank)["word_classes"] == "auto"
+    assert sequence_defaults("gru", "class", blank)["components"] == 4
+    assert sequence_defaults("gru", "class", {**blank, "components": 1})["components"] == 1
     assert sequence_defaults("ffnn", "class", blank)["word_classes"] is None  # frequency bins: nothing to cluster first
+    assert sequence_defaults("ffnn", "class", blank)["components"] is None
     for given in ({"classes": 50}, {"binning": "mass"}):  # the user asked for frequency bins
         assert sequence_defaults("gru", "class", {**blank, **given})["word_classes"] is None
     assert sequence_defaults("gru", "class", {**blank, "word_classes": "c.txt"})["word_classes"] == "c.txt"

@@ -42,7 +42,8 @@ OPTION_HELP: dict[str, dict] = {
                 "choices": ("sqrt", "mass"), "type": str},
     "components": {"help": "class, hsm with --arity 4 or more: each class's (tree node's) score is the log-sum-exp "
                            "of this many linear scores instead of one (M directions per class, as a softmax's class "
-                           "marginal sums its members' exponentials; default 1)", "min": 1, "type": int},
+                           "marginal sums its members' exponentials; default 1; 4 for class on recurrent models)", "min": 1,
+                   "type": int},
     "word_classes": {"help": "class, hsm: word classes from a file (class<TAB>word[<TAB>count]; make one with "
                              "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class (bit-path "
                              "labels, as Brown clustering writes them, also arrange the classes' tree); 'auto' clusters the training "
