@@ -4,8 +4,10 @@ defaults (``sampledlm train --model gru --objective X`` and nothing else), besid
 Each of our rows is one ``sampledlm train`` run on one thread (``--threads 1 --device cpu``; the training process's
 CPU seconds, validation included, from ``metrics.jsonl``) and its exact test perplexity (``sampledlm eval``).
 Words/CPU-s = training predictions (words + ``</s>``) x epochs / CPU seconds. On a recurrent model ``class`` and
-``hsm`` cluster the training text by the exchange algorithm by default (``--word-classes auto``, 200 classes; ``hsm``
-with 16 children per node); the variants show the frequency bins, binary nodes and the plain Huffman tree.
+``hsm`` cluster the training text by the exchange algorithm by default (``--word-classes auto``, 200 classes), the
+class layer scores each class by the log-sum-exp of 4 linear scores (``--components 4``), and ``hsm`` has 128
+children per node, each node scored so too; the variants show one score per class or node, 16 children, frequency
+bins, binary nodes and the plain Huffman tree, and the second passes classes or trees from a first run's contexts.
 
 faster-rnnlm (github.com/yandex/faster-rnnlm) is built from its source and run by hand on the same machine, text
 and one thread (its build and commands: ``benchmarks/notes/faster-rnnlm-*.md``); its rows come from the notes'
@@ -28,17 +30,24 @@ from .report import REPO_DIR, new_figure, table, write_page
 NAME = "quality-cpu"
 TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
 TARGET_STRUCTURED = {"adaptive": 0.02, "adaptive-head4000": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
-                     "hsm16-huffman": 0.05, "class-ctx": 0.02, "hsm-ctx128": 0.05}
+                     "hsm16-huffman": 0.05, "class-m1": 0.02, "class-ctx": 0.02, "class-ctx4": 0.02, "hsm16": 0.05,
+                     "hsm16-m4": 0.05, "hsm-ctx128": 0.05, "hsm-ctx128-m4": 0.05}
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
-VERSIONS = {"adaptive": "head-coverage-0.95-div-2-max-head-5000", "is": "true-term", "class": "auto-classes-by-class",
-            "hsm": "auto-classes-arity-16"}
-#: variants beside the defaults: the adaptive head capped at 4,000 words (the default before), the class layer's frequency bins, hsm's binary nodes over the clustered classes and
-#: its 16-way nodes over the plain Huffman tree, NCE under bf16 autocast
+VERSIONS = {"adaptive": "head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
+            "class": "auto-classes-by-class-components-4",
+            "hsm": "auto-classes-arity-128-components-4"}
+#: variants beside the defaults: the adaptive head capped at 4,000 words (the default before), the class layer with
+#: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
+#: with 4 (the default before: one), its binary nodes over the clustered classes and its 16-way nodes over the plain
+#: Huffman tree, NCE under bf16 autocast
 VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000"),
-            "class-freq": ("--objective", "class", "--binning", "sqrt"),
+            "class-m1": ("--objective", "class", "--components", "1"),
+            "class-freq": ("--objective", "class", "--binning", "sqrt", "--components", "1"),
+            "hsm16": ("--objective", "hsm", "--arity", "16", "--components", "1"),
+            "hsm16-m4": ("--objective", "hsm", "--arity", "16", "--components", "4"),
             "hsm2": ("--objective", "hsm", "--arity", "2"),
             "hsm16-huffman": ("--objective", "hsm", "--word-classes", "none", "--arity", "16"),
             "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
@@ -46,9 +55,14 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
 #: --from-model``), and the same trunk trains again over those classes; name -> (first run, classes flags, flags)
-SECOND_PASSES = {"class-ctx": ("class", (), ("--objective", "class", "--word-classes", lmruns.CLASSES)),
-                 "hsm-ctx128": ("hsm", ("--tree",), ("--objective", "hsm", "--word-classes", lmruns.CLASSES,
-                                                    "--arity", "128"))}
+SECOND_PASSES = {"class-ctx": ("class-m1", (), ("--objective", "class", "--components", "1", "--word-classes",
+                                                 lmruns.CLASSES)),
+                 "class-ctx4": ("class-m1", (), ("--objective", "class", "--components", "4", "--word-classes",
+                                                  lmruns.CLASSES)),
+                 "hsm-ctx128": ("hsm16", ("--tree",), ("--objective", "hsm", "--word-classes", lmruns.CLASSES,
+                                                      "--arity", "128", "--components", "1")),
+                 "hsm-ctx128-m4": ("hsm16", ("--tree",), ("--objective", "hsm", "--word-classes", lmruns.CLASSES,
+                                                         "--arity", "128", "--components", "4"))}
 
 
 #: the other trunks, each at its own defaults with the softmax (their rows are named by the trunk)
@@ -270,6 +284,7 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
 
 #: our rows and faster-rnnlm's comparable one (its NCE, its hierarchical softmax)
 COMPARABLE = {"nce": "faster-rnnlm gru-nce", "nce-bf16": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs",
+              "hsm16": "faster-rnnlm gru-hs", "hsm16-m4": "faster-rnnlm gru-hs",
               "hsm2": "faster-rnnlm gru-hs", "hsm16-huffman": "faster-rnnlm gru-hs", "hsm-ctx128": "faster-rnnlm gru-hs"}
 
 

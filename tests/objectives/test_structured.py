@@ -653,8 +653,9 @@ def test_class_and_hsm_cluster_the_text_on_sequence_models_unless_told_otherwise
         assert sequence_defaults("gru", "class", {**blank, **given})["word_classes"] is None
     assert sequence_defaults("gru", "class", {**blank, "word_classes": "c.txt"})["word_classes"] == "c.txt"
     hsm = sequence_defaults("lstm", "hsm", blank)
-    assert (hsm["word_classes"], hsm["arity"]) == ("auto", 16)
-    assert sequence_defaults("lstm", "hsm", {**blank, "arity": 2})["arity"] == 2
+    assert (hsm["word_classes"], hsm["arity"], hsm["components"]) == ("auto", 128, 4)
+    binary = sequence_defaults("lstm", "hsm", {**blank, "arity": 2})  # a shape of one's own: one score per node
+    assert (binary["arity"], binary["components"]) == (2, None)
 
 
 @pytest.mark.parametrize("name, own", [("class", "word_class"), ("hsm", "parent")])
@@ -671,7 +672,7 @@ def test_word_classes_none_keeps_the_objectives_own_classes_on_a_recurrent_model
         assert ("--word-classes auto" in r.stderr) == (run == "default")
     model, objective, vocab, config = runs.load_run(str(tmp_path / "none"))
     assert config["objective"]["options"].get("word_classes") is None
-    plain = make_objective(name, vocab.counts, **({"arity": 16} if name == "hsm" else {}))
+    plain = make_objective(name, vocab.counts, **({"arity": 128, "components": 4} if name == "hsm" else {}))
     plain.bind(model)
     assert torch.equal(getattr(plain, own), getattr(objective, own))  # frequency bins / the Huffman tree
     clustered = runs.load_run(str(tmp_path / "default"))[1]

@@ -42,8 +42,8 @@ OPTION_HELP: dict[str, dict] = {
                 "choices": ("sqrt", "mass"), "type": str},
     "components": {"help": "class, hsm with --arity 4 or more: each class's (tree node's) score is the log-sum-exp "
                            "of this many linear scores instead of one (M directions per class, as a softmax's class "
-                           "marginal sums its members' exponentials; default 1; 4 for class on recurrent models)", "min": 1,
-                   "type": int},
+                           "marginal sums its members' exponentials; default 1; 4 on recurrent models for class, and for hsm "
+                           "unless --arity is given)", "min": 1, "type": int},
     "word_classes": {"help": "class, hsm: word classes from a file (class<TAB>word[<TAB>count]; make one with "
                              "'sampledlm classes'): the class layer's classes, or hsm's tree grouped by class (bit-path "
                              "labels, as Brown clustering writes them, also arrange the classes' tree); 'auto' clusters the training "
@@ -51,7 +51,7 @@ OPTION_HELP: dict[str, dict] = {
                              "frequency bins, a Huffman tree [default: auto on recurrent models, none on the others]",
                      "type": str},
     "arity": {"help": "hsm: children per tree node, a power of two: 2 is the binary tree of logistic decisions; "
-                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer; default 2; 16 on "
+                      "2^d makes every d levels one softmax over up to 2^d children (its own node layer; default 2; 128 on "
                       "recurrent models)",
               "min": 2, "type": int},
     "selfnorm_alpha": {"help": "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
