@@ -14,4 +14,6 @@ def test_demo_runs_and_reports_finite_perplexities(tmp_path, capsys):
     results = run_demo(str(tmp_path / "demo"))
     assert results and all(math.isfinite(r.test_ppl) and r.test_ppl > 1 for r in results)
     assert (tmp_path / "demo" / "vocab.txt").exists()
+    assert any("context classes" in r.model for r in results)  # classes --from-model, 4 scores a class
+    assert (tmp_path / "demo" / "ctx-classes.txt").exists()
     assert "exact perplexity" in capsys.readouterr().out

@@ -2,7 +2,8 @@
 sampled objective (CSS-IS, S = 100 words per step instead of all V) and with a structured one (the
 adaptive softmax of Grave et al. 2017: frequent words in a head, the rest in cheaper tail clusters),
 and the class-based layer over word classes the exchange algorithm found in the demo corpus
-(``sampledlm classes``), all evaluated exactly; and,
+(``sampledlm classes``) and over classes of the softmax model's mean contexts, 4 scores per class
+(``sampledlm classes --from-model``, ``--components 4``), all evaluated exactly; and,
 when the n-gram step left a KN3 ARPA file, the softmax model's linear interpolation with it (weight
 tuned by EM on valid)."""
 
@@ -38,10 +39,11 @@ OBJECTIVES = [("softmax", {}, "softmax"), ("css-is", {"samples": 100}, "CSS-IS, 
               ("adaptive", {}, "adaptive softmax")]
 
 
-def _train(data: DemoData, name: str, options: dict, label: str):
-    """Train one FFNN trigram with objective ``name``; returns (model, objective, log-probs, Result)."""
+def _train(data: DemoData, name: str, options: dict, label: str, run_name: str | None = None):
+    """Train one FFNN trigram with objective ``name`` (into ``run_name``, default ``ffnn3-NAME``); returns
+    (log-probs, Result)."""
     t0 = time.perf_counter()
-    run_dir = os.path.join(data.directory, f"ffnn3-{name}")
+    run_dir = os.path.join(data.directory, run_name or f"ffnn3-{name}")
     opts = TrainOptions(optimizer="adam", lr=3e-3, batch_size=128, epochs=2, seed=data.seed)
     spec = model_spec("ffnn", order=3, embed_dim=32, hidden=[64], dropout=0.0)
     files = {"train": data.train, "valid": data.valid, "text_options": TextOptions().to_dict()}
@@ -68,6 +70,17 @@ def _ffnn_step(data: DemoData) -> list[Result]:
     for name, options, label in objectives:
         logprobs[name], result = _train(data, name, options, label)
         results.append(result)
+    # classes from the softmax model's contexts ('sampledlm classes --from-model'), each scored by 4 linear scores
+    from ..neural.context_classes import kmeans_classes, mean_contexts
+    from ..neural.lm import load_neural
+
+    first = load_neural(os.path.join(data.directory, "ffnn3-softmax"), device="cpu")
+    x, counts = mean_contexts(first.model, data.ids["train"])
+    ctx_classes = os.path.join(data.directory, "ctx-classes.txt")
+    write_word_classes(ctx_classes, data.vocab.words, kmeans_classes(x, counts, c), data.vocab.counts)
+    _, result = _train(data, "class", {"word_classes": ctx_classes, "components": 4},
+                       "context classes, 4 scores", run_name="ffnn3-class-ctx")
+    results.append(result)
     arpa = data.extra.get("kn3_arpa")
     if arpa:
         from ..ngram import read_arpa
