@@ -135,8 +135,8 @@ def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[
         extra = ["--shortlist", str(SHORTLIST), "--backoff", arpa] if o == "shortlist" else []
         if o == "hsm":  # the output rows are tree nodes: untied (the default for hsm since 2026-11-24, explicit here)
             extra = ["--no-tie", "--word-classes", "none", "--arity", "2"]  # the binary Huffman tree, as measured
-        if o == "class":  # frequency bins, as measured (a recurrent model clusters by default since 2026-11-26)
-            extra = ["--word-classes", "none"]
+        if o == "class":  # frequency bins and one score per class, as measured (a recurrent model clusters by
+            extra = ["--word-classes", "none", "--components", "1"]  # default since 2026-11-26, with 4 scores)
         if o == "adaptive":
             extra = list(ADAPTIVE_AS_MEASURED)
         plan.append((o, lmruns.Run(f"gru-{o}" if o != "shortlist" else f"gru-shortlist-{SHORTLIST}",
@@ -146,7 +146,7 @@ def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[
     plan.append(("adaptive", lmruns.Run("gru-adaptive-untied", tuple(untied[:at] + ["--objective", "adaptive",
                                                                               *ADAPTIVE_AS_MEASURED] + untied[at + 2:]))))
     for o in ("class", "hsm") if classes else ():  # the exchange algorithm's classes, as for the feed-forward trunk
-        extra = ["--word-classes", classes] + (["--no-tie", "--arity", "2"] if o == "hsm" else [])
+        extra = ["--word-classes", classes] + (["--no-tie", "--arity", "2"] if o == "hsm" else ["--components", "1"])
         plan.append((o, lmruns.Run(f"gru-{o}-brown", tuple(opts[:at] + ["--objective", o, *extra] + opts[at + 2:]))))
     return plan
 
