@@ -103,7 +103,8 @@ def against_paper(rows: dict, failures: dict, label: str) -> str:
     return "\n\n".join(text)
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    carried = lmruns.carried_rows(out_dir, NAME)[0] if only is not None else None
     st = lmruns.setting(quick, data_dir, with_kn3=False)
     label = st.label
     runs = plan(quick)
@@ -145,5 +146,6 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         write_page(out_dir, NAME, "CSS fig. 3: GRU LM, exact training log-likelihood per epoch", st.meta, result,
                    "\n".join(body), figure=figure(rows))
 
-    write(lmruns.run_all(st.work, st.files, runs, None, after_each=write, failures=failures, train_new=train))
+    write(lmruns.run_all(st.work, st.files, runs, None, after_each=write, failures=failures, train_new=train,
+                        only=only, carried=carried))
     return result

@@ -92,7 +92,8 @@ def figure(rows: dict, runs: list[lmruns.Run], quick: bool, kn3: float):
     return fig
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    carried = lmruns.carried_rows(out_dir, PAGE)[0] if only is not None else None
     st = lmruns.setting(quick, data_dir)
     runs = plan(quick)
     failures: dict = {}
@@ -128,5 +129,6 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         write_page(out_dir, PAGE, "Sampled output objectives: quality on PTB", st.meta, result, "\n".join(body),
                    figure=figure(rows, runs, quick, st.kn3_ppl))
 
-    write(lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train))
+    write(lmruns.run_all(st.work, st.files, runs, st.arpa, after_each=write, failures=failures, train_new=train,
+                        only=only, carried=carried))
     return result
