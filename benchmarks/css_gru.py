@@ -136,7 +136,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             f"`{' '.join(QUICK_TRAIN if quick else TRAIN)}`; sampled objectives with "
             f"{'20' if quick else '250'} samples shared by the mini-batch from unigram^alpha. The exact training "
             "log-likelihood per token (natural log; higher is better) is measured after every epoch on a "
-            "training prefix; valid and test perplexities are exact.", "",
+            "training prefix; valid and test perplexities are exact. A negative-sampling model is read with its own "
+            "rule, softmax(a + log q) over all V (its scores converge to log P - log q, so the plain softmax of them "
+            "favours rare words); ranking's scores have no such rule and are read as they are.", "",
             f"![exact training log-likelihood per epoch]({NAME}.png)", "",
             table(["run", "train log-lik per epoch", "best valid ppl", "test ppl", "tokens/s (median / fastest epoch)",
                    "cost per token vs softmax"], body_rows), "",
