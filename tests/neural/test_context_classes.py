@@ -102,6 +102,11 @@ def test_classes_from_a_model_feed_class_and_hsm(tmp_path, run_in_process):
     assert r.returncode == 0, r.stderr
     r = run_in_process("classes", "train.txt", "--from-model", "ffnn", "--classes", "3", "-o", "ffnn.txt", cwd=tmp_path)
     assert r.returncode == 0, r.stderr  # a feed-forward model's contexts too
+    r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "--model", "transformer", "-d", "8",
+                       "--layers", "1", "--heads", "2", "--epochs", "1", "-o", "tf", "--threads", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("classes", "train.txt", "--from-model", "tf", "--tree", "-o", "tf.txt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # and a Transformer's
     base = ("train", "--train", "train.txt", "--valid", "valid.txt", "--model", "gru", "-d", "8", "--hidden", "8",
             "--epochs", "1", "--batch-size", "4", "--bptt", "8", "--threads", "1")
     r = run_in_process(*base, "-o", "first", "--objective", "class", "--word-classes", "none", cwd=tmp_path)

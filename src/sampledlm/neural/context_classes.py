@@ -33,13 +33,18 @@ BALANCE = (0.35, 0.65)  # each side of a tree split holds this share of the node
 @torch.no_grad()
 def mean_contexts(model, ids: np.ndarray, batch_size: int = 2048) -> tuple[np.ndarray, np.ndarray]:
     """``(x [V, h] float64, unit rows; counts [V] int64)``: each word's mean context vector over the id stream
-    ``ids`` (running text, the state carried, as ``eval`` reads it), scaled to unit length."""
+    ``ids`` (running text, as ``eval`` reads it), scaled to unit length; ``batch_size``: tokens a call, for a
+    recurrent model (the others batch by their own defaults)."""
+    from .rnn import RNNLM
+
     v = int(model.num_words)
     sums = torch.zeros(v, int(model.hidden_size), dtype=torch.float64)
+    # a recurrent model reads batch_size tokens a call; the others count batches in windows or histories: their own
+    kw = {"batch_size": batch_size} if isinstance(model, RNNLM) else {}
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, _, *rows in model.eval_contexts(np.asarray(ids, dtype=np.int64), batch_size=batch_size):
+        for ctx, targets, _, *rows in model.eval_contexts(np.asarray(ids, dtype=np.int64), **kw):
             if rows:  # feed-forward: one context per distinct history, rows[0] maps each prediction to its own
                 ctx = ctx[rows[0]]
             sums.index_add_(0, targets.cpu(), ctx.detach().double().cpu())
