@@ -43,8 +43,8 @@ from torch import nn
 
 from ..errors import UserError
 from .base import OutputObjective, Scorer
-from .structure import (NO_CLASSES, attach_word_classes, frequency_order, hidden_width, settle_word_classes,
-                        word_classes_path)
+from .structure import (NO_CLASSES, attach_word_classes, concat_ranges, frequency_order, hidden_width,
+                        settle_word_classes, word_classes_path)
 
 
 BINNINGS = ("sqrt", "mass")
@@ -196,9 +196,7 @@ class ClassSoftmax(OutputObjective):
     def _union(self, uc: torch.Tensor, usize: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The members of the classes ``uc`` one class after another: ``(offset [U], union [T])``, each class's
         first column in the union and the union's word ids."""
-        offset = torch.cumsum(usize, 0) - usize
-        col = torch.arange(int(usize.sum()), device=uc.device)
-        return offset, self.members[torch.repeat_interleave(self.class_start[uc] - offset, usize) + col]
+        return concat_ranges(self.members, self.class_start[uc], usize)
 
     def _within_per_class(self, scorer: Scorer, ctx: torch.Tensor, targets: torch.Tensor, c: torch.Tensor,
                           uc: torch.Tensor, n_in: torch.Tensor, usize: torch.Tensor) -> torch.Tensor:

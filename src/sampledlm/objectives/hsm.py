@@ -49,8 +49,8 @@ import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
 from ..errors import UserError
-from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, hidden_width, huffman_tree,
-                        settle_word_classes, word_classes_path, word_paths)
+from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
+                        huffman_tree, settle_word_classes, word_classes_path, word_paths)
 
 
 # A parent's children are scored as one block (_sibling_lse) once the batch's steps through it need at least this
@@ -292,9 +292,7 @@ class HierarchicalSoftmax(OutputObjective):
         parent after another: ``(ids [S], count per parent)``."""
         flat, start, count = (getattr(self, f"{kind}_kids{x}") for x in ("", "_start", "_count"))
         size = count[parents]
-        offset = torch.cumsum(size, 0) - size
-        col = torch.arange(int(size.sum()), device=parents.device)
-        return flat[torch.repeat_interleave(start[parents] - offset, size) + col], size.tolist()
+        return concat_ranges(flat, start[parents], size)[1], size.tolist()
 
     def _gathered_lse(self, scorer: Scorer, ctx: torch.Tensor, tok: torch.Tensor, par: torch.Tensor) -> torch.Tensor:
         """``[P]`` siblings' log-sum-exp by gathering each step's own children (only those that exist)."""

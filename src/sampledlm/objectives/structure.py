@@ -202,6 +202,15 @@ def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
             "path_parent": np.stack(steps_parent, 1), "path_pos": np.stack(steps_pos, 1)}
 
 
+def concat_ranges(flat: torch.Tensor, start: torch.Tensor, size: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The runs ``flat[start[g] : start[g] + size[g]]`` of each group g, one after another, with no loop:
+    ``(offset [G], values [sum size])``, each group's first position in ``values``. The class layer's classes
+    and hsm's children are stored so (members listed group after group)."""
+    offset = torch.cumsum(size, 0) - size
+    col = torch.arange(int(size.sum()), device=flat.device)
+    return offset, flat[torch.repeat_interleave(start - offset, size) + col]
+
+
 # --- word classes from a file or clustered (class and hsm) -------------------------------------------------
 AUTO_CLASSES = "auto"  # --word-classes auto: cluster the training text before the run starts
 NO_CLASSES = "none"  # --word-classes none: frequency bins / a Huffman tree where a recurrent model would cluster
