@@ -20,9 +20,12 @@ epoch cap, best epoch kept.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
+
+from sampledlm.errors import UserError
 
 from . import report
 from .melm_runs import cached, curve_figure, run_child
@@ -143,25 +146,48 @@ def speed_runs(base: dict, epochs: int) -> list[dict]:
             for ranks in (1, 2)]
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def carried_runs(out_dir: str) -> dict[str, dict]:
+    """The finished rows of the page already in ``out_dir`` (its JSON) by run id, each marked with the
+    commit it comes from (``--only`` keeps them)."""
+    path = os.path.join(out_dir, NAME + ".json")
+    if not os.path.exists(path):
+        raise UserError(f"--only keeps the other runs' rows from {path}, which does not exist")
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    commit = doc.get("meta", {}).get("commit", "?")
+    return {r["id"]: {**r, "carried": r.get("carried") or commit}
+            for r in doc.get("data", {}).get("runs", []) if done(r)}
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
     """Train (or reuse) every run of the plan, rewriting the page ``out_dir/xu-melm.md`` after each.
-    ``train=False``: only the finished runs (the others show "not run"). ``python -m benchmarks maxent``
-    is another name for this experiment (the same runs and page)."""
+    ``train=False``: only the finished runs (the others show "not run"). ``only``: train just these
+    run ids; the others are reused from the run cache or else kept from the page in ``out_dir``.
+    ``python -m benchmarks maxent`` is another name for this experiment (the same runs and page)."""
+    carried = carried_runs(out_dir) if only is not None else {}
     meta = report.stamp()
     work = report.work_dir(NAME, quick)
     files, label = report.lm_data(data_dir, quick, os.path.join(work, "data"))
     specs = plan(quick, files, prepare_vocab(files, work))
+    unknown = sorted(set(only or ()) - {sp["id"] for sp in specs})
+    if unknown:
+        raise UserError(f"--only: no run with id {', '.join(unknown)} in this experiment's plan "
+                        f"({', '.join(sp['id'] for sp in specs)})")
     rows = {}
     data = write(out_dir, meta, label, quick, specs, rows)
     for spec in specs:
         reused = cached(spec, work) is not None
+        if only is not None and spec["id"] not in only and not reused:
+            if spec["id"] in carried:
+                rows[spec["id"]] = carried[spec["id"]]
+            continue
         if not train and not reused:
             continue
         print(f"== {NAME}: {spec['name']}" + (" (finished earlier: reused)" if reused else ""), file=sys.stderr,
               flush=True)
         rows[spec["id"]] = {**run_child(spec, cache=work), "reused": reused}
         data = write(out_dir, meta, label, quick, specs, rows)
-    return data
+    return write(out_dir, meta, label, quick, specs, rows)  # rows carried after the last run trained
 
 
 # --- the page -------------------------------------------------------------------------------
@@ -500,6 +526,13 @@ def targets(by: dict) -> list[str]:
     return out or ["- (no run has finished)"]
 
 
+def trained_by(r: dict) -> str:
+    """Where a row of the page comes from: this command, the run cache, or an earlier page (``--only``)."""
+    if r.get("carried"):
+        return f"earlier page (commit {r['carried']})"
+    return "earlier (run cache)" if r.get("reused") else "this command"
+
+
 def write(out_dir: str, meta: dict, label: str, quick: bool, specs: list[dict], rows: dict) -> dict:
     """The page, its JSON and the plot from the runs finished so far."""
     s = settings(quick)
@@ -514,7 +547,7 @@ def write(out_dir: str, meta: dict, label: str, quick: bool, specs: list[dict], 
         if done(r):
             run_lines.append([r["name"], _f(r["valid_ppl"]), _f(r["test_ppl"]), r.get("epochs_run", "-"),
                               _f(r["wall_s"], ".0f"), _f(epoch_seconds(r), ".1f", "-"), _f(r.get("loadavg"), ".1f", "-"),
-                              _f(r["peak_rss_mb"], ".0f"), "earlier (run cache)" if r.get("reused") else "this command"])
+                              _f(r["peak_rss_mb"], ".0f"), trained_by(r)])
         else:
             run_lines.append([r["name"], r.get("error", "not run"), "", "", "", "", "", "", ""])
     body = f"""Xu et al. 2011 (Xu, Gunawardana & Khudanpur, *Efficient subsampling for training complex language models*),
@@ -561,7 +594,8 @@ training positions (features from those only). Train time relative to the standa
 
 "Load at start": the machine's 1-minute load average when the run began (recorded since the sharding runs; "-"
 before), a guide to how much other work shared its 2 cores. "Trained by": this command, or an earlier run of it with the same spec whose result was kept in the run
-cache (`~/.cache/sampledlm/bench/{NAME}`, see `benchmarks.report.work_dir`) and reused.
+cache (`~/.cache/sampledlm/bench/{NAME}`, see `benchmarks.report.work_dir`) and reused, or the page of an
+earlier commit (kept by `--only`, which trains just the runs it names).
 
 {report.table(["run", "valid ppl", "test ppl", "epochs", "train wall s", "s/epoch", "load at start", "peak MB",
                 "trained by"], run_lines)}
