@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .row_scores import row_scores
+
 
 def _wide(scores: torch.Tensor) -> torch.Tensor:
     """Scores computed in 16 bits (under autocast) as float32; other dtypes as they are."""
@@ -20,7 +22,9 @@ class OutputLayer(nn.Module):
     so a sampled objective's backward pass produces *sparse* gradients that touch only the
     S rows drawn: the output layer then costs O(S h) per step in the forward pass, the
     backward pass and an optimiser that supports sparse gradients (SGD, SparseAdam).
-    ``score_all`` is always dense (it touches every row anyway). The bias is stored as a
+    ``score_all`` is always dense (it touches every row anyway). On the CPU, ``score_each`` (each
+    position's own candidates) returns one coalesced row gradient of the distinct ids drawn
+    (:mod:`.row_scores`). The bias is stored as a
     ``[V, 1]`` column so that it, too, can receive a sparse row gradient.
 
     Scores are returned in float32 whatever the autocast precision: the products run in 16 bits
@@ -55,6 +59,8 @@ class OutputLayer(nn.Module):
         return _wide(torch.addmm(b, ctx, w.t()))
 
     def score_each(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+        if self.sparse and ctx.device.type == "cpu" and self.weight.dtype == torch.float32:
+            return row_scores(self.weight, self.bias, ctx, words)  # one compact sparse gradient, no bmm
         w, b = self._rows(words)  # [N, S, h], [N, S]
         return _wide(torch.bmm(w, ctx.unsqueeze(-1)).squeeze(-1) + b)
 
