@@ -169,3 +169,15 @@ def test_compile_leaves_the_file_format_alone(words_corpus):
     assert list(compiled.model.state_dict()) == list(plain.model.state_dict())
     assert "forward" in vars(compiled.model) and "forward" not in vars(plain.model)  # the compiled wrapper
     plain.release_lock(), compiled.release_lock()
+
+
+def test_the_allocator_keeps_freed_blocks_where_glibc_allows_it():
+    import platform
+    import sys
+
+    from sampledlm.neural.device import keep_freed_memory
+
+    applied = keep_freed_memory()
+    assert isinstance(applied, bool)
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert applied

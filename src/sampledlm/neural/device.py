@@ -24,7 +24,10 @@ computed in float32 under either low precision; only the matrix products run in 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
+import sys
 
 import torch
 
@@ -108,3 +111,30 @@ def module_device(module: torch.nn.Module) -> torch.device:
     for t in module.buffers():
         return t.device
     return torch.device("cpu")
+
+
+#: glibc's mallopt parameters and the values :func:`keep_freed_memory` sets
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 << 20  # glibc's ceiling on 64-bit systems (4 MiB * sizeof(long))
+_TRIM_THRESHOLD = 1 << 30
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc's allocator keep freed blocks of up to 32 MiB for reuse instead of handing them back to
+    the kernel; returns whether it applied (Linux with glibc).
+
+    A CPU training step allocates and frees the same large temporaries every step (a sampled objective's
+    gathered rows, ``[N S, h]``: 18 MB on the PTB GRU). By default glibc serves blocks above its
+    mmap threshold with a fresh ``mmap`` and unmaps them on free, so every step pays the kernel for
+    zeroing and faulting in their pages again: measured on the PTB GRU with NCE (one thread), this
+    alone made a step about 15 % slower. The cost is memory: the process keeps its peak heap."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+

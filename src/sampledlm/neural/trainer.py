@@ -61,7 +61,7 @@ from ..config import option
 from ..errors import UserError
 from .lm import perplexity
 from ..progress import bar, enabled as progress_enabled
-from .device import PRECISIONS, autocast, device_name, grad_scaler, resolve_device, to_device
+from .device import PRECISIONS, autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
 
@@ -289,6 +289,8 @@ class Trainer:
             self.device = torch.device("cuda", index)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
+        else:
+            keep_freed_memory()  # a step's large temporaries reuse freed heap, not fresh pages
         self.model, self.objective = model.to(self.device), objective.to(self.device)
         self.ranks.broadcast_module(self.model)
         self.ranks.broadcast_module(self.objective)
