@@ -36,6 +36,7 @@ from ..config import option
 from ..data.batches import ngram_histories, sentence_positions
 from ..objectives.output import OutputLayer
 from .base import NeuralScorer
+from .dropout import Dropout
 
 
 @dataclass
@@ -77,7 +78,7 @@ class FFNN(NeuralScorer):
         self.deep = nn.Linear(width, deep_output, bias=False) if deep_output else None
         out_dim = (deep_output or width) + ((order - 1) * embed_dim if direct else 0)
         self.direct = direct
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.output = OutputLayer(num_words, out_dim, sparse=sparse_output)
 
     def forward(self, histories: torch.Tensor) -> torch.Tensor:

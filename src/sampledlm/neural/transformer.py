@@ -52,6 +52,7 @@ from ..objectives.output import OutputLayer
 from . import adaptive_input
 from .base import NeuralScorer
 from .rnn import RecurrentData
+from .dropout import Dropout
 
 Cache = list  # per layer: (keys, values), each [B, heads, t, d / heads]
 
@@ -80,7 +81,7 @@ class CausalSelfAttention(nn.Module):
         self.heads, self.dropout = heads, dropout
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
-        self.resid_drop = nn.Dropout(dropout)
+        self.resid_drop = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, past: tuple | None = None) -> tuple[torch.Tensor, tuple]:
         B, T, D = x.shape
@@ -106,7 +107,7 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(dim)
         self.attn = CausalSelfAttention(dim, heads, dropout)
         self.ln_2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, ff_dim), nn.GELU(), nn.Linear(ff_dim, dim), nn.Dropout(dropout))
+        self.mlp = nn.Sequential(nn.Linear(dim, ff_dim), nn.GELU(), nn.Linear(ff_dim, dim), Dropout(dropout))
 
     def forward(self, x: torch.Tensor, past: tuple | None = None) -> tuple[torch.Tensor, tuple]:
         a, present = self.attn(self.ln_1(x), past)
@@ -170,7 +171,7 @@ class TransformerLM(NeuralScorer):
             self.pos = nn.Parameter(torch.empty(cfg.context, d).normal_(std=0.5))
         else:
             self.register_buffer("pos", sinusoids(cfg.context, d), persistent=False)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(d, cfg.heads, ff, cfg.dropout) for _ in range(cfg.layers))
         self.ln_f = nn.LayerNorm(d)
         for name, p in self.blocks.named_parameters():  # GPT-2's initialisation

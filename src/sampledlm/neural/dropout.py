@@ -1,0 +1,44 @@
+"""Dropout whose mask costs one random 64-bit draw per four units on a CPU (Srivastava et al. 2014).
+
+``y = x * m / (1 - p)`` with ``m`` a 0/1 mask kept with probability ``1 - p``. ``torch.nn.Dropout``
+draws the mask with ``bernoulli_``: one generator call per unit, which on a CPU costs about as much
+as the recurrent layer's input projection (PTB GRU, one thread: 2.8 ms a call on ``[32, 35, 256]``).
+Here the mask comes from 16-bit slices of 64-bit random integers: unit i is kept when its slice
+``r_i`` (uniform over the 65,536 values of an int16) is at least ``-32768 + round(p * 65536)``. The
+rate is therefore ``p`` rounded to a multiple of 1/65,536, and the kept units are scaled by the
+exact ``1 / (1 - p')`` of that rounded rate, so ``E[y] = x`` holds exactly. Same module, no
+parameters: models saved with ``torch.nn.Dropout`` load unchanged. On other devices, and in eval
+mode, it is ``torch.nn.Dropout``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+_SLICES = 4  # int16 slices per int64 draw
+_LEVELS = 1 << 16
+
+
+def dropout_mask(shape: torch.Size, p: float) -> tuple[torch.Tensor, float]:
+    """``(keep [shape] bool, scale)``: a CPU mask keeping each unit with probability ``1 - p'`` (``p'``:
+    ``p`` rounded to a multiple of 2^-16), and ``1 / (1 - p')``."""
+    drop_levels = round(p * _LEVELS)
+    n = 1
+    for d in shape:
+        n *= d
+    bits = torch.empty((n + _SLICES - 1) // _SLICES, dtype=torch.int64).random_(-(1 << 63), None)  # all 64 bits (random_() leaves the top one 0)
+    keep = bits.view(torch.int16)[:n].view(shape) >= (drop_levels - _LEVELS // 2)
+    return keep, _LEVELS / (_LEVELS - drop_levels)
+
+
+class Dropout(nn.Dropout):
+    """``torch.nn.Dropout`` with a cheaper mask on the CPU (see the module's docstring)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0 or x.device.type != "cpu" or self.inplace:
+            return super().forward(x)
+        if self.p >= 1.0:
+            return x * 0.0
+        keep, scale = dropout_mask(x.shape, self.p)
+        return x * keep * scale
