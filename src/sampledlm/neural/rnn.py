@@ -47,6 +47,8 @@ from ..lm import sentence_bounds
 from ..objectives.output import OutputLayer
 from . import adaptive_input
 from .base import NeuralScorer
+from . import gru_cpu
+from .dropout import Dropout
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -86,7 +88,7 @@ class RNNLM(NeuralScorer):
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(embed_dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
         self.proj = nn.Linear(hidden, proj, bias=False) if proj else None
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         # Tied: the input lookup reads W's rows sparsely too, so W's gradient stays row-sparse.
         self.output = OutputLayer(num_words, out_dim, sparse=sparse_output)
         self.adaptive = cfg.adaptive_input
@@ -114,7 +116,11 @@ class RNNLM(NeuralScorer):
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """``x [B, T]`` int64 -> ``(hidden [B, T, h_out], new state)``."""
-        out, state = self.rnn(self.drop(self.embed_ids(x)), state)
+        inputs = self.drop(self.embed_ids(x))
+        if gru_cpu.usable(self.rnn, inputs):  # the same GRU with one weight-gradient product per segment
+            out, state = gru_cpu.gru_forward(self.rnn, inputs, state)
+        else:
+            out, state = self.rnn(inputs, state)
         out = self.drop(out)
         if self.proj is not None:
             out = self.proj(out)

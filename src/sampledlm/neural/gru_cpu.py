@@ -1,0 +1,107 @@
+"""One GRU layer over a whole segment with a hand-written backward pass, for training on a CPU.
+
+``torch.nn.GRU`` (Cho et al. 2014, with PyTorch's gate layout) computes, for inputs ``x_t [B, e]``::
+
+    r_t = sigmoid(W_ir x_t + b_ir + W_hr h_{t-1} + b_hr)
+    z_t = sigmoid(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz)
+    n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn))
+    h_t = (1 - z_t) * n_t + z_t * h_{t-1}
+
+and on a CPU its autograd graph does, per time step, the recurrent product forward and *two*
+backward (``dh_{t-1}`` and that step's share of ``dW_h``), each a small ``[B, h] x [h, 3h]`` product.
+:class:`SegmentGRU` keeps the one forward product per step and the one for ``dh_{t-1}``, and
+computes the weight gradients once per segment as single large products over all ``T B`` rows::
+
+    dW_h = dG_h^T  [3h, T B] @ H_prev [T B, h]      dW_i = dG_i^T [3h, T B] @ X [T B, e]
+
+where ``dG_i`` / ``dG_h`` are the gradients of the input-side and recurrent-side pre-activations
+(they differ only in the n gate, where the recurrent side is scaled by ``r_t``). The input projection
+of every step is one product too. The numbers are those of ``torch.nn.GRU`` (the sums run in
+another order, so they agree to float32 rounding). Shapes: ``x [T, B, e]``, ``h0 [B, h]``; weights as
+``torch.nn.GRU`` stores them (``weight_ih [3h, e]``, ``weight_hh [3h, h]``, biases ``[3h]``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class SegmentGRU(torch.autograd.Function):
+    """``SegmentGRU.apply(x [T, B, e], h0 [B, h], w_ih, w_hh, b_ih, b_hh) -> (out [T, B, h], h_T [B, h])``."""
+
+    @staticmethod
+    def forward(fctx, x, h0, w_ih, w_hh, b_ih, b_hh):
+        steps, batch, _ = x.shape
+        hid = w_hh.shape[1]
+        pre_x = torch.addmm(b_ih, x.reshape(steps * batch, -1), w_ih.t()).view(steps, batch, 3 * hid)
+        hs = x.new_empty(steps + 1, batch, hid)  # h_0 .. h_T
+        hs[0] = h0
+        gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
+        hn = x.new_empty(steps, batch, hid)  # W_hn h_{t-1} + b_hn, which the backward pass needs
+        w_hh_t = w_hh.t()
+        for t in range(steps):
+            pre_h = torch.addmm(b_hh, hs[t], w_hh_t)
+            rz = gates[t, :, :2 * hid]
+            torch.sigmoid(pre_x[t, :, :2 * hid] + pre_h[:, :2 * hid], out=rz)
+            hn[t] = pre_h[:, 2 * hid:]
+            n = gates[t, :, 2 * hid:]
+            torch.tanh(torch.addcmul(pre_x[t, :, 2 * hid:], rz[:, :hid], hn[t]), out=n)
+            torch.addcmul(n, rz[:, hid:], hs[t] - n, out=hs[t + 1])  # n + z (h - n) = (1 - z) n + z h
+        fctx.save_for_backward(x, hs, gates, hn, w_ih, w_hh)
+        return hs[1:], hs[steps].clone()
+
+    @staticmethod
+    def backward(fctx, d_out, d_last):
+        x, hs, gates, hn, w_ih, w_hh = fctx.saved_tensors
+        steps, batch, _ = x.shape
+        hid = w_hh.shape[1]
+        d_pre_x = x.new_empty(steps, batch, 3 * hid)
+        d_pre_h = x.new_empty(steps, batch, 3 * hid)
+        dh = d_last.clone() if d_last is not None else x.new_zeros(batch, hid)
+        for t in range(steps - 1, -1, -1):
+            if d_out is not None:
+                dh += d_out[t]
+            r, z, n = gates[t, :, :hid], gates[t, :, hid:2 * hid], gates[t, :, 2 * hid:]
+            d_n = dh * (1 - z) * (1 - n * n)  # through tanh
+            d_pre_x[t, :, 2 * hid:] = d_n
+            d_pre_x[t, :, :hid] = d_n * hn[t] * r * (1 - r)
+            d_pre_x[t, :, hid:2 * hid] = dh * (hs[t] - n) * z * (1 - z)
+            d_pre_h[t, :, :2 * hid] = d_pre_x[t, :, :2 * hid]
+            d_pre_h[t, :, 2 * hid:] = d_n * r
+            dh = torch.addmm(dh * z, d_pre_h[t], w_hh)
+        flat_x = x.reshape(steps * batch, -1)
+        flat_dx = d_pre_x.view(steps * batch, 3 * hid)
+        flat_dh = d_pre_h.view(steps * batch, 3 * hid)
+        need = fctx.needs_input_grad
+        d_x = (flat_dx @ w_ih).view(steps, batch, -1) if need[0] else None
+        d_w_ih = flat_dx.t() @ flat_x if need[2] else None
+        d_w_hh = flat_dh.t() @ hs[:-1].reshape(steps * batch, hid) if need[3] else None
+        d_b_ih = flat_dx.sum(0) if need[4] else None
+        d_b_hh = flat_dh.sum(0) if need[5] else None
+        return d_x, (dh if need[1] else None), d_w_ih, d_w_hh, d_b_ih, d_b_hh
+
+
+def usable(rnn: torch.nn.Module, x: torch.Tensor) -> bool:
+    """Whether :func:`gru_forward` can stand in for ``rnn(x, state)``: a float32 ``torch.nn.GRU`` (batch
+    first, with biases, one direction, no projection) training on the CPU outside autocast."""
+    return (isinstance(rnn, torch.nn.GRU) and rnn.training and torch.is_grad_enabled() and x.device.type == "cpu"
+            and x.dtype == torch.float32 and rnn.bias and rnn.batch_first and not rnn.bidirectional
+            and getattr(rnn, "proj_size", 0) == 0 and not torch.is_autocast_enabled("cpu"))
+
+
+def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
+    """``rnn(x [B, T, e], state [L, B, h] or None) -> (out [B, T, h], state [L, B, h])`` through
+    :class:`SegmentGRU`, layer by layer, with ``rnn``'s own weights (and its dropout between layers)."""
+    batch = x.shape[0]
+    if state is None:
+        state = x.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
+    layer_in = x.transpose(0, 1).contiguous()  # [T, B, e]
+    finals = []
+    for k in range(rnn.num_layers):
+        if k > 0 and rnn.dropout > 0:
+            layer_in = torch.nn.functional.dropout(layer_in, rnn.dropout, True)
+        layer_in, last = SegmentGRU.apply(layer_in, state[k], getattr(rnn, f"weight_ih_l{k}"),
+                                          getattr(rnn, f"weight_hh_l{k}"), getattr(rnn, f"bias_ih_l{k}"),
+                                          getattr(rnn, f"bias_hh_l{k}"))
+        finals.append(last)
+    return layer_in.transpose(0, 1), torch.stack(finals)
