@@ -148,16 +148,25 @@ def render_gpu(sources: list[tuple[str, list[dict]]]) -> list[str]:
     return lines
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    """Train (or reuse) every run and write the page. ``only``: train just these runs (names as in the plan: ``nce``,
+    ``hsm16``, ``transformer``); the others come from the run cache or else from the page in ``out_dir`` (†)."""
+    carried = {}
+    if only is not None:
+        page_rows, commit = lmruns.carried_rows(out_dir, NAME)
+        carried = {k: {**r, "carried": r.get("carried") or commit} for k, r in page_rows.items()}
     st = lmruns.setting(quick, data_dir, with_kn3=False)
     runs = plan(quick)
     failures: dict[str, str] = {}
-    rows = lmruns.run_all(st.work, st.files, runs, None, failures=failures, train_new=train)
+    rows = lmruns.run_all(st.work, st.files, runs, None, failures=failures, train_new=train, only=only)
     with open(st.files["train"], encoding="utf-8") as f:
         tokens = sum(len(line.split()) + 1 for line in f if line.strip())
     out = []
     for r in runs:
         if r.name not in rows:
+            if row_name(r.name) in carried:  # --only: a row of the page, not re-run
+                out.append(carried[row_name(r.name)])
+                rows[r.name] = carried[row_name(r.name)]
             continue
         row = rows[r.name]
         if row.get("partial"):
@@ -238,7 +247,7 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
         "faster-rnnlm: its GRU-256 on the same files and one thread (notes: "
         + (rows and next((r["source"] for r in rows if "source" in r), "none") or "none") + ").", "",
         table(["run", "test ppl", "vs softmax", "target", "epochs", "CPU s", "words/CPU-s", "settings the run recorded"],
-              [[r["name"], f"{r['test_ppl']:.2f}",
+              [[lmruns.label(r), f"{r['test_ppl']:.2f}",
                 "—" if r.get("vs_softmax") is None else f"{100 * r['vs_softmax']:+.1f} %",
                 "" if _target(r["name"]) is None else
                 (("met" if r["vs_softmax"] is not None and r["vs_softmax"] <= _target(r["name"]) else "not met")
