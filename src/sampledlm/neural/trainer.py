@@ -62,6 +62,7 @@ from ..errors import UserError
 from .lm import perplexity
 from ..progress import bar, enabled as progress_enabled
 from .device import PRECISIONS, autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
+from .row_adam import RowAdam
 from .distributed import Ranks
 from ..data.textio import atomic_write
 
@@ -180,7 +181,8 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
     output rows and the word embeddings (tied or not). A step's gradient of such a ``[V, d]`` table holds
     only the rows the batch touched, and both SGD (``W_r -= lr g_r``, the same numbers as dense SGD
     without momentum or decay) and SparseAdam (Adam's moments and update for the touched rows only, a
-    *lazy* Adam: an untouched row's moments do not decay) cost O(rows touched x d), not O(V d).
+    *lazy* Adam: an untouched row's moments do not decay; :class:`~sampledlm.neural.row_adam.RowAdam`, its
+    update through index operations) cost O(rows touched x d), not O(V d).
     """
     sparse_ids = {id(p) for p in model.sparse_parameters()}
     params = list({id(p): p for p in list(model.parameters()) + list(objective.parameters())
@@ -194,7 +196,7 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
         return [torch.optim.SGD(groups, lr=opts.lr)]
     optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(dense, lr=opts.lr, weight_decay=opts.weight_decay)]
     if sparse:
-        optimizers.append(torch.optim.SparseAdam(sparse, lr=opts.lr))
+        optimizers.append(RowAdam(sparse, lr=opts.lr))  # SparseAdam's update through index operations
     return optimizers
 
 

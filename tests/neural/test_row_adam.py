@@ -1,0 +1,52 @@
+"""RowAdam (neural.row_adam): torch.optim.SparseAdam's update and state, through index operations."""
+
+import pytest
+import torch
+
+from sampledlm.neural.row_adam import RowAdam
+
+
+def _grads(steps, shape=(30, 5), seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        rows = torch.randint(0, shape[0], (12,), generator=g)  # repeats: an uncoalesced gradient
+        out.append(torch.sparse_coo_tensor(rows.unsqueeze(0), torch.randn(12, shape[1], generator=g), shape))
+    return out
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_weights_and_moments_equal_sparse_adams_step_after_step(maximize):
+    torch.manual_seed(0)
+    a = torch.nn.Parameter(torch.randn(30, 5))
+    b = torch.nn.Parameter(a.detach().clone())
+    ref = torch.optim.SparseAdam([a], lr=0.01, maximize=maximize)
+    ours = RowAdam([b], lr=0.01, maximize=maximize)
+    for grad in _grads(6):
+        a.grad, b.grad = grad.clone(), grad.clone()
+        ref.step()
+        ours.step()
+        torch.testing.assert_close(b, a)
+    for key in ("exp_avg", "exp_avg_sq"):
+        torch.testing.assert_close(ours.state[b][key], ref.state[a][key])
+    assert ours.state[b]["step"] == ref.state[a]["step"] == 6
+
+
+def test_its_state_loads_into_sparse_adam_and_back():
+    p = torch.nn.Parameter(torch.randn(30, 5))
+    ours = RowAdam([p], lr=0.01)
+    for grad in _grads(2):
+        p.grad = grad
+        ours.step()
+    ref = torch.optim.SparseAdam([p], lr=0.01)
+    ref.load_state_dict(ours.state_dict())
+    back = RowAdam([p], lr=0.01)
+    back.load_state_dict(ref.state_dict())
+    torch.testing.assert_close(back.state[p]["exp_avg"], ours.state[p]["exp_avg"])
+
+
+def test_a_dense_gradient_is_refused_as_sparse_adam_refuses_it():
+    p = torch.nn.Parameter(torch.randn(3, 2))
+    p.grad = torch.ones(3, 2)
+    with pytest.raises(RuntimeError, match="dense gradients"):
+        RowAdam([p]).step()
