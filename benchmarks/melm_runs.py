@@ -68,7 +68,7 @@ def maxent_worker(spec: dict) -> dict:
                       adagrad=spec.get("adagrad", True), fixed_negatives=spec.get("neg_subset", "fixed") == "fixed",
                       average=spec.get("average", "none"))
     with tempfile.TemporaryDirectory() as tmp:
-        job = ShardJob(ids["train"], ids["valid"], vocab.counts, FeatureSpec.parse(spec["features"]), cfg,
+        job = ShardJob(ids["train"], ids["valid"], vocab.counts, FeatureSpec.parse(spec["features"], **({"trigger_min_lift": spec["trigger_min_lift"]} if "trigger_min_lift" in spec else {})), cfg,
                        out_dir=tmp, vocab=vocab, log=True)
         train_sharded(job, spec.get("ranks", 1))
         wall = time.perf_counter() - t0

@@ -41,6 +41,8 @@ LR_SWEEP = ((0.5, 0.3), (2.0, 0.3), (4.0, 0.3), (2.0, 0.2), (2.0, 0.5), (4.0, 0.
 #: the strength validation picked for the binary 100 % model (the page recomputes the pick), reused at 1 %
 L2_PICKED = 0.3
 QUICK_ALPHAS = (1.0, 0.01)
+#: Feat-II's trigger pairs need lift P(w | v in window) / P(w) above this (``--trigger-min-lift``, its default)
+TRIGGER_MIN_LIFT = 10.0
 
 
 def settings(quick: bool) -> dict:
@@ -88,14 +90,14 @@ def plan(quick: bool, files: dict[str, str], vocab: str) -> list[dict]:
         {**binary(1.0), "id": "binary", "name": "binary MELM, Feat-I"},
         binary(0.01),
         {**base, "id": "binary-feat2", "name": "binary MELM, Feat-II", "objective": "binary",
-         "features": "feat-ii", "epochs": s["feat2_epochs"]},
+         "features": "feat-ii", "trigger_min_lift": TRIGGER_MIN_LIFT, "epochs": s["feat2_epochs"]},
     ]
     runs += [standard(a) for a in low]
     runs += [binary(a) for a in low if a != 0.01]
     if not quick:
         runs.append(binary(0.01, "fixed"))
         runs.append({**base, "id": "standard-feat2", "name": "standard MELM, Feat-II", "objective": "softmax",
-                     "features": "feat-ii", "epochs": s["feat2_epochs"]})
+                     "features": "feat-ii", "trigger_min_lift": TRIGGER_MIN_LIFT, "epochs": s["feat2_epochs"]})
         # the paper trains its binary MELM without regularisation; a light L2 helps here (an exploration beyond the paper)
         runs.append({**binary(1.0), "id": "binary-l2", "name": "binary MELM, Feat-I, L2 0.1", "l2": 0.1})
         runs += [{**binary(1.0), "id": f"binary-l2-{l2:g}", "name": f"binary MELM, Feat-I, L2 {l2:g}", "l2": l2}
@@ -106,7 +108,7 @@ def plan(quick: bool, files: dict[str, str], vocab: str) -> list[dict]:
         # is the gap to KN3 the binary model's, or MaxEnt's with n-gram features? the exact model, regularised alike
         runs.append({**standard(1.0), "id": "standard-l2-0.1", "name": "standard MELM, Feat-I, L2 0.1", "l2": 0.1})
         runs.append({**base, "id": "binary-feat2-l2", "name": "binary MELM, Feat-II, L2 0.1", "objective": "binary",
-                     "features": "feat-ii", "epochs": s["feat2_epochs"], "l2": 0.1})
+                     "features": "feat-ii", "trigger_min_lift": TRIGGER_MIN_LIFT, "epochs": s["feat2_epochs"], "l2": 0.1})
         # Polyak-Ruppert averaging of the weights from epoch 2 on (the paper does not average)
         by_id = {r["id"]: r for r in runs}
         # the AdaGrad learning rate of the L2 runs (lr 1 above)

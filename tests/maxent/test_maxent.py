@@ -74,7 +74,8 @@ def test_trigger_features_by_hand():
     # 'e' three or more tokens back reliably precedes 'a' (window covers the previous sentence)
     ids = stream("|".join(["e b c", "d d a"] * 10 + ["b c", "d d c"] * 10))
     V = len(WORDS)
-    spec = FeatureSpec.parse("bigram,trigger", trigger_window=6, trigger_gap=2, trigger_pairs=3, trigger_min_count=2)
+    spec = FeatureSpec.parse("bigram,trigger", trigger_window=6, trigger_gap=2, trigger_pairs=3, trigger_min_count=2,
+                              trigger_min_lift=1.0)
     fs = FeatureSet.build(ids, V, spec)
     g_e = fs.offsets[-2] + int(np.searchsorted(fs.trigger_words, 6))
     assert 6 in fs.trigger_words.tolist()
@@ -89,7 +90,7 @@ def test_trigger_features_by_hand():
 def models(objective, hash_size=None, spec="feat-ii", seed=0):
     ids = random_stream(seed=seed)
     V = 12
-    fs = FeatureSet.build(ids, V, FeatureSpec.parse(spec, trigger_window=5, trigger_min_count=1), hash_size=hash_size)
+    fs = FeatureSet.build(ids, V, FeatureSpec.parse(spec, trigger_window=5, trigger_min_count=1, trigger_min_lift=1.0), hash_size=hash_size)
     m = MaxEntModel(fs, objective, alpha=0.5)
     rng = np.random.default_rng(seed)
     m.u = rng.normal(size=V)
@@ -268,7 +269,7 @@ def test_two_ranks_give_the_model_of_one_rank(tmp_path):
     V = 12
     counts = np.bincount(ids, minlength=V)
     vocab = Vocab(["</s>", "<unk>"] + [f"w{i}" for i in range(2, V)], counts)
-    spec = FeatureSpec.parse("feat-ii", trigger_window=5, trigger_min_count=1)
+    spec = FeatureSpec.parse("feat-ii", trigger_window=5, trigger_min_count=1, trigger_min_lift=1.0)
     cfg = TrainConfig(objective="binary", alpha=0.3, epochs=3, seed=9)
     for world in (1, 2):
         train_sharded(ShardJob(ids, valid, counts, spec, cfg, out_dir=str(tmp_path / f"r{world}"), vocab=vocab), world)
@@ -317,9 +318,11 @@ def test_cli_train_and_eval(tmp_path):
     assert r.exit_code != 0
 
 
-def test_trigger_pairs_are_the_top_mutual_information_pairs_counted_by_position():
+@pytest.mark.parametrize("lift", [1.0, 1.5])
+def test_trigger_pairs_are_the_top_mutual_information_pairs_counted_by_position(lift):
     """select_triggers against a brute-force 2x2 table per pair, counted over positions: P(next is w) is the share
-    of positions whose target is w, however many window words each position has."""
+    of positions whose target is w, however many window words each position has; only pairs whose lift
+    P(w | v in window) / P(w) exceeds ``lift`` qualify."""
     from sampledlm.maxent.features import select_triggers
 
     rng = np.random.default_rng(3)
@@ -328,7 +331,7 @@ def test_trigger_pairs_are_the_top_mutual_information_pairs_counted_by_position(
     targets = np.array([(w[0] + 1) % V if rng.random() < 0.6 else int(rng.integers(0, V)) for w in windows])
     v = np.array([x for w in windows for x in w])
     t = np.array([targets[i] for i, w in enumerate(windows) for _ in w])
-    got = select_triggers(v, t, targets, V, num_pairs=5, min_count=2)
+    got = select_triggers(v, t, targets, V, num_pairs=5, min_count=2, min_lift=lift)
 
     def ami(a, b):
         cells = np.zeros((2, 2))
@@ -341,7 +344,7 @@ def test_trigger_pairs_are_the_top_mutual_information_pairs_counted_by_position(
     for a in range(V):
         for b in range(V):
             m, p = ami(a, b)
-            if p[1, 1] * n >= 2 and p[1, 1] / p[1].sum() > p[:, 1].sum():
+            if p[1, 1] * n >= 2 and p[1, 1] / p[1].sum() > lift * p[:, 1].sum():
                 scored.append((-m, a * V + b))
     want = sorted(k for _, k in sorted(scored)[:5])
     assert got.tolist() == want

@@ -72,6 +72,8 @@ def _deprecated(msg: str) -> None:
 @click.option("--trigger-gap", type=click.IntRange(min=0), default=2, show_default=True, help="Ignore the last this many tokens as triggers.")
 @click.option("--trigger-pairs", type=click.IntRange(min=1), default=200_000, show_default=True, help="Trigger pairs kept (by mutual information).")
 @click.option("--trigger-min-count", type=click.IntRange(min=1), default=3, show_default=True, help="Least count of a trigger pair.")
+@click.option("--trigger-min-lift", type=FiniteFloat(min=1), default=10.0, show_default=True,
+              help="Keep a trigger pair (v, w) only when v in the window makes w at least this many times likelier.")
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True, help="Random seed.")
@@ -79,7 +81,7 @@ def _deprecated(msg: str) -> None:
 @text_options
 def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_path, features, objective, alpha, neg_subset, lr,
           optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,
-          trigger_pairs, trigger_min_count, ranks, distributed, seed, opts):
+          trigger_pairs, trigger_min_count, trigger_min_lift, ranks, distributed, seed, opts):
     """Train a maximum-entropy LM on --train, with lr halving on --valid perplexity.
 
     \b
@@ -115,7 +117,8 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
     if writer:
         _check_output(out_dir, force)
     spec = FeatureSpec.parse(features, trigger_window=trigger_window, trigger_gap=trigger_gap,
-                             trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count)
+                             trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count,
+                             trigger_min_lift=trigger_min_lift)
     start = None
     if init_dir:
         start, spec, objective, hash_size, alpha, opts, vocab = _init_from(init_dir, spec, vocab_path)
@@ -169,7 +172,8 @@ def _init_from(init_dir: str, spec, vocab_path: str | None):
                          {"objective": source.objective, "features": theirs.names,
                           "hash_size": source.features.hash_size, "trigger_window": theirs.trigger_window,
                           "trigger_gap": theirs.trigger_gap, "trigger_pairs": theirs.trigger_pairs,
-                          "trigger_min_count": theirs.trigger_min_count, **text.to_dict()},
+                          "trigger_min_count": theirs.trigger_min_count,
+                          "trigger_min_lift": theirs.trigger_min_lift, **text.to_dict()},
                          here={"features": spec.names})
     ctx = click.get_current_context()
     alpha = source.alpha if ctx.get_parameter_source("alpha") == ParameterSource.DEFAULT else ctx.params["alpha"]

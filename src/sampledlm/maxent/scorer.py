@@ -369,7 +369,10 @@ def _spec_from_config(d: dict, cpath: str) -> FeatureSpec:
     names = store.check_type(d, "names", list, cpath)
     if not all(isinstance(n, str) for n in names):
         raise UserError(f"{cpath}: field 'names' should be a list of feature names (strings)")
-    kw = {k: store.check_type(d, k, int, cpath) for k in known - {"names"} if k in d}
+    kw = {k: store.check_type(d, k, (int, float) if k == "trigger_min_lift" else int, cpath)
+          for k in known - {"names"} if k in d}
+    if "trigger_min_lift" not in d:  # written before the lift rule: every positively correlated pair qualified
+        kw["trigger_min_lift"] = 1.0
     spec = FeatureSpec.parse(",".join(names), **kw)
     if list(spec.names) != names:
         raise UserError(f"{cpath}: feature names {names} are not in the order this sampledlm writes them")
