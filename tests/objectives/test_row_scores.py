@@ -82,3 +82,13 @@ def test_a_sparse_output_layer_scores_each_position_this_way():
     dense = OutputLayer(40, 6, sparse=False)
     dense.load_state_dict(layer.state_dict())
     torch.testing.assert_close(scores, dense.score_each(ctx, words))
+
+
+def test_an_id_outside_the_table_is_refused_before_the_compiled_loop_reads_it():
+    import pytest
+
+    weight, bias, ctx, words, _ = _setup()
+    for bad in (-1, weight.shape[0]):
+        words[2, 3] = bad
+        with pytest.raises(IndexError):
+            row_scores(weight, bias, ctx, words)

@@ -13,10 +13,11 @@ Backward, with ``g = d loss / d scores [N, S]`` and the U distinct ids ``u_1 < .
     d b[u_j] = sum_{(n, s): words[n, s] = u_j} g[n, s]
 
 so W's gradient is a *coalesced* sparse tensor of U rows (a few thousand for N S = 22,400 draws
-from PTB's unigram), computed as one sparse-dense product. Autograd through ``F.embedding(sparse=True)``
-and ``bmm`` gives the same numbers as N S uncoalesced rows ``[N S, h]`` that the optimiser must then
-sort and sum, and ``bmm`` over N tiny ``[S, h] x [h, 1]`` products is slow on a CPU: on the PTB GRU
-(N = 1,120, S = 20, h = 200, one thread) this path takes about half the time of that one.
+from PTB's unigram). Three compiled loops (:mod:`.row_scores_kernel`) compute the scores, ``d ctx`` and
+the U summed rows, reading W's rows in place. Autograd through ``F.embedding(sparse=True)`` and
+``bmm`` gives the same numbers, but gathers the N S rows into an ``[N, S, h]`` tensor, returns their
+gradient as N S uncoalesced rows that the optimiser must sort and sum, and runs N tiny ``[S, h] x [h, 1]``
+products; on the PTB GRU (N = 1,120, S = 20, h = 200, one thread) that took about five times as long.
 """
 
 from __future__ import annotations
@@ -31,36 +32,40 @@ def _sparse_rows(ids: torch.Tensor, values: torch.Tensor, shape: tuple[int, ...]
 
 class RowScores(torch.autograd.Function):
     """``RowScores.apply(weight [V, h], bias [V, 1], ctx [N, h], words [N, S]) -> scores [N, S]``, with
-    row-sparse, coalesced gradients for ``weight`` and ``bias`` (see the module's docstring)."""
+    row-sparse, coalesced gradients for ``weight`` and ``bias`` (see the module's docstring). CPU, float32."""
 
     @staticmethod
     def forward(fctx, weight, bias, ctx, words):
-        n, s = words.shape
-        flat = words.reshape(-1)
-        rows = weight.index_select(0, flat).view(n, s, -1)
-        scores = (rows * ctx.unsqueeze(1)).sum(-1) + bias.index_select(0, flat).view(n, s)
-        fctx.save_for_backward(rows, ctx, words)
-        fctx.weight_shape, fctx.bias_shape = weight.shape, bias.shape
-        return scores
+        from . import row_scores_kernel as kernel
+
+        weight, bias, ctx, words = (t.detach().contiguous() for t in (weight, bias, ctx, words))
+        if words.numel() and (int(words.min()) < 0 or int(words.max()) >= weight.shape[0]):
+            raise IndexError(f"row ids must lie in [0, {weight.shape[0]}): the compiled loops do not check")
+        out = ctx.new_empty(words.shape)
+        kernel.scores(weight.numpy(), bias.numpy(), ctx.numpy(), words.numpy(), out.numpy())
+        fctx.save_for_backward(weight, ctx, words)
+        fctx.bias_shape = bias.shape
+        return out
 
     @staticmethod
     def backward(fctx, grad):
-        rows, ctx, words = fctx.saved_tensors
-        n, s = words.shape
+        from . import row_scores_kernel as kernel
+
+        weight, ctx, words = fctx.saved_tensors
         grad = grad.contiguous()
-        d_ctx = torch.bmm(grad.unsqueeze(1), rows).squeeze(1) if fctx.needs_input_grad[2] else None
-        d_weight = d_bias = None
+        d_ctx = d_weight = d_bias = None
+        if fctx.needs_input_grad[2]:
+            d_ctx = torch.empty_like(ctx)
+            kernel.context_grad(weight.numpy(), words.numpy(), grad.numpy(), d_ctx.numpy())
         if fctx.needs_input_grad[0] or fctx.needs_input_grad[1]:
             ids, inverse = torch.unique(words.reshape(-1), return_inverse=True)
-            flat_grad = grad.reshape(-1)
+            rows, biases = ctx.new_empty(len(ids), ctx.shape[1]), ctx.new_empty(len(ids), 1)
+            kernel.row_grads(ctx.numpy(), inverse.view(words.shape).numpy(), grad.numpy(), rows.numpy(),
+                             biases.numpy())
             if fctx.needs_input_grad[0]:
-                position = torch.arange(n, device=words.device).repeat_interleave(s)
-                g = torch.sparse_coo_tensor(torch.stack([inverse, position]), flat_grad, (len(ids), n),
-                                            check_invariants=False).coalesce()
-                d_weight = _sparse_rows(ids, torch.sparse.mm(g, ctx), fctx.weight_shape)
+                d_weight = _sparse_rows(ids, rows, weight.shape)
             if fctx.needs_input_grad[1]:
-                summed = flat_grad.new_zeros(len(ids)).index_add_(0, inverse, flat_grad)
-                d_bias = _sparse_rows(ids, summed.unsqueeze(1), fctx.bias_shape)
+                d_bias = _sparse_rows(ids, biases, fctx.bias_shape)
         return d_weight, d_bias, d_ctx, None
 
 

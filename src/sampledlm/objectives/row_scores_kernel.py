@@ -1,0 +1,54 @@
+"""The compiled loops of :mod:`.row_scores` (numba), in a module of their own so that numba is imported only
+when a sampled objective trains on the CPU. They read the candidate rows of ``W`` in place instead of
+gathering them into an ``[N, S, h]`` tensor (18 MB a step on the PTB GRU with 20 samples)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def scores(weight, bias, ctx, words, out):
+    """``out[n, s] = weight[words[n, s]] . ctx[n] + bias[words[n, s], 0]``."""
+    n_rows, n_cand = words.shape
+    dim = ctx.shape[1]
+    for n in range(n_rows):
+        for s in range(n_cand):
+            w = words[n, s]
+            acc = np.float32(0.0)
+            for k in range(dim):
+                acc += weight[w, k] * ctx[n, k]
+            out[n, s] = acc + bias[w, 0]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def context_grad(weight, words, grad, out):
+    """``out[n] = sum_s grad[n, s] weight[words[n, s]]``."""
+    n_rows, n_cand = words.shape
+    dim = out.shape[1]
+    for n in range(n_rows):
+        for k in range(dim):
+            out[n, k] = 0.0
+        for s in range(n_cand):
+            w = words[n, s]
+            g = grad[n, s]
+            for k in range(dim):
+                out[n, k] += g * weight[w, k]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def row_grads(ctx, inverse, grad, rows_out, bias_out):
+    """For each draw (n, s) of distinct row ``u = inverse[n, s]``: ``rows_out[u] += grad[n, s] ctx[n]`` and
+    ``bias_out[u, 0] += grad[n, s]`` (both zeroed first)."""
+    n_rows, n_cand = inverse.shape
+    dim = ctx.shape[1]
+    rows_out[:] = 0.0
+    bias_out[:] = 0.0
+    for n in range(n_rows):
+        for s in range(n_cand):
+            u = inverse[n, s]
+            g = grad[n, s]
+            bias_out[u, 0] += g
+            for k in range(dim):
+                rows_out[u, k] += g * ctx[n, k]
