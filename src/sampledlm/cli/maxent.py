@@ -73,7 +73,7 @@ def _deprecated(msg: str) -> None:
 @click.option("--trigger-pairs", type=click.IntRange(min=1), default=200_000, show_default=True, help="Trigger pairs kept (by mutual information).")
 @click.option("--trigger-min-count", type=click.IntRange(min=1), default=3, show_default=True, help="Least count of a trigger pair.")
 @click.option("--trigger-min-lift", type=FiniteFloat(min=1), default=10.0, show_default=True,
-              help="Keep a trigger pair (v, w) only when v in the window makes w at least this many times likelier.")
+              help="Keep a trigger pair (v, w) only when v in the window makes w more than this many times likelier.")
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True, help="Random seed.")
