@@ -43,8 +43,8 @@ L2_PICKED = 0.3
 QUICK_ALPHAS = (1.0, 0.01)
 #: Feat-II's trigger pairs need lift P(w | v in window) / P(w) above this (``--trigger-min-lift``, its default)
 TRIGGER_MIN_LIFT = 10.0
-#: other lifts tried on the binary Feat-II MELM
-TRIGGER_LIFT_SWEEP = (20.0, 40.0)
+#: other lifts tried on the binary Feat-II MELM (1: every positively correlated pair, as before the rule)
+TRIGGER_LIFT_SWEEP = (1.0, 20.0, 40.0)
 
 
 def settings(quick: bool) -> dict:
@@ -111,7 +111,7 @@ def plan(quick: bool, files: dict[str, str], vocab: str) -> list[dict]:
         runs.append({**standard(1.0), "id": "standard-l2-0.1", "name": "standard MELM, Feat-I, L2 0.1", "l2": 0.1})
         runs.append({**base, "id": "binary-feat2-l2", "name": "binary MELM, Feat-II, L2 0.1", "objective": "binary",
                      "features": "feat-ii", "trigger_min_lift": TRIGGER_MIN_LIFT, "epochs": s["feat2_epochs"], "l2": 0.1})
-        # how strong a trigger pair must be (the default's choice): the binary Feat-II MELM at other lifts
+        # how strong a trigger pair must be (what chose the default): the binary Feat-II MELM at other lifts
         runs += [{**base, "id": f"binary-feat2-lift{lift:g}", "name": f"binary MELM, Feat-II, trigger lift > {lift:g}",
                   "objective": "binary", "features": "feat-ii", "trigger_min_lift": lift, "epochs": s["feat2_epochs"]}
                  for lift in TRIGGER_LIFT_SWEEP]
