@@ -369,6 +369,18 @@ def against(by: dict) -> str:
                    f"ours {d2:+.1f} % ({f2:.2f})" + (f", our standard Feat-II MELM {sf2:.2f} "
                                                     f"({_rel(sf2, kn):+.1f} %; paper {P['standard-feat2']})"
                                                     if sf2 is not None else "") + verdict)
+        sweep = sorted([(TRIGGER_MIN_LIFT, by["binary-feat2"])]
+                       + [(lift, by[f"binary-feat2-lift{lift:g}"]) for lift in TRIGGER_LIFT_SWEEP
+                          if done(by.get(f"binary-feat2-lift{lift:g}"))], key=lambda p: p[0])
+        if len(sweep) > 1:
+            best = min(sweep, key=lambda p: p[1]["valid_ppl"])[0]
+            out.append("Trigger pairs must make their word more than `--trigger-min-lift` times likelier than usual "
+                       "(then the 200k with the highest mutual information are kept): binary Feat-II at lift > "
+                       + ", ".join(f"{lift:g}: valid {r['valid_ppl']:.2f}, test {r['test_ppl']:.2f} "
+                                   f"({r['feature_counts']['total']:,} features)" for lift, r in sweep)
+                       + f"; validation picks {best:g}" + (" (the default)." if best == TRIGGER_MIN_LIFT else ".")
+                       + " At lift 1 every positively correlated pair qualifies and mutual information ranks first "
+                       "the weak associations of frequent words.")
     if b1 is not None and s1 is not None:
         db1, ds1 = _rel(b1, bi), _rel(s1, st)
         out.append(f"Fig. 2: the standard MELM trained on 1 % of the positions is {ds1:+.0f} % worse than on all of "
