@@ -36,31 +36,31 @@ class RowScores(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, weight, bias, ctx, words):
-        from . import row_scores_kernel as kernel
+        from .row_scores_kernel import scores
 
         weight, bias, ctx, words = (t.detach().contiguous() for t in (weight, bias, ctx, words))
         if words.numel() and (int(words.min()) < 0 or int(words.max()) >= weight.shape[0]):
             raise IndexError(f"row ids must lie in [0, {weight.shape[0]}): the compiled loops do not check")
         out = ctx.new_empty(words.shape)
-        kernel.scores(weight.numpy(), bias.numpy(), ctx.numpy(), words.numpy(), out.numpy())
+        scores(weight.numpy(), bias.numpy(), ctx.numpy(), words.numpy(), out.numpy())
         fctx.save_for_backward(weight, ctx, words)
         fctx.bias_shape = bias.shape
         return out
 
     @staticmethod
     def backward(fctx, grad):
-        from . import row_scores_kernel as kernel
+        from .row_scores_kernel import context_grad, row_grads
 
         weight, ctx, words = fctx.saved_tensors
         grad = grad.contiguous()
         d_ctx = d_weight = d_bias = None
         if fctx.needs_input_grad[2]:
             d_ctx = torch.empty_like(ctx)
-            kernel.context_grad(weight.numpy(), words.numpy(), grad.numpy(), d_ctx.numpy())
+            context_grad(weight.numpy(), words.numpy(), grad.numpy(), d_ctx.numpy())
         if fctx.needs_input_grad[0] or fctx.needs_input_grad[1]:
             ids, inverse = torch.unique(words.reshape(-1), return_inverse=True)
             rows, biases = ctx.new_empty(len(ids), ctx.shape[1]), ctx.new_empty(len(ids), 1)
-            kernel.row_grads(ctx.numpy(), inverse.view(words.shape).numpy(), grad.numpy(), rows.numpy(),
+            row_grads(ctx.numpy(), inverse.view(words.shape).numpy(), grad.numpy(), rows.numpy(),
                              biases.numpy())
             if fctx.needs_input_grad[0]:
                 d_weight = _sparse_rows(ids, rows, weight.shape)
