@@ -83,3 +83,19 @@ def test_a_second_pass_clusters_its_first_runs_contexts_and_counts_their_cpu(tmp
     labels = [line.split("\t")[0] for line in open(path)]
     assert labels and all(set(x) <= {"0", "1"} for x in labels)  # --tree: bit paths
     assert lmruns.finished(rd)
+
+
+def test_quality_cpu_judges_the_seed_replicates_on_their_means():
+    from benchmarks.quality_cpu import render_seeds, seed_of
+
+    assert seed_of("gru adaptive-seed2") == ("adaptive", 2) and seed_of("gru adaptive") is None
+    rows = [{"name": "gru softmax", "test_ppl": 100.0}, {"name": "gru softmax-seed2", "test_ppl": 102.0},
+            {"name": "gru adaptive", "test_ppl": 104.0}, {"name": "gru adaptive-seed2", "test_ppl": 103.0},
+            {"name": "gru adaptive-seed3", "test_ppl": 140.0}]  # no softmax at seed 3: not in the means
+    text = "\n".join(render_seeds(rows))
+    line = next(x for x in text.splitlines() if x.startswith("| gru adaptive"))
+    assert "+2.5 %" in line and "+4.0, +1.0 %" in line and "not met (≤ 2 %)" in line
+    rows[3]["test_ppl"] = 100.0
+    line = next(x for x in "\n".join(render_seeds(rows)).splitlines() if x.startswith("| gru adaptive"))
+    assert "+1.0 %" in line and "met (≤ 2 %)" in line and "not met" not in line
+    assert render_seeds(rows[:1]) == []
