@@ -44,7 +44,8 @@ VERSIONS = {"adaptive": "head-coverage-0.95-div-2-max-head-5000", "is": "true-te
 #: variants beside the defaults: the adaptive head capped at 4,000 words (the default before), the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
 #: with 4 (the default before: one), its binary nodes over the clustered classes and its 16-way nodes over the plain
-#: Huffman tree, NCE under bf16 autocast
+#: Huffman tree, NCE under bf16 autocast; and faster-rnnlm's own model beside its rows: the GRU without input
+#: matrices (embedding 256 = state, ``--no-input-weights``) with NCE, and with a binary Huffman tree (its ``hs``)
 VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000"),
             "class-m1": ("--objective", "class", "--components", "1"),
             "class-freq": ("--objective", "class", "--binning", "sqrt", "--components", "1"),
@@ -52,7 +53,10 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             "hsm16-m4": ("--objective", "hsm", "--arity", "16", "--components", "4"),
             "hsm2": ("--objective", "hsm", "--arity", "2"),
             "hsm16-huffman": ("--objective", "hsm", "--word-classes", "none", "--arity", "16"),
-            "nce-bf16": ("--objective", "nce", "--precision", "bf16")}
+            "nce-bf16": ("--objective", "nce", "--precision", "bf16"),
+            "nce-noinput": ("--objective", "nce", "-d", "256", "--no-input-weights"),
+            "hs-noinput": ("--objective", "hsm", "--word-classes", "none", "--arity", "2", "-d", "256",
+                           "--no-input-weights")}
 
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
@@ -197,6 +201,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             config = json.load(f)
         recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
                     for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
+        if config["model"].get("input_weights") is False:  # faster-rnnlm's GRU
+            recorded = {"model": f"embedding {config['model']['embed_dim']} = state, no input matrices", **recorded}
         words_per_cpu_s = tokens * row["epochs"] / cpu  # a second pass: its own epochs' speed
         first = first_pass(st, r, rows)
         curve = row["curve"]
@@ -359,6 +365,7 @@ def render_seeds(rows: list[dict]) -> list[str]:
 
 #: our rows and faster-rnnlm's comparable one (its NCE, its hierarchical softmax)
 COMPARABLE = {"nce": "faster-rnnlm gru-nce", "nce-bf16": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs",
+              "nce-noinput": "faster-rnnlm gru-nce", "hs-noinput": "faster-rnnlm gru-hs",
               "hsm16": "faster-rnnlm gru-hs", "hsm16-m4": "faster-rnnlm gru-hs",
               "hsm2": "faster-rnnlm gru-hs", "hsm16-huffman": "faster-rnnlm gru-hs", "hsm-ctx128": "faster-rnnlm gru-hs"}
 

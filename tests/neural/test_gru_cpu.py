@@ -54,3 +54,71 @@ def test_it_stands_in_only_for_float32_cpu_training_outside_autocast():
         assert not gru_cpu.usable(rnn, x)
     assert not gru_cpu.usable(rnn, x.double())
     assert not gru_cpu.usable(torch.nn.LSTM(6, 9, batch_first=True), x)
+
+
+def _grads(rnn, x, h0, up_out, up_state, fn):
+    for p in [*rnn.parameters(), x, h0]:
+        p.grad = None
+    out, state = fn(x, h0)
+    ((out * up_out).sum() + (state * up_state).sum()).backward()
+    return [out.detach(), state.detach(), x.grad.clone(), h0.grad.clone(),
+            *[None if p.grad is None else p.grad.clone() for p in rnn.parameters()]]
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_without_input_matrices_it_equals_torch_gru_multiplying_by_the_identity(layers):
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(9, 9, layers, batch_first=True)
+    gru_cpu.identity_input(rnn)
+    x = torch.randn(4, 7, 9, requires_grad=True)
+    h0 = torch.randn(layers, 4, 9, requires_grad=True)
+    g = torch.Generator().manual_seed(1)
+    up_out, up_state = torch.randn(4, 7, 9, generator=g), torch.randn(layers, 4, 9, generator=g)
+    want = _grads(rnn, x, h0, up_out, up_state, rnn)
+    got = _grads(rnn, x, h0, up_out, up_state, lambda a, b: gru_cpu.gru_forward(rnn, a, b))
+    for w, o in zip(want, got):
+        if w is None:
+            assert o is None
+        else:
+            torch.testing.assert_close(o, w, rtol=1e-5, atol=1e-5)
+    frozen = [n for n, p in rnn.named_parameters() if p.grad is None]
+    assert frozen == [f"weight_ih_l{k}" for k in range(layers)]
+    assert all(torch.equal(getattr(rnn, f"weight_ih_l{k}"), torch.eye(9).repeat(3, 1)) for k in range(layers))
+
+
+def test_without_input_matrices_the_embedding_must_be_as_wide_as_the_state():
+    with pytest.raises(ValueError, match="embed_dim"):
+        gru_cpu.identity_input(torch.nn.GRU(6, 9))
+
+
+def test_a_gru_trained_without_input_matrices_keeps_them_the_identity_through_save_and_resume(words_corpus):
+    from helpers import config_for
+
+    from sampledlm.neural import rundir as runs
+    from sampledlm.neural.registry import model_spec
+    from sampledlm.neural.trainer import TrainingInterrupted, new_run, resume_run
+
+    config, vocab = config_for(words_corpus, "gru", optimizer="adam", lr=0.01, epochs=2)
+    config["model"] = model_spec("gru", embed_dim=8, hidden=8, dropout=0.1, input_weights=False)
+    first = new_run(str(words_corpus / "a"), config, vocab)
+    bias_at_start = first.model.rnn.bias_ih_l0.detach().clone()
+    first.train()
+    t = new_run(str(words_corpus / "b"), config, vocab)
+    t.interrupt_at_step = t.data.num_batches() + 2
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    resume_run(str(words_corpus / "b")).train()
+    (a, *_), (b, *_) = runs.load_run(str(words_corpus / "a")), runs.load_run(str(words_corpus / "b"))
+    assert torch.equal(a.rnn.weight_ih_l0, torch.eye(8).repeat(3, 1)) and not a.rnn.weight_ih_l0.requires_grad
+    assert not torch.equal(a.rnn.bias_ih_l0, bias_at_start)  # the input biases train
+    for k, v in a.state_dict().items():
+        assert torch.equal(v, b.state_dict()[k]), k
+
+
+@pytest.mark.parametrize("model,dims,message", [("lstm", (8, 8), "for the GRU"), ("gru", (6, 8), "--embed-dim")])
+def test_no_input_weights_is_refused_where_it_cannot_apply(model, dims, message):
+    from sampledlm.errors import UserError
+    from sampledlm.neural.registry import build_model
+
+    with pytest.raises(UserError, match=message):
+        build_model({"type": model, "embed_dim": dims[0], "hidden": dims[1], "input_weights": False}, 20)

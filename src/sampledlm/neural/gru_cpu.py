@@ -19,6 +19,10 @@ where ``dG_i`` / ``dG_h`` are the gradients of the input-side and recurrent-side
 of every step is one product too. The numbers are those of ``torch.nn.GRU`` (the sums run in
 another order, so they agree to float32 rounding). Shapes: ``x [T, B, e]``, ``h0 [B, h]``; weights as
 ``torch.nn.GRU`` stores them (``weight_ih [3h, e]``, ``weight_hh [3h, h]``, biases ``[3h]``).
+
+``w_ih = None`` is the GRU without input matrices (faster-rnnlm's ``gru``, Mikolov's toolkit's successor: the
+embedding, of the state's width, added as it is to each gate's pre-activation, ``W_ir = W_iz = W_in = I``): the
+input product and its two backward products are not computed, and ``dx`` is the sum of the three gates' ``dG_i``.
 """
 
 from __future__ import annotations
@@ -27,13 +31,17 @@ import torch
 
 
 class SegmentGRU(torch.autograd.Function):
-    """``SegmentGRU.apply(x [T, B, e], h0 [B, h], w_ih, w_hh, b_ih, b_hh) -> (out [T, B, h], h_T [B, h])``."""
+    """``SegmentGRU.apply(x [T, B, e], h0 [B, h], w_ih, w_hh, b_ih, b_hh) -> (out [T, B, h], h_T [B, h])``;
+    ``w_ih`` None: identity input matrices (``e == h``)."""
 
     @staticmethod
     def forward(fctx, x, h0, w_ih, w_hh, b_ih, b_hh):
         steps, batch, _ = x.shape
         hid = w_hh.shape[1]
-        pre_x = torch.addmm(b_ih, x.reshape(steps * batch, -1), w_ih.t()).view(steps, batch, 3 * hid)
+        if w_ih is None:
+            pre_x = x.repeat(1, 1, 3) + b_ih
+        else:
+            pre_x = torch.addmm(b_ih, x.reshape(steps * batch, -1), w_ih.t()).view(steps, batch, 3 * hid)
         hs = x.new_empty(steps + 1, batch, hid)  # h_0 .. h_T
         hs[0] = h0
         gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
@@ -58,23 +66,23 @@ class SegmentGRU(torch.autograd.Function):
         d_pre_x = x.new_empty(steps, batch, 3 * hid)
         d_pre_h = x.new_empty(steps, batch, 3 * hid)
         dh = d_last.clone() if d_last is not None else x.new_zeros(batch, hid)
+        dh_z = x.new_empty(batch, hid)
+        from .gru_cpu_kernel import step_backward
+
+        arrays = [a.detach().numpy() for a in (gates, hn, hs, d_pre_x, d_pre_h)]
+        d_out_np = (d_out.contiguous() if d_out is not None else x.new_empty(0, 0, 0)).numpy()
         for t in range(steps - 1, -1, -1):
-            if d_out is not None:
-                dh += d_out[t]
-            r, z, n = gates[t, :, :hid], gates[t, :, hid:2 * hid], gates[t, :, 2 * hid:]
-            d_n = dh * (1 - z) * (1 - n * n)  # through tanh
-            d_pre_x[t, :, 2 * hid:] = d_n
-            d_pre_x[t, :, :hid] = d_n * hn[t] * r * (1 - r)
-            d_pre_x[t, :, hid:2 * hid] = dh * (hs[t] - n) * z * (1 - z)
-            d_pre_h[t, :, :2 * hid] = d_pre_x[t, :, :2 * hid]
-            d_pre_h[t, :, 2 * hid:] = d_n * r
-            dh = torch.addmm(dh * z, d_pre_h[t], w_hh)
+            step_backward(dh.numpy(), d_out_np, t, *arrays, dh_z.numpy())
+            dh = torch.addmm(dh_z, d_pre_h[t], w_hh)
         flat_x = x.reshape(steps * batch, -1)
         flat_dx = d_pre_x.view(steps * batch, 3 * hid)
         flat_dh = d_pre_h.view(steps * batch, 3 * hid)
         need = fctx.needs_input_grad
-        d_x = (flat_dx @ w_ih).view(steps, batch, -1) if need[0] else None
-        d_w_ih = flat_dx.t() @ flat_x if need[2] else None
+        if w_ih is None:
+            d_x = d_pre_x[..., :hid] + d_pre_x[..., hid:2 * hid] + d_pre_x[..., 2 * hid:] if need[0] else None
+        else:
+            d_x = (flat_dx @ w_ih).view(steps, batch, -1) if need[0] else None
+        d_w_ih = flat_dx.t() @ flat_x if need[2] and w_ih is not None else None
         d_w_hh = flat_dh.t() @ hs[:-1].reshape(steps * batch, hid) if need[3] else None
         d_b_ih = flat_dx.sum(0) if need[4] else None
         d_b_hh = flat_dh.sum(0) if need[5] else None
@@ -91,7 +99,8 @@ def usable(rnn: torch.nn.Module, x: torch.Tensor) -> bool:
 
 def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
     """``rnn(x [B, T, e], state [L, B, h] or None) -> (out [B, T, h], state [L, B, h])`` through
-    :class:`SegmentGRU`, layer by layer, with ``rnn``'s own weights (and its dropout between layers)."""
+    :class:`SegmentGRU`, layer by layer, with ``rnn``'s own weights (and its dropout between layers); a GRU
+    marked by :func:`identity_input` skips its (identity) input products."""
     batch = x.shape[0]
     if state is None:
         state = x.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
@@ -100,8 +109,26 @@ def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
     for k in range(rnn.num_layers):
         if k > 0 and rnn.dropout > 0:
             layer_in = torch.nn.functional.dropout(layer_in, rnn.dropout, True)
-        layer_in, last = SegmentGRU.apply(layer_in, state[k], getattr(rnn, f"weight_ih_l{k}"),
+        w_ih = None if getattr(rnn, "identity_input", False) else getattr(rnn, f"weight_ih_l{k}")
+        layer_in, last = SegmentGRU.apply(layer_in, state[k], w_ih,
                                           getattr(rnn, f"weight_hh_l{k}"), getattr(rnn, f"bias_ih_l{k}"),
                                           getattr(rnn, f"bias_hh_l{k}"))
         finals.append(last)
     return layer_in.transpose(0, 1), torch.stack(finals)
+
+
+def identity_input(rnn: torch.nn.GRU) -> None:
+    """Make ``rnn`` a GRU without input matrices: every layer's ``weight_ih`` the stacked identity ``[I; I; I]``,
+    frozen (no gradient, so no optimiser touches it; the input biases still train), and ``rnn`` marked so that
+    :func:`gru_forward` skips the products. ``torch.nn.GRU`` itself (the GPU, evaluation, export) multiplies by the
+    identity: the same numbers."""
+    if rnn.input_size != rnn.hidden_size:
+        raise ValueError(f"a GRU without input matrices needs embed_dim ({rnn.input_size}) == hidden "
+                         f"({rnn.hidden_size})")
+    eye = torch.eye(rnn.hidden_size).repeat(3, 1)
+    for k in range(rnn.num_layers):
+        w = getattr(rnn, f"weight_ih_l{k}")
+        with torch.no_grad():
+            w.copy_(eye)
+        w.requires_grad_(False)
+    rnn.identity_input = True

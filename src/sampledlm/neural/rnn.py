@@ -4,6 +4,8 @@ For the input stream ``x_1 .. x_T`` (``</s>`` first, see :mod:`sampledlm.data.ba
 
     e_t       = E[x_t]                              input embedding, E [V+1, e]
     h_t, s_t  = GRU/LSTM(e_t, s_{t-1})              ``layers`` stacked cells of size ``hidden``
+                                                    (GRU without input matrices: e_t added to each gate,
+                                                    ``input_weights=False``, needs e == hidden)
     ctx_t     = P h_t   (when ``proj`` is set)      projection P [proj, hidden] (Botev et al.: s_t(c) = w_c^T P h_t)
     a_w       = W_w · ctx_t + b_w                   the OutputLayer, W [V, h_out]
 
@@ -61,6 +63,9 @@ class RNNConfig(adaptive_input.InputOptions):
     hidden: int = option(256, "recurrent state size", min=1)
     layers: int = option(1, "stacked recurrent layers", min=1)
     dropout: float = option(0.25, "dropout rate", min=0.0, max=0.99)
+    input_weights: bool = option(True, "GRU: input matrices for the gates; --no-input-weights adds the embedding to "
+                                       "each gate as it is (faster-rnnlm's gru; needs --embed-dim equal to "
+                                       "--hidden; about half the multiply-adds a word at 256)")
     proj: int | None = option(None, "project the state to this size before the output layer (0: none) "
                                     "[default: embed_dim when tied and hidden differs, else none]", min=0)
 
@@ -87,6 +92,13 @@ class RNNLM(NeuralScorer):
         self.cell, self.tie = cell, tie
         rnn = nn.GRU if cell == "gru" else nn.LSTM
         self.rnn = rnn(embed_dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
+        if not cfg.input_weights:
+            if cell != "gru":
+                raise ValueError("--no-input-weights is for the GRU (--model gru)")
+            if embed_dim != hidden:
+                raise ValueError(f"--no-input-weights adds the embedding to the state's gates: it needs --embed-dim "
+                                 f"({embed_dim}) equal to --hidden ({hidden}), e.g. -d {hidden}")
+            gru_cpu.identity_input(self.rnn)
         self.proj = nn.Linear(hidden, proj, bias=False) if proj else None
         self.drop = Dropout(dropout)
         # Tied: the input lookup reads W's rows sparsely too, so W's gradient stays row-sparse.
