@@ -45,7 +45,8 @@ VERSIONS = {"adaptive": "head-coverage-0.95-div-2-max-head-5000", "is": "true-te
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
 #: with 4 (the default before: one), its binary nodes over the clustered classes and its 16-way nodes over the plain
 #: Huffman tree, NCE under bf16 autocast; and faster-rnnlm's own model beside its rows: the GRU without input
-#: matrices (embedding 256 = state, ``--no-input-weights``) with NCE, and with a binary Huffman tree (its ``hs``)
+#: matrices (embedding 256 = state, ``--no-input-weights``) with NCE, and with a binary Huffman tree (its ``hs``),
+#: in float32 and with bf16 products
 VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000"),
             "class-m1": ("--objective", "class", "--components", "1"),
             "class-freq": ("--objective", "class", "--binning", "sqrt", "--components", "1"),
@@ -56,7 +57,10 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             "nce-bf16": ("--objective", "nce", "--precision", "bf16"),
             "nce-noinput": ("--objective", "nce", "-d", "256", "--no-input-weights"),
             "hs-noinput": ("--objective", "hsm", "--word-classes", "none", "--arity", "2", "-d", "256",
-                           "--no-input-weights")}
+                           "--no-input-weights"),
+            "nce-noinput-bf16": ("--objective", "nce", "-d", "256", "--no-input-weights", "--precision", "bf16"),
+            "hs-noinput-bf16": ("--objective", "hsm", "--word-classes", "none", "--arity", "2", "-d", "256",
+                                "--no-input-weights", "--precision", "bf16")}
 
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
@@ -366,6 +370,7 @@ def render_seeds(rows: list[dict]) -> list[str]:
 #: our rows and faster-rnnlm's comparable one (its NCE, its hierarchical softmax)
 COMPARABLE = {"nce": "faster-rnnlm gru-nce", "nce-bf16": "faster-rnnlm gru-nce", "hsm": "faster-rnnlm gru-hs",
               "nce-noinput": "faster-rnnlm gru-nce", "hs-noinput": "faster-rnnlm gru-hs",
+              "nce-noinput-bf16": "faster-rnnlm gru-nce", "hs-noinput-bf16": "faster-rnnlm gru-hs",
               "hsm16": "faster-rnnlm gru-hs", "hsm16-m4": "faster-rnnlm gru-hs",
               "hsm2": "faster-rnnlm gru-hs", "hsm16-huffman": "faster-rnnlm gru-hs", "hsm-ctx128": "faster-rnnlm gru-hs"}
 

@@ -50,7 +50,7 @@ def test_it_stands_in_only_for_float32_cpu_training_outside_autocast():
     rnn.train()
     with torch.no_grad():
         assert not gru_cpu.usable(rnn, x)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.float16):
         assert not gru_cpu.usable(rnn, x)
     assert not gru_cpu.usable(rnn, x.double())
     assert not gru_cpu.usable(torch.nn.LSTM(6, 9, batch_first=True), x)
@@ -122,3 +122,32 @@ def test_no_input_weights_is_refused_where_it_cannot_apply(model, dims, message)
 
     with pytest.raises(UserError, match=message):
         build_model({"type": model, "embed_dim": dims[0], "hidden": dims[1], "input_weights": False}, 20)
+
+
+@pytest.mark.parametrize("identity", [False, True])
+def test_under_bf16_autocast_its_products_round_their_inputs_and_it_stays_near_the_float32_gru(identity):
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(9, 9, 2, batch_first=True)
+    if identity:
+        gru_cpu.identity_input(rnn)
+    x = torch.randn(4, 7, 9, requires_grad=True)
+    h0 = torch.randn(2, 4, 9, requires_grad=True)
+    g = torch.Generator().manual_seed(1)
+    up_out, up_state = torch.randn(4, 7, 9, generator=g), torch.randn(2, 4, 9, generator=g)
+    want = _grads(rnn, x, h0, up_out, up_state, rnn)
+
+    def bf16(a, b):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert gru_cpu.usable(rnn, a)
+            return gru_cpu.gru_forward(rnn, a, b)
+
+    got = _grads(rnn, x, h0, up_out, up_state, bf16)
+    exact = _grads(rnn, x, h0, up_out, up_state, lambda a, b: gru_cpu.gru_forward(rnn, a, b))
+    for w, o, e in zip(want, got, exact):
+        if w is None:
+            assert o is None
+            continue
+        assert o.dtype == torch.float32
+        torch.testing.assert_close(o, w, rtol=0.05, atol=0.05)  # bf16 keeps 8 bits of each product's inputs
+    # the products did run on rounded inputs: the outputs differ from the float32 path's
+    assert not torch.allclose(got[0], exact[0], rtol=1e-5, atol=1e-5)

@@ -31,70 +31,94 @@ import torch
 
 
 class SegmentGRU(torch.autograd.Function):
-    """``SegmentGRU.apply(x [T, B, e], h0 [B, h], w_ih, w_hh, b_ih, b_hh) -> (out [T, B, h], h_T [B, h])``;
-    ``w_ih`` None: identity input matrices (``e == h``)."""
+    """``SegmentGRU.apply(x [T, B, e], h0 [B, h], w_ih, w_hh, b_ih, b_hh, low) -> (out [T, B, h], h_T [B, h])``;
+    ``w_ih`` None: identity input matrices (``e == h``). ``low`` (``torch.bfloat16`` under bf16 autocast, else
+    None): the matrix products' inputs are rounded to it, as autocast rounds a linear layer's, and their results
+    come back in float32; the gates, the states and every elementwise step stay float32."""
 
     @staticmethod
-    def forward(fctx, x, h0, w_ih, w_hh, b_ih, b_hh):
-        steps, batch, _ = x.shape
-        hid = w_hh.shape[1]
-        if w_ih is None:
-            pre_x = x.repeat(1, 1, 3) + b_ih
-        else:
-            pre_x = torch.addmm(b_ih, x.reshape(steps * batch, -1), w_ih.t()).view(steps, batch, 3 * hid)
-        hs = x.new_empty(steps + 1, batch, hid)  # h_0 .. h_T
-        hs[0] = h0
-        gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
-        hn = x.new_empty(steps, batch, hid)  # W_hn h_{t-1} + b_hn, which the backward pass needs
-        w_hh_t = w_hh.t()
-        for t in range(steps):
-            pre_h = torch.addmm(b_hh, hs[t], w_hh_t)
-            rz = gates[t, :, :2 * hid]
-            torch.sigmoid(pre_x[t, :, :2 * hid] + pre_h[:, :2 * hid], out=rz)
-            hn[t] = pre_h[:, 2 * hid:]
-            n = gates[t, :, 2 * hid:]
-            torch.tanh(torch.addcmul(pre_x[t, :, 2 * hid:], rz[:, :hid], hn[t]), out=n)
-            torch.addcmul(n, rz[:, hid:], hs[t] - n, out=hs[t + 1])  # n + z (h - n) = (1 - z) n + z h
+    def forward(fctx, x, h0, w_ih, w_hh, b_ih, b_hh, low=None):
+        with torch.autocast("cpu", enabled=False):
+            x, h0 = x.float(), h0.float()
+            steps, batch, _ = x.shape
+            hid = w_hh.shape[1]
+            if w_ih is None:
+                pre_x = x.repeat(1, 1, 3) + b_ih
+            else:
+                pre_x = _product(x.reshape(steps * batch, -1), w_ih.t(), low).add_(b_ih).view(steps, batch, 3 * hid)
+            hs = x.new_empty(steps + 1, batch, hid)  # h_0 .. h_T
+            hs[0] = h0
+            gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
+            hn = x.new_empty(steps, batch, hid)  # W_hn h_{t-1} + b_hn, which the backward pass needs
+            w_hh_t = w_hh.t() if low is None else w_hh.t().to(low)
+            for t in range(steps):
+                if low is None:
+                    pre_h = torch.addmm(b_hh, hs[t], w_hh_t)
+                else:
+                    pre_h = torch.mm(hs[t].to(low), w_hh_t).float().add_(b_hh)
+                rz = gates[t, :, :2 * hid]
+                torch.sigmoid(pre_x[t, :, :2 * hid] + pre_h[:, :2 * hid], out=rz)
+                hn[t] = pre_h[:, 2 * hid:]
+                n = gates[t, :, 2 * hid:]
+                torch.tanh(torch.addcmul(pre_x[t, :, 2 * hid:], rz[:, :hid], hn[t]), out=n)
+                torch.addcmul(n, rz[:, hid:], hs[t] - n, out=hs[t + 1])  # n + z (h - n) = (1 - z) n + z h
         fctx.save_for_backward(x, hs, gates, hn, w_ih, w_hh)
+        fctx.low = low
         return hs[1:], hs[steps].clone()
 
     @staticmethod
     def backward(fctx, d_out, d_last):
-        x, hs, gates, hn, w_ih, w_hh = fctx.saved_tensors
-        steps, batch, _ = x.shape
-        hid = w_hh.shape[1]
-        d_pre_x = x.new_empty(steps, batch, 3 * hid)
-        d_pre_h = x.new_empty(steps, batch, 3 * hid)
-        dh = d_last.clone() if d_last is not None else x.new_zeros(batch, hid)
-        dh_z = x.new_empty(batch, hid)
         from .gru_cpu_kernel import step_backward
 
-        arrays = [a.detach().numpy() for a in (gates, hn, hs, d_pre_x, d_pre_h)]
-        d_out_np = (d_out.contiguous() if d_out is not None else x.new_empty(0, 0, 0)).numpy()
-        for t in range(steps - 1, -1, -1):
-            step_backward(dh.numpy(), d_out_np, t, *arrays, dh_z.numpy())
-            dh = torch.addmm(dh_z, d_pre_h[t], w_hh)
-        flat_x = x.reshape(steps * batch, -1)
-        flat_dx = d_pre_x.view(steps * batch, 3 * hid)
-        flat_dh = d_pre_h.view(steps * batch, 3 * hid)
-        need = fctx.needs_input_grad
-        if w_ih is None:
-            d_x = d_pre_x[..., :hid] + d_pre_x[..., hid:2 * hid] + d_pre_x[..., 2 * hid:] if need[0] else None
-        else:
-            d_x = (flat_dx @ w_ih).view(steps, batch, -1) if need[0] else None
-        d_w_ih = flat_dx.t() @ flat_x if need[2] and w_ih is not None else None
-        d_w_hh = flat_dh.t() @ hs[:-1].reshape(steps * batch, hid) if need[3] else None
-        d_b_ih = flat_dx.sum(0) if need[4] else None
-        d_b_hh = flat_dh.sum(0) if need[5] else None
-        return d_x, (dh if need[1] else None), d_w_ih, d_w_hh, d_b_ih, d_b_hh
+        x, hs, gates, hn, w_ih, w_hh = fctx.saved_tensors
+        low = fctx.low
+        with torch.autocast("cpu", enabled=False):
+            steps, batch, _ = x.shape
+            hid = w_hh.shape[1]
+            d_pre_x = x.new_empty(steps, batch, 3 * hid)
+            d_pre_h = x.new_empty(steps, batch, 3 * hid)
+            dh = d_last.float().clone() if d_last is not None else x.new_zeros(batch, hid)
+            dh_z = x.new_empty(batch, hid)
+            arrays = [a.detach().numpy() for a in (gates, hn, hs, d_pre_x, d_pre_h)]
+            d_out_np = (d_out.float().contiguous() if d_out is not None else x.new_empty(0, 0, 0)).numpy()
+            w_hh_low = w_hh if low is None else w_hh.to(low)
+            for t in range(steps - 1, -1, -1):
+                step_backward(dh.numpy(), d_out_np, t, *arrays, dh_z.numpy())
+                if low is None:
+                    dh = torch.addmm(dh_z, d_pre_h[t], w_hh)
+                else:
+                    dh = torch.mm(d_pre_h[t].to(low), w_hh_low).float().add_(dh_z)
+            flat_x = x.reshape(steps * batch, -1)
+            flat_dx = d_pre_x.view(steps * batch, 3 * hid)
+            flat_dh = d_pre_h.view(steps * batch, 3 * hid)
+            need = fctx.needs_input_grad
+            d_x = d_w_ih = None
+            if w_ih is None:
+                if need[0]:
+                    d_x = d_pre_x[..., :hid] + d_pre_x[..., hid:2 * hid] + d_pre_x[..., 2 * hid:]
+            else:
+                d_x = _product(flat_dx, w_ih, low).view(steps, batch, -1) if need[0] else None
+                d_w_ih = _product(flat_dx.t(), flat_x, low) if need[2] else None
+            d_w_hh = _product(flat_dh.t(), hs[:-1].reshape(steps * batch, hid), low) if need[3] else None
+            d_b_ih = flat_dx.sum(0) if need[4] else None
+            d_b_hh = flat_dh.sum(0) if need[5] else None
+        return d_x, (dh if need[1] else None), d_w_ih, d_w_hh, d_b_ih, d_b_hh, None
+
+
+def _product(a: torch.Tensor, b: torch.Tensor, low: torch.dtype | None) -> torch.Tensor:
+    """``a @ b`` in float32, its inputs rounded to ``low`` first when given."""
+    return a @ b if low is None else (a.to(low) @ b.to(low)).float()
 
 
 def usable(rnn: torch.nn.Module, x: torch.Tensor) -> bool:
     """Whether :func:`gru_forward` can stand in for ``rnn(x, state)``: a float32 ``torch.nn.GRU`` (batch
-    first, with biases, one direction, no projection) training on the CPU outside autocast."""
+    first, with biases, one direction, no projection) training on the CPU, outside autocast or under bf16
+    autocast (``--precision bf16``)."""
+    autocast = torch.is_autocast_enabled("cpu")
     return (isinstance(rnn, torch.nn.GRU) and rnn.training and torch.is_grad_enabled() and x.device.type == "cpu"
-            and x.dtype == torch.float32 and rnn.bias and rnn.batch_first and not rnn.bidirectional
-            and getattr(rnn, "proj_size", 0) == 0 and not torch.is_autocast_enabled("cpu"))
+            and x.dtype in (torch.float32, torch.bfloat16) and rnn.weight_hh_l0.dtype == torch.float32
+            and rnn.bias and rnn.batch_first and not rnn.bidirectional and getattr(rnn, "proj_size", 0) == 0
+            and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16))
 
 
 def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
@@ -102,6 +126,7 @@ def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
     :class:`SegmentGRU`, layer by layer, with ``rnn``'s own weights (and its dropout between layers); a GRU
     marked by :func:`identity_input` skips its (identity) input products."""
     batch = x.shape[0]
+    low = torch.bfloat16 if torch.is_autocast_enabled("cpu") else None
     if state is None:
         state = x.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
     layer_in = x.transpose(0, 1).contiguous()  # [T, B, e]
@@ -112,7 +137,7 @@ def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
         w_ih = None if getattr(rnn, "identity_input", False) else getattr(rnn, f"weight_ih_l{k}")
         layer_in, last = SegmentGRU.apply(layer_in, state[k], w_ih,
                                           getattr(rnn, f"weight_hh_l{k}"), getattr(rnn, f"bias_ih_l{k}"),
-                                          getattr(rnn, f"bias_hh_l{k}"))
+                                          getattr(rnn, f"bias_hh_l{k}"), low)
         finals.append(last)
     return layer_in.transpose(0, 1), torch.stack(finals)
 
