@@ -151,3 +151,23 @@ def test_under_bf16_autocast_its_products_round_their_inputs_and_it_stays_near_t
         torch.testing.assert_close(o, w, rtol=0.05, atol=0.05)  # bf16 keeps 8 bits of each product's inputs
     # the products did run on rounded inputs: the outputs differ from the float32 path's
     assert not torch.allclose(got[0], exact[0], rtol=1e-5, atol=1e-5)
+
+
+def test_no_input_weights_unties_the_embeddings_unless_told(tmp_path, run_in_process):
+    import json
+
+    from helpers import write_word_corpus
+
+    write_word_corpus(tmp_path / "train.txt", 40, 1)
+    base = ("train", "--train", "train.txt", "--valid", "train.txt", "--model", "gru", "-d", "6", "--hidden", "6",
+            "--no-input-weights", "--epochs", "1", "--threads", "1")
+    r = run_in_process(*base, "-o", "a", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "--no-input-weights: input and output embeddings untied" in r.stderr
+    model = json.loads((tmp_path / "a" / "config.json").read_text())["model"]
+    assert model["tie"] is False and model["input_weights"] is False
+    r = run_in_process(*base, "--tie", "-o", "b", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["model"]["tie"] is True
+    r = run_in_process("eval", "a", "--test", "train.txt", cwd=tmp_path)
+    assert r.returncode == 0 and "ppl" in r.stdout, r.stderr

@@ -268,6 +268,11 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         if name in defaults and model_flags.get(name) is None and defaults[name] != value:
             model_flags[name] = value
             click.echo(f"--objective {objective}: {why}", err=True)
+    if model_flags.get("input_weights") is False and model_flags.get("tie") is None and defaults.get("tie"):
+        model_flags["tie"] = False
+        click.echo("--no-input-weights: input and output embeddings untied, as in faster-rnnlm (the embedding goes "
+                   "into the gates as it is; tied to the output rows, NCE on 10,000 PTB sentences reached valid 381 "
+                   "against 246 untied; give --tie to tie them anyway)", err=True)
     spec = model_spec(model_type, **model_flags)
     samples_given = flags.get("samples") is not None
     flags = sequence_defaults(model_type, objective, flags)
