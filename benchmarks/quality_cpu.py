@@ -210,6 +210,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             config = json.load(f)
         recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
                     for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
+        if config["model"].get("adaptive_input"):
+            recorded = {"model": f"tied adaptive input bands, factor {config['model']['input_factor']:g}", **recorded}
         if config["model"].get("input_weights") is False:  # faster-rnnlm's GRU
             recorded = {"model": f"embedding {config['model']['embed_dim']} = state, no input matrices", **recorded}
         words_per_cpu_s = tokens * row["epochs"] / cpu  # a second pass: its own epochs' speed
