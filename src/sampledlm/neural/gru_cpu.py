@@ -20,7 +20,7 @@ of every step is one product too. The numbers are those of ``torch.nn.GRU`` (the
 another order, so they agree to float32 rounding). Shapes: ``x [T, B, e]``, ``h0 [B, h]``; weights as
 ``torch.nn.GRU`` stores them (``weight_ih [3h, e]``, ``weight_hh [3h, h]``, biases ``[3h]``).
 
-``w_ih = None`` is the GRU without input matrices (faster-rnnlm's ``gru``, Mikolov's toolkit's successor: the
+``w_ih = None`` is the GRU without input matrices (faster-rnnlm's ``gru`` layer: the
 embedding, of the state's width, added as it is to each gate's pre-activation, ``W_ir = W_iz = W_in = I``): the
 input product and its two backward products are not computed, and ``dx`` is the sum of the three gates' ``dG_i``.
 """
