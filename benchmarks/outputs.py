@@ -115,8 +115,8 @@ def inference_cost(V: int, rounds: int) -> list[dict]:
 
 # --- (c) PTB ------------------------------------------------------------------------------------
 #: the adaptive softmax's settings this page measured on the GRU (the feed-forward defaults; recurrent models have
-#: their own since 2026-11-26, see the quality-cpu page)
-ADAPTIVE_AS_MEASURED = ("--head-coverage", "0.8", "--div-value", "4", "--max-head", "4000")
+#: their own since 2026-11-26, and tied adaptive input bands since 2026-11-27, see the quality-cpu page)
+ADAPTIVE_AS_MEASURED = ("--head-coverage", "0.8", "--div-value", "4", "--max-head", "4000", "--no-adaptive-input")
 
 
 def gru_plan(quick: bool, arpa: str | None, classes: str | None = None) -> list[tuple[str, lmruns.Run]]:

@@ -32,24 +32,24 @@ from .report import REPO_DIR, new_figure, table, write_page
 
 NAME = "quality-cpu"
 TARGET_SAMPLED = 0.03  # NCE, CSS-IS, BlackOut and IS within 3 % of the softmax
-TARGET_STRUCTURED = {"adaptive": 0.02, "adaptive-head4000": 0.02, "adaptive-ain": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
+TARGET_STRUCTURED = {"adaptive": 0.02, "adaptive-head4000": 0.02, "adaptive-plain": 0.02, "class": 0.02, "class-freq": 0.02, "hsm": 0.05, "hsm2": 0.05,
                      "hsm16-huffman": 0.05, "class-m1": 0.02, "class-ctx": 0.02, "class-ctx4": 0.02, "hsm16": 0.05,
                      "hsm16-m4": 0.05, "hsm-ctx128": 0.05, "hsm-ctx128-m4": 0.05}
 OBJECTIVES = ["softmax", "nce", "css-is", "blackout", "is", "adaptive", "class", "hsm"]
 BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
-VERSIONS = {"adaptive": "head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
+VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
             "class": "auto-classes-by-class-components-4",
             "hsm": "auto-classes-arity-128-components-4"}
-#: variants beside the defaults: the adaptive head capped at 4,000 words (the default before), the class layer with
+#: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
+#: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
 #: with 4 (the default before: one), its binary nodes over the clustered classes and its 16-way nodes over the plain
-#: Huffman tree, NCE under bf16 autocast, the adaptive softmax with tied adaptive input bands (Baevski & Auli 2019;
-#: input factor = the tails' div value 2); and faster-rnnlm's own model beside its rows: the GRU without input
+#: Huffman tree, NCE under bf16 autocast; and faster-rnnlm's own model beside its rows: the GRU without input
 #: matrices (embedding 256 = state, ``--no-input-weights``) with NCE, and with a binary Huffman tree (its ``hs``),
 #: in float32 and with bf16 products
-VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000"),
+VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000", "--no-adaptive-input"),
             "class-m1": ("--objective", "class", "--components", "1"),
             "class-freq": ("--objective", "class", "--binning", "sqrt", "--components", "1"),
             "hsm16": ("--objective", "hsm", "--arity", "16", "--components", "1"),
@@ -63,7 +63,7 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             "nce-noinput-bf16": ("--objective", "nce", "-d", "256", "--no-input-weights", "--precision", "bf16"),
             "hs-noinput-bf16": ("--objective", "hsm", "--word-classes", "none", "--arity", "2", "-d", "256",
                                 "--no-input-weights", "--precision", "bf16"),
-            "adaptive-ain": ("--objective", "adaptive", "--adaptive-input", "--input-factor", "2")}
+            "adaptive-plain": ("--objective", "adaptive", "--no-adaptive-input")}
 
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
@@ -82,7 +82,7 @@ SECOND_PASSES = {"class-ctx": ("class-m1", (), ("--objective", "class", "--compo
 #: (``--seed``; the default is 1), so that a verdict is on a mean, not on one draw of the initialisation, the
 #: dropout masks and the batch order
 SEEDS = (2, 3)
-SEEDED = ("softmax", "adaptive", "class", "hsm", "adaptive-ain")
+SEEDED = ("softmax", "adaptive", "class", "hsm", "adaptive-plain")
 
 
 def seed_run(objective: str, seed: int) -> str:

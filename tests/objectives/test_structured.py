@@ -639,6 +639,33 @@ def test_adaptive_head_coverage_sets_the_default_head_and_sequence_models_take_n
         assert config["objective"]["options"] == recorded
 
 
+def test_adaptive_on_a_recurrent_model_ties_input_bands_unless_told_otherwise(tmp_path, capsys):
+    """The recurrent default: adaptive input bands tied to the head and tails (factor = --div-value), left out when
+    the user turns off the tie or the input matrices, or the adaptive input itself; a clash is refused."""
+    from helpers import run_cli, synthetic_sentences, write_corpus
+
+    write_corpus(tmp_path / "t.txt", synthetic_sentences(300, 40, seed=3))
+
+    def train(name, *flags):
+        code, _, err = run_cli(["train", "--train", str(tmp_path / "t.txt"), "--valid", str(tmp_path / "t.txt"),
+                                "--model", "gru", "-d", "16", "--hidden", "16", "--epochs", "1", "--objective",
+                                "adaptive", *flags, "-o", str(tmp_path / name)], capsys)
+        model = json.loads((tmp_path / name / "config.json").read_text())["model"] if code == 0 else None
+        return code, err, model
+
+    code, err, model = train("default")
+    assert code == 0 and model["adaptive_input"] and model["tie"] and model["input_factor"] == 2.0, err
+    assert "--adaptive-input" in err and "--no-adaptive-input" in err  # says what it set, and how to undo it
+    code, err, model = train("div4", "--div-value", "4")
+    assert code == 0 and model["adaptive_input"] and model["input_factor"] == 4.0, err
+    for name, flags in (("plain", ("--no-adaptive-input",)), ("untied", ("--no-tie",))):
+        code, err, model = train(name, *flags)
+        assert code == 0 and not model["adaptive_input"], err
+    code, err, _ = train("clash", "--input-factor", "3")
+    assert code != 0 and "--input-factor" in err and "Traceback" not in err
+    assert not (tmp_path / "clash").exists()  # nothing half-written
+
+
 def test_class_and_hsm_cluster_the_text_on_sequence_models_unless_told_otherwise():
     from sampledlm.cli.neural import sequence_defaults
 

@@ -250,7 +250,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
 
     from ..data.corpus import build_vocab
     from ..data.vocab import Vocab
-    from ..neural.registry import complete_spec, model_spec
+    from ..neural.registry import complete_spec, model_class, model_spec
     from ..neural.rundir import make_config
     from ..neural.trainer import train_options_for
     from ..objectives import make_objective
@@ -268,6 +268,12 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         if name in defaults and model_flags.get(name) is None and defaults[name] != value:
             model_flags[name] = value
             click.echo(f"--objective {objective}: {why}", err=True)
+    if model_class(model_type).sequence_model:  # what the objective takes on a recurrent trunk
+        for name, (value, why, needs) in OBJECTIVES[objective].sequence_model_settings.items():
+            if name in defaults and model_flags.get(name) is None and defaults[name] != value \
+                    and all(model_flags.get(n) is not False for n in needs):
+                model_flags[name] = value
+                click.echo(f"--objective {objective} on a {model_type}: {why}", err=True)
     if model_flags.get("input_weights") is False and model_flags.get("tie") is None and defaults.get("tie"):
         model_flags["tie"] = False
         click.echo("--no-input-weights: input and output embeddings untied, as in faster-rnnlm (the embedding goes "
@@ -292,6 +298,9 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
 
         spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"],
                                                 obj_opts.get("max_head") or MAX_HEAD)
+    if spec.get("adaptive_input") and spec.get("tie") and model_flags.get("input_factor") is None \
+            and obj_opts.get("div_value") is not None:  # tied bands: the input's widths follow the softmax's tails
+        spec["input_factor"] = float(obj_opts["div_value"])
     # refuses options that do not apply, early; the objective checks its own against the vocabulary
     obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
     for note in notes:

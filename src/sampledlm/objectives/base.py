@@ -80,6 +80,10 @@ class OutputObjective(nn.Module):
     #: objective's per-trunk defaults; ``sequence_why`` says why, in the note the command line prints.
     sequence_defaults: ClassVar[dict] = {}
     sequence_why: ClassVar[str] = ""
+    #: Model settings this objective takes on a recurrent trunk where the user gave none: ``{field: (value, why,
+    #: needs)}``, left out when the user turned off one of the model options named in ``needs`` (the adaptive
+    #: softmax's input bands need tied embeddings and input matrices). The command line says why.
+    sequence_model_settings: ClassVar[dict] = {}
     #: ``{default: (option, ...)}``: a ``sequence_defaults`` entry left out when the user gave one of these options
     #: (the class layer's ``--word-classes auto`` gives way to ``--classes``).
     sequence_unless: ClassVar[dict] = {}
