@@ -150,6 +150,14 @@ def test_adaptive_input_bands_have_the_stated_widths():
     assert torch.equal(e[0, rank0], m.embed.head[0].detach())
 
 
+def test_adaptive_input_without_branches_gives_the_same_vectors():
+    """``every_band`` (what an exported graph runs) against the band-by-band lookup, tied head and own head."""
+    for tie in (True, False):
+        m, _ = make("adaptive" if tie else "softmax", adaptive_input=True, input_cutoffs=[8, 20], tie=tie)
+        ids = torch.tensor([[V, 0, 5, 9, 17, 25, V - 1], [3, 3, V, 12, 29, 8, 1]])  # every band and <s>
+        assert torch.equal(m.embed.every_band(ids), m.embed(ids))
+
+
 def write_corpus(tmp_path):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(30)]

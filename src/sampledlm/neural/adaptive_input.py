@@ -145,6 +145,8 @@ class AdaptiveInput(nn.Module):
         return out + (list(self.tables) if self.sparse_tables else [])
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
+            return self.every_band(ids)
         flat = ids.reshape(-1)
         band, local = self.band[flat], self.local[flat]
         rows = []  # (positions, vectors) per band, written into one [n, d] tensor at the end
@@ -164,6 +166,23 @@ class AdaptiveInput(nn.Module):
         out = torch.zeros(flat.shape[0], self.dim, dtype=dtype, device=flat.device)
         for sel, v in rows:
             out = out.index_copy(0, sel, v.to(dtype))
+        return out.reshape(*ids.shape, self.dim)
+
+    def every_band(self, ids: torch.Tensor) -> torch.Tensor:
+        """The same ``[*ids.shape, d]`` with no branch on the ids (what an exported graph needs: a trace keeps only
+        the bands its example ids reach): every band's lookup for every position, each kept where its band is the
+        word's. K + 1 lookups and K projections of every position: for export, not for training."""
+        flat = ids.reshape(-1)
+        band, local = self.band[flat], self.local[flat]
+        zero = torch.zeros_like(flat)
+        if self.head_rows is not None:
+            out = F.embedding(torch.where(band == 0, flat, zero), self.head_rows())
+        else:
+            out = F.embedding(torch.where(band == 0, local, zero), self.head)
+        for i, (proj, table) in enumerate(zip(self.projs, self.tables), start=1):
+            v = F.embedding(torch.where(band == i, local, zero), table) @ proj
+            out = torch.where((band == i).unsqueeze(1), v.to(out.dtype), out)
+        out = torch.where((band < 0).unsqueeze(1), self.bos.to(out.dtype).expand_as(out), out)
         return out.reshape(*ids.shape, self.dim)
 
 

@@ -38,6 +38,8 @@ class SegmentGRU(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, x, h0, w_ih, w_hh, b_ih, b_hh, low=None):
+        from .gru_cpu_kernel import step_forward
+
         with torch.autocast("cpu", enabled=False):
             x, h0 = x.float(), h0.float()
             steps, batch, _ = x.shape
@@ -51,17 +53,14 @@ class SegmentGRU(torch.autograd.Function):
             gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
             hn = x.new_empty(steps, batch, hid)  # W_hn h_{t-1} + b_hn, which the backward pass needs
             w_hh_t = w_hh.t() if low is None else w_hh.t().to(low)
+            pre_h = x.new_empty(batch, 3 * hid)  # h_{t-1} W_hh^T; the step adds b_hh
+            arrays = [a.detach().contiguous().numpy() for a in (pre_x, b_hh, hs, gates, hn)]
             for t in range(steps):
                 if low is None:
-                    pre_h = torch.addmm(b_hh, hs[t], w_hh_t)
+                    torch.mm(hs[t], w_hh_t, out=pre_h)
                 else:
-                    pre_h = torch.mm(hs[t].to(low), w_hh_t).float().add_(b_hh)
-                rz = gates[t, :, :2 * hid]
-                torch.sigmoid(pre_x[t, :, :2 * hid] + pre_h[:, :2 * hid], out=rz)
-                hn[t] = pre_h[:, 2 * hid:]
-                n = gates[t, :, 2 * hid:]
-                torch.tanh(torch.addcmul(pre_x[t, :, 2 * hid:], rz[:, :hid], hn[t]), out=n)
-                torch.addcmul(n, rz[:, hid:], hs[t] - n, out=hs[t + 1])  # n + z (h - n) = (1 - z) n + z h
+                    pre_h = torch.mm(hs[t].to(low), w_hh_t).float()
+                step_forward(pre_h.numpy(), arrays[0], t, *arrays[1:])
         fctx.save_for_backward(x, hs, gates, hn, w_ih, w_hh)
         fctx.low = low
         return hs[1:], hs[steps].clone()
