@@ -43,17 +43,32 @@ def test_a_missing_state_starts_from_zeros():
     torch.testing.assert_close(state, ref_state)
 
 
-def test_it_stands_in_only_for_float32_cpu_training_outside_autocast():
+def test_it_stands_in_for_float32_cpu_training_and_for_scoring_a_few_rows():
     rnn, x, _ = _pair(1)
     assert gru_cpu.usable(rnn.train(), x)
-    assert not gru_cpu.usable(rnn.eval(), x)
-    rnn.train()
+    assert not gru_cpu.usable(rnn.eval(), x)  # a gradient wanted, but not training: torch.nn.GRU
     with torch.no_grad():
-        assert not gru_cpu.usable(rnn, x)
+        assert gru_cpu.usable(rnn, x)  # scoring 4 rows
+        assert not gru_cpu.usable(rnn, torch.randn(9, 7, 6))  # 9 rows: torch.nn.GRU's batched steps
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert not gru_cpu.usable(rnn, x)  # evaluation stays float32
+    rnn.train()
     with torch.autocast("cpu", dtype=torch.float16):
         assert not gru_cpu.usable(rnn, x)
     assert not gru_cpu.usable(rnn, x.double())
     assert not gru_cpu.usable(torch.nn.LSTM(6, 9, batch_first=True), x)
+
+
+def test_scoring_without_gradients_equals_torch_gru_in_eval_mode():
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(6, 9, 2, dropout=0.5, batch_first=True).eval()  # dropout between layers: off in eval
+    x, h0 = torch.randn(1, 40, 6), torch.randn(2, 1, 9)
+    with torch.no_grad():
+        assert gru_cpu.usable(rnn, x)
+        out, state = gru_cpu.gru_forward(rnn, x, h0)
+        ref_out, ref_state = rnn(x, h0)
+    torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(state, ref_state, rtol=1e-5, atol=1e-6)
 
 
 def _grads(rnn, x, h0, up_out, up_state, fn):

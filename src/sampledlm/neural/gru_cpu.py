@@ -111,13 +111,19 @@ def _product(a: torch.Tensor, b: torch.Tensor, low: torch.dtype | None) -> torch
 
 def usable(rnn: torch.nn.Module, x: torch.Tensor) -> bool:
     """Whether :func:`gru_forward` can stand in for ``rnn(x, state)``: a float32 ``torch.nn.GRU`` (batch
-    first, with biases, one direction, no projection) training on the CPU, outside autocast or under bf16
-    autocast (``--precision bf16``)."""
+    first, with biases, one direction, no projection) on the CPU, either training, outside autocast or under bf16
+    autocast (``--precision bf16``), or scoring a few rows with no gradient and no autocast (``batch <= 8``: one
+    row of running text in evaluation, where ``torch.nn.GRU``'s per-step calls on a ``[1, h]`` state cost about 1.3x
+    these loops), and not while a graph is traced for export."""
+    if not (isinstance(rnn, torch.nn.GRU) and x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16)
+            and rnn.weight_hh_l0.dtype == torch.float32 and rnn.bias and rnn.batch_first and not rnn.bidirectional
+            and getattr(rnn, "proj_size", 0) == 0 and not torch.jit.is_tracing()
+            and not torch.onnx.is_in_onnx_export()):
+        return False
     autocast = torch.is_autocast_enabled("cpu")
-    return (isinstance(rnn, torch.nn.GRU) and rnn.training and torch.is_grad_enabled() and x.device.type == "cpu"
-            and x.dtype in (torch.float32, torch.bfloat16) and rnn.weight_hh_l0.dtype == torch.float32
-            and rnn.bias and rnn.batch_first and not rnn.bidirectional and getattr(rnn, "proj_size", 0) == 0
-            and (not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16))
+    if rnn.training and torch.is_grad_enabled():
+        return not autocast or torch.get_autocast_dtype("cpu") == torch.bfloat16
+    return not torch.is_grad_enabled() and not autocast and x.dtype == torch.float32 and x.shape[0] <= 8
 
 
 def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
@@ -132,7 +138,7 @@ def gru_forward(rnn: torch.nn.GRU, x: torch.Tensor, state: torch.Tensor | None):
     finals = []
     for k in range(rnn.num_layers):
         if k > 0 and rnn.dropout > 0:
-            layer_in = torch.nn.functional.dropout(layer_in, rnn.dropout, True)
+            layer_in = torch.nn.functional.dropout(layer_in, rnn.dropout, rnn.training)
         w_ih = None if getattr(rnn, "identity_input", False) else getattr(rnn, f"weight_ih_l{k}")
         layer_in, last = SegmentGRU.apply(layer_in, state[k], w_ih,
                                           getattr(rnn, f"weight_hh_l{k}"), getattr(rnn, f"bias_ih_l{k}"),
@@ -149,10 +155,10 @@ def identity_input(rnn: torch.nn.GRU) -> None:
     if rnn.input_size != rnn.hidden_size:
         raise ValueError(f"a GRU without input matrices needs embed_dim ({rnn.input_size}) == hidden "
                          f"({rnn.hidden_size})")
-    eye = torch.eye(rnn.hidden_size).repeat(3, 1)
     for k in range(rnn.num_layers):
         w = getattr(rnn, f"weight_ih_l{k}")
-        with torch.no_grad():
-            w.copy_(eye)
+        if not w.is_meta:  # a model built on the meta device only to count its parameters has no values to set
+            with torch.no_grad():
+                w.copy_(torch.eye(rnn.hidden_size, device=w.device).repeat(3, 1))
         w.requires_grad_(False)
     rnn.identity_input = True

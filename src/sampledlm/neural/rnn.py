@@ -129,7 +129,7 @@ class RNNLM(NeuralScorer):
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """``x [B, T]`` int64 -> ``(hidden [B, T, h_out], new state)``."""
         inputs = self.drop(self.embed_ids(x))
-        if gru_cpu.usable(self.rnn, inputs):  # the same GRU with one weight-gradient product per segment
+        if gru_cpu.usable(self.rnn, inputs):  # the same GRU: one weight-gradient product per segment, fused steps
             out, state = gru_cpu.gru_forward(self.rnn, inputs, state)
         else:
             out, state = self.rnn(inputs, state)
