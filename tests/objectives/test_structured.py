@@ -658,7 +658,8 @@ def test_adaptive_on_a_recurrent_model_ties_input_bands_unless_told_otherwise(tm
     assert "--adaptive-input" in err and "--no-adaptive-input" in err  # says what it set, and how to undo it
     code, err, model = train("div4", "--div-value", "4")
     assert code == 0 and model["adaptive_input"] and model["input_factor"] == 4.0, err
-    for name, flags in (("plain", ("--no-adaptive-input",)), ("untied", ("--no-tie",))):
+    for name, flags in (("plain", ("--no-adaptive-input",)), ("untied", ("--no-tie",)),
+                        ("no-input-matrices", ("--no-input-weights",))):
         code, err, model = train(name, *flags)
         assert code == 0 and not model["adaptive_input"], err
     code, err, _ = train("clash", "--input-factor", "3")

@@ -44,11 +44,12 @@ class InputOptions:
 
     tie: bool = option(True, "tie input and output embeddings (Press & Wolf 2017)")
     adaptive_input: bool = option(False, "adaptive input embeddings in frequency bands (Baevski & Auli 2019); "
-                                         "tied with --objective adaptive when --tie")
+                                         "tied with --objective adaptive when --tie (on by default for a recurrent "
+                                         "model with --objective adaptive)")
     input_cutoffs: list[int] | None = option(None, "adaptive input: rank cutoffs of the bands [default: --cutoffs, "
                                                    "else 80 % and 95 % unigram coverage]", min=1, multiple=True)
     input_factor: float = option(4.0, "adaptive input: each band is this many times narrower than the last "
-                                      "(the adaptive softmax's --div-value when tied)", min=1.0)
+                                      "(tied to an adaptive softmax: its --div-value unless given)", min=1.0)
 
 
 def tied_embedding(x: torch.Tensor, output, bos_embed: torch.Tensor) -> torch.Tensor:
