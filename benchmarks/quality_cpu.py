@@ -159,19 +159,15 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
     returns the lines and the names of our rows judged here."""
     source, runs = paired_runs()
     ours = [r for r in runs if r["side"] == "ours"]
-    theirs = {}
-    for r in runs:
-        if r["side"] == "theirs":
-            theirs.setdefault(r["row"], []).append(r)
+    theirs = {(r.get("round"), r["row"]): r for r in runs if r["side"] == "theirs"}
     cells, judged = [], set()
-    for r in ours:
-        mates = theirs.get(COMPARABLE.get(r["row"], "").removeprefix("faster-rnnlm "), [])
-        if not mates:
+    for r in ours:  # against faster-rnnlm's comparable run of the same round
+        b = theirs.get((r.get("round"), COMPARABLE.get(r["row"], "").removeprefix("faster-rnnlm ")))
+        if b is None:
             continue
-        b = mates[0]
         wa, wb = tokens * r["epochs"] / r["cpu_s"], tokens * b["epochs"] / b["cpu_s"]
         judged.add(f"gru {r['row']}")
-        cells.append([f"gru {r['row']}", f"faster-rnnlm {b['row']}", r["window"], b["window"],
+        cells.append([f"gru {r['row']}", f"faster-rnnlm {b['row']}", r.get("code", ""), r["window"], b["window"],
                       f"{r['cpu_s']:,.1f} ({r['epochs']})", f"{b['cpu_s']:,.1f} ({b['epochs']})",
                       f"{wa:,.0f} / {wb:,.0f}", f"{wa / wb:.2f}x ({'met' if wa >= wb else 'not met'})"])
     if not cells:
@@ -181,7 +177,7 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
             "nothing else running; ours by `sampledlm train` with the row's flags, theirs by the command of its notes), "
             f"so that both had the same load; the target is judged here (records: {source}). CPU seconds of the "
             "whole process (start-up and every validation included; epochs in brackets).", "",
-            table(["ours", "theirs", "ours ran (UTC)", "theirs ran (UTC)", "CPU s, ours", "CPU s, theirs",
+            table(["ours", "theirs", "our code", "ours ran (UTC)", "theirs ran (UTC)", "CPU s, ours", "CPU s, theirs",
                    "words/CPU-s, ours / theirs", "ratio"], cells), ""], judged
 
 

@@ -10,7 +10,8 @@ ours.sh ran, one after another, with `nice -n 19 sampledlm train --train ptb.tra
 --model gru --device cpu --threads 1` and: hs-bf16-a / -b `--objective hsm --word-classes none --arity 2 -d 256
 --no-input-weights --precision bf16`; nce-bf16-a / -b `--objective nce -d 256 --no-input-weights --precision bf16`;
 nce-default-bf16 `--objective nce --precision bf16`. theirs.sh: `run.sh gru-hs-r4`, then `run.sh gru-nce-r4 -nce 20`,
-started at the same moment as ours.sh (04:43:37 UTC).
+started at the same moment as ours.sh (04:43:37 UTC). Round 2 (ours2.sh: hs-bf16-c, hs-bf16-d, nce-default-bf16-c,
+nce-bf16-c; theirs2.sh: gru-hs-r5, gru-nce-r5) at 04:56:14, after Adam's fused update (e06e724).
 """
 import json
 import os
@@ -18,24 +19,27 @@ import re
 import sys
 
 pair_dir, logs = sys.argv[1:3]
-START = "04:43:37"
-ROWS = {"hs-bf16-a": "hs-noinput-bf16", "hs-bf16-b": "hs-noinput-bf16", "nce-bf16-a": "nce-noinput-bf16",
-        "nce-bf16-b": "nce-noinput-bf16", "nce-default-bf16": "nce-bf16"}
-prev = START
-for line in open(os.path.join(pair_dir, "ours.out")):
-    name, _, end = line.split()
-    m = [json.loads(x) for x in open(os.path.join(pair_dir, name, "metrics.jsonl"))]
-    print(json.dumps({"side": "ours", "row": ROWS[name], "run": name, "cpu_s": round(m[-1]["cpu_s"], 1),
-                      "epochs": len(m), "valid_ppl": round(min(x["valid_ppl"] for x in m), 2),
-                      "window": f"{prev[:5]}-{end[:5]}", "date": "2026-11-27"}))
-    prev = end
-prev = START
-for line, (row, base) in zip(open(os.path.join(pair_dir, "theirs.out")), (("gru-hs", "gru-hs-r4"),
-                                                                        ("gru-nce", "gru-nce-r4"))):
-    end = line.split()[-1]
-    log = open(os.path.join(logs, f"{base}.log"), errors="replace").read()
-    cpu = sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", log).group(1)) for k in ("User", "System"))
-    valid = [2 ** float(x) for x in re.findall(r"entropy \(bits\) valid:\s+([\d.]+)", log)][1:]
-    print(json.dumps({"side": "theirs", "row": row, "run": base, "cpu_s": round(cpu, 1), "epochs": len(valid),
-                      "valid_ppl": round(min(valid), 2), "window": f"{prev[:5]}-{end[:5]}", "date": "2026-11-27"}))
-    prev = end
+ROWS = {"hs-bf16": "hs-noinput-bf16", "nce-bf16": "nce-noinput-bf16", "nce-default-bf16": "nce-bf16"}
+#: (ours' end times, theirs' end times, start, the code ours ran, faster-rnnlm's run names)
+ROUNDS = [("ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r4", "gru-nce-r4")),
+          ("ours2.out", "theirs2.out", "04:56:14", "e06e724 (Adam's fused update)", ("gru-hs-r5", "gru-nce-r5"))]
+for number, (ours_out, theirs_out, start, code, bases) in enumerate(ROUNDS, start=1):
+    prev = start
+    for line in open(os.path.join(pair_dir, ours_out)):
+        name, _, end = line.split()
+        m = [json.loads(x) for x in open(os.path.join(pair_dir, name, "metrics.jsonl"))]
+        print(json.dumps({"side": "ours", "round": number, "row": ROWS[name.rsplit("-", 1)[0]], "run": name, "code": code,
+                          "cpu_s": round(m[-1]["cpu_s"], 1), "epochs": len(m),
+                          "valid_ppl": round(min(x["valid_ppl"] for x in m), 2),
+                          "window": f"{prev[:5]}-{end[:5]}", "date": "2026-11-27"}))
+        prev = end
+    prev = start
+    for line, row, base in zip(open(os.path.join(pair_dir, theirs_out)), ("gru-hs", "gru-nce"), bases):
+        end = line.split()[-1]
+        log = open(os.path.join(logs, f"{base}.log"), errors="replace").read()
+        cpu = sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", log).group(1)) for k in ("User", "System"))
+        valid = [2 ** float(x) for x in re.findall(r"entropy \(bits\) valid:\s+([\d.]+)", log)][1:]
+        print(json.dumps({"side": "theirs", "round": number, "row": row, "run": base, "cpu_s": round(cpu, 1), "epochs": len(valid),
+                          "valid_ppl": round(min(valid), 2), "window": f"{prev[:5]}-{end[:5]}",
+                          "date": "2026-11-27"}))
+        prev = end

@@ -99,3 +99,23 @@ def test_quality_cpu_judges_the_seed_replicates_on_their_means():
     line = next(x for x in "\n".join(render_seeds(rows)).splitlines() if x.startswith("| gru adaptive"))
     assert "+1.0 %" in line and "met (≤ 2 %)" in line and "not met" not in line
     assert render_seeds(rows[:1]) == []
+
+
+def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
+    from benchmarks import quality_cpu
+
+    pairs = [{"side": "ours", "round": 1, "row": "hs-noinput-bf16", "cpu_s": 100.0, "epochs": 8, "window": "a"},
+             {"side": "ours", "round": 2, "row": "hs-noinput-bf16", "cpu_s": 80.0, "epochs": 8, "window": "b"},
+             {"side": "theirs", "round": 1, "row": "gru-hs", "cpu_s": 160.0, "epochs": 14, "window": "a"},
+             {"side": "theirs", "round": 2, "row": "gru-hs", "cpu_s": 150.0, "epochs": 14, "window": "b"}]
+    monkeypatch.setattr(quality_cpu, "paired_runs", lambda: ("pairs.jsonl", pairs))
+    curve = [{"cpu_s": 10.0 * (i + 1), "valid_ppl": 200.0 - i} for i in range(8)]
+    rows = [{"name": "gru hs-noinput-bf16", "test_ppl": 140.0, "words_per_cpu_s": 2000.0, "cpu_s": 80.0, "epochs": 8,
+             "curve": curve, "trained": "d"},
+            {"name": "faster-rnnlm gru-hs", "test_ppl": 150.0, "words_per_cpu_s": 1000.0, "cpu_s": 140.0,
+             "epochs": 14, "curve": curve, "trained": "d"}]
+    text = "\n".join(quality_cpu.render_against_faster_rnnlm(rows))
+    assert "2.00x (judged side by side below)" in text  # the bench's rows ran at another load: not judged there
+    tokens = 1000.0 * 140.0 / 14
+    assert f"{tokens * 8 / 100:,.0f} / {tokens * 14 / 160:,.0f} | 0.91x (not met)" in text  # round 1: 0.91x
+    assert "0.91x (not met)" in text and f"{(8 / 80) / (14 / 150):.2f}x (met)" in text  # each against its own round
