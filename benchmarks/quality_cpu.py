@@ -123,7 +123,7 @@ def row_name(run_name: str) -> str:
 
 def faster_rnnlm_rows(tokens: int) -> list[dict]:
     """faster-rnnlm's runs recorded in benchmarks/notes (newest file)."""
-    files = sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "faster-rnnlm-*.jsonl")))
+    files = sorted(glob.glob(os.path.join(REPO_DIR, "benchmarks", "notes", "faster-rnnlm-2*.jsonl")))  # by date
     if not files:
         return []
     rows = []
