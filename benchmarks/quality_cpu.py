@@ -172,13 +172,20 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
                       f"{wa:,.0f} / {wb:,.0f}", f"{wa / wb:.2f}x ({'met' if wa >= wb else 'not met'})"])
     if not cells:
         return [], set()
+    spread = []  # how much one side's same run moved between rounds: the noise a ratio carries
+    for name in sorted({r["row"] for r in runs if r["side"] == "theirs"}):
+        cpu = [r["cpu_s"] for r in runs if r["side"] == "theirs" and r["row"] == name]
+        if len(cpu) > 1:
+            spread.append(f"faster-rnnlm's {name} took {min(cpu):,.1f}-{max(cpu):,.1f} CPU s "
+                          f"({max(cpu) / min(cpu) - 1:.0%} apart) for the same run")
     return ["### Side by side, under the same load", "",
             "Each of our runs trained while faster-rnnlm's comparable run trained on the other core (both at nice 19, "
             "nothing else running; ours by `sampledlm train` with the row's flags, theirs by the command of its notes), "
             f"so that both had the same load; the target is judged here (records: {source}). CPU seconds of the "
             "whole process (start-up and every validation included; epochs in brackets).", "",
             table(["ours", "theirs", "our code", "ours ran (UTC)", "theirs ran (UTC)", "CPU s, ours", "CPU s, theirs",
-                   "words/CPU-s, ours / theirs", "ratio"], cells), ""], judged
+                   "words/CPU-s, ours / theirs", "ratio"], cells), "",
+            *([f"Run to run, in these rounds: {'; '.join(spread)}.", ""] if spread else [])], judged
 
 
 def gpu_rows() -> list[tuple[str, list[dict]]]:
