@@ -264,16 +264,16 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
                             "(order = context size + 1)")
         model_flags["order"] = context_size + 1
     defaults = model_spec(model_type)
-    for name, (value, why) in OBJECTIVES[objective].model_settings.items():  # what the objective needs of the model
-        if name in defaults and model_flags.get(name) is None and defaults[name] != value:
+    cls = OBJECTIVES[objective]  # what the objective needs of the model, and takes on a recurrent trunk
+    settings = [(f"--objective {objective}", name, value, why, ()) for name, (value, why) in cls.model_settings.items()]
+    if model_class(model_type).sequence_model:
+        settings += [(f"--objective {objective} on a {model_type}", name, *rest)
+                     for name, rest in cls.sequence_model_settings.items()]
+    for where, name, value, why, needs in settings:
+        if name in defaults and model_flags.get(name) is None and defaults[name] != value \
+                and all(model_flags.get(n) is not False for n in needs):
             model_flags[name] = value
-            click.echo(f"--objective {objective}: {why}", err=True)
-    if model_class(model_type).sequence_model:  # what the objective takes on a recurrent trunk
-        for name, (value, why, needs) in OBJECTIVES[objective].sequence_model_settings.items():
-            if name in defaults and model_flags.get(name) is None and defaults[name] != value \
-                    and all(model_flags.get(n) is not False for n in needs):
-                model_flags[name] = value
-                click.echo(f"--objective {objective} on a {model_type}: {why}", err=True)
+            click.echo(f"{where}: {why}", err=True)
     if model_flags.get("input_weights") is False and model_flags.get("tie") is None and defaults.get("tie"):
         model_flags["tie"] = False
         click.echo("--no-input-weights: input and output embeddings untied, as in faster-rnnlm (the embedding goes "
