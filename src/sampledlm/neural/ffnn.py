@@ -36,6 +36,7 @@ from ..config import option
 from ..data.batches import ngram_histories, sentence_positions
 from ..objectives.output import OutputLayer
 from .base import NeuralScorer
+from ..objectives.cpu_linear import FastLinear
 from .dropout import Dropout
 
 
@@ -72,10 +73,10 @@ class FFNN(NeuralScorer):
         width = (order - 1) * embed_dim
         layers = []
         for h in hidden:
-            layers.append(nn.Linear(width, h))
+            layers.append(FastLinear(width, h))
             width = h
         self.hidden = nn.ModuleList(layers)
-        self.deep = nn.Linear(width, deep_output, bias=False) if deep_output else None
+        self.deep = FastLinear(width, deep_output, bias=False) if deep_output else None
         out_dim = (deep_output or width) + ((order - 1) * embed_dim if direct else 0)
         self.direct = direct
         self.drop = Dropout(dropout)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import torch
 
+from ..objectives import cpu_linear
+
 
 class SegmentGRU(torch.autograd.Function):
     """``SegmentGRU.apply(x [T, B, e], h0 [B, h], w_ih, w_hh, b_ih, b_hh, low) -> (out [T, B, h], h_T [B, h])``;
@@ -47,19 +49,20 @@ class SegmentGRU(torch.autograd.Function):
             if w_ih is None:
                 pre_x = x.repeat(1, 1, 3) + b_ih
             else:
-                pre_x = _product(x.reshape(steps * batch, -1), w_ih.t(), low).add_(b_ih).view(steps, batch, 3 * hid)
+                flat_x = x.reshape(steps * batch, -1)
+                pre_x = (cpu_linear.linear(flat_x, w_ih.detach(), b_ih.detach()) if low is None
+                         else _product(flat_x, w_ih.t(), low).add_(b_ih)).view(steps, batch, 3 * hid)
             hs = x.new_empty(steps + 1, batch, hid)  # h_0 .. h_T
             hs[0] = h0
             gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
             hn = x.new_empty(steps, batch, hid)  # W_hn h_{t-1} + b_hn, which the backward pass needs
-            w_hh_t = w_hh.t() if low is None else w_hh.t().to(low)
-            pre_h = x.new_empty(batch, 3 * hid)  # h_{t-1} W_hh^T; the step adds b_hh
+            w_step = w_hh.detach() if low is None else w_hh.t().to(low)
             arrays = [a.detach().contiguous().numpy() for a in (pre_x, b_hh, hs, gates, hn)]
             for t in range(steps):
-                if low is None:
-                    torch.mm(hs[t], w_hh_t, out=pre_h)
+                if low is None:  # h_{t-1} W_hh^T; the step adds b_hh
+                    pre_h = cpu_linear.linear(hs[t], w_step)
                 else:
-                    pre_h = torch.mm(hs[t].to(low), w_hh_t).float()
+                    pre_h = torch.mm(hs[t].to(low), w_step).float()
                 step_forward(pre_h.numpy(), arrays[0], t, *arrays[1:])
         fctx.save_for_backward(x, hs, gates, hn, w_ih, w_hh)
         fctx.low = low
@@ -80,13 +83,13 @@ class SegmentGRU(torch.autograd.Function):
             dh_z = x.new_empty(batch, hid)
             arrays = [a.detach().numpy() for a in (gates, hn, hs, d_pre_x, d_pre_h)]
             d_out_np = (d_out.float().contiguous() if d_out is not None else x.new_empty(0, 0, 0)).numpy()
-            w_hh_low = w_hh if low is None else w_hh.to(low)
+            w_back = w_hh.detach().t() if low is None else w_hh.to(low)
             for t in range(steps - 1, -1, -1):
                 step_backward(dh.numpy(), d_out_np, t, *arrays, dh_z.numpy())
-                if low is None:
-                    dh = torch.addmm(dh_z, d_pre_h[t], w_hh)
+                if low is None:  # d_pre_h[t] W_hh + dh_z
+                    dh = cpu_linear.linear(d_pre_h[t], w_back).add_(dh_z)
                 else:
-                    dh = torch.mm(d_pre_h[t].to(low), w_hh_low).float().add_(dh_z)
+                    dh = torch.mm(d_pre_h[t].to(low), w_back).float().add_(dh_z)
             flat_x = x.reshape(steps * batch, -1)
             flat_dx = d_pre_x.view(steps * batch, 3 * hid)
             flat_dh = d_pre_h.view(steps * batch, 3 * hid)
@@ -105,8 +108,8 @@ class SegmentGRU(torch.autograd.Function):
 
 
 def _product(a: torch.Tensor, b: torch.Tensor, low: torch.dtype | None) -> torch.Tensor:
-    """``a @ b`` in float32, its inputs rounded to ``low`` first when given."""
-    return a @ b if low is None else (a.to(low) @ b.to(low)).float()
+    """``a @ b`` in float32 (through :mod:`.cpu_linear`), its inputs rounded to ``low`` first when given."""
+    return cpu_linear.mm(a, b) if low is None else (a.to(low) @ b.to(low)).float()
 
 
 def usable(rnn: torch.nn.Module, x: torch.Tensor) -> bool:

@@ -50,6 +50,7 @@ from ..objectives.output import OutputLayer
 from . import adaptive_input
 from .base import NeuralScorer
 from . import gru_cpu
+from ..objectives.cpu_linear import FastLinear
 from .dropout import Dropout
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -99,7 +100,7 @@ class RNNLM(NeuralScorer):
                 raise ValueError(f"--no-input-weights adds the embedding to the state's gates: it needs --embed-dim "
                                  f"({embed_dim}) equal to --hidden ({hidden}), e.g. -d {hidden}")
             gru_cpu.identity_input(self.rnn)
-        self.proj = nn.Linear(hidden, proj, bias=False) if proj else None
+        self.proj = FastLinear(hidden, proj, bias=False) if proj else None
         self.drop = Dropout(dropout)
         # Tied: the input lookup reads W's rows sparsely too, so W's gradient stays row-sparse.
         self.output = OutputLayer(num_words, out_dim, sparse=sparse_output)

@@ -52,6 +52,7 @@ from ..objectives.output import OutputLayer
 from . import adaptive_input
 from .base import NeuralScorer
 from .rnn import RecurrentData
+from ..objectives.cpu_linear import FastLinear
 from .dropout import Dropout
 
 Cache = list  # per layer: (keys, values), each [B, heads, t, d / heads]
@@ -79,8 +80,8 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, dim: int, heads: int, dropout: float):
         super().__init__()
         self.heads, self.dropout = heads, dropout
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
+        self.qkv = FastLinear(dim, 3 * dim)
+        self.proj = FastLinear(dim, dim)
         self.resid_drop = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, past: tuple | None = None) -> tuple[torch.Tensor, tuple]:
@@ -107,7 +108,7 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(dim)
         self.attn = CausalSelfAttention(dim, heads, dropout)
         self.ln_2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, ff_dim), nn.GELU(), nn.Linear(ff_dim, dim), Dropout(dropout))
+        self.mlp = nn.Sequential(FastLinear(dim, ff_dim), nn.GELU(), FastLinear(ff_dim, dim), Dropout(dropout))
 
     def forward(self, x: torch.Tensor, past: tuple | None = None) -> tuple[torch.Tensor, tuple]:
         a, present = self.attn(self.ln_1(x), past)

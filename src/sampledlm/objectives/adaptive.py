@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import UserError
+from .cpu_linear import FastLinear
 from .base import OutputObjective, Scorer
 from .structure import frequency_order, hidden_width
 
@@ -101,13 +102,13 @@ class AdaptiveSoftmax(OutputObjective):
         self.register_buffer("order", torch.from_numpy(order))
         self.register_buffer("rank", torch.from_numpy(rank))
         k = len(cuts)
-        self.cluster = nn.Linear(h, k) if k else None
+        self.cluster = FastLinear(h, k) if k else None
         shared = self.shared_bands(scorer, cuts, order)
         tails = []
         for i in range(k):
             hsz = max(1, int(h // (self.div_value ** (i + 1))))
-            tail = nn.Sequential(nn.Linear(h, hsz, bias=False),
-                                 nn.Linear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False))
+            tail = nn.Sequential(FastLinear(h, hsz, bias=False),
+                                 FastLinear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False))
             if shared is not None:  # tail i is the input's band i + 1: P_i = Q_{i+1}^T, T_i = E_{i+1}
                 proj, table = shared[i]
                 if tuple(proj.shape) != (hsz, h) or tuple(table.shape) != tuple(tail[1].weight.shape):

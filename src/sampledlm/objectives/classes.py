@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from ..errors import UserError
+from .cpu_linear import FastLinear
 from .base import OutputObjective, Scorer
 from .structure import (NO_CLASSES, attach_word_classes, concat_ranges, frequency_order, hidden_width,
                         settle_word_classes, word_classes_path)
@@ -158,7 +159,7 @@ class ClassSoftmax(OutputObjective):
             device = getattr(self, name).device if self.bound else None
             self.register_buffer(name, torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64)).to(device))
         if not self.bound or self.class_layer.out_features != n_cls * self.components:
-            self.class_layer = nn.Linear(h, n_cls * self.components)
+            self.class_layer = FastLinear(h, n_cls * self.components)
             nn.init.zeros_(self.class_layer.bias)
         self.bound = True
 

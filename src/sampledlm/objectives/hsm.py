@@ -49,6 +49,7 @@ import torch.nn.functional as F
 
 from .base import OutputObjective, Scorer
 from ..errors import UserError
+from .cpu_linear import FastLinear, fast_linear
 from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
                         huffman_tree, settle_word_classes, word_classes_path, word_paths)
 
@@ -188,7 +189,7 @@ class HierarchicalSoftmax(OutputObjective):
         num_nodes = len(depth)
         layer = self._modules.get("node_layer")
         if layer is None or layer.out_features != num_nodes * self.components:
-            layer = torch.nn.Linear(self.hidden, num_nodes * self.components)
+            layer = FastLinear(self.hidden, num_nodes * self.components)
             torch.nn.init.zeros_(layer.bias)
             self.node_layer = layer.to(device=dev, dtype=self._node_dtype())
 
@@ -274,7 +275,7 @@ class HierarchicalSoftmax(OutputObjective):
             w, b = self._node_rows()
             m = self.components
             node_w, node_b = w[nodes].reshape(-1, w.shape[-1]), b[nodes].reshape(-1)
-            lses = [torch.logsumexp(torch.cat([wb.float(), torch.addmm(nb, hg, nw.t()).float()], 1), 1)
+            lses = [torch.logsumexp(torch.cat([wb.float(), fast_linear(hg, nw, nb).float()], 1), 1)
                     for hg, wb, nw, nb in zip(h.split(sizes), word_blocks,
                                               node_w.split([k * m for k in node_sizes]),
                                               node_b.split([k * m for k in node_sizes]))]

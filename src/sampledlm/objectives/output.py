@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .cpu_linear import fast_linear
 from .row_scores import row_scores
 
 
@@ -56,7 +57,7 @@ class OutputLayer(nn.Module):
 
     def score_shared(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
         w, b = self._rows(words)  # [S, h], [S]
-        return _wide(torch.addmm(b, ctx, w.t()))
+        return _wide(fast_linear(ctx, w, b))
 
     def score_each(self, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
         if self.sparse and ctx.device.type == "cpu" and self.weight.dtype == torch.float32:
@@ -69,11 +70,11 @@ class OutputLayer(nn.Module):
         # One gather of the rows and splits (whose backward is one concatenation), not a gather per group:
         # per-group gathers would each send back a gradient the size of W or of ctx.
         w, b = self._rows(words)  # [S, h], [S]
-        return [_wide(torch.addmm(bg, cg, wg.t()))
+        return [_wide(fast_linear(cg, wg, bg))
                 for cg, wg, bg in zip(ctx.split(ctx_sizes), w.split(word_sizes), b.split(word_sizes))]
 
     def score_all(self, ctx: torch.Tensor) -> torch.Tensor:
-        return _wide(F.linear(ctx, self.weight, self.bias.squeeze(1)))
+        return _wide(fast_linear(ctx, self.weight, self.bias.squeeze(1)))
 
     @torch.no_grad()
     def shift_bias(self, delta) -> None:

@@ -1,0 +1,112 @@
+"""Float32 matrix products on the CPU through oneDNN, where PyTorch's own path is the slower one.
+
+PyTorch multiplies float32 matrices on an x86 CPU with MKL's ``sgemm``. MKL picks its kernels by the CPU's vendor,
+and on AMD processors it runs AVX2 kernels however wide the vector units are: on a 2-vCPU AMD EPYC of family 26
+(AVX-512) one thread reaches about 114 GFLOP/s in a ``[1120, 256] x [256, 768]`` product, while oneDNN, which PyTorch
+also ships (it serves bfloat16 and the compiler's fused linear layers) and which picks kernels by instruction set,
+reaches about 250 (``[32, 256] x [256, 768]``, the recurrent step: 135 against 82 µs). The functions here call
+oneDNN's linear operator (``torch.ops.mkldnn._linear_pointwise``, ``y = x W^T + b``) for float32 CPU tensors and fall
+back to ``torch`` otherwise. They build no autograd graph: they serve hand-written backward passes
+(the segment GRU of :mod:`sampledlm.neural.gru_cpu`) and :class:`LinearFunction`, whose backward pass uses them too.
+
+The sums run in another order than MKL's, so results agree with ``torch.mm`` to float32 rounding, not bit for bit.
+``SAMPLEDLM_ONEDNN=0`` in the environment turns the path off (every product through ``torch``), for comparison or
+where a PyTorch build lacks the operator (then it is off by itself: :func:`enabled` tries it once).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+_ATTR, _SCALARS, _ALGO = "none", [None], ""
+
+
+@functools.cache
+def enabled() -> bool:
+    """Whether oneDNN's linear operator is present and right (tried once on a small product), and not turned off
+    by ``SAMPLEDLM_ONEDNN=0``."""
+    if os.environ.get("SAMPLEDLM_ONEDNN", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    try:
+        if not torch.backends.mkldnn.is_available():
+            return False
+        gen = torch.Generator().manual_seed(0)
+        x, w = torch.randn(3, 5, generator=gen), torch.randn(4, 5, generator=gen)
+        with torch.no_grad():
+            y = torch.ops.mkldnn._linear_pointwise(x, w, None, _ATTR, _SCALARS, _ALGO)
+        return y.shape == (3, 4) and torch.allclose(y, x @ w.t(), atol=1e-5)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return False
+
+
+# oneDNN's call costs about 15 µs more than MKL's (a [4, 256] x [256, 40] product: 17.5 against 4.1 µs), so smaller
+# products stay with torch: [1, 256] x [256, 768] (one row of running text) 27 against 13 µs, [8, 256] x [256, 768]
+# even, [60, 256] x [256, 300] 64 against 99 µs, [1120, 256] x [256, 10000] 47 against 76 ms.
+_MIN_MACS = 1 << 21
+
+
+def _usable(x: torch.Tensor, w: torch.Tensor) -> bool:
+    """Whether ``x [m, k] @ w [n, k]^T`` goes to oneDNN."""
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 2
+            and w.device.type == "cpu" and w.dtype == torch.float32 and w.dim() == 2
+            and x.shape[0] * w.shape[0] * w.shape[1] >= _MIN_MACS and enabled())
+
+
+def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x [m, k] @ w[n, k]^T (+ bias [n]) -> [m, n]``, float32; ``x`` and ``w`` may be strided views (a transposed
+    matrix is read as it lies). No autograd graph."""
+    with torch.no_grad():
+        if _usable(x, w):
+            return torch.ops.mkldnn._linear_pointwise(x, w, bias, _ATTR, _SCALARS, _ALGO)
+        return torch.nn.functional.linear(x, w, bias)
+
+
+def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a [m, k] @ b [k, n] -> [m, n]``, float32 (``b`` read transposed, as it lies). No autograd graph."""
+    return linear(a, b.t())
+
+
+class LinearFunction(torch.autograd.Function):
+    """``LinearFunction.apply(x [..., k], w [n, k], bias [n] or None) -> x w^T + bias [..., n]``, as
+    ``torch.nn.functional.linear``, with the forward product and both backward ones (``dx = dy w``,
+    ``dw = dy^T x``) through :func:`linear`."""
+
+    @staticmethod
+    def forward(fctx, x, w, bias):
+        fctx.save_for_backward(x, w)
+        fctx.has_bias = bias is not None
+        flat = x.reshape(-1, x.shape[-1])
+        return linear(flat, w, bias).view(*x.shape[:-1], w.shape[0])
+
+    @staticmethod
+    def backward(fctx, dy):
+        x, w = fctx.saved_tensors
+        flat_dy = dy.reshape(-1, dy.shape[-1])
+        need = fctx.needs_input_grad
+        dx = mm(flat_dy, w).view(x.shape) if need[0] else None
+        dw = mm(flat_dy.t(), x.reshape(-1, x.shape[-1])) if need[1] else None
+        db = flat_dy.sum(0) if fctx.has_bias and need[2] else None
+        return dx, dw, db
+
+
+def fast_linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.nn.functional.linear(x, w, bias)``, through oneDNN (forward and backward) for float32 CPU products of
+    at least ``_MIN_MACS`` multiply-adds outside autocast, tracing and export; otherwise exactly
+    ``torch.nn.functional.linear``."""
+    if (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() >= 1
+            and x.numel() * w.shape[0] >= _MIN_MACS and w.dim() == 2 and w.dtype == torch.float32
+            and not torch.is_autocast_enabled("cpu") and not torch.jit.is_tracing()
+            and not torch.onnx.is_in_onnx_export() and enabled()):
+        return LinearFunction.apply(x, w, bias)
+    return torch.nn.functional.linear(x, w, bias)
+
+
+class FastLinear(torch.nn.Linear):
+    """``torch.nn.Linear`` (the same parameters, state and initialisation) whose products go through
+    :func:`fast_linear`."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return fast_linear(x, self.weight, self.bias)
