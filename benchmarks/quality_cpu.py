@@ -154,17 +154,27 @@ def paired_runs() -> tuple[str | None, list[dict]]:
         return os.path.relpath(files[-1], REPO_DIR), [json.loads(line) for line in f if line.strip()]
 
 
+def _overlap_minutes(a: str, b: str) -> int:
+    """Minutes two ``HH:MM-HH:MM`` windows of one day share."""
+    def span(w):
+        return [int(t[:2]) * 60 + int(t[3:5]) for t in w.split("-")]
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
 def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
     """The side-by-side runs: each of our rows against faster-rnnlm's comparable row trained at the same time;
     returns the lines and the names of our rows judged here."""
     source, runs = paired_runs()
     ours = [r for r in runs if r["side"] == "ours"]
-    theirs = {(r.get("round"), r["row"]): r for r in runs if r["side"] == "theirs"}
     cells, judged = [], set()
-    for r in ours:  # against faster-rnnlm's comparable run of the same round
-        b = theirs.get((r.get("round"), COMPARABLE.get(r["row"], "").removeprefix("faster-rnnlm ")))
-        if b is None:
+    for r in ours:  # against faster-rnnlm's comparable run of the same round, the one that ran most beside it
+        name = COMPARABLE.get(r["row"], "").removeprefix("faster-rnnlm ")
+        candidates = [b for b in runs if b["side"] == "theirs" and b.get("round") == r.get("round")
+                      and b["row"] == name]
+        if not candidates:
             continue
+        b = max(candidates, key=lambda b: _overlap_minutes(r["window"], b["window"]))
         wa, wb = tokens * r["epochs"] / r["cpu_s"], tokens * b["epochs"] / b["cpu_s"]
         judged.add(f"gru {r['row']}")
         cells.append([f"gru {r['row']}", f"faster-rnnlm {b['row']}", r.get("code", ""), r["window"], b["window"],

@@ -12,29 +12,42 @@ ours.sh ran, one after another, with `nice -n 19 sampledlm train --train ptb.tra
 nce-default-bf16 `--objective nce --precision bf16`. theirs.sh: `run.sh gru-hs-r4`, then `run.sh gru-nce-r4 -nce 20`,
 started at the same moment as ours.sh (04:43:37 UTC). Round 2 (ours2.sh: hs-bf16-c, hs-bf16-d, nce-default-bf16-c,
 nce-bf16-c; theirs2.sh: gru-hs-r5, gru-nce-r5) at 04:56:14, after Adam's fused update (e06e724).
+
+Round 3 (a later session of the same day, in PAIR_DIR_3; code 0c7f82a, float32 products through oneDNN), float32
+rows: ours3.sh ran hs-f32-a / -b `--objective hsm --word-classes none --arity 2 -d 256 --no-input-weights`,
+nce-default-a `--objective nce`, nce-f32-a `--objective nce -d 256 --no-input-weights`; theirs3.sh ran gru-hs-r6,
+gru-nce-r6, gru-hs-r7, both started at 06:42:54. Each of ours is set against faster-rnnlm's comparable run that ran
+most beside it (the page does that).
+
+    python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 > benchmarks/notes/faster-rnnlm-pairs-2026-11-27.jsonl
 """
 import json
 import os
 import re
 import sys
 
-pair_dir, logs = sys.argv[1:3]
-ROWS = {"hs-bf16": "hs-noinput-bf16", "nce-bf16": "nce-noinput-bf16", "nce-default-bf16": "nce-bf16"}
-#: (ours' end times, theirs' end times, start, the code ours ran, faster-rnnlm's run names)
-ROUNDS = [("ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r4", "gru-nce-r4")),
-          ("ours2.out", "theirs2.out", "04:56:14", "e06e724 (Adam's fused update)", ("gru-hs-r5", "gru-nce-r5"))]
-for number, (ours_out, theirs_out, start, code, bases) in enumerate(ROUNDS, start=1):
+pair_dir, logs, pair_dir_3 = sys.argv[1:4]
+ROWS = {"hs-bf16": "hs-noinput-bf16", "nce-bf16": "nce-noinput-bf16", "nce-default-bf16": "nce-bf16",
+        "hs-f32": "hs-noinput", "nce-f32": "nce-noinput", "nce-default": "nce"}
+#: (directory, ours' end times, theirs' end times, start, the code ours ran, faster-rnnlm's runs and their rows)
+HS_NCE = ("gru-hs", "gru-nce")
+ROUNDS = [(pair_dir, "ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r4", "gru-nce-r4"), HS_NCE),
+          (pair_dir, "ours2.out", "theirs2.out", "04:56:14", "e06e724 (Adam's fused update)",
+           ("gru-hs-r5", "gru-nce-r5"), HS_NCE),
+          (pair_dir_3, "ours3.out", "theirs3.out", "06:42:54", "0c7f82a (float32 products through oneDNN)",
+           ("gru-hs-r6", "gru-nce-r6", "gru-hs-r7"), ("gru-hs", "gru-nce", "gru-hs"))]
+for number, (where, ours_out, theirs_out, start, code, bases, rows) in enumerate(ROUNDS, start=1):
     prev = start
-    for line in open(os.path.join(pair_dir, ours_out)):
+    for line in open(os.path.join(where, ours_out)):
         name, _, end = line.split()
-        m = [json.loads(x) for x in open(os.path.join(pair_dir, name, "metrics.jsonl"))]
+        m = [json.loads(x) for x in open(os.path.join(where, name, "metrics.jsonl"))]
         print(json.dumps({"side": "ours", "round": number, "row": ROWS[name.rsplit("-", 1)[0]], "run": name, "code": code,
                           "cpu_s": round(m[-1]["cpu_s"], 1), "epochs": len(m),
                           "valid_ppl": round(min(x["valid_ppl"] for x in m), 2),
                           "window": f"{prev[:5]}-{end[:5]}", "date": "2026-11-27"}))
         prev = end
     prev = start
-    for line, row, base in zip(open(os.path.join(pair_dir, theirs_out)), ("gru-hs", "gru-nce"), bases):
+    for line, row, base in zip(open(os.path.join(where, theirs_out)), rows, bases):
         end = line.split()[-1]
         log = open(os.path.join(logs, f"{base}.log"), errors="replace").read()
         cpu = sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", log).group(1)) for k in ("User", "System"))

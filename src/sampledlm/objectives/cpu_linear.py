@@ -1,8 +1,8 @@
 """Float32 matrix products on the CPU through oneDNN, where PyTorch's own path is the slower one.
 
-PyTorch multiplies float32 matrices on an x86 CPU with MKL's ``sgemm``. MKL picks its kernels by the CPU's vendor,
-and on AMD processors it runs AVX2 kernels however wide the vector units are: on a 2-vCPU AMD EPYC of family 26
-(AVX-512) one thread reaches about 114 GFLOP/s in a ``[1120, 256] x [256, 768]`` product, while oneDNN, which PyTorch
+PyTorch multiplies float32 matrices on an x86 CPU with MKL's ``sgemm``, which is known to choose its kernels by the
+CPU's vendor: on a 2-vCPU AMD EPYC of family 26 (AVX-512) one thread reaches about 114 GFLOP/s in a
+``[1120, 256] x [256, 768]`` product (``MKL_ENABLE_INSTRUCTIONS=AVX512`` changes nothing), while oneDNN, which PyTorch
 also ships (it serves bfloat16 and the compiler's fused linear layers) and which picks kernels by instruction set,
 reaches about 250 (``[32, 256] x [256, 768]``, the recurrent step: 135 against 82 µs). The functions here call
 oneDNN's linear operator (``torch.ops.mkldnn._linear_pointwise``, ``y = x W^T + b``) for float32 CPU tensors and fall
@@ -94,14 +94,20 @@ class LinearFunction(torch.autograd.Function):
 
 def fast_linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``torch.nn.functional.linear(x, w, bias)``, through oneDNN (forward and backward) for float32 CPU products of
-    at least ``_MIN_MACS`` multiply-adds outside autocast, tracing and export; otherwise exactly
+    at least ``_MIN_MACS`` multiply-adds outside autocast, tracing, export and ``torch.compile``; otherwise exactly
     ``torch.nn.functional.linear``."""
-    if (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() >= 1
-            and x.numel() * w.shape[0] >= _MIN_MACS and w.dim() == 2 and w.dtype == torch.float32
+    if (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() >= 1 and w.dim() == 2
+            and x.numel() * w.shape[0] >= _MIN_MACS and w.dtype == torch.float32
             and not torch.is_autocast_enabled("cpu") and not torch.jit.is_tracing()
-            and not torch.onnx.is_in_onnx_export() and enabled()):
+            and not torch.onnx.is_in_onnx_export() and not _compiling() and enabled()):
         return LinearFunction.apply(x, w, bias)
     return torch.nn.functional.linear(x, w, bias)
+
+
+def _compiling() -> bool:
+    """Whether ``torch.compile`` is tracing (it then fuses the linear layers itself)."""
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
 
 
 class FastLinear(torch.nn.Linear):
