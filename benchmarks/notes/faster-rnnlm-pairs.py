@@ -16,8 +16,9 @@ nce-bf16-c; theirs2.sh: gru-hs-r5, gru-nce-r5) at 04:56:14, after Adam's fused u
 Round 3 (a later session of the same day, in PAIR_DIR_3; code 0c7f82a, float32 products through oneDNN), float32
 rows: ours3.sh ran hs-f32-a / -b `--objective hsm --word-classes none --arity 2 -d 256 --no-input-weights`,
 nce-default-a `--objective nce`, nce-f32-a `--objective nce -d 256 --no-input-weights`; theirs3.sh ran gru-hs-r6,
-gru-nce-r6, gru-hs-r7, both started at 06:42:54. Each of ours is set against faster-rnnlm's comparable run that ran
-most beside it (the page does that).
+gru-nce-r6, gru-hs-r7, both started at 06:42:54. Round 4 (07:42:08, the same code and rows, a replicate): ours4.sh
+ran hs-f32-c / -d, nce-default-b, nce-f32-b; theirs4.sh gru-hs-r8, gru-nce-r8, gru-hs-r9. Each of ours is set against
+faster-rnnlm's comparable run that ran most beside it (the page does that).
 
     python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 > benchmarks/notes/faster-rnnlm-pairs-2026-11-27.jsonl
 """
@@ -35,7 +36,9 @@ ROUNDS = [(pair_dir, "ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r
           (pair_dir, "ours2.out", "theirs2.out", "04:56:14", "e06e724 (Adam's fused update)",
            ("gru-hs-r5", "gru-nce-r5"), HS_NCE),
           (pair_dir_3, "ours3.out", "theirs3.out", "06:42:54", "0c7f82a (float32 products through oneDNN)",
-           ("gru-hs-r6", "gru-nce-r6", "gru-hs-r7"), ("gru-hs", "gru-nce", "gru-hs"))]
+           ("gru-hs-r6", "gru-nce-r6", "gru-hs-r7"), ("gru-hs", "gru-nce", "gru-hs")),
+          (pair_dir_3, "ours4.out", "theirs4.out", "07:42:08", "07df8ab (the same products; a replicate)",
+           ("gru-hs-r8", "gru-nce-r8", "gru-hs-r9"), ("gru-hs", "gru-nce", "gru-hs"))]
 for number, (where, ours_out, theirs_out, start, code, bases, rows) in enumerate(ROUNDS, start=1):
     prev = start
     for line in open(os.path.join(where, ours_out)):
