@@ -104,10 +104,13 @@ def test_quality_cpu_judges_the_seed_replicates_on_their_means():
 def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
     from benchmarks import quality_cpu
 
-    pairs = [{"side": "ours", "round": 1, "row": "hs-noinput-bf16", "cpu_s": 100.0, "epochs": 8, "window": "a"},
-             {"side": "ours", "round": 2, "row": "hs-noinput-bf16", "cpu_s": 80.0, "epochs": 8, "window": "b"},
-             {"side": "theirs", "round": 1, "row": "gru-hs", "cpu_s": 160.0, "epochs": 14, "window": "a"},
-             {"side": "theirs", "round": 2, "row": "gru-hs", "cpu_s": 150.0, "epochs": 14, "window": "b"}]
+    hs16 = "hs-noinput-bf16"
+    pairs = [{"side": "ours", "round": 1, "row": hs16, "cpu_s": 100.0, "epochs": 8, "window": "04:43-04:45"},
+             {"side": "ours", "round": 2, "row": hs16, "cpu_s": 80.0, "epochs": 8, "window": "04:56-04:58"},
+             {"side": "ours", "round": 2, "row": "hs-noinput", "cpu_s": 90.0, "epochs": 8, "window": "05:01-05:04"},
+             {"side": "theirs", "round": 1, "row": "gru-hs", "cpu_s": 160.0, "epochs": 14, "window": "04:43-04:47"},
+             {"side": "theirs", "round": 2, "row": "gru-hs", "cpu_s": 150.0, "epochs": 14, "window": "04:56-04:59"},
+             {"side": "theirs", "round": 2, "row": "gru-hs", "cpu_s": 140.0, "epochs": 14, "window": "04:59-05:03"}]
     monkeypatch.setattr(quality_cpu, "paired_runs", lambda: ("pairs.jsonl", pairs))
     curve = [{"cpu_s": 10.0 * (i + 1), "valid_ppl": 200.0 - i} for i in range(8)]
     rows = [{"name": "gru hs-noinput-bf16", "test_ppl": 140.0, "words_per_cpu_s": 2000.0, "cpu_s": 80.0, "epochs": 8,
@@ -119,3 +122,5 @@ def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
     tokens = 1000.0 * 140.0 / 14
     assert f"{tokens * 8 / 100:,.0f} / {tokens * 14 / 160:,.0f} | 0.91x (not met)" in text  # round 1: 0.91x
     assert "0.91x (not met)" in text and f"{(8 / 80) / (14 / 150):.2f}x (met)" in text  # each against its own round
+    # of two runs of theirs in a round, the one that ran most beside ours (05:01-05:04: the second)
+    assert f"| 90.0 (8) | 140.0 (14) | {tokens * 8 / 90:,.0f} / {tokens * 14 / 140:,.0f} |" in text

@@ -98,6 +98,7 @@ def test_segment_gru_with_onednn_products_matches_torchs_gru(identity):
         x.grad = None
         out, last = f(x)
         ((out * up).sum() + last.sum()).backward()
-        results.append([out.detach(), x.grad.clone()] + [p.grad.clone() for p in rnn.parameters() if p.grad is not None])
+        grads = [p.grad.clone() for p in rnn.parameters() if p.grad is not None]
+        results.append([out.detach(), x.grad.clone()] + grads)
     for got, want in zip(*results):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
