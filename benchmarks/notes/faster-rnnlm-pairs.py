@@ -17,7 +17,8 @@ Round 3 (a later session of the same day, in PAIR_DIR_3; code 0c7f82a, float32 p
 rows: ours3.sh ran hs-f32-a / -b `--objective hsm --word-classes none --arity 2 -d 256 --no-input-weights`,
 nce-default-a `--objective nce`, nce-f32-a `--objective nce -d 256 --no-input-weights`; theirs3.sh ran gru-hs-r6,
 gru-nce-r6, gru-hs-r7, both started at 06:42:54. Round 4 (07:42:08, the same code and rows, a replicate): ours4.sh
-ran hs-f32-c / -d, nce-default-b, nce-f32-b; theirs4.sh gru-hs-r8, gru-nce-r8, gru-hs-r9. Each of ours is set against
+and theirs4.sh were ours3.sh and theirs3.sh with the run names hs-f32-c / -d, nce-default-b, nce-f32-b and gru-hs-r8,
+gru-nce-r8, gru-hs-r9. Each of ours is set against
 faster-rnnlm's comparable run that ran most beside it (the page does that).
 
     python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 > benchmarks/notes/faster-rnnlm-pairs-2026-11-27.jsonl

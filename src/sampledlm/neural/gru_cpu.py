@@ -56,11 +56,17 @@ class SegmentGRU(torch.autograd.Function):
             hs[0] = h0
             gates = x.new_empty(steps, batch, 3 * hid)  # r, z, n per step
             hn = x.new_empty(steps, batch, hid)  # W_hn h_{t-1} + b_hn, which the backward pass needs
-            w_step = w_hh.detach() if low is None else w_hh.t().to(low)
+            # a step's product through oneDNN (a training batch), else MKL's into one buffer (a row being scored,
+            # where a call's overhead is a fifth of the step)
+            onednn = low is None and cpu_linear.goes_to_onednn(h0, w_hh)
+            w_step = w_hh.detach() if onednn else w_hh.t() if low is None else w_hh.t().to(low)
+            pre_h = x.new_empty(batch, 3 * hid)  # h_{t-1} W_hh^T; the step adds b_hh
             arrays = [a.detach().contiguous().numpy() for a in (pre_x, b_hh, hs, gates, hn)]
             for t in range(steps):
-                if low is None:  # h_{t-1} W_hh^T; the step adds b_hh
+                if onednn:
                     pre_h = cpu_linear.linear(hs[t], w_step)
+                elif low is None:
+                    torch.mm(hs[t], w_step, out=pre_h)
                 else:
                     pre_h = torch.mm(hs[t].to(low), w_step).float()
                 step_forward(pre_h.numpy(), arrays[0], t, *arrays[1:])

@@ -48,7 +48,7 @@ def enabled() -> bool:
 _MIN_MACS = 1 << 21
 
 
-def _usable(x: torch.Tensor, w: torch.Tensor) -> bool:
+def goes_to_onednn(x: torch.Tensor, w: torch.Tensor) -> bool:
     """Whether ``x [m, k] @ w [n, k]^T`` goes to oneDNN."""
     return (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 2
             and w.device.type == "cpu" and w.dtype == torch.float32 and w.dim() == 2
@@ -59,7 +59,7 @@ def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -
     """``x [m, k] @ w[n, k]^T (+ bias [n]) -> [m, n]``, float32; ``x`` and ``w`` may be strided views (a transposed
     matrix is read as it lies). No autograd graph."""
     with torch.no_grad():
-        if _usable(x, w):
+        if goes_to_onednn(x, w):
             return torch.ops.mkldnn._linear_pointwise(x, w, bias, _ATTR, _SCALARS, _ALGO)
         return torch.nn.functional.linear(x, w, bias)
 
