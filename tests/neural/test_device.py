@@ -173,11 +173,25 @@ def test_compile_leaves_the_file_format_alone(words_corpus):
 
 def test_the_allocator_keeps_freed_blocks_where_glibc_allows_it():
     import platform
+    import resource
     import sys
+
+    import torch
 
     from sampledlm.neural.device import keep_freed_memory
 
-    applied = keep_freed_memory()
-    assert isinstance(applied, bool)
-    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
-        assert applied
+    kept = keep_freed_memory()
+    assert isinstance(kept, int)
+    if not (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"):
+        return
+    assert kept >= 32 << 20
+    if kept < 64 << 20:
+        pytest.skip("this glibc keeps blocks of at most 32 MiB; the 48 MiB block below would be mapped afresh")
+
+    def faults_filling():  # minor page faults while a fresh 48 MiB tensor (a softmax's [1120, 10000] is 45) is written
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        torch.empty(12 << 20).fill_(1.0)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    faults = [faults_filling() for _ in range(30)]  # glibc's default: 12,288 every time (mmap, then munmap)
+    assert sum(faults[-10:]) < (48 << 20) // 4096, faults  # a freed block served again, not fresh pages

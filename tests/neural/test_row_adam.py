@@ -50,3 +50,27 @@ def test_a_dense_gradient_is_refused_as_sparse_adam_refuses_it():
     p.grad = torch.ones(3, 2)
     with pytest.raises(RuntimeError, match="dense gradients"):
         RowAdam([p]).step()
+
+
+def test_rows_already_distinct_and_in_order_are_flagged_not_merged_and_others_are_merged():
+    from sampledlm.neural.row_adam import coalesced
+
+    values = torch.randn(3, 4)
+    ordered = torch.sparse_coo_tensor(torch.tensor([[1, 4, 7]]), values, (9, 4))
+    assert not ordered.is_coalesced()
+    out = coalesced(ordered)
+    assert out.is_coalesced() and torch.equal(out.to_dense(), ordered.to_dense())
+    repeated = torch.sparse_coo_tensor(torch.tensor([[4, 1, 4]]), values, (9, 4))
+    out = coalesced(repeated)
+    assert out.is_coalesced() and out._nnz() == 2 and torch.allclose(out.to_dense(), repeated.to_dense())
+
+
+def test_a_float64_table_takes_the_index_operations_and_still_equals_sparse_adam():
+    a = torch.nn.Parameter(torch.randn(30, 5, dtype=torch.float64))
+    b = torch.nn.Parameter(a.detach().clone())
+    ref, ours = torch.optim.SparseAdam([a], lr=0.01), RowAdam([b], lr=0.01)
+    for grad in _grads(3):
+        a.grad, b.grad = grad.double(), grad.double()
+        ref.step()
+        ours.step()
+    torch.testing.assert_close(b, a)

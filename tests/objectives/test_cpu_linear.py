@@ -32,7 +32,9 @@ def test_linear_and_mm_agree_with_torch_on_strided_operands():
     torch.testing.assert_close(cpu_linear.linear(x, w.t().contiguous().t(), b), x @ w.t() + b, rtol=1e-5, atol=1e-4)
     # transposed views, read as they lie: dW = dY^T X
     dy = torch.randn(x.shape[0], w.shape[0])
-    torch.testing.assert_close(cpu_linear.mm(dy.t(), x), dy.t() @ x, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(cpu_linear.mm(dy.t(), x), dy.t() @ x, rtol=1e-5, atol=1e-4)  # formed as (x^T dy)^T
+    assert cpu_linear.mm(dy.t(), x).is_contiguous()
+    torch.testing.assert_close(cpu_linear.mm(x.t(), dy), x.t() @ dy, rtol=1e-5, atol=1e-4)  # the smaller a copied
     torch.testing.assert_close(cpu_linear.mm(dy, w), dy @ w, rtol=1e-5, atol=1e-4)
 
 

@@ -1,6 +1,7 @@
 """Each position's own candidates scored on the CPU with one compact sparse gradient (objectives.row_scores):
 the same numbers and gradients as the plain gather and batched product."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -92,3 +93,13 @@ def test_an_id_outside_the_table_is_refused_before_the_compiled_loop_reads_it():
         words[2, 3] = bad
         with pytest.raises(IndexError):
             row_scores(weight, bias, ctx, words)
+
+
+@pytest.mark.parametrize("num_rows", [50, 5_000])  # a table over the rows; too many rows for the draws: a sort
+def test_distinct_ids_and_their_positions_are_torch_uniques(num_rows):
+    from sampledlm.objectives.row_scores import _distinct
+
+    words = torch.randint(0, 50, (200,), generator=torch.Generator().manual_seed(3)) * (num_rows // 50)
+    ids, inverse = _distinct(words, num_rows)
+    ref_ids, ref_inverse = torch.unique(words, return_inverse=True)
+    assert torch.equal(ids, ref_ids) and torch.equal(inverse, ref_inverse)

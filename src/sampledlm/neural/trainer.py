@@ -62,7 +62,7 @@ from ..errors import UserError
 from .lm import perplexity
 from ..progress import bar, enabled as progress_enabled
 from .device import PRECISIONS, autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
-from .row_adam import RowAdam
+from .row_adam import RowAdam, coalesced
 from .distributed import Ranks
 from ..data.textio import atomic_write
 
@@ -237,7 +237,7 @@ def clip_gradients(params, max_norm: float) -> float:
     sq = 0.0
     for p in params:
         if p.grad is not None and p.grad.is_sparse:
-            p.grad = p.grad.coalesce()  # once: the norm needs each row once, and the optimiser reuses it
+            p.grad = coalesced(p.grad)  # once: the norm needs each row once, and the optimiser reuses it
         if p.grad is not None:
             sq += float((p.grad.values() if p.grad.is_sparse else p.grad).pow(2).sum())
     norm = math.sqrt(sq)

@@ -52,6 +52,19 @@ class Scorer(Protocol):
         """Add ``delta`` (scalar or ``[V]``) to every word's bias, e.g. log-alpha calibration."""
 
 
+def score_true_and_candidates(scorer: Scorer, ctx: Any, targets: torch.Tensor,
+                               words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(true [N], scores [N, S])``: the true words' scores and the candidates' (``words [S]`` shared by
+    the batch or ``[N, S]`` per history). Per-history candidates are scored in one ``score_each`` call over
+    ``[targets | words]`` ``[N, 1 + S]``: the output rows then get one gradient, where two calls would give two
+    row-sparse gradients that autograd adds and the optimiser merges again (on the PTB GRU with NCE, 4.5 ms of a
+    22 ms CPU step)."""
+    if words.dim() == 1:
+        return scorer.score_targets(ctx, targets), scorer.score_shared(ctx, words)
+    both = scorer.score_each(ctx, torch.cat([targets.unsqueeze(1).to(words.dtype), words], 1))
+    return both[:, 0], both[:, 1:]
+
+
 class OutputObjective(nn.Module):
     """Base class of training objectives over a scorer's output scores.
 

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 
 from ..errors import UserError
 from .sampling import BernoulliSampler
-from .base import OutputObjective, Scorer
+from .base import OutputObjective, Scorer, score_true_and_candidates
 from .sampled import Candidates, masked_fill, unigram_bias
 
 
@@ -178,11 +178,8 @@ class Binary(OutputObjective):
             keep = self.fixed_negatives(targets, positions, scorer.num_words)
             return (F.softplus(-true) + masked_fill(F.softplus(a), keep, 0.0).sum(1)).mean()
         cand = self.draw(targets, scorer.num_words, positions) if candidates is None else candidates
-        true = scorer.score_targets(ctx, targets) - off
-        if cand.words.dim() == 1:
-            scores = scorer.score_shared(ctx, cand.words) - off
-        else:
-            scores = scorer.score_each(ctx, cand.words) - off
+        true, scores = score_true_and_candidates(scorer, ctx, targets, cand.words)
+        true, scores = true - off, scores - off
         neg = masked_fill(F.softplus(scores), cand.keep, 0.0).sum(1)
         return (F.softplus(-true) + neg).mean()
 

@@ -65,7 +65,15 @@ def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -
 
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a [m, k] @ b [k, n] -> [m, n]``, float32 (``b`` read transposed, as it lies). No autograd graph."""
+    """``a [m, k] @ b [k, n] -> [m, n]``, float32 (``b`` read transposed, as it lies). No autograd graph.
+
+    oneDNN's linear operator copies a strided ``x`` into rows first (``w`` it reads as it lies). A weight's gradient
+    ``dY^T [m, k] @ X [k, n]`` (k: the batch's positions) has ``a`` transposed, and that copy, at about 2 ns an
+    element, cost as much as the product: ``[10000, 1120] x [1120, 256]`` (the softmax's output table) 51 ms. When
+    ``b`` is the smaller, the product is formed as ``(b^T a^T)^T`` instead, so that the copy is ``b``'s: 27 ms."""
+    if (goes_to_onednn(a, b.t()) and not a.is_contiguous() and a.t().is_contiguous()
+            and b.numel() <= a.numel()):
+        return linear(b.t(), a).t().contiguous()
     return linear(a, b.t())
 
 

@@ -14,10 +14,10 @@ Backward, with ``g = d loss / d scores [N, S]`` and the U distinct ids ``u_1 < .
 
 so W's gradient is a *coalesced* sparse tensor of U rows (a few thousand for N S = 22,400 draws
 from PTB's unigram). Three compiled loops (:mod:`.row_scores_kernel`) compute the scores, ``d ctx`` and
-the U summed rows, reading W's rows in place. Autograd through ``F.embedding(sparse=True)`` and
-``bmm`` gives the same numbers, but gathers the N S rows into an ``[N, S, h]`` tensor, returns their
-gradient as N S uncoalesced rows that the optimiser must sort and sum, and runs N tiny ``[S, h] x [h, 1]``
-products; on the PTB GRU (N = 1,120, S = 20, h = 200, one thread) that took about five times as long.
+the U summed rows, reading W's rows in place; a fourth finds the U ids through a table over the rows, not a
+sort. Autograd through ``F.embedding(sparse=True)`` and ``bmm`` gives the same numbers, but gathers the
+N S rows into an ``[N, S, h]`` tensor, returns their gradient as N S uncoalesced rows that the optimiser
+must sort and sum, and runs N tiny ``[S, h] x [h, 1]`` products; on the PTB GRU (N = 1,120, S = 20, h = 200, one thread) that took about five times as long.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class RowScores(torch.autograd.Function):
             d_ctx = torch.empty_like(ctx)
             context_grad(weight.numpy(), words.numpy(), grad.numpy(), d_ctx.numpy())
         if fctx.needs_input_grad[0] or fctx.needs_input_grad[1]:
-            ids, inverse = torch.unique(words.reshape(-1), return_inverse=True)
+            ids, inverse = _distinct(words.reshape(-1), weight.shape[0])
             rows, biases = ctx.new_empty(len(ids), ctx.shape[1]), ctx.new_empty(len(ids), 1)
             row_grads(ctx.numpy(), inverse.view(words.shape).numpy(), grad.numpy(), rows.numpy(),
                              biases.numpy())
@@ -67,6 +67,18 @@ class RowScores(torch.autograd.Function):
             if fctx.needs_input_grad[1]:
                 d_bias = _sparse_rows(ids, biases, fctx.bias_shape)
         return d_weight, d_bias, d_ctx, None
+
+
+def _distinct(words: torch.Tensor, num_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.unique(words [M], return_inverse=True)``: through a table over the rows (compiled) while the rows are
+    no more than 16 times the draws (then the table's pass costs less than a sort), else by sorting."""
+    if num_rows > 16 * max(words.numel(), 1):
+        return torch.unique(words, return_inverse=True)
+    from .row_scores_kernel import distinct
+
+    words = words.to(torch.int64).contiguous()
+    inverse = torch.empty_like(words)
+    return torch.from_numpy(distinct(words.numpy(), num_rows, inverse.numpy())), inverse
 
 
 def row_scores(weight: torch.Tensor, bias: torch.Tensor, ctx: torch.Tensor, words: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ import torch
 
 from ..errors import UserError
 from .sampling import SAMPLERS, BernoulliSampler, bernoulli_probs, first_k_not, noise_distribution
-from .base import OutputObjective, Scorer
+from .base import OutputObjective, Scorer, score_true_and_candidates
 
 NEG_INF = float("-inf")
 
@@ -176,13 +176,8 @@ class SampledObjective(OutputObjective):
         self._ensure_noise(scorer.num_words)
         cand = self.draw(targets) if candidates is None else candidates
         log_q = self.log_proposal()
-        true = scorer.score_targets(ctx, targets)
-        if cand.words.dim() == 1:
-            scores = scorer.score_shared(ctx, cand.words)
-            logq = log_q[cand.words].unsqueeze(0)
-        else:
-            scores = scorer.score_each(ctx, cand.words)
-            logq = log_q[cand.words]
+        true, scores = score_true_and_candidates(scorer, ctx, targets, cand.words)
+        logq = log_q[cand.words].unsqueeze(0) if cand.words.dim() == 1 else log_q[cand.words]
         return self.loss(true, log_q[targets], scores, logq, cand.keep).mean()
 
     def log_proposal(self) -> torch.Tensor:
