@@ -21,14 +21,21 @@ and theirs4.sh were ours3.sh and theirs3.sh with the run names hs-f32-c / -d, nc
 gru-nce-r8, gru-hs-r9. Each of ours is set against
 faster-rnnlm's comparable run that ran most beside it (the page does that).
 
-    python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 > benchmarks/notes/faster-rnnlm-pairs-2026-11-27.jsonl
+Round 5 (a third session, in PAIR_DIR_5; code 9b09d26: freed heap reused, Adam's row update compiled, one row
+gradient for NCE's true and noise words), the same rows: `ours6.sh` ran hs-f32-g / -h, nce-default-d, nce-f32-d and
+`theirs6.sh` gru-hs-r12, gru-nce-r12, gru-hs-r13, both started at 09:52:04 (a first try, `ours5.sh` / `theirs5.sh` at
+09:32:11, ran beside a stray training process, three jobs on two cores: not used; its scripts were these with the
+run names hs-f32-e / -f, nce-default-c, nce-f32-c and gru-hs-r10, gru-nce-r10, gru-hs-r11).
+
+    python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 PAIR_DIR_5 \
+        > benchmarks/notes/faster-rnnlm-pairs-2026-11-27.jsonl
 """
 import json
 import os
 import re
 import sys
 
-pair_dir, logs, pair_dir_3 = sys.argv[1:4]
+pair_dir, logs, pair_dir_3, pair_dir_5 = sys.argv[1:5]
 ROWS = {"hs-bf16": "hs-noinput-bf16", "nce-bf16": "nce-noinput-bf16", "nce-default-bf16": "nce-bf16",
         "hs-f32": "hs-noinput", "nce-f32": "nce-noinput", "nce-default": "nce"}
 #: (directory, ours' end times, theirs' end times, start, the code ours ran, faster-rnnlm's runs and their rows)
@@ -39,7 +46,9 @@ ROUNDS = [(pair_dir, "ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r
           (pair_dir_3, "ours3.out", "theirs3.out", "06:42:54", "0c7f82a (float32 products through oneDNN)",
            ("gru-hs-r6", "gru-nce-r6", "gru-hs-r7"), ("gru-hs", "gru-nce", "gru-hs")),
           (pair_dir_3, "ours4.out", "theirs4.out", "07:42:08", "07df8ab (the same products; a replicate)",
-           ("gru-hs-r8", "gru-nce-r8", "gru-hs-r9"), ("gru-hs", "gru-nce", "gru-hs"))]
+           ("gru-hs-r8", "gru-nce-r8", "gru-hs-r9"), ("gru-hs", "gru-nce", "gru-hs")),
+          (pair_dir_5, "ours6.out", "theirs6.out", "09:52:04", "9b09d26 (freed heap reused, compiled row update)",
+           ("gru-hs-r12", "gru-nce-r12", "gru-hs-r13"), ("gru-hs", "gru-nce", "gru-hs"))]
 for number, (where, ours_out, theirs_out, start, code, bases, rows) in enumerate(ROUNDS, start=1):
     prev = start
     for line in open(os.path.join(where, ours_out)):
