@@ -63,6 +63,27 @@ def test_train_cli_errors(trained_ffnn, capsys):
     assert code == 1 and "already finished" in err
 
 
+def test_a_resumed_run_keeps_its_own_thread_count_unless_given(tmp_path, capsys):
+    import torch
+
+    (tmp_path / "t.txt").write_text("a b c a b\nb c a\n" * 20)
+    t, run = str(tmp_path / "t.txt"), str(tmp_path / "run")
+    before = torch.get_num_threads()
+    try:
+        code, _, err = run_cli(["train", "--train", t, "--valid", t, "-o", run, "--model", "ffnn", "-d", "4",
+                                "--hidden", "4", "--epochs", "1", "--threads", "1"], capsys)
+        assert code == 0, err
+        torch.set_num_threads(3)
+        code, _, err = run_cli(["train", "--resume", run, "--epochs", "2"], capsys)
+        assert code == 0, err
+        assert torch.get_num_threads() == 1  # the run's --threads 1, from its config.toml
+        code, _, err = run_cli(["train", "--resume", run, "--epochs", "3", "--threads", "2"], capsys)
+        assert code == 0, err
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_eval_reports_oov_counts_for_every_family(trained_ffnn, tmp_path, capsys):
     """An all-OOV test file: every family says how many tokens it scored as <unk> (as `ngram eval` does)."""
     import json
