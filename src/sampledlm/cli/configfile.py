@@ -136,6 +136,21 @@ def settings_toml(ctx: click.Context, skip: set[str] = frozenset(), header: str 
     return "\n".join(lines) + "\n"
 
 
+def recorded_setting(directory: str, key: str):
+    """The value ``key`` has in ``directory/config.toml`` (what :func:`write_settings` wrote for a run); None where the
+    file is missing, unreadable or not TOML, or has no such key."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    try:
+        with open(os.path.join(directory, CONFIG_NAME), "rb") as f:
+            return tomllib.load(f).get(key)
+    except (OSError, ValueError):  # TOMLDecodeError is a ValueError
+        return None
+
+
 def write_settings(directory: str, ctx: click.Context, skip: set[str] = frozenset(), header: str = "",
                    resolved: dict | None = None) -> str:
     """Write :func:`settings_toml` to ``directory/config.toml`` (atomically); returns its path."""

@@ -316,16 +316,8 @@ def _recorded_threads(run_dir: str) -> int | None:
     torch's default then). Resuming a one-thread run with torch's default would run its products on every core, and
     on a busy machine its OpenMP threads wait for each other: a Transformer resumed beside another training went
     from about 4,100 to 650 words a second."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-    from .configfile import CONFIG_NAME
+    from .configfile import recorded_setting
 
-    try:
-        with open(os.path.join(run_dir, CONFIG_NAME), "rb") as f:
-            value = tomllib.load(f).get("threads")
-    except (OSError, ValueError):  # TOMLDecodeError is a ValueError; a missing file: the run's own check speaks
-        return None
+    value = recorded_setting(run_dir, "threads")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
