@@ -49,3 +49,23 @@ def test_a_seeded_mask_is_reproducible_and_the_module_is_a_torch_dropout():
     b = Dropout(0.4).train()(torch.ones(1000))
     assert torch.equal(a, b)
     assert isinstance(Dropout(0.4), nn.Dropout) and not list(Dropout(0.4).parameters())
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_the_compiled_pass_gives_the_masks_numbers_forward_and_backward(contiguous):
+    x = torch.randn(35, 32, 24)
+    if not contiguous:
+        x = x.transpose(0, 1)
+    x.requires_grad_(True)
+    g = torch.randn(x.shape)
+    torch.manual_seed(4)
+    y = Dropout(0.3).train()(x)
+    (dx,) = torch.autograd.grad(y, x, g)
+    torch.manual_seed(4)
+    keep, scale = dropout_mask(x.shape, 0.3)
+    assert torch.equal(y, x.detach() * keep * scale)
+    assert torch.equal(dx, g * keep * scale)
+    x64 = x.detach().double().requires_grad_(True)  # another dtype: the mask and two products
+    torch.manual_seed(4)
+    y64 = Dropout(0.3).train()(x64)
+    assert torch.equal(y64 != 0, keep) and y64.dtype == torch.float64

@@ -13,6 +13,7 @@ mode, it is ``torch.nn.Dropout``.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -20,16 +21,44 @@ _SLICES = 4  # int16 slices per int64 draw
 _LEVELS = 1 << 16
 
 
+def _draw_slices(n: int, p: float) -> tuple[torch.Tensor, int, float]:
+    """``(slices [n] int16, threshold, scale)``: unit i is kept when ``slices[i] >= threshold``, with probability
+    ``1 - p'`` (``p'``: ``p`` rounded to a multiple of 2^-16); ``scale = 1 / (1 - p')``."""
+    drop_levels = round(p * _LEVELS)
+    bits = torch.empty((n + _SLICES - 1) // _SLICES, dtype=torch.int64).random_(-(1 << 63), None)  # all 64 bits (random_() leaves the top one 0)
+    return bits.view(torch.int16)[:n], drop_levels - _LEVELS // 2, _LEVELS / (_LEVELS - drop_levels)
+
+
 def dropout_mask(shape: torch.Size, p: float) -> tuple[torch.Tensor, float]:
     """``(keep [shape] bool, scale)``: a CPU mask keeping each unit with probability ``1 - p'`` (``p'``:
     ``p`` rounded to a multiple of 2^-16), and ``1 / (1 - p')``."""
-    drop_levels = round(p * _LEVELS)
-    n = 1
-    for d in shape:
-        n *= d
-    bits = torch.empty((n + _SLICES - 1) // _SLICES, dtype=torch.int64).random_(-(1 << 63), None)  # all 64 bits (random_() leaves the top one 0)
-    keep = bits.view(torch.int16)[:n].view(shape) >= (drop_levels - _LEVELS // 2)
-    return keep, _LEVELS / (_LEVELS - drop_levels)
+    slices, threshold, scale = _draw_slices(shape.numel(), p)
+    return slices.view(shape) >= threshold, scale
+
+
+class _MaskedScale(torch.autograd.Function):
+    """``y = x * keep * scale`` for float32 ``x``, forward and backward each one compiled pass
+    (:func:`.dropout_kernel.masked_scale`) that keeps the int16 slices, not a mask and two products."""
+
+    @staticmethod
+    def forward(fctx, x, slices, threshold, scale):
+        fctx.save_for_backward(slices)
+        fctx.threshold, fctx.scale = threshold, scale
+        return _apply(x, slices, threshold, scale)
+
+    @staticmethod
+    def backward(fctx, grad):
+        (slices,) = fctx.saved_tensors
+        return _apply(grad, slices, fctx.threshold, fctx.scale), None, None, None
+
+
+def _apply(x: torch.Tensor, slices: torch.Tensor, threshold: int, scale: float) -> torch.Tensor:
+    from .dropout_kernel import masked_scale
+
+    x = x.detach().contiguous()
+    out = torch.empty_like(x)
+    masked_scale(x.view(-1).numpy(), slices.numpy(), np.int16(threshold), np.float32(scale), out.view(-1).numpy())
+    return out
 
 
 class Dropout(nn.Dropout):
@@ -40,5 +69,8 @@ class Dropout(nn.Dropout):
             return super().forward(x)
         if self.p >= 1.0:
             return x * 0.0
+        if x.dtype == torch.float32:
+            slices, threshold, scale = _draw_slices(x.numel(), self.p)
+            return _MaskedScale.apply(x, slices, threshold, scale)
         keep, scale = dropout_mask(x.shape, self.p)
         return x * keep * scale

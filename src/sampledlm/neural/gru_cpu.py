@@ -40,14 +40,14 @@ class SegmentGRU(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, x, h0, w_ih, w_hh, b_ih, b_hh, low=None):
-        from .gru_cpu_kernel import step_forward
+        from .gru_cpu_kernel import step_forward, step_forward_identity
 
         with torch.autocast("cpu", enabled=False):
-            x, h0 = x.float(), h0.float()
+            x, h0 = x.float().contiguous(), h0.float()
             steps, batch, _ = x.shape
             hid = w_hh.shape[1]
             if w_ih is None:
-                pre_x = x.repeat(1, 1, 3) + b_ih
+                pre_x = x  # the step adds it to each gate with b_ih (step_forward_identity)
             else:
                 flat_x = x.reshape(steps * batch, -1)
                 pre_x = (cpu_linear.linear(flat_x, w_ih.detach(), b_ih.detach()) if low is None
@@ -62,6 +62,7 @@ class SegmentGRU(torch.autograd.Function):
             w_step = w_hh.detach() if onednn else w_hh.t() if low is None else w_hh.t().to(low)
             pre_h = x.new_empty(batch, 3 * hid)  # h_{t-1} W_hh^T; the step adds b_hh
             arrays = [a.detach().contiguous().numpy() for a in (pre_x, b_hh, hs, gates, hn)]
+            b_ih_np = None if w_ih is not None else b_ih.detach().float().contiguous().numpy()
             for t in range(steps):
                 if onednn:
                     pre_h = cpu_linear.linear(hs[t], w_step)
@@ -69,7 +70,10 @@ class SegmentGRU(torch.autograd.Function):
                     torch.mm(hs[t], w_step, out=pre_h)
                 else:
                     pre_h = torch.mm(hs[t].to(low), w_step).float()
-                step_forward(pre_h.numpy(), arrays[0], t, *arrays[1:])
+                if b_ih_np is None:
+                    step_forward(pre_h.numpy(), arrays[0], t, *arrays[1:])
+                else:
+                    step_forward_identity(pre_h.numpy(), arrays[0], b_ih_np, t, *arrays[1:])
         fctx.save_for_backward(x, hs, gates, hn, w_ih, w_hh)
         fctx.low = low
         return hs[1:], hs[steps].clone()
@@ -83,33 +87,37 @@ class SegmentGRU(torch.autograd.Function):
         with torch.autocast("cpu", enabled=False):
             steps, batch, _ = x.shape
             hid = w_hh.shape[1]
-            d_pre_x = x.new_empty(steps, batch, 3 * hid)
+            identity = w_ih is None
             d_pre_h = x.new_empty(steps, batch, 3 * hid)
+            # the input side's gradients: [d_r, d_z, d_n] per step, or (identity) d_x and d_n
+            d_in = [x.new_empty(steps, batch, hid), x.new_empty(steps, batch, hid)] if identity \
+                else [x.new_empty(steps, batch, 3 * hid), x.new_empty(0, 0, 0)]
             dh = d_last.float().clone() if d_last is not None else x.new_zeros(batch, hid)
             dh_z = x.new_empty(batch, hid)
-            arrays = [a.detach().numpy() for a in (gates, hn, hs, d_pre_x, d_pre_h)]
+            arrays = [a.detach().numpy() for a in (gates, hn, hs, *d_in, d_pre_h)]
             d_out_np = (d_out.float().contiguous() if d_out is not None else x.new_empty(0, 0, 0)).numpy()
             w_back = w_hh.detach().t() if low is None else w_hh.to(low)
             for t in range(steps - 1, -1, -1):
-                step_backward(dh.numpy(), d_out_np, t, *arrays, dh_z.numpy())
+                step_backward(dh.numpy(), d_out_np, t, *arrays, dh_z.numpy(), identity)
                 if low is None:  # d_pre_h[t] W_hh + dh_z
                     dh = cpu_linear.linear(d_pre_h[t], w_back).add_(dh_z)
                 else:
                     dh = torch.mm(d_pre_h[t].to(low), w_back).float().add_(dh_z)
-            flat_x = x.reshape(steps * batch, -1)
-            flat_dx = d_pre_x.view(steps * batch, 3 * hid)
             flat_dh = d_pre_h.view(steps * batch, 3 * hid)
             need = fctx.needs_input_grad
-            d_x = d_w_ih = None
-            if w_ih is None:
-                if need[0]:
-                    d_x = d_pre_x[..., :hid] + d_pre_x[..., hid:2 * hid] + d_pre_x[..., 2 * hid:]
+            d_x = d_w_ih = d_b_ih = None
+            d_b_hh = flat_dh.sum(0) if need[5] or (identity and need[4]) else None
+            if identity:
+                d_x = d_in[0] if need[0] else None
+                if need[4]:  # d_pre_x and d_pre_h share the r and z columns
+                    d_b_ih = torch.cat([d_b_hh[:2 * hid], d_in[1].view(steps * batch, hid).sum(0)])
             else:
+                flat_x = x.reshape(steps * batch, -1)
+                flat_dx = d_in[0].view(steps * batch, 3 * hid)
                 d_x = _product(flat_dx, w_ih, low).view(steps, batch, -1) if need[0] else None
                 d_w_ih = _product(flat_dx.t(), flat_x, low) if need[2] else None
+                d_b_ih = flat_dx.sum(0) if need[4] else None
             d_w_hh = _product(flat_dh.t(), hs[:-1].reshape(steps * batch, hid), low) if need[3] else None
-            d_b_ih = flat_dx.sum(0) if need[4] else None
-            d_b_hh = flat_dh.sum(0) if need[5] else None
         return d_x, (dh if need[1] else None), d_w_ih, d_w_hh, d_b_ih, d_b_hh, None
 
 

@@ -32,6 +32,23 @@ def tanh32(x):
     return x * p / q
 
 
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy", inline="always")
+def _row_forward(px, ph, b_hh, g, hv, before, after):
+    """One row of :func:`step_forward`: ``px [3h]`` the input side, ``ph [3h]`` the recurrent product; writes the
+    row's gates ``g [3h]``, ``hv [h]`` (``W_hn h + b_hn``) and its new state ``after [h]`` from ``before [h]``."""
+    hid = hv.shape[0]
+    half = np.float32(0.5)
+    for j in range(2 * hid):
+        g[j] = half * tanh32(half * (px[j] + ph[j] + b_hh[j])) + half
+    for j in range(hid):
+        hv[j] = ph[2 * hid + j] + b_hh[2 * hid + j]
+    for j in range(hid):
+        g[2 * hid + j] = tanh32(px[2 * hid + j] + g[j] * hv[j])
+    for j in range(hid):
+        n = g[2 * hid + j]
+        after[j] = n + g[hid + j] * (before[j] - n)
+
+
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def step_forward(pre_h, pre_x, t, b_hh, hs, gates, hn):
     """Step ``t`` from ``pre_h = h_{t-1} W_hh^T [B, 3h]`` (no bias) and ``pre_x [T, B, 3h]`` (``W_ih x_t + b_ih``)::
@@ -41,54 +58,51 @@ def step_forward(pre_h, pre_x, t, b_hh, hs, gates, hn):
 
     writing ``gates[t] = [r, z, n]``, ``hn[t]`` and ``hs[t + 1]``. Shapes: ``gates [T, B, 3h]``, ``hn [T, B, h]``,
     ``hs [T + 1, B, h]``. One loop per quantity, each over a row's contiguous columns, so that each vectorises."""
-    batch, h3 = pre_h.shape
-    hid = h3 // 3
-    half = np.float32(0.5)
-    for b in range(batch):
-        px = pre_x[t, b]
-        ph = pre_h[b]
-        g = gates[t, b]
-        hv = hn[t, b]
-        for j in range(2 * hid):
-            g[j] = half * tanh32(half * (px[j] + ph[j] + b_hh[j])) + half
-        for j in range(hid):
-            hv[j] = ph[2 * hid + j] + b_hh[2 * hid + j]
-        for j in range(hid):
-            g[2 * hid + j] = tanh32(px[2 * hid + j] + g[j] * hv[j])
-        before = hs[t, b]
-        after = hs[t + 1, b]
-        for j in range(hid):
-            n = g[2 * hid + j]
-            after[j] = n + g[hid + j] * (before[j] - n)
+    for b in range(pre_h.shape[0]):
+        _row_forward(pre_x[t, b], pre_h[b], b_hh, gates[t, b], hn[t, b], hs[t, b], hs[t + 1, b])
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def step_forward_identity(pre_h, x, b_ih, t, b_hh, hs, gates, hn):
+    """:func:`step_forward` for the GRU without input matrices: the input side is ``[x_t, x_t, x_t] + b_ih``,
+    formed a row at a time in a ``[3h]`` buffer (``x [T, B, h]``, ``b_ih [3h]``) instead of a ``[T, B, 3h]``
+    tensor (its repeat and bias add were a tenth of the PTB GRU's step)."""
+    hid = x.shape[2]
+    px = np.empty(3 * hid, dtype=x.dtype)
+    for b in range(pre_h.shape[0]):
+        xr = x[t, b]
+        for k in range(3):
+            for j in range(hid):
+                px[k * hid + j] = xr[j] + b_ih[k * hid + j]
+        _row_forward(px, pre_h[b], b_hh, gates[t, b], hn[t, b], hs[t, b], hs[t + 1, b])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def step_backward(dh, d_out, t, gates, hn, hs, d_pre_x, d_pre_h, dh_z):
+def step_backward(dh, d_out, t, gates, hn, hs, d_in, d_n, d_pre_h, dh_z, identity):
     """For step ``t`` with ``g = dh + d_out[t]`` (``d_out`` of length 0: none), gates ``r, z, n = gates[t]``::
 
         d_n = g (1 - z) (1 - n^2)       d_r = d_n hn[t] r (1 - r)       d_z = g (h_{t-1} - n) z (1 - z)
-        d_pre_x[t] = [d_r, d_z, d_n]    d_pre_h[t] = [d_r, d_z, d_n r]   dh_z = g z
+        d_pre_h[t] = [d_r, d_z, d_n r]  dh_z = g z
+        d_in[t] = [d_r, d_z, d_n]       (identity: d_in[t] = d_r + d_z + d_n, d_n[t] = d_n)
 
-    (``h_{t-1} = hs[t]``); the caller adds ``d_pre_h[t] @ W_hh`` to ``dh_z`` for ``dh_{t-1}``. Shapes: ``dh, dh_z
-    [B, h]``, ``gates, d_pre_x, d_pre_h [T, B, 3h]``, ``hn [T, B, h]``, ``hs [T + 1, B, h]``."""
+    (``h_{t-1} = hs[t]``); the caller adds ``d_pre_h[t] @ W_hh`` to ``dh_z`` for ``dh_{t-1}``. The input side
+    ``d_in`` is the gradient of the input pre-activations ``[T, B, 3h]``, or (``identity``: the GRU without input
+    matrices, whose input side needs only ``d_x`` and, for ``b_in``'s gradient, ``d_n``) ``d_x [T, B, h]`` and
+    ``d_n [T, B, h]``, instead of a ``[T, B, 3h]`` tensor summed afterwards. Shapes: ``dh, dh_z [B, h]``, ``gates,
+    d_pre_h [T, B, 3h]``, ``hn [T, B, h]``, ``hs [T + 1, B, h]``."""
     batch, hid = dh.shape
     one = np.float32(1.0)
     with_out = d_out.shape[0] > 0
     for b in range(batch):
         for j in range(hid):
-            g = dh[b, j]
-            if with_out:
-                g += d_out[t, b, j]
-            r = gates[t, b, j]
-            z = gates[t, b, hid + j]
-            n = gates[t, b, 2 * hid + j]
-            d_n = g * (one - z) * (one - n * n)
-            d_r = d_n * hn[t, b, j] * r * (one - r)
+            g = dh[b, j] + d_out[t, b, j] if with_out else dh[b, j]
+            r, z, n = gates[t, b, j], gates[t, b, hid + j], gates[t, b, 2 * hid + j]
+            dn = g * (one - z) * (one - n * n)
+            d_r = dn * hn[t, b, j] * r * (one - r)
             d_z = g * (hs[t, b, j] - n) * z * (one - z)
-            d_pre_x[t, b, j] = d_r
-            d_pre_x[t, b, hid + j] = d_z
-            d_pre_x[t, b, 2 * hid + j] = d_n
-            d_pre_h[t, b, j] = d_r
-            d_pre_h[t, b, hid + j] = d_z
-            d_pre_h[t, b, 2 * hid + j] = d_n * r
+            d_pre_h[t, b, j], d_pre_h[t, b, hid + j], d_pre_h[t, b, 2 * hid + j] = d_r, d_z, dn * r
             dh_z[b, j] = g * z
+            if identity:
+                d_in[t, b, j], d_n[t, b, j] = d_r + d_z + dn, dn
+            else:
+                d_in[t, b, j], d_in[t, b, hid + j], d_in[t, b, 2 * hid + j] = d_r, d_z, dn
