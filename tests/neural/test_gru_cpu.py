@@ -6,11 +6,11 @@ import torch
 from sampledlm.neural import gru_cpu
 
 
-def _pair(layers, seed=0):
+def _pair(layers, seed=0, batch=4):
     torch.manual_seed(seed)
     rnn = torch.nn.GRU(6, 9, layers, batch_first=True)
-    x = torch.randn(4, 7, 6, requires_grad=True)
-    h0 = torch.randn(layers, 4, 9, requires_grad=True)
+    x = torch.randn(batch, 7, 6, requires_grad=True)
+    h0 = torch.randn(layers, batch, 9, requires_grad=True)
     return rnn, x, h0
 
 
@@ -22,12 +22,14 @@ def _run(fn, rnn, x, h0, upstream_out, upstream_state):
     return [out.detach(), state.detach(), x.grad.clone(), h0.grad.clone(), *[p.grad.clone() for p in rnn.parameters()]]
 
 
+# up to SEGMENT_ROWS rows a segment runs in one compiled loop, more rows step by step around a batched product
+@pytest.mark.parametrize("batch", [4, gru_cpu.SEGMENT_ROWS + 4])
 @pytest.mark.parametrize("layers", [1, 2])
-def test_outputs_state_and_every_gradient_equal_torch_gru(layers):
-    rnn, x, h0 = _pair(layers)
+def test_outputs_state_and_every_gradient_equal_torch_gru(layers, batch):
+    rnn, x, h0 = _pair(layers, batch=batch)
     rnn.train()
     g = torch.Generator().manual_seed(1)
-    up_out, up_state = torch.randn(4, 7, 9, generator=g), torch.randn(layers, 4, 9, generator=g)
+    up_out, up_state = torch.randn(batch, 7, 9, generator=g), torch.randn(layers, batch, 9, generator=g)
     assert gru_cpu.usable(rnn, x)
     want = _run(rnn, rnn, x, h0, up_out, up_state)
     got = _run(lambda a, b: gru_cpu.gru_forward(rnn, a, b), rnn, x, h0, up_out, up_state)
@@ -80,15 +82,16 @@ def _grads(rnn, x, h0, up_out, up_state, fn):
             *[None if p.grad is None else p.grad.clone() for p in rnn.parameters()]]
 
 
+@pytest.mark.parametrize("batch", [4, gru_cpu.SEGMENT_ROWS + 4])
 @pytest.mark.parametrize("layers", [1, 2])
-def test_without_input_matrices_it_equals_torch_gru_multiplying_by_the_identity(layers):
+def test_without_input_matrices_it_equals_torch_gru_multiplying_by_the_identity(layers, batch):
     torch.manual_seed(0)
     rnn = torch.nn.GRU(9, 9, layers, batch_first=True)
     gru_cpu.identity_input(rnn)
-    x = torch.randn(4, 7, 9, requires_grad=True)
-    h0 = torch.randn(layers, 4, 9, requires_grad=True)
+    x = torch.randn(batch, 7, 9, requires_grad=True)
+    h0 = torch.randn(layers, batch, 9, requires_grad=True)
     g = torch.Generator().manual_seed(1)
-    up_out, up_state = torch.randn(4, 7, 9, generator=g), torch.randn(layers, 4, 9, generator=g)
+    up_out, up_state = torch.randn(batch, 7, 9, generator=g), torch.randn(layers, batch, 9, generator=g)
     want = _grads(rnn, x, h0, up_out, up_state, rnn)
     got = _grads(rnn, x, h0, up_out, up_state, lambda a, b: gru_cpu.gru_forward(rnn, a, b))
     for w, o in zip(want, got):

@@ -62,19 +62,50 @@ def step_forward(pre_h, pre_x, t, b_hh, hs, gates, hn):
         _row_forward(pre_x[t, b], pre_h[b], b_hh, gates[t, b], hn[t, b], hs[t, b], hs[t + 1, b])
 
 
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy", inline="always")
+def _identity_input(x_row, b_ih, px):
+    """``px [3h] = [x, x, x] + b_ih``: the input side of the GRU without input matrices for one row ``x_row [h]``."""
+    hid = x_row.shape[0]
+    for k in range(3):
+        for j in range(hid):
+            px[k * hid + j] = x_row[j] + b_ih[k * hid + j]
+
+
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def step_forward_identity(pre_h, x, b_ih, t, b_hh, hs, gates, hn):
     """:func:`step_forward` for the GRU without input matrices: the input side is ``[x_t, x_t, x_t] + b_ih``,
     formed a row at a time in a ``[3h]`` buffer (``x [T, B, h]``, ``b_ih [3h]``) instead of a ``[T, B, 3h]``
     tensor (its repeat and bias add were a tenth of the PTB GRU's step)."""
-    hid = x.shape[2]
-    px = np.empty(3 * hid, dtype=x.dtype)
+    px = np.empty(3 * x.shape[2], dtype=x.dtype)
     for b in range(pre_h.shape[0]):
-        xr = x[t, b]
-        for k in range(3):
-            for j in range(hid):
-                px[k * hid + j] = xr[j] + b_ih[k * hid + j]
+        _identity_input(x[t, b], b_ih, px)
         _row_forward(px, pre_h[b], b_hh, gates[t, b], hn[t, b], hs[t, b], hs[t + 1, b])
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def segment_forward(pre_x, b_ih, identity, w_hh, b_hh, hs, gates, hn):
+    """Every step of a segment of a few rows (scoring), the recurrent product included: ``h_{t-1} W_hh^T`` as ``3h``
+    dot products against ``w_hh [3h, h]``'s rows, then :func:`_row_forward`. A row's per-step calls (the product,
+    the step, the loop) cost more than their arithmetic, about 12 of a step's 14 us at h = 256. ``pre_x`` as for
+    :func:`step_forward`, or (``identity``) ``x [T, B, h]`` with ``b_ih [3h]``."""
+    steps, batch = gates.shape[0], gates.shape[1]
+    h3 = w_hh.shape[0]
+    ph = np.empty(h3, dtype=w_hh.dtype)
+    px = np.empty(h3, dtype=w_hh.dtype)
+    for t in range(steps):
+        for b in range(batch):
+            h = hs[t, b]
+            for i in range(h3):
+                acc = np.float32(0.0)
+                w = w_hh[i]
+                for k in range(h.shape[0]):
+                    acc += w[k] * h[k]
+                ph[i] = acc
+            if identity:
+                _identity_input(pre_x[t, b], b_ih, px)
+            else:
+                px[:] = pre_x[t, b]
+            _row_forward(px, ph, b_hh, gates[t, b], hn[t, b], hs[t, b], hs[t + 1, b])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
