@@ -182,6 +182,7 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
                       f"{wa:,.0f} / {wb:,.0f}", f"{wa / wb:.2f}x ({'met' if wa >= wb else 'not met'})"])
     if not cells:
         return [], set()
+    whole = sorted({(r["round"], r.get("code", "")) for r in ours if r.get("whole_process")})  # timed whole
     spread = []  # how much one side's same run moved between rounds: the noise a ratio carries
     for name in sorted({r["row"] for r in runs if r["side"] == "theirs"}):
         cpu = [r["cpu_s"] for r in runs if r["side"] == "theirs" and r["row"] == name]
@@ -192,7 +193,9 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
             "Each of our runs trained while faster-rnnlm's comparable run trained on the other core (both at nice 19, "
             "nothing else running; ours by `sampledlm train` with the row's flags, theirs by the command of its notes), "
             f"so that both had the same load; the target is judged here (records: {source}). CPU seconds of the "
-            "whole process (start-up and every validation included; epochs in brackets).", "",
+            "whole process (start-up and every validation included; epochs in brackets)"
+            + (f"; ours in the rows above the first of code {whole[0][1].split()[0]}: the run's own count (its "
+               "training and validations, not its start-up)" if whole and whole[0][0] > 1 else "") + ".", "",
             table(["ours", "theirs", "our code", "ours ran (UTC)", "theirs ran (UTC)", "CPU s, ours", "CPU s, theirs",
                    "words/CPU-s, ours / theirs", "ratio"], cells), "",
             *([f"Run to run, in these rounds: {'; '.join(spread)}.", ""] if spread else [])], judged

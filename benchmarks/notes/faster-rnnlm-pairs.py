@@ -27,7 +27,12 @@ gradient for NCE's true and noise words), the same rows: `ours6.sh` ran hs-f32-g
 09:32:11, ran beside a stray training process, three jobs on two cores: not used; its scripts were these with the
 run names hs-f32-e / -f, nce-default-c, nce-f32-c and gru-hs-r10, gru-nce-r10, gru-hs-r11).
 
-    python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 PAIR_DIR_5 \
+Round 6 (a fourth session, in PAIR_DIR_7; code 878dded: the GRU's input side without input matrices formed in its
+step, its backward loop's branch hoisted, dropout in one compiled pass, validation rows scored in one compiled loop):
+`ours7.sh` ran hs-f32-i / -j, nce-default-e, nce-f32-e, then the bf16 rows hs-bf16-e, nce-default-bf16-e,
+nce-bf16-e; `theirs7.sh` gru-hs-r14, gru-nce-r14, gru-hs-r15, gru-nce-r15, both started at the moment START_7.
+
+    python benchmarks/notes/faster-rnnlm-pairs.py PAIR_DIR FRNN_LOGS PAIR_DIR_3 PAIR_DIR_5 PAIR_DIR_7 START_7 \
         > benchmarks/notes/faster-rnnlm-pairs-2026-11-27.jsonl
 """
 import json
@@ -35,7 +40,7 @@ import os
 import re
 import sys
 
-pair_dir, logs, pair_dir_3, pair_dir_5 = sys.argv[1:5]
+pair_dir, logs, pair_dir_3, pair_dir_5, pair_dir_7, start_7 = sys.argv[1:7]
 ROWS = {"hs-bf16": "hs-noinput-bf16", "nce-bf16": "nce-noinput-bf16", "nce-default-bf16": "nce-bf16",
         "hs-f32": "hs-noinput", "nce-f32": "nce-noinput", "nce-default": "nce"}
 #: (directory, ours' end times, theirs' end times, start, the code ours ran, faster-rnnlm's runs and their rows)
@@ -48,14 +53,19 @@ ROUNDS = [(pair_dir, "ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r
           (pair_dir_3, "ours4.out", "theirs4.out", "07:42:08", "07df8ab (the same products; a replicate)",
            ("gru-hs-r8", "gru-nce-r8", "gru-hs-r9"), ("gru-hs", "gru-nce", "gru-hs")),
           (pair_dir_5, "ours6.out", "theirs6.out", "09:52:04", "9b09d26 (freed heap reused, compiled row update)",
-           ("gru-hs-r12", "gru-nce-r12", "gru-hs-r13"), ("gru-hs", "gru-nce", "gru-hs"))]
+           ("gru-hs-r12", "gru-nce-r12", "gru-hs-r13"), ("gru-hs", "gru-nce", "gru-hs")),
+          (pair_dir_7, "ours7.out", "theirs7.out", start_7, "878dded (GRU input side in its step, one-pass dropout)",
+           ("gru-hs-r14", "gru-nce-r14", "gru-hs-r15", "gru-nce-r15"), HS_NCE + HS_NCE)]
 for number, (where, ours_out, theirs_out, start, code, bases, rows) in enumerate(ROUNDS, start=1):
     prev = start
     for line in open(os.path.join(where, ours_out)):
         name, _, end = line.split()
         m = [json.loads(x) for x in open(os.path.join(where, name, "metrics.jsonl"))]
+        timed = os.path.join(where, f"{name}.time")  # from round 6: the whole process's user + system seconds
+        cpu = sum(map(float, open(timed).read().split()[-2:])) if os.path.exists(timed) else m[-1]["cpu_s"]
         print(json.dumps({"side": "ours", "round": number, "row": ROWS[name.rsplit("-", 1)[0]], "run": name, "code": code,
-                          "cpu_s": round(m[-1]["cpu_s"], 1), "epochs": len(m),
+                          "cpu_s": round(cpu, 1), "run_cpu_s": round(m[-1]["cpu_s"], 1), "whole_process": os.path.exists(timed),
+                          "epochs": len(m),
                           "valid_ppl": round(min(x["valid_ppl"] for x in m), 2),
                           "window": f"{prev[:5]}-{end[:5]}", "date": "2026-11-27"}))
         prev = end
