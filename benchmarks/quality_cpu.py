@@ -167,7 +167,7 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
     returns the lines and the names of our rows judged here."""
     source, runs = paired_runs()
     ours = [r for r in runs if r["side"] == "ours"]
-    cells, judged = [], set()
+    cells, judged, ratios = [], set(), {}  # ratios: round -> our row -> its runs' ratios
     for r in ours:  # against faster-rnnlm's comparable run of the same round, the one that ran most beside it
         name = COMPARABLE.get(r["row"], "").removeprefix("faster-rnnlm ")
         candidates = [b for b in runs if b["side"] == "theirs" and b.get("round") == r.get("round")
@@ -177,12 +177,17 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
         b = max(candidates, key=lambda b: _overlap_minutes(r["window"], b["window"]))
         wa, wb = tokens * r["epochs"] / r["cpu_s"], tokens * b["epochs"] / b["cpu_s"]
         judged.add(f"gru {r['row']}")
+        ratios.setdefault(r["round"], {}).setdefault(f"gru {r['row']}", []).append(wa / wb)
         cells.append([f"gru {r['row']}", f"faster-rnnlm {b['row']}", r.get("code", ""), r["window"], b["window"],
                       f"{r['cpu_s']:,.1f} ({r['epochs']})", f"{b['cpu_s']:,.1f} ({b['epochs']})",
                       f"{wa:,.0f} / {wb:,.0f}", f"{wa / wb:.2f}x ({'met' if wa >= wb else 'not met'})"])
     if not cells:
         return [], set()
     whole = sorted({(r["round"], r.get("code", "")) for r in ours if r.get("whole_process")})  # timed whole
+    last = max(ratios)
+    code = next(r.get("code", "") for r in ours if r["round"] == last)
+    latest = "; ".join(f"{row} {min(x):.2f}" + (f"-{max(x):.2f}" if len(x) > 1 else "") + "x"
+                       + (" (met)" if min(x) >= 1.0 else " (not met)") for row, x in ratios[last].items())
     spread = []  # how much one side's same run moved between rounds: the noise a ratio carries
     for name in sorted({r["row"] for r in runs if r["side"] == "theirs"}):
         cpu = [r["cpu_s"] for r in runs if r["side"] == "theirs" and r["row"] == name]
@@ -198,6 +203,7 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
                "training and validations, not its start-up)" if whole and whole[0][0] > 1 else "") + ".", "",
             table(["ours", "theirs", "our code", "ours ran (UTC)", "theirs ran (UTC)", "CPU s, ours", "CPU s, theirs",
                    "words/CPU-s, ours / theirs", "ratio"], cells), "",
+            f"The latest round (our code {code.split()[0]}), ours / theirs in words per CPU second: {latest}.", "",
             *([f"Run to run, in these rounds: {'; '.join(spread)}.", ""] if spread else [])], judged
 
 

@@ -27,7 +27,7 @@ gradient for NCE's true and noise words), the same rows: `ours6.sh` ran hs-f32-g
 09:32:11, ran beside a stray training process, three jobs on two cores: not used; its scripts were these with the
 run names hs-f32-e / -f, nce-default-c, nce-f32-c and gru-hs-r10, gru-nce-r10, gru-hs-r11).
 
-Round 6 (a fourth session, in PAIR_DIR_7; code 878dded: the GRU's input side without input matrices formed in its
+Round 6 (a fourth session, in PAIR_DIR_7; code 901ae87: the GRU's input side without input matrices formed in its
 step, its backward loop's branch hoisted, dropout in one compiled pass, validation rows scored in one compiled loop):
 `ours7.sh` ran hs-f32-i / -j, nce-default-e, nce-f32-e, then the bf16 rows hs-bf16-e, nce-default-bf16-e,
 nce-bf16-e; `theirs7.sh` gru-hs-r14, gru-nce-r14, gru-hs-r15, gru-nce-r15, both started at the moment START_7.
@@ -54,7 +54,7 @@ ROUNDS = [(pair_dir, "ours.out", "theirs.out", "04:43:37", "89dbc88", ("gru-hs-r
            ("gru-hs-r8", "gru-nce-r8", "gru-hs-r9"), ("gru-hs", "gru-nce", "gru-hs")),
           (pair_dir_5, "ours6.out", "theirs6.out", "09:52:04", "9b09d26 (freed heap reused, compiled row update)",
            ("gru-hs-r12", "gru-nce-r12", "gru-hs-r13"), ("gru-hs", "gru-nce", "gru-hs")),
-          (pair_dir_7, "ours7.out", "theirs7.out", start_7, "878dded (GRU input side in its step, one-pass dropout)",
+          (pair_dir_7, "ours7.out", "theirs7.out", start_7, "901ae87 (GRU input side in its step, one-pass dropout)",
            ("gru-hs-r14", "gru-nce-r14", "gru-hs-r15", "gru-nce-r15"), HS_NCE + HS_NCE)]
 for number, (where, ours_out, theirs_out, start, code, bases, rows) in enumerate(ROUNDS, start=1):
     prev = start

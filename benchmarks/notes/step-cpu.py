@@ -1,5 +1,5 @@
 """CPU milliseconds per training step of `sampledlm train --model gru ARGS` on PTB: the process CPU time of steps
-20..60 (one thread), then exit. PTB from $PTB_DIR (default ../shared/data/ptb beside the repository).
+20..$STEPS (default 60; one thread), then exit. PTB from $PTB_DIR (default ../shared/data/ptb beside the repository).
 
     python benchmarks/notes/step-cpu.py --objective nce -d 256 --no-input-weights
 """
@@ -11,6 +11,7 @@ import time
 from sampledlm.neural import trainer as T
 
 PTB = os.environ.get("PTB_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "ptb"))
+LAST = int(os.environ.get("STEPS", 60))
 orig = T.Trainer.step
 seen = {"n": 0}
 
@@ -20,8 +21,8 @@ def step(self, batch):
     if seen["n"] == 20:
         seen["t0"] = time.process_time()
     out = orig(self, batch)
-    if seen["n"] == 60:
-        ms = (time.process_time() - seen["t0"]) / 40 * 1000
+    if seen["n"] == LAST:
+        ms = (time.process_time() - seen["t0"]) / (LAST - 20) * 1000
         print(f"{' '.join(sys.argv[1:])}: {ms:.1f} CPU ms/step, {32 * 35 / ms * 1000:,.0f} words/CPU-s", flush=True)
         os._exit(0)
     return out

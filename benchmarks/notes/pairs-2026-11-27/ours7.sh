@@ -1,6 +1,7 @@
 #!/bin/bash
-# the sixth round of the page (ours5.sh's was not used); code of 878dded: the GRU's identity input side and backward
-# loop, dropout in one pass, scoring rows in one compiled loop; beside theirs7.sh; float32 then bf16 rows
+# the sixth round of the page (ours5.sh's was not used); code of 901ae87: the GRU's identity input side and backward
+# loop, dropout in one pass, scoring rows in one compiled loop, the plot at most once a minute; beside theirs7.sh;
+# float32 then bf16 rows. The Transformer's re-training was paused (SIGSTOP) while both ran.
 D=/work/shared/data/ptb; cd /work/q41/pair
 # the whole process timed, start-up and the final model's save included, as run.sh times faster-rnnlm's
 run() { name=$1; shift; /usr/bin/time -f "%U %S" -o $name.time nice -n 19 sampledlm train --train $D/ptb.train.txt \
