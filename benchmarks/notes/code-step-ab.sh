@@ -3,11 +3,7 @@
 # worktree) and in this working tree, alternated, two rounds; each further argument one set of flags (default: the
 # GRU rows of cpu-step-2026-11-27.md).
 #   benchmarks/notes/code-step-ab.sh 5115e67 > code-step-ab-2026-11-27.log
-cd "$(dirname "$0")/../.."
-base_rev=$1; shift
-base=$(mktemp -d)/base
-git worktree add -q --detach "$base" "$base_rev" || exit 1
-trap 'git worktree remove --force "$base"' EXIT
+source "$(dirname "$0")/ab-worktree.sh"  # base_rev=$1 (shifted off), $base, cd to the root
 if [ $# -eq 0 ]; then
   set -- "--objective softmax" "--objective nce" "--objective hsm" "--objective adaptive" "--objective class" \
     "--objective nce -d 256 --no-input-weights" \

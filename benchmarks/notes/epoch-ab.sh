@@ -4,11 +4,7 @@
 # commit, checked out into a temporary worktree) and in this working tree, alternated, two rounds; each further
 # argument one set of flags (default: the rows judged beside faster-rnnlm).
 #   benchmarks/notes/epoch-ab.sh 8db8772 > epoch-ab-2026-11-27.log
-cd "$(dirname "$0")/../.."
-base_rev=$1; shift
-base=$(mktemp -d)/base
-git worktree add -q --detach "$base" "$base_rev" || exit 1
-trap 'git worktree remove --force "$base"' EXIT
+source "$(dirname "$0")/ab-worktree.sh"  # base_rev=$1 (shifted off), $base, cd to the root
 if [ $# -eq 0 ]; then
   set -- "--objective hsm --word-classes none --arity 2 -d 256 --no-input-weights" \
     "--objective nce -d 256 --no-input-weights" "--objective nce"
