@@ -199,11 +199,13 @@ def render_pairs(tokens: int) -> tuple[list[str], set[str]]:
             "nothing else running; ours by `sampledlm train` with the row's flags, theirs by the command of its notes), "
             f"so that both had the same load; the target is judged here (records: {source}). CPU seconds of the "
             "whole process (start-up and every validation included; epochs in brackets)"
-            + (f"; ours in the rows above the first of code {whole[0][1].split()[0]}: the run's own count (its "
-               "training and validations, not its start-up)" if whole and whole[0][0] > 1 else "") + ".", "",
+            + (f"; ours in the rounds before round {whole[0][0]}{f' (code {whole[0][1].split()[0]})' if whole[0][1] else ''}: "
+               "the run's own count (its training and validations, not its start-up)"
+               if whole and whole[0][0] > 1 else "") + ".", "",
             table(["ours", "theirs", "our code", "ours ran (UTC)", "theirs ran (UTC)", "CPU s, ours", "CPU s, theirs",
                    "words/CPU-s, ours / theirs", "ratio"], cells), "",
-            f"The latest round (our code {code.split()[0]}), ours / theirs in words per CPU second: {latest}.", "",
+            f"The latest round{f' (our code {code.split()[0]})' if code else ''}, ours / theirs in words per CPU "
+            f"second: {latest}.", "",
             *([f"Run to run, in these rounds: {'; '.join(spread)}.", ""] if spread else [])], judged
 
 

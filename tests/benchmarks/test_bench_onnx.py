@@ -107,7 +107,8 @@ def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
     hs16 = "hs-noinput-bf16"
     pairs = [{"side": "ours", "round": 1, "row": hs16, "cpu_s": 100.0, "epochs": 8, "window": "04:43-04:45"},
              {"side": "ours", "round": 2, "row": hs16, "cpu_s": 80.0, "epochs": 8, "window": "04:56-04:58"},
-             {"side": "ours", "round": 2, "row": "hs-noinput", "cpu_s": 90.0, "epochs": 8, "window": "05:01-05:04"},
+             {"side": "ours", "round": 2, "row": "hs-noinput", "cpu_s": 90.0, "epochs": 8, "window": "05:01-05:04",
+              "whole_process": True},
              {"side": "theirs", "round": 1, "row": "gru-hs", "cpu_s": 160.0, "epochs": 14, "window": "04:43-04:47"},
              {"side": "theirs", "round": 2, "row": "gru-hs", "cpu_s": 150.0, "epochs": 14, "window": "04:56-04:59"},
              {"side": "theirs", "round": 2, "row": "gru-hs", "cpu_s": 140.0, "epochs": 14, "window": "04:59-05:03"}]
@@ -124,3 +125,7 @@ def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
     assert "0.91x (not met)" in text and f"{(8 / 80) / (14 / 150):.2f}x (met)" in text  # each against its own round
     # of two runs of theirs in a round, the one that ran most beside ours (05:01-05:04: the second)
     assert f"| 90.0 (8) | 140.0 (14) | {tokens * 8 / 90:,.0f} / {tokens * 14 / 140:,.0f} |" in text
+    # the latest round's verdicts in one line; rounds before the first whole-process timing say how they were timed
+    assert (f"The latest round, ours / theirs in words per CPU second: gru hs-noinput-bf16 {(8 / 80) / (14 / 150):.2f}x "
+            f"(met); gru hs-noinput {(8 / 90) / (14 / 140):.2f}x (not met).") in text
+    assert "ours in the rounds before round 2: the run's own count" in text
