@@ -111,7 +111,7 @@ class SegmentGRU(torch.autograd.Function):
                 d_w_ih = _product(flat_dx.t(), flat_x, low) if need[2] else None
                 d_b_ih = flat_dx.sum(0) if need[4] else None
             d_w_hh = _product(flat_dh.t(), hs[:-1].reshape(steps * batch, hid), low) if need[3] else None
-        return d_x, (dh if need[1] else None), d_w_ih, d_w_hh, d_b_ih, d_b_hh, None
+        return d_x, (dh if need[1] else None), d_w_ih, d_w_hh, d_b_ih, (d_b_hh if need[5] else None), None
 
 
 def _steps_forward(arrays: list, b_ih_np, hs: torch.Tensor, w_hh: torch.Tensor, low: torch.dtype | None) -> None:
