@@ -150,3 +150,40 @@ def test_a_kill_while_the_finished_model_is_checkpointed_leaves_the_last_checkpo
     assert code == 0, err
     assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == [
         os.path.basename(rundir.latest_checkpoint(str(tmp_path / "run")))]
+
+
+@pytest.mark.parametrize("spec", [
+    {"type": "ffnn", "order": 3, "embed_dim": 8, "hidden": [16], "direct": True},
+    {"type": "gru", "embed_dim": 8, "hidden": 16, "proj": 8},
+    {"type": "lstm", "embed_dim": 8, "hidden": 16, "layers": 2},
+    {"type": "transformer", "embed_dim": 16, "layers": 2, "heads": 2, "context": 8},
+])
+def test_the_memory_check_counts_the_parameters_the_model_has(spec):
+    """The check builds the model on the meta device with its initialisers left out: the same parameters."""
+    import torch
+
+    from sampledlm.neural.registry import build_model
+    from sampledlm.neural.rundir import _NoFillOnMeta
+
+    real = build_model(spec, 50)
+    with torch.device("meta"), _NoFillOnMeta():
+        meta = build_model(spec, 50)
+    assert [(k, p.shape) for k, p in meta.named_parameters()] == [(k, p.shape) for k, p in real.named_parameters()]
+    assert all(p.is_meta for p in meta.parameters())
+
+
+def test_scoring_with_a_run_does_not_import_the_compiler(tmp_path, capsys, private_cache):
+    """torch's meta kernels for random fills import torch._dynamo (0.8 s a process); scoring never needs it."""
+    import subprocess
+    import sys
+
+    write_corpus(tmp_path)
+    code, _, _ = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                      tmp_path / "run", "--model", "gru", "-d", "4", "--hidden", "8", "--epochs", "1"], capsys)
+    assert code in (0, None)
+    probe = ("import sys; from sampledlm.cli import main\n"
+             "try:\n    main(['eval', sys.argv[1], '--test', sys.argv[2]])\nexcept SystemExit as e:\n"
+             "    assert not e.code, e.code\nprint('dynamo' if 'torch._dynamo' in sys.modules else 'no dynamo')")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run"), str(tmp_path / "valid.txt")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "no dynamo", out

@@ -119,7 +119,7 @@ def _check_fits(build, config: dict, vocab_size: int) -> None:
     the kernel overcommits memory, a real allocation of a model that cannot fit succeeds and the process
     is killed later, while initialising it, with no message."""
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _NoFillOnMeta():
             n = sum(p.numel() for p in build().parameters())
     except Exception:  # noqa: BLE001 - sizes past what torch can describe: the real build reports them
         return
@@ -128,6 +128,24 @@ def _check_fits(build, config: dict, vocab_size: int) -> None:
         raise UserError(f"the model does not fit in memory ({n:,} parameters take {4 * n:,} bytes, this machine "
                         f"has {have:,}; vocabulary {vocab_size:,}, model {_sizes(config['model'])}): choose "
                         f"smaller sizes (--hidden, -d, --order)")
+
+
+class _NoFillOnMeta(torch.overrides.TorchFunctionMode):
+    """Leaves out the initialisers (``torch.nn.init.*``) and in-place fills (``normal_``, ``uniform_``, ...) of
+    tensors on the ``meta`` device: they have no values to fill, and torch's meta kernels for the random fills
+    import ``torch._dynamo`` (0.8 s of a process that only scores text). Shapes are untouched."""
+
+    SHAPE_CHANGING = frozenset({"resize_", "resize_as_", "set_", "as_strided_", "squeeze_", "unsqueeze_", "t_",
+                                "transpose_", "swapdims_", "swapaxes_"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        first = args[0] if args else (kwargs or {}).get("tensor")  # torch.nn.init passes it by keyword
+        if isinstance(first, torch.Tensor) and first.is_meta and (
+                getattr(func, "__module__", None) == "torch.nn.init"
+                or (name.endswith("_") and not name.startswith("_") and name not in self.SHAPE_CHANGING)):
+            return first
+        return func(*args, **(kwargs or {}))
 
 
 def _allocation(e: BaseException) -> str:
