@@ -102,6 +102,43 @@ def test_bad_calls_are_one_line_errors(four_models, tmp_path):
         lm.next_logprobs("the", top_k=0)
     with pytest.raises(UserError, match="smoothing"):
         sampledlm.train_ngram(["a b"], smoothing="nope")
+    with pytest.raises(UserError, match="whole number"):
+        lm.generate("2")
+    with pytest.raises(UserError, match="^train: no sentences"):  # not a temporary file's name
+        sampledlm.train_ngram(["", "  "])
+    with pytest.raises(UserError, match="unknown objective 'nope'"):
+        sampledlm.train_lm(["a b"], ["a b"], tmp_path / "x", objective="nope")
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_blank_sentence_counts_as_a_files_blank_line(four_models, tmp_path, capsys):
+    """The API's perplexity of a list with blank sentences equals the commands' of the file with blank lines."""
+    lines = (four_models / "test.txt").read_text().splitlines()
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n".join(lines[:3] + ["", "   "] + lines[3:]) + "\n")
+    _, totals = cli_scores(capsys, [str(four_models / "kn3.arpa")], blank)
+    lm = sampledlm.load(four_models / "kn3.arpa")
+    assert lm.perplexity(blank.read_text().splitlines()) == pytest.approx(totals["ppl"], rel=1e-12)
+    assert lm.perplexity(lines) == pytest.approx(totals["ppl"], rel=1e-12)
+    assert lm.score("") == lm.word_scores("")[0][1]  # an empty hypothesis: </s> alone
+
+
+def test_train_ngram_refuses_to_replace_a_file_as_the_command_does(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_text("the cat sat\nthe dog sat\n")
+    with pytest.raises(UserError, match="is the input"):
+        sampledlm.train_ngram(train, train, order=2, force=True)
+    assert train.read_text() == "the cat sat\nthe dog sat\n"
+    sampledlm.train_ngram(train, tmp_path / "kn.arpa", order=2)
+    before = (tmp_path / "kn.arpa").read_bytes()
+    with pytest.raises(UserError, match="already exists; give --force"):
+        sampledlm.train_ngram(train, tmp_path / "kn.arpa", order=3)
+    assert (tmp_path / "kn.arpa").read_bytes() == before
+    sampledlm.train_ngram(train, tmp_path / "kn.arpa", order=3, force=True)
+    assert (tmp_path / "kn.arpa").read_bytes() != before
+    sampledlm.train_ngram(train, tmp_path / "kn.bin", order=2, binary=True)
+    with pytest.raises(UserError, match="already holds a binary n-gram model"):
+        sampledlm.train_ngram(train, tmp_path / "kn.bin", order=2, binary=True)
 
 
 def test_train_lm_equals_the_train_command(tmp_path, capsys, private_cache):
@@ -123,6 +160,10 @@ def test_train_lm_equals_the_train_command(tmp_path, capsys, private_cache):
     assert lm.perplexity(tmp_path / "valid.txt") == sampledlm.load(tmp_path / "cli").perplexity(tmp_path / "valid.txt")
     with pytest.raises(UserError, match="unknown setting"):
         sampledlm.train_lm(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "x", hiden=[3])
+    from_lists = sampledlm.train_lm([" ".join(s) for s in sents[:160]], [s for s in sents[160:]], tmp_path / "lists",
+                                    model="gru", embed_dim=8, hidden=[16], epochs=2, threads=1)
+    assert valid(tmp_path / "lists") == valid(tmp_path / "cli")
+    assert from_lists.perplexity(tmp_path / "valid.txt") == lm.perplexity(tmp_path / "valid.txt")
 
 
 def test_train_maxent_equals_the_maxent_train_command(tmp_path, capsys):

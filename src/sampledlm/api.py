@@ -100,7 +100,8 @@ class Model:
         return score_sentences(self.lm, [self.words(s) for s in sentences])
 
     def score(self, sentence: Sentence) -> float:
-        """``log10 P(w_1 .. w_n </s> | <s>)``: the sentence read on its own, its end predicted."""
+        """``log10 P(w_1 .. w_n </s> | <s>)``: the sentence read on its own, its end predicted (a sentence with no
+        words, an empty hypothesis, is ``</s>`` alone)."""
         return self._scored([sentence])[0].log10_prob
 
     def word_scores(self, sentence: Sentence) -> list[tuple[str, float]]:
@@ -111,14 +112,16 @@ class Model:
 
     def perplexity(self, sentences: Sentence | Iterable[Sentence] | os.PathLike) -> float:
         """Perplexity over the words and ``</s>`` of ``sentences`` (an iterable of sentences; one string is one
-        sentence; a ``pathlib.Path`` is a text file, one sentence per line), each read on its own."""
+        sentence; a ``pathlib.Path`` is a text file, one sentence per line), each read on its own. A sentence
+        with no words counts as a file's blank line does: as no sentence."""
         from .use.score import Totals, score_file
 
         totals = Totals()
         if isinstance(sentences, os.PathLike):
             scored = score_file(self.lm, os.fspath(sentences), opts=self.text_options)
         else:
-            scored = self._scored([sentences] if isinstance(sentences, str) else list(sentences))
+            given = [sentences] if isinstance(sentences, str) else list(sentences)
+            scored = self._scored([s for s in given if self.words(s)])  # as in a file: a blank line is no sentence
         for s in scored:
             totals.add(s)
         if totals.sentences == 0:
@@ -142,8 +145,8 @@ class Model:
         them: the same seed gives the same sentences."""
         from .use.generate import sample_sentence
 
-        if n < 0:
-            raise UserError(f"n {n}: give a number >= 0")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise UserError(f"generate: n {n!r}: give a whole number >= 0")
         rng = np.random.default_rng(seed)
         start = self._ids(self.words(prefix))
         return [" ".join(self.vocab.decode(sample_sentence(self.lm, start, rng, temperature=temperature,
@@ -152,12 +155,13 @@ class Model:
 
 
 def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool = False, vocab=None, valid=None,
-                text_options=None, **settings) -> Model:
+                text_options=None, force: bool = False, **settings) -> Model:
     """Estimate an n-gram model from words, as ``sampledlm ngram train`` does, and return it as a :class:`Model`.
 
     ``text``: a text file's path (``str`` or ``pathlib.Path``; one sentence per line) or an iterable of sentences
     (strings or lists of words). ``output``: where to write it (an ARPA file, or with ``binary`` a binary
-    directory); ``None`` keeps it in memory only. ``settings``: the fields of
+    directory); ``None`` keeps it in memory only. An existing ``output`` is refused, as the command refuses it,
+    unless ``force``; one of the input files never is replaced. ``settings``: the fields of
     :class:`sampledlm.ngram.build.BuildConfig` (``order=5``, ``smoothing="kn"``, ``memory="2G"``, ...), each
     defaulting as the command's flags do. (:func:`sampledlm.ngram.train_ngram` is the id-level estimator.)
 
@@ -172,11 +176,31 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     config = BuildConfig(**settings)
     vocab = None if vocab is None else os.fspath(vocab)
     valid = None if valid is None else os.fspath(valid)
-    with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp, _text_files({"train": text}) as files:
-        target = os.fspath(output) if output is not None else os.path.join(tmp, "model.arpa")
-        build(config, files["train"], target, binary=binary and output is not None, vocab=vocab, valid=valid,
-              text_options=text_options)
-        return Model(ArpaLM.open(target))
+    if output is None:
+        with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp, _text_files({"train": text}) as files:
+            target = os.path.join(tmp, "model.arpa")
+            build(config, files["train"], target, vocab=vocab, valid=valid, text_options=text_options)
+            return Model(ArpaLM.open(target))
+    target = os.fspath(output)
+    with _text_files({"train": text}) as files:
+        if binary:
+            from .cli.common import writing_directory
+            from .cli.ngram import refuse_existing_dir
+            from .ngram.mapped import lock_directory
+
+            refuse_existing_dir(target, force, "a binary n-gram model")
+            with writing_directory(target, lock_directory):
+                refuse_existing_dir(target, force, "a binary n-gram model")
+                build(config, files["train"], target, binary=True, vocab=vocab, valid=valid, text_options=text_options,
+                      locked=True)
+        else:
+            from .cli.common import refuse_existing
+            from .data.textio import check_writable
+
+            check_writable(target)
+            refuse_existing(target, force, [files["train"], vocab, valid])
+            build(config, files["train"], target, vocab=vocab, valid=valid, text_options=text_options)
+    return Model(ArpaLM.open(target))
 
 
 def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
@@ -185,7 +209,7 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     """Train a neural LM into the run directory ``output``, as ``sampledlm train`` does, and return it as a
     :class:`Model`.
 
-    ``train``, ``valid``: text files; ``model``: ``ffnn``, ``gru``, ``lstm`` or ``transformer``; ``objective``:
+    ``train``, ``valid``: text files or iterables of sentences; ``model``: ``ffnn``, ``gru``, ``lstm`` or ``transformer``; ``objective``:
     any of ``sampledlm train --objective``'s. ``settings``: the command's other options by their Python names
     (the fields of the model's ``Config``, of :class:`sampledlm.neural.trainer.TrainOptions` and the objectives'
     options: ``epochs=2``, ``hidden=[256]``, ``lr=0.002``, ``samples=20``, ``device="cuda"``, ...), each
@@ -197,7 +221,10 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     from .cli.neural import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
     from .data.tokenizer import TextOptions
     from .neural.trainer import new_run
+    from .objectives.registry import OBJECTIVES
 
+    if objective not in OBJECTIVES:
+        raise UserError(f"train_lm: unknown objective {objective!r}; choose from {', '.join(OBJECTIVES)}")
     known = set(MODEL_FIELDS) | set(TRAIN_FIELDS) | set(OBJECTIVE_FIELDS)
     unknown = sorted(set(settings) - known)
     if unknown:
@@ -210,10 +237,11 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
         torch.set_num_threads(threads)
     opts = TextOptions.from_dict(text_options if not isinstance(text_options, TextOptions) else
                                  text_options.to_dict(), "text_options")
-    config, words = build_config(opts, os.fspath(train), os.fspath(valid), None if vocab is None else os.fspath(vocab),
-                                 min_count, max_size, model, None, objective, flags)
-    trainer = new_run(os.fspath(output), config, words, log=log or (lambda msg: None))
-    trainer.train()
+    with _text_files({"train": train, "valid": valid}) as files:
+        config, words = build_config(opts, files["train"], files["valid"], None if vocab is None else os.fspath(vocab),
+                                     min_count, max_size, model, None, objective, flags)
+        trainer = new_run(os.fspath(output), config, words, log=log or (lambda msg: None))
+        trainer.train()
     return load(output)
 
 
@@ -280,9 +308,17 @@ class _text_files:
             if self.tmp is None:
                 self.tmp = tempfile.TemporaryDirectory(prefix="sampledlm-text-")
             files[name] = os.path.join(self.tmp.name, f"{name}.txt")
+            lines = 0
             with atomic_write(files[name]) as f:
                 for s in text:
-                    f.write((s if isinstance(s, str) else " ".join(s)).strip() + "\n")
+                    if not isinstance(s, str) and not all(isinstance(w, str) for w in s):
+                        raise UserError(f"{name}: a sentence is a string or a list of words (strings), not {s!r:.60}")
+                    line = (s if isinstance(s, str) else " ".join(s)).strip()
+                    if line:
+                        f.write(line + "\n")
+                        lines += 1
+            if not lines:
+                raise UserError(f"{name}: no sentences (the sentences given hold no words)")
         return files
 
     def __exit__(self, *exc) -> None:

@@ -123,12 +123,21 @@ def envelope(family: str, vocab: Vocab) -> dict:
             "vocab": {"size": len(vocab), "fingerprint": vocab.fingerprint()}}
 
 
+def no_run_directory(path: str, flag: str = "") -> UserError:
+    """The error for a path that is not a model directory: a file is named as one (an ARPA model given to a
+    command that continues or exports a run), anything else as missing."""
+    where = f"{flag} {path}" if flag else path
+    if os.path.isfile(path):
+        return UserError(f"{where}: is a file, not a run directory")
+    return UserError(f"{where}: no such run directory")
+
+
 def check_source(path: str, family: str, what: str) -> None:
     """``--init-from PATH`` of a train command: a one-line error naming the flag and ``path`` unless ``path`` is a
     model directory of ``family`` (``what``: that family in words; the family's loader checks the rest)."""
     cpath = os.path.join(path, "config.json")
     if not os.path.isdir(path) or not os.path.isfile(cpath):
-        raise UserError(f"--init-from {path}: no such run directory")
+        raise no_run_directory(path, "--init-from")
     config = read_json(cpath)
     config = config if isinstance(config, dict) else {}
     fmt = config.get("format")

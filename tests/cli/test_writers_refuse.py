@@ -68,3 +68,37 @@ def test_an_empty_output_path_is_a_one_line_error(tmp_path, run_in_process, args
     (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
     r = run_in_process(*args, cwd=tmp_path)
     assert r.returncode == 1 and "the output path is empty" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_train_refuses_a_directory_that_holds_other_files_or_a_finished_model(tmp_path, run_in_process):
+    """A new run's files would replace what a directory holds: only a new or empty directory, or a run of ours
+    that stopped before its first checkpoint, is taken."""
+    (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "vocab.txt").write_text("the\t5\n")
+    (mine / "notes.txt").write_text("# my notes\n")
+    small = ["--epochs", "1", "-d", "4", "--hidden", "4", "--threads", "1"]
+    r = run_in_process("train", "--train", "t.txt", "--valid", "t.txt", *small, "-o", "mine", cwd=tmp_path)
+    assert r.returncode == 1 and "choose another -o" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "vocab.txt"]
+    assert (mine / "vocab.txt").read_text() == "the\t5\n"
+
+    assert run_in_process("train", "--train", "t.txt", "--valid", "t.txt", *small, "-o", "run",
+                          cwd=tmp_path).returncode == 0
+    import shutil
+
+    shutil.rmtree(tmp_path / "run" / "checkpoints")
+    (tmp_path / "run" / "checkpoint.json").unlink()
+    model = (tmp_path / "run" / "model.safetensors").read_bytes()
+    r = run_in_process("train", "--train", "t.txt", "--valid", "t.txt", *small, "--lr", "0.01", "-o", "run",
+                       cwd=tmp_path)
+    assert r.returncode == 1 and "holds a trained model" in r.stderr, r.stderr
+    assert (tmp_path / "run" / "model.safetensors").read_bytes() == model
+
+    (tmp_path / "run" / "model.safetensors").unlink()  # a run stopped before its first checkpoint: started again
+    assert run_in_process("train", "--train", "t.txt", "--valid", "t.txt", *small, "-o", "run",
+                          cwd=tmp_path).returncode == 0
+    (tmp_path / "empty").mkdir()
+    assert run_in_process("train", "--train", "t.txt", "--valid", "t.txt", *small, "-o", "empty",
+                          cwd=tmp_path).returncode == 0

@@ -187,3 +187,19 @@ def test_scoring_with_a_run_does_not_import_the_compiler(tmp_path, capsys, priva
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run"), str(tmp_path / "valid.txt")],
                          capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "no dynamo", out
+
+
+def test_errors_name_the_flags_typed_and_a_file_given_for_a_run(tmp_path, capsys, private_cache):
+    write_corpus(tmp_path)
+    corpus = ["--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt"]
+    code, _, _ = run(["train", *corpus, "-o", tmp_path / "run", "-d", "4", "--hidden", "5", "--epochs", "1"], capsys)
+    assert code in (0, None)
+    code, _, err = run(["train", "--valid", tmp_path / "valid.txt", "--resume", tmp_path / "run"], capsys)
+    one_line_error(code, err, "(got --valid)")
+    code, _, err = run(["train", *corpus, "--init-from", tmp_path / "run", "--model", "gru", "-o", tmp_path / "b"],
+                       capsys)
+    one_line_error(code, err, "(got --model)")
+    for args in (["train", "--resume", tmp_path / "train.txt"], ["export", tmp_path / "train.txt", "-o", tmp_path / "m.onnx"],
+                 ["train", *corpus, "--init-from", tmp_path / "train.txt", "-o", tmp_path / "c"]):
+        code, _, err = run(args, capsys)
+        one_line_error(code, err, "train.txt: is a file, not a run directory")

@@ -108,7 +108,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
                  and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
         if given:
             raise UserError(f"--resume continues a run with its own settings; only --epochs, --max-halvings, "
-                            f"--device and --threads may be given with it (got --{given[0].replace('_', '-')})")
+                            f"--device and --threads may be given with it (got {_flag(ctx, given[0])})")
         over = {k: flags[k] for k in RESUME_OVERRIDES if flags.get(k) is not None}
         trainer = resume_run(resume_dir, over, log=say, refuse_finished=True, ranks=ranks)
         say(f"resuming {resume_dir} at epoch {trainer.state.epoch + 1}, step {trainer.state.step}")
@@ -225,7 +225,7 @@ def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_cou
                                                                     ParameterSource.DEFAULT_MAP)]
     if shape:
         raise UserError(f"--init-from {init_dir}: the model, its objective and how text is read come from that run "
-                        f"(got --{shape[0].replace('_', '-')}); give training settings only (--lr, --epochs, ...)")
+                        f"(got {_flag(ctx, shape[0])}); give training settings only (--lr, --epochs, ...)")
     source = source_run(init_dir)
     _, _, src_vocab, src_config = source
     text = TextOptions.from_dict(src_config["data"].get("text_options"), init_dir)
@@ -321,3 +321,10 @@ def _recorded_threads(run_dir: str) -> int | None:
     value = recorded_setting(run_dir, "threads")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
+
+def _flag(ctx, name: str) -> str:
+    """The flag a user typed for the parameter ``name`` (``valid_path`` -> ``--valid``)."""
+    for p in ctx.command.params:
+        if p.name == name and p.opts:
+            return max(p.opts, key=lambda o: (o.startswith("--"), len(o)))
+    return "--" + name.replace("_", "-")

@@ -22,6 +22,7 @@ import torch
 
 from ..data.vocab import Vocab
 from ..data.vocabmap import VocabMap
+from .. import store
 from ..errors import UserError
 from . import rundir as runs
 
@@ -29,7 +30,7 @@ from . import rundir as runs
 def source_run(path: str) -> tuple[torch.nn.Module, torch.nn.Module, Vocab, dict]:
     """``(model, objective, vocab, config)`` of the trained run to start from (its final weights)."""
     if not os.path.isdir(path) or not os.path.exists(os.path.join(path, "config.json")):
-        raise UserError(f"--init-from {path}: no such run directory")
+        raise store.no_run_directory(path, "--init-from")
     return runs.load_run(path)
 
 

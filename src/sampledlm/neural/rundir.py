@@ -221,7 +221,7 @@ def load_run(run_dir: str, weights: str | None = None):
     never finished an epoch, the latest checkpoint is used.
     """
     if not os.path.isdir(run_dir):
-        raise UserError(f"{run_dir}: no such run directory")
+        raise store.no_run_directory(run_dir)
     cfg_path = os.path.join(run_dir, "config.json")
     config = check_config(read_json(cfg_path), cfg_path)
     vocab = load_vocab_checked(run_dir, config)

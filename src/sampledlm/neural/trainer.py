@@ -658,20 +658,7 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``
     (under torchrun every rank builds the same trainer; rank 0 alone creates and writes the directory)."""
     ranks = ranks or Ranks.single()
-    cpath = os.path.join(run_dir, "config.json")
-    if os.path.isfile(cpath):  # another family's model directory is never taken for a run that stopped early
-        try:
-            with open(cpath, encoding="utf-8") as f:
-                family = json.load(f).get("family")
-        except (OSError, ValueError, AttributeError):
-            family = None
-        if family != "neural":
-            raise UserError(f"{run_dir}: holds {'a ' + str(family) + ' model' if family else 'something else'}, "
-                            "not a neural run; choose another -o")
-    if os.path.exists(cpath) and runs.latest_checkpoint(run_dir) is not None:
-        raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
-    # A directory with a config but no checkpoint is a run that stopped before its first checkpoint
-    # (killed or diverged in epoch 1): it holds nothing worth keeping, so it is started again.
+    _check_new_run_dir(run_dir)
     opts = TrainOptions.from_dict(config["train"])
     opts.check()
     from .registry import model_class
@@ -704,6 +691,56 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     return trainer
 
 
+#: what a run directory holds (``.``-names: its lock and the temporary files of atomic writes)
+RUN_FILES = frozenset({"config.json", "config.toml", "vocab.txt", "model.safetensors", "objective.safetensors",
+                       "metrics.jsonl", "learning_curve.png", "checkpoint.json", "checkpoints"})
+
+
+def _check_new_run_dir(run_dir: str) -> None:
+    """A new run's directory is new, empty, or a run of ours that stopped before its first checkpoint (killed or
+    diverged in epoch 1: nothing in it is worth keeping, so it is started again). Anything else is refused: the
+    files of a new run would replace what is there."""
+    if not os.path.exists(run_dir):
+        return
+    if not os.path.isdir(run_dir):
+        raise UserError(f"{run_dir}: exists and is not a directory; choose another -o")
+    names = {n for n in os.listdir(run_dir) if not n.startswith(".")}
+    if not names:
+        return
+    cpath = os.path.join(run_dir, "config.json")
+    family = None
+    if os.path.isfile(cpath):  # another family's model directory is never taken for a run that stopped early
+        try:
+            with open(cpath, encoding="utf-8") as f:
+                family = json.load(f).get("family")
+        except (OSError, ValueError, AttributeError):
+            family = "unreadable"
+        if family != "neural":
+            raise UserError(f"{run_dir}: holds {'a ' + str(family) + ' model' if family else 'something else'}, "
+                            "not a neural run; choose another -o")
+    others = sorted(names - RUN_FILES)
+    if family is None or others:
+        raise UserError(f"{run_dir}: exists and holds {(others or sorted(names))[0]}, which a new run would not "
+                        "keep; choose another -o (a new directory, or an empty one)")
+    if runs.latest_checkpoint(run_dir) is not None:
+        raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
+    model = os.path.join(run_dir, "model.safetensors")
+    if os.path.isfile(model) and _finalized(model):
+        raise UserError(f"{run_dir}: holds a trained model (its checkpoints are gone, so it cannot be resumed); "
+                        "choose another -o")
+
+
+def _finalized(path: str) -> bool:
+    """Whether the model file at ``path`` is a finished run's (its header says so; an unreadable one is not)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(path, "pt") as f:
+            return (f.metadata() or {}).get("finalized") == "true"
+    except Exception:  # noqa: BLE001 - a torn or foreign file: what a killed run may leave
+        return False
+
+
 def _hold_lock(run_dir: str):
     """Take the run directory's lock for the rest of this process (released when it exits)."""
     lock = store.lock_directory(run_dir)
@@ -722,7 +759,7 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_fin
     ranks = ranks or Ranks.single()
     cfg_path = os.path.join(run_dir, "config.json")
     if not os.path.isdir(run_dir):
-        raise UserError(f"{run_dir}: no such run directory")
+        raise store.no_run_directory(run_dir)
     config = runs.check_config(runs.read_json(cfg_path), cfg_path)
     if runs.latest_checkpoint(run_dir) is None:
         raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
