@@ -142,7 +142,7 @@ def test_init_from_reads_from_a_settings_file(corpus, tmp_path, capsys):
     ("neg", ["--objective", "hs"], "leave --objective out"),
     ("neg", ["--lowercase"], "(--lowercase false there, true here)"),
     ("nope", [], "--init-from {d}/nope: no such run directory"),
-    ("domain.txt", [], "--init-from {d}/domain.txt: no such run directory"),
+    ("domain.txt", [], "--init-from {d}/domain.txt: is a file, not a run directory"),
     ("maxent", [], "--init-from {d}/maxent: holds a model of family maxent, not word embeddings"),
 ])
 def test_bad_uses_are_one_line_errors(corpus, tmp_path, capsys, source, args, words):

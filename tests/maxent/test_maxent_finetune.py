@@ -173,7 +173,7 @@ def test_init_from_reads_from_a_settings_file(corpus, tmp_path, capsys):
     ("binary", ["--trigger-window", "5"], "leave --trigger-window out"),
     ("binary", ["--lowercase"], "(--lowercase false there, true here)"),
     ("nope", [], "--init-from {d}/nope: no such run directory"),
-    ("train.txt", [], "--init-from {d}/train.txt: no such run directory"),
+    ("train.txt", [], "--init-from {d}/train.txt: is a file, not a run directory"),
     ("neural", [], "--init-from {d}/neural: holds a model of family neural, not a maxent model"),
 ])
 def test_bad_uses_are_one_line_errors(corpus, tmp_path, capsys, source, args, words):

@@ -109,6 +109,11 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     except BrokenPipeError:
         _drop_stdout()
         sys.exit(0)
+    except SystemExit as e:  # click itself exits 1, silently, when writing to a closed pipe fails
+        if isinstance(e.__context__, BrokenPipeError):
+            _drop_stdout()
+            sys.exit(0)
+        raise
     except OSError as e:  # writing the results to standard output failed (e.g. ENOSPC on a redirected stdout)
         from ..data.textio import write_error
 

@@ -28,6 +28,9 @@ class FiniteFloat(click.FloatRange):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return super().convert(rv, param, ctx)
 
+    def _describe_range(self) -> str:
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
 
 #: A seed flag: what numpy and torch accept (a negative seed is a traceback in numpy).
 SEED = click.IntRange(0, 2**32 - 1)
@@ -70,6 +73,13 @@ def text_flags_given() -> bool:
     ctx = click.get_current_context(silent=True)
     return ctx is not None and any(ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE
                                    for p in TEXT_FLAGS if p in ctx.params)
+
+
+def given(name: str) -> bool:
+    """Whether the running command's parameter ``name`` was given (on the command line or by ``--config``) rather
+    than left to its default: a flag that does not apply is refused only when the user gave it."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source not in (None, click.core.ParameterSource.DEFAULT)
 
 
 def keep_source_settings(where: str, what: str, theirs: dict, here: dict | None = None) -> None:

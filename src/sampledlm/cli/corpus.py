@@ -114,12 +114,15 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     refuse_existing(output, force, [train, vocab_path])
     if tree and not from_model:
         raise UserError("--tree builds its tree from a model's contexts: give --from-model RUN")
+    if tree and num_classes:
+        raise UserError("--tree writes a binary tree, not --classes C flat classes: give one or the other")
     if from_model:
         if vocab_path or max_size or min_count != 1 or text_flags_given():
             raise UserError("--from-model reads TRAIN with the model's own vocabulary and text options: "
                             "leave out --vocab, --min-count, --max-size and the text flags")
         return _classes_from_model(train, output, from_model, num_classes, tree, seed)
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train, opts, min_count=min_count, max_size=max_size)
+    _at_most_v(num_classes, len(vocab))
     ids = load_ids(train, vocab, opts)
     c = num_classes or max(1, min(len(vocab), round(2 * math.sqrt(len(vocab)))))
 
@@ -131,6 +134,11 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     ppl = class_bigram_perplexity(ids, cls)
     click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "
                f"bigram model {ppl:.1f}; written to {output}", err=True)
+
+
+def _at_most_v(num_classes: int | None, v: int) -> None:
+    if num_classes and num_classes > v:
+        raise UserError(f"--classes {num_classes}: at most V = {v}, the vocabulary's size")
 
 
 def _classes_from_model(train: str, output: str, run: str, num_classes: int | None, tree: bool, seed: int) -> None:
@@ -152,6 +160,7 @@ def _classes_from_model(train: str, output: str, run: str, num_classes: int | No
     lm = load_model(run, device="cpu")
     if not hasattr(lm, "model") or not hasattr(lm.model, "eval_contexts"):
         raise UserError(f"--from-model {run}: is {lm.describe()}; give a neural run directory")
+    _at_most_v(num_classes, len(lm.vocab))
     ids = load_ids(train, lm.vocab, TextOptions(**(lm.text_options or {})), cache=False)
     if len(ids) == 0:
         raise UserError(f"{train}: no sentences")

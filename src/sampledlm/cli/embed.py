@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import click
@@ -201,24 +202,41 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, eval
         out["similarity"].append(ev.similarity(wv, ev.read_pairs(path), os.path.basename(path)).to_dict())
     if analogy_file:
         out["analogy"] = ev.analogy(wv, ev.read_analogies(analogy_file), restrict).to_dict()
+    out = _finite(out)
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
     click.echo(f"{vectors}: {len(wv):,} words x {wv.dim}")
     for s in out["similarity"]:
-        click.echo(f"  {s['name']:<22} Spearman rho {s['spearman']:.3f}  ({s['pairs']} pairs, {s['skipped']} skipped: "
+        rho = (f"{s['spearman']:.3f}" if s["spearman"] is not None else
+               "n/a (fewer than 2 pairs known)" if s["pairs"] < 2 else "n/a (constant scores)")
+        click.echo(f"  {s['name']:<22} Spearman rho {rho}  ({s['pairs']} pairs, {s['skipped']} skipped: "
                    "out of vocabulary)")
     if out["analogy"]:
         a = out["analogy"]
         for kind in ("semantic", "syntactic", "all"):
             t = a[kind]
-            click.echo(f"  analogy {kind:<10} 3CosAdd {t['add']:.3f}  3CosMul {t['mul']:.3f}  "
-                       f"({t['answered']}/{t['questions']} questions, coverage {t['coverage']:.1%}, top {restrict:,} words)")
+            scores = f"3CosAdd {t['add']:.3f}  3CosMul {t['mul']:.3f}" if t["answered"] else "n/a (no question covered)"
+            coverage = f", coverage {t['coverage']:.1%}" if t["questions"] else ""
+            click.echo(f"  analogy {kind:<10} {scores}  ({t['answered']}/{t['questions']} questions{coverage}, "
+                       f"top {restrict:,} words)")
         if sections:
             for s in a["sections"]:
                 n = s["answered"]
-                click.echo(f"    {s['name']:<28} {s['add'] / n if n else float('nan'):.3f}  "
-                           f"{s['mul'] / n if n else float('nan'):.3f}  ({n}/{s['questions']})")
+                scores = f"{s['add'] / n:.3f}  {s['mul'] / n:.3f}" if n else "n/a"
+                click.echo(f"    {s['name']:<28} {scores}  ({n}/{s['questions']})")
+
+
+def _finite(value):
+    """``value`` with every nan or infinite number (a score with nothing to score) as None: JSON's null, where
+    ``json`` writes the invalid NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 @embed.command(context_settings=CONTEXT)

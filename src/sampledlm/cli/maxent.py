@@ -7,7 +7,7 @@ import re
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, text_options, writing_directory
+from .common import CONTEXT, SEED, FiniteFloat, given, text_options, writing_directory
 from ..errors import UserError
 from ..maxent.config import AVERAGES, TrainConfig
 from .configfile import config_option
@@ -122,12 +122,14 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
     start = None
     if init_dir:
         start, spec, objective, hash_size, alpha, opts, vocab = _init_from(init_dir, spec, vocab_path)
-        if writer:
-            from ..data.vocabmap import announce
-
-            click.echo(announce(init_dir, start.origin), err=True)
-    else:
+    if objective != "binary" and given("neg_subset"):
+        raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
+    if start is None:
         vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
+    elif writer:
+        from ..data.vocabmap import announce
+
+        click.echo(announce(init_dir, start.origin), err=True)
     train_ids = np.asarray(load_ids(train_path, vocab, opts))
     valid_ids = np.asarray(load_ids(valid_path, vocab, opts))
     for path, ids in ((train_path, train_ids), (valid_path, valid_ids)):

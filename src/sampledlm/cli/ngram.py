@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .common import CONTEXT, FiniteFloat, force_option, refuse_existing, text_options, writing_directory
+from .common import CONTEXT, FiniteFloat, force_option, given, refuse_existing, text_options, writing_directory
 from ..errors import UserError
 from ..ngram.build.config import ENGINES, default as build_default
 from ..ngram.build.estimate import DESCRIPTIONS, SMOOTHINGS  # the one list of smoothings
@@ -87,6 +87,12 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
     """
     from ..data.textio import check_writable
 
+    if smoothing != "addk" and given("add_k"):
+        raise UserError(f"--k is add-k's k: give it with --smoothing addk (not {smoothing})")
+    if given("workers") and (engine != "dask" or scheduler):
+        raise UserError("--workers sizes the local Dask cluster: give it with --engine dask and without --scheduler")
+    if valid_path:
+        _refuse_empty(valid_path, opts)
     if binary:
         from ..ngram.mapped import lock_directory
 
@@ -102,6 +108,17 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
     refuse_existing(output, force, [train_path, vocab_path, valid_path])
     _train(train_path, order, smoothing, output, False, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
            scheduler, workers, opts)
+
+
+def _refuse_empty(path: str, opts) -> None:
+    """A held-out text without a sentence has no perplexity: refused before anything is written."""
+    from contextlib import closing
+
+    from ..data.tokenizer import iter_sentences
+
+    with closing(iter_sentences(path, opts)) as sentences:
+        if next(sentences, None) is None:
+            raise UserError(f"{path}: no sentences (empty file or blank lines only)")
 
 
 def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,

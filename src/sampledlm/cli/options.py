@@ -41,7 +41,9 @@ def field_option(name: str, hint, meta: dict, default_text: str = "") -> callabl
     kind, is_list = _base_type(hint)
     flag = meta.get("flag") or "--" + name.replace("_", "-")
     decls = [flag] + ([meta["short"]] if meta.get("short") else [])
-    help_text = meta.get("help", "") + (f" [{default_text}]" if default_text else "")
+    help_text = meta.get("help", "")
+    if default_text and "[default:" not in help_text:  # a help that says its default itself says it once
+        help_text += f" [{default_text}]"
     if kind is bool:
         neg = meta.get("negatable")
         decl = f"{flag}/--{neg}" if neg else f"{flag}/--no-{flag[2:]}"

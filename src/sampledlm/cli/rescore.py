@@ -13,6 +13,7 @@ from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_optio
 OOV_WARNING = 0.10  # share of hypothesis words outside the model's vocabulary above which rescore warns
 
 FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
+NO_REFERENCE_WORDS = "the references hold no words"
 
 
 @click.command("rescore", context_settings=CONTEXT)
@@ -100,6 +101,11 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
             if os.path.isdir(path) and os.listdir(path) and not force:
                 raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
     lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
+    if k is not None and not lattices:
+        raise UserError(f"--k merges lattice histories: it applies to lattices, and {nbest} holds n-best lists")
+    if tune_nbest is not None and not (tune_on and is_slf(tune_on)):
+        raise UserError("--tune-nbest takes the best paths of the lattices given to --tune-on: "
+                        + (f"{tune_on} holds n-best lists" if tune_on else "give --tune-on DEV"))
     items = _read(nbest, "slf" if lattices else fmt, refs)
     dev_lattices = bool(tune_on) and lattices and is_slf(tune_on) and tune_nbest is None
     dev = _read_dev(tune_on, tune_refs, tune_nbest or 100, lattices=dev_lattices) if tune_on else None
@@ -145,7 +151,9 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     say(f"{nbest}: {len(items)} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, word penalty "
         f"{w.word_penalty:.4g}, first pass {w.first_pass_weight:g}"
         + (f" (tuned on {tune_on}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" if dev is not None else ""))
-    if "rescored_wer" in summary:  # references given with --refs, or in the JSONL lists themselves
+    if "rescored_wer" in summary and not summary["reference_words"]:
+        say(f"WER: n/a ({NO_REFERENCE_WORDS})")
+    elif "rescored_wer" in summary:  # references given with --refs, or in the JSONL lists themselves
         oracle = f", oracle {100 * summary['oracle_wer']:.2f}%" if "oracle_wer" in summary else ""
         say(f"WER: first pass {100 * summary['first_pass_wer']:.2f}%, rescored {100 * summary['rescored_wer']:.2f}%"
             f"{oracle} ({summary['reference_words']} reference words)")
@@ -190,6 +198,8 @@ def _read_dev(path, refs, n, lattices=False):
         dev = [rescore_nbest(lat, n) for lat in dev]
     if any(nb.ref is None for nb in dev):
         raise UserError(f"{path}: tuning needs references: give --tune-refs or a JSONL file with 'ref'")
+    if not any(nb.ref for nb in dev):
+        raise UserError(f"{refs or path}: {NO_REFERENCE_WORDS}, so there is no WER to tune on")
     return dev
 
 
@@ -200,8 +210,8 @@ def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
     ranked = [rerank(nb, w) for nb in lists]
     summary["hypotheses"] = sum(len(nb.hyps) for nb in lists)
     if lists[0].ref is not None:
-        summary.update({key: v for key, v in evaluate(lists, w).to_dict().items()
-                        if key.endswith("wer") or key == "reference_words"})
+        summary.update(_wer({key: v for key, v in evaluate(lists, w).to_dict().items()
+                             if key.endswith("wer") or key == "reference_words"}))
     if output:
         out_fmt = output_format if output_format != "auto" else (fmt if fmt != "auto" else detect_format(path))
         if out_fmt == "slf":
@@ -210,6 +220,13 @@ def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
             raise UserError("n-best lists are written as srilm, kaldi or jsonl, not slf")
         write_nbest(output, ranked, out_fmt)
     return [(nb.id, nb.hyps[0].words) for nb in ranked]
+
+
+def _wer(report: dict) -> dict:
+    """``report``'s WERs, None (JSON null) where the references hold no words: a WER has no value there."""
+    if report["reference_words"]:
+        return report
+    return {key: None if key.endswith("wer") else v for key, v in report.items()}
 
 
 def _search_k(lm, k, output):
@@ -240,7 +257,7 @@ def _tune_lattices(dev, lm, w, k, grid):
     _, exps = rescore_all(dev, lm, w, k, record=True)
     best, errors = tune_lattices(exps, w.am_scale, grid)
     words = sum(len(lat.ref) for lat in dev)
-    return best, {"rescored_wer": errors / words if words else 0.0, "reference_words": words,
+    return best, {"rescored_wer": errors / words, "reference_words": words,
                   "utterances": len(dev), "lattices": True, "weights": asdict(best)}
 
 
@@ -258,7 +275,8 @@ def _rescore_lattices(lats, lm, w, k, output, summary):
             resc = resc + align(lat.ref, hyp.words)
     summary.update({"k": k, "exact": exact is not None and k >= exact})
     if lats[0].ref is not None:
-        summary.update({"first_pass_wer": first.wer, "rescored_wer": resc.wer, "reference_words": first.ref_words})
+        summary.update(_wer({"first_pass_wer": first.wer, "rescored_wer": resc.wer,
+                             "reference_words": first.ref_words}))
     if output:
         os.makedirs(output, exist_ok=True)
         for lat in lats:

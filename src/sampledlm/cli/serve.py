@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT, FiniteFloat, device_option, mix_options
+from .common import CONTEXT, FiniteFloat, device_option, given, mix_options
 from .configfile import config_option
 
 
@@ -58,11 +58,14 @@ def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_b
       sampledlm serve kn3.arpa --port 8080
       curl -s localhost:8080/next -d '{"queries": [{"history": "the cat", "words": ["sat"]}]}'
     """
+    from ..errors import UserError
+
+    for flag, name in (("--batch-wait-ms", "batch_wait_ms"), ("--max-batch", "max_batch")):
+        if no_batching and given(name):
+            raise UserError(f"{flag} shapes the batches that --no-batching turns off: give one or the other")
     try:
         from ..serve.app import Batching, Server, announce
     except ImportError as e:
-        from ..errors import UserError
-
         raise UserError(f"sampledlm serve needs aiohttp ({e}): pip install 'sampledlm[serve]'") from None
     from ..serve.engine import enable_history_cache
     from ..serve.limits import Limits

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..data.textio import iter_lines
 from ..errors import UserError
 from .vectors import WordVectors
 
@@ -79,21 +80,18 @@ def spearman(a, b) -> float:
 
 def read_pairs(path: str) -> list[tuple[str, str, float]]:
     """``(word1, word2, score)`` of a similarity file; one-line errors naming the line."""
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such file")
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            parts = line.split("\t") if "\t" in line else line.split()
-            if len(parts) < 3:
-                raise UserError(f"{path}:{n}: expected 'word1 word2 score', found {line[:60]!r}")
-            try:
-                pairs.append((parts[0].strip(), parts[1].strip(), float(parts[2])))
-            except ValueError:
-                raise UserError(f"{path}:{n}: score {parts[2]!r} is not a number") from None
+    for n, line in enumerate(iter_lines(path), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split("\t") if "\t" in line else line.split()
+        if len(parts) < 3:
+            raise UserError(f"{path}:{n}: expected 'word1 word2 score', found {line[:60]!r}")
+        try:
+            pairs.append((parts[0].strip(), parts[1].strip(), float(parts[2])))
+        except ValueError:
+            raise UserError(f"{path}:{n}: score {parts[2]!r} is not a number") from None
     if not pairs:
         raise UserError(f"{path}: no word pairs")
     return pairs
@@ -125,23 +123,20 @@ def similarity(wv: WordVectors, pairs: list[tuple[str, str, float]], name: str =
 
 def read_analogies(path: str) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
     """``[(section, [(a, a*, b, b*), ...]), ...]`` of a questions-words file, lower-cased."""
-    if not os.path.isfile(path):
-        raise UserError(f"{path}: no such file")
     sections: list[tuple[str, list]] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith(":"):
-                sections.append((line[1:].strip(), []))
-                continue
-            parts = line.lower().split()
-            if len(parts) != 4:
-                raise UserError(f"{path}:{n}: expected four words, found {len(parts)}")
-            if not sections:
-                raise UserError(f"{path}:{n}: a question before the first ': section' line")
-            sections[-1][1].append(tuple(parts))
+    for n, line in enumerate(iter_lines(path), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(":"):
+            sections.append((line[1:].strip(), []))
+            continue
+        parts = line.lower().split()
+        if len(parts) != 4:
+            raise UserError(f"{path}:{n}: expected four words, found {len(parts)}")
+        if not sections:
+            raise UserError(f"{path}:{n}: a question before the first ': section' line")
+        sections[-1][1].append(tuple(parts))
     if not any(q for _, q in sections):
         raise UserError(f"{path}: no analogy questions")
     return sections

@@ -111,11 +111,14 @@ def read_srilm_file(path: str) -> NBest:
         if len(f) < 3:
             raise UserError(f"{path}:{n}: expected 'am_score lm_score nwords word...', got {line.strip()[:60]!r}")
         am, lm = _float(path, n, f[0], "acoustic score"), _float(path, n, f[1], "LM score")
-        if not f[2].lstrip("-").isdigit():
-            raise UserError(f"{path}:{n}: word count {f[2]!r} is not an integer")
+        if not f[2].isdecimal():
+            raise UserError(f"{path}:{n}: word count {f[2]!r} is not a whole number")
         if not (math.isfinite(am * LN10) and math.isfinite(lm * LN10)):
             raise UserError(f"{path}:{n}: a score does not fit in a float once converted from log10")
-        hyps.append(Hypothesis(_words(f[3:]), am * LN10, lm * LN10))
+        words = _words(f[3:])
+        if int(f[2]) not in (len(words), len(f) - 3):  # SRILM counts neither <s> nor </s>; some writers count both
+            raise UserError(f"{path}:{n}: word count {f[2]}, but {len(words)} words follow")
+        hyps.append(Hypothesis(words, am * LN10, lm * LN10))
     if not hyps:
         raise UserError(f"{path}: no hypotheses")
     return NBest(_utterance_id(path), hyps)

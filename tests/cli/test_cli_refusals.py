@@ -1,0 +1,112 @@
+"""The command line refuses what it would silently ignore (an empty --valid, flags that do not apply, more classes
+than words), leaves quietly when its reader stops reading, and shows each flag's default once, readably."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import assert_one_line_error
+from sampledlm.cli import cli
+
+
+def error_line(r) -> str:
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    return lines[0].removeprefix("sampledlm: error: ")
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_ngram_train_refuses_an_empty_validation_text_before_writing(tiny_corpus, tmp_path, run_in_process, binary):
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    out = tmp_path / ("kn.bin" if binary else "kn.arpa")
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--valid", "empty.txt", "-o", str(out),
+                       *(["--binary"] if binary else []), cwd=tmp_path)
+    assert_one_line_error(r.returncode, r.stderr, "empty.txt: no sentences (empty file or blank lines only)", out)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--k", "5"], "--k is add-k's k: give it with --smoothing addk (not mkn)"),
+    (["--smoothing", "wb", "--k", "1"], "--k is add-k's k: give it with --smoothing addk (not wb)"),
+    (["--workers", "4"], "--workers sizes the local Dask cluster: give it with --engine dask and without --scheduler"),
+    (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2"],
+     "--workers sizes the local Dask cluster: give it with --engine dask and without --scheduler"),
+])
+def test_ngram_train_refuses_flags_of_other_settings(tiny_corpus, tmp_path, run_in_process, flags, message):
+    r = run_in_process("ngram", "train", "--train", "train.txt", "-o", "m.arpa", *flags, cwd=tmp_path)
+    assert error_line(r) == message and not (tmp_path / "m.arpa").exists()
+
+
+def test_a_setting_from_a_config_file_counts_as_given(tiny_corpus, tmp_path, run_in_process):
+    (tmp_path / "s.toml").write_text("k = 0.5\n")
+    r = run_in_process("ngram", "train", "--train", "train.txt", "-o", "m.arpa", "--config", "s.toml", cwd=tmp_path)
+    assert error_line(r) == "--k is add-k's k: give it with --smoothing addk (not mkn)"
+    r = run_in_process("ngram", "train", "--train", "train.txt", "-o", "m.arpa", "--config", "s.toml",
+                       "--smoothing", "addk", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("flag", ["--batch-wait-ms", "--max-batch"])
+def test_serve_refuses_batch_settings_with_no_batching(tmp_path, run_in_process, flag):
+    r = run_in_process("serve", "kn3.arpa", "--no-batching", flag, "5", cwd=tmp_path)
+    assert error_line(r) == f"{flag} shapes the batches that --no-batching turns off: give one or the other"
+
+
+@pytest.mark.parametrize("subset", ["fixed", "variable"])
+def test_maxent_refuses_a_negative_subset_for_the_softmax(tiny_corpus, tmp_path, run_in_process, subset):
+    r = run_in_process("maxent", "train", "--train", "train.txt", "--valid", "valid.txt", "-o", "melm", "--epochs",
+                       "1", "--objective", "softmax", "--neg-subset", subset, cwd=tmp_path)
+    assert_one_line_error(r.returncode, r.stderr, "--neg-subset chooses the binary objective's negatives; the "
+                                                  "softmax objective has none", tmp_path / "melm")
+
+
+def test_classes_refuses_more_classes_than_words(tmp_path, run_in_process):
+    (tmp_path / "t.txt").write_text(" ".join(f"w{i}" for i in range(47)) + "\n")
+    r = run_in_process("classes", "t.txt", "--classes", "100", "-o", "c.txt", cwd=tmp_path)
+    assert_one_line_error(r.returncode, r.stderr, "--classes 100: at most V = 49, the vocabulary's size",
+                          tmp_path / "c.txt")
+    r = run_in_process("classes", "t.txt", "--classes", "49", "-o", "c.txt", cwd=tmp_path)
+    assert r.returncode == 0 and "49 classes over 49 words" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["score", "rescore"])
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tiny_corpus, tmp_path, command):
+    model = tmp_path / "k2.arpa"
+    subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", str(tiny_corpus["train"]),
+                    "--order", "2", "-o", str(model)], check=True, capture_output=True)
+    sents = tiny_corpus["train"].read_text().splitlines()
+    (tmp_path / "l.jsonl").write_text("".join(json.dumps({"id": f"u{i}", "hyps": [{"words": s, "am": -1, "lm": -2}]})
+                                              + "\n" for i, s in enumerate(sents * 10)))
+    args = [str(tiny_corpus["train"]), "--per-word"] if command == "score" else [str(tmp_path / "l.jsonl")]
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", command, str(model), *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.read(100)  # as `| head -c 100`: the command writes far more than a pipe holds
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 0 and err == ""
+
+
+def help_text(*path) -> str:
+    r = CliRunner().invoke(cli, [*path, "--help"], terminal_width=100)
+    assert r.exit_code == 0
+    return re.sub(r"\s+", " ", r.output)
+
+
+@pytest.mark.parametrize("path", [("rescore",), ("ngram", "train"), ("ngram", "prune"), ("train",), ("serve",),
+                                  ("embed", "train"), ("maxent", "train")])
+def test_each_flag_shows_one_readable_default(path):
+    text = help_text(*path)
+    assert "None" not in text
+    assert not re.search(r"\[default:[^\]]*\] *\[default:", text)
+
+
+def test_the_defaults_the_help_explains_are_shown_once():
+    text = help_text("train")
+    assert "[default: 4 d] [x>=1]" in text and "[default: the training --bptt] [x>=1]" in text
+    assert "--am-scale FLOAT Weight of the acoustic score. [default: 1.0]" in help_text("rescore")
+    assert "(1 = add-one). [default: 1.0]" in help_text("ngram", "train")

@@ -1,0 +1,81 @@
+"""``sampledlm rescore``: SRILM word counts are checked, references without words give no WER (null, n/a, and no
+tuning), and the lattice-only flags are refused on n-best lists."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sampledlm.errors import UserError
+from sampledlm.use.nbest import read_srilm_file
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    """``sampledlm samples``'s files and kn3.arpa trained on their train.txt."""
+    from sampledlm.cli import main
+
+    d = tmp_path_factory.mktemp("samples")
+    for args in (["samples", str(d)], ["ngram", "train", "--train", str(d / "train.txt"), "-o", str(d / "kn3.arpa")]):
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        assert e.value.code == 0
+    (d / "empty-refs.txt").write_text("".join(f"{line.split()[0]}\n" for line in (d / "refs.txt").read_text()
+                                              .splitlines()))
+    (d / "empty-refs.jsonl").write_text("".join(json.dumps({**json.loads(line), "ref": ""}) + "\n"
+                                                for line in (d / "nbest.jsonl").read_text().splitlines()))
+    return d
+
+
+@pytest.mark.parametrize("line,message", [
+    ("-40.14 -22.4 11 if it\n", "u.nbest:1: word count 11, but 2 words follow"),
+    ("-40.14 -22.4 -2 if it\n", "u.nbest:1: word count '-2' is not a whole number"),
+    ("-40.14 -22.4 3 <s> if it </s>\n", "u.nbest:1: word count 3, but 2 words follow"),
+])
+def test_a_word_count_that_is_not_the_lines_is_refused(tmp_path, line, message):
+    (tmp_path / "u.nbest").write_text(line)
+    with pytest.raises(UserError) as e:
+        read_srilm_file(str(tmp_path / "u.nbest"))
+    assert str(e.value) == f"{tmp_path}/{message}"
+
+
+def test_the_word_count_may_leave_out_or_count_the_sentence_markers(tmp_path):
+    (tmp_path / "u.nbest").write_text("-1 -2 2 <s> if it </s>\n-1 -2 4 <s> if it </s>\n-1 -2 0\n")
+    assert [h.words for h in read_srilm_file(str(tmp_path / "u.nbest")).hyps] == [["if", "it"], ["if", "it"], []]
+
+
+def test_references_without_words_give_no_wer(samples, run_in_process):
+    for args in (["empty-refs.jsonl"], ["lattices", "--refs", "empty-refs.txt"]):
+        r = run_in_process("rescore", "kn3.arpa", *args, "--json", cwd=samples)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout, parse_constant=lambda name: pytest.fail(f"{name} in the JSON output"))
+        assert doc["reference_words"] == 0 and doc["first_pass_wer"] is None and doc["rescored_wer"] is None
+        r = run_in_process("rescore", "kn3.arpa", *args, cwd=samples)
+        assert r.returncode == 0 and "WER: n/a (the references hold no words)" in r.stderr and "inf" not in r.stderr
+
+
+@pytest.mark.parametrize("dev,refs,named", [("empty-refs.jsonl", [], "empty-refs.jsonl"),
+                                            ("lattices", ["--tune-refs", "empty-refs.txt"], "empty-refs.txt")])
+def test_tuning_on_references_without_words_is_refused(samples, run_in_process, dev, refs, named):
+    r = run_in_process("rescore", "kn3.arpa", "nbest.jsonl", "--tune-on", dev, *refs, cwd=samples)
+    assert r.returncode == 1 and r.stderr.splitlines() == [
+        f"sampledlm: error: {named}: the references hold no words, so there is no WER to tune on"]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--k", "2"], "--k merges lattice histories: it applies to lattices, and nbest.jsonl holds n-best lists"),
+    (["--tune-nbest", "5"], "--tune-nbest takes the best paths of the lattices given to --tune-on: give --tune-on DEV"),
+    (["--tune-nbest", "5", "--tune-on", "nbest.jsonl"],
+     "--tune-nbest takes the best paths of the lattices given to --tune-on: nbest.jsonl holds n-best lists"),
+])
+def test_lattice_flags_on_n_best_lists_are_refused(samples, run_in_process, flags, message):
+    r = run_in_process("rescore", "kn3.arpa", "nbest.jsonl", *flags, cwd=samples)
+    assert r.returncode == 1 and r.stderr.splitlines() == [f"sampledlm: error: {message}"]
+
+
+def test_lattice_flags_still_apply_to_lattices(samples, run_in_process):
+    r = run_in_process("rescore", "kn3.arpa", "lattices", "--k", "1", "--tune-on", "lattices", "--tune-refs",
+                       "refs.txt", "--tune-nbest", "5", "--refs", "refs.txt", "--json", cwd=samples)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["k"] == 1
