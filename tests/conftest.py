@@ -31,6 +31,18 @@ _os_environ = __import__("os").environ
 _os_environ["SAMPLEDLM_DEVICE"] = _os_environ.get("SAMPLEDLM_TEST_DEVICE", "cpu")
 
 
+# --- workers ----------------------------------------------------------------------------------------------------
+# The whole suite (no paths given) runs on one worker a core when pytest-xdist is installed (it is in the test
+# extra): most of its time is CLI processes and small trainings, one core each. `-n N` chooses, `-n 0` runs it in
+# this process; without pytest-xdist (a machine with no registry) it runs in this process as before.
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
+            and config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.collectonly
+            and not config.getoption("usepdb", False)):
+        config.option.numprocesses = "auto"
+
+
 # --- the campaigns --------------------------------------------------------------------------------------------
 # The fault campaign's cases and kill points (benchmarks/faults_cases.py) are also tests, one per case, run against
 # the working tree: `python -m pytest -q --campaigns -m campaign` (about half an hour on 2 cores). Without
