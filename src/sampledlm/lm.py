@@ -47,6 +47,8 @@ class LanguageModel(ABC):
     text_options: dict | None = None
     #: whether ``<unk>`` has a probability of its own (an ARPA file without it scores OOVs at log10 p = -100)
     has_unk: bool = True
+    #: whether running text scores differently from sentences read on their own (recurrent and Transformer models)
+    crosses_sentences: bool = False
 
     def oov_mask(self, ids: np.ndarray) -> np.ndarray:
         """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the vocabulary, literal ``<unk>``)."""
@@ -224,6 +226,10 @@ class Mixture(LanguageModel):
     """
 
     family = "mixture"
+
+    @property
+    def crosses_sentences(self) -> bool:
+        return any(m.crosses_sentences for m in self.models)
 
     def __init__(self, models: Sequence[LanguageModel], weights: Sequence[float] | None = None):
         if len(models) < 2:

@@ -105,3 +105,19 @@ def test_running_text_perplexity_does_not_depend_on_the_batch_size(cell):
     obj = make_objective("softmax")
     ppl = [perplexity(model, obj, ids, batch_size=b) for b in (None, 1, 7, 64, 1000)]
     assert max(ppl) - min(ppl) < 1e-4 * ppl[0], ppl
+
+
+def test_running_text_is_refused_where_no_model_crosses_sentences(tmp_path, run_in_process):
+    (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
+    assert run_in_process("ngram", "train", "--train", "t.txt", "--order", "2", "-o", "k.arpa",
+                          cwd=tmp_path).returncode == 0
+    small = ["--epochs", "1", "-d", "4", "--hidden", "4", "--threads", "1"]
+    for model in ("ffnn", "gru"):
+        assert run_in_process("train", "--train", "t.txt", "--valid", "t.txt", "--model", model, *small, "-o", model,
+                              cwd=tmp_path).returncode == 0
+    for args in (["k.arpa"], ["ffnn", "--mix", "k.arpa"]):
+        r = run_in_process("eval", *args, "--test", "t.txt", "--running-text", cwd=tmp_path)
+        assert r.returncode == 1 and "each sentence on its own" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    for args in (["gru"], ["gru", "--mix", "k.arpa"]):
+        r = run_in_process("eval", *args, "--test", "t.txt", "--running-text", "--per-sentence", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr

@@ -100,6 +100,10 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
             raise UserError(f"--stride {stride}: longer than the model's window ({window} tokens)")
         lm.model.stride = stride
     mix = Mixture([lm] + [load_model(p, device=device) for p in others]) if others else None
+    if running_text and not (mix or lm).crosses_sentences:
+        names = [model, *others]
+        raise UserError(f"--running-text: {', '.join(names)} read{'' if others else 's'} each sentence on its own "
+                        "(the flag applies to recurrent and Transformer models, whose history crosses sentences)")
     if opts is None:
         opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
     from ..data.textio import readable_path
@@ -151,7 +155,7 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
     else:
-        how = "scored as <unk>" if lm.has_unk else "log10 p -100 each: the model has no <unk>"
+        how = "scored as <unk>" if lm.has_unk else "log10 p -100 each, plus the history's back-off as in KenLM: the model has no <unk>"
         msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentences; {result['oov']:,} "
                f"OOV, {how}), ppl {result['ppl']:.2f}")
         if others:

@@ -64,6 +64,9 @@ class NeuralScorer(nn.Module):
     #: True for the recurrent models: objectives' ``sequence_defaults`` apply (measured on the GRU; the Transformer,
     #: with its own learning rate, keeps each objective's general defaults until measured)
     sequence_model: bool = False
+    #: True when a prediction may see words before its sentence's ``<s>`` (recurrent state, a Transformer's window):
+    #: only then does running text score differently from sentences read on their own
+    crosses_sentences: bool = False
 
     def history_key(self, history) -> tuple | None:
         """A hashable key that determines the context after ``<s> history`` (ids), or None when the

@@ -158,6 +158,10 @@ class NeuralLM(LanguageModel):
         self.text_options = None if opts is None else TextOptions.from_dict(opts, "config.json").to_dict()
         self.batch_size = batch_size
 
+    @property
+    def crosses_sentences(self) -> bool:
+        return self.model.crosses_sentences
+
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent)
 

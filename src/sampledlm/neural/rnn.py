@@ -85,6 +85,7 @@ class RNNLM(NeuralScorer):
     train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 32, "bptt": 35, "clip": 1.0, "epochs": 8,
                       "max_halvings": 3, "min_improvement": 0.003, "lr_schedule": "cosine"}
     sequence_model = True
+    crosses_sentences = True
     cell_type = "gru"
     uses_counts = True  # adaptive input bands are ranks by training count
 

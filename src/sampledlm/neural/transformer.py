@@ -146,6 +146,7 @@ class TransformerLM(NeuralScorer):
     train_defaults = {"optimizer": "adam", "lr": 0.0005, "batch_size": 32, "bptt": 64, "clip": 1.0, "epochs": 10,
                       "max_halvings": 3, "min_improvement": 0.003}
     uses_counts = True  # the adaptive input's bands are ranks by training count
+    crosses_sentences = True  # running text: the window holds the sentences before
 
     def __init__(self, num_words: int, cfg: TransformerConfig, counts=None, sparse_output: bool = False):
         super().__init__()

@@ -29,7 +29,7 @@ from .model import LN10, NgramLM
 
 def missing_unk_warning(path: str) -> str:
     return (f"sampledlm: warning: {path}: the ARPA file has no <unk>; words outside its vocabulary get "
-            f"log10 probability {UNK_LOGP:g} (as KenLM does)")
+            f"log10 probability {UNK_LOGP:g}, plus the history's back-off weight (as KenLM does)")
 
 
 class ArpaLM(LanguageModel):

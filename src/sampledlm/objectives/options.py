@@ -59,7 +59,7 @@ OPTION_HELP: dict[str, dict] = {
     "selfnorm_calibrate": {"help": "selfnorm: after training, shift the output biases so the mean log Z on the "
                                    "validation text is 0 (exact probabilities unchanged; default on)", "type": bool},
     "shortlist": {"help": "shortlist: the S most frequent words the network's softmax covers (Schwenk 2007: 2,000; "
-                          "at most V)", "min": 1, "type": int},
+                          "the whole vocabulary when V is smaller)", "min": 1, "type": int},
     "backoff": {"help": "shortlist: back-off n-gram (ARPA file, same vocabulary) for the other words and the "
                         "short-list's mass [default: the training unigram]", "type": str},
 }
