@@ -37,6 +37,8 @@ _os_environ["SAMPLEDLM_DEVICE"] = _os_environ.get("SAMPLEDLM_TEST_DEVICE", "cpu"
 # this process; without pytest-xdist (a machine with no registry) it runs in this process as before.
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
+    if "PYTEST_XDIST_WORKER" in _os_environ:  # a worker: its options come from the controller, never more workers
+        return
     if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
             and config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.collectonly
             and not config.getoption("usepdb", False)):
