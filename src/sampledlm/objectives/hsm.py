@@ -41,6 +41,7 @@ classes do (:mod:`.classes`).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -189,7 +190,9 @@ class HierarchicalSoftmax(OutputObjective):
         num_nodes = len(depth)
         layer = self._modules.get("node_layer")
         if layer is None or layer.out_features != num_nodes * self.components:
-            layer = FastLinear(self.hidden, num_nodes * self.components)
+            with warnings.catch_warnings():  # a tree of one level (V <= arity) has no inner node: an empty layer
+                warnings.filterwarnings("ignore", "Initializing zero-element tensors")
+                layer = FastLinear(self.hidden, num_nodes * self.components)
             torch.nn.init.zeros_(layer.bias)
             self.node_layer = layer.to(device=dev, dtype=self._node_dtype())
 
