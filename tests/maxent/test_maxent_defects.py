@@ -443,3 +443,17 @@ def test_no_seed_or_issue_references_in_maxent_code():
         text = f.read_text(encoding="utf-8")
         assert not re.search(r"seed 00\d", text), f
         assert not re.search(r"\bissue\s*#?\d", text, re.IGNORECASE), f
+
+
+def test_running_text_applies_to_trigger_models_only(tmp_path, run_in_process):
+    """Trigger windows reach across sentence starts in running text (eval's default): --running-text is theirs;
+    without triggers the history stops at <s>, and the flag is refused."""
+    (tmp_path / "t.txt").write_text("a b c d\nb c a d\nc a b\n" * 30)
+    for name, features in (("trig", ["bigram,trigger", "--trigger-min-count", "1"]), ("plain", ["bigram"])):
+        r = run_in_process("maxent", "train", "--train", "t.txt", "--valid", "t.txt", "--epochs", "1", "--features",
+                           *features, "-o", name, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    r = run_in_process("eval", "trig", "--test", "t.txt", "--per-sentence", "--running-text", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("eval", "plain", "--test", "t.txt", "--running-text", cwd=tmp_path)
+    assert r.returncode == 1 and "each sentence on its own" in r.stderr, r.stderr

@@ -107,6 +107,32 @@ def test_running_text_perplexity_does_not_depend_on_the_batch_size(cell):
     assert max(ppl) - min(ppl) < 1e-4 * ppl[0], ppl
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_a_long_sentence_is_scored_in_pieces_with_the_same_numbers(cell, monkeypatch):
+    """A sentence of 200,000 words had asked for its whole [n, V] score matrix at once (2 GB at V = 1k): scored on
+    its own it now goes in pieces of at most SENTENCE_TOKENS tokens, its state carried."""
+    from sampledlm.neural import rnn
+
+    torch.manual_seed(0)
+    model = (rnn.GRULM if cell == "gru" else rnn.LSTMLM).build(9, embed_dim=6, hidden=7, dropout=0.0, tie=False).eval()
+    ids = np.random.default_rng(1).integers(1, 9, size=300)
+    ids[[40, 41, 299]] = 0  # sentences of 40, 0 and 257 words
+    obj = make_objective("softmax")
+    whole = stream_logprobs(model, obj, ids, independent=True)
+    calls = []
+    real = obj.log_prob_targets
+
+    def counted(scorer, ctx, targets):
+        calls.append(len(targets))
+        return real(scorer, ctx, targets)
+
+    monkeypatch.setattr(rnn, "SENTENCE_TOKENS", 50)
+    monkeypatch.setattr(obj, "log_prob_targets", counted)
+    pieces = stream_logprobs(model, obj, ids, independent=True)
+    np.testing.assert_allclose(pieces, whole, rtol=1e-5)
+    assert calls and max(calls) <= 50 and sum(calls) == len(ids)
+
+
 def test_running_text_is_refused_where_no_model_crosses_sentences(tmp_path, run_in_process):
     (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
     assert run_in_process("ngram", "train", "--train", "t.txt", "--order", "2", "-o", "k.arpa",

@@ -19,8 +19,9 @@ from .common import CONTEXT, device_option, mix_options, text_flags_given, text_
 @click.option("--weight", default=None, hidden=True, help="Two models: the weight of MODEL (old name of --weights W).")
 @click.option("--per-sentence", is_flag=True, help="One line per sentence: ln-prob, predictions, perplexity, text "
                                                   "(each sentence scored from a fresh state).")
-@click.option("--running-text", is_flag=True, help="Recurrent models: carry the state across sentences also with "
-                                                   "--per-sentence (the default for the overall perplexity).")
+@click.option("--running-text", is_flag=True,
+              help="Recurrent, Transformer and trigger maxent models: carry the history across sentences also with "
+                   "--per-sentence (the default for the overall perplexity).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Evaluation batch: feed-forward histories, sentences, or (recurrent running text) tokens per "
                    "call; it never changes the perplexity.")
@@ -103,7 +104,8 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     if running_text and not (mix or lm).crosses_sentences:
         names = [model, *others]
         raise UserError(f"--running-text: {', '.join(names)} read{'' if others else 's'} each sentence on its own "
-                        "(the flag applies to recurrent and Transformer models, whose history crosses sentences)")
+                        "(the flag applies to models whose history crosses sentences: recurrent, Transformer, maxent with "
+                        "trigger features)")
     if opts is None:
         opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
     from ..data.textio import readable_path

@@ -36,6 +36,11 @@ class MaxEntLM(LanguageModel):
         self.vocab = vocab
         self.text_options = text_options if text_options is not None else model.text_options
 
+    @property
+    def crosses_sentences(self) -> bool:
+        """Trigger windows reach back across sentence starts in running text."""
+        return "trigger" in self.model.features.spec.names
+
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         ids = np.asarray(ids)
         if len(ids) == 0:

@@ -56,6 +56,11 @@ from .dropout import Dropout
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 
+#: independent sentences: at most this many tokens' scores a call (64 sentences of 64 tokens in one; a sentence of
+#: 200,000 words had asked for its whole ``[n, V]`` score matrix at once, 2 GB at V = 1k)
+SENTENCE_TOKENS = 4096
+
+
 def running_text_chunk(num_words: int) -> int:
     """Tokens of running text scored per call in evaluation: as many as keep a ``[n, V]`` float32 score matrix near
     16 MB, from 64 to 1,024. Each call reads the whole output table once (8 MB at V = 10k, h = 200), so small calls
@@ -218,7 +223,8 @@ class RNNLM(NeuralScorer):
         ``batch_size`` tokens per call (default ``bptt``, else :func:`running_text_chunk`). Cutting the stream into
         rows, each from a fresh state, made the perplexity depend on the batch size (84.5 in one row, 86.0 in 7, 346
         in 1,000 on one model); the batch size now changes only how many tokens each call reads. Independent
-        sentences: ``batch_size`` sentences per call, each from a fresh state."""
+        sentences: ``batch_size`` sentences per call, each from a fresh state, in calls of at most
+        :data:`SENTENCE_TOKENS` tokens."""
         ids = np.asarray(ids, dtype=np.int64)
         if not independent:
             bptt = batch_size or bptt or running_text_chunk(self.num_words)
@@ -247,8 +253,12 @@ class RNNLM(NeuralScorer):
                 x[r, 1:n] = torch.from_numpy(ids[s : e - 1])
                 mask[r, :n] = True
                 pos[r, :n] = torch.arange(s, e)
-            hidden, _ = self(x)
-            yield hidden[mask], y[mask], pos[mask].numpy()
+            span = max(1, SENTENCE_TOKENS // len(sel))  # a long sentence in pieces, its state carried
+            state = None
+            for t in range(0, length, span):
+                hidden, state = self(x[:, t : t + span], state)
+                m = mask[:, t : t + span]
+                yield hidden[m], y[:, t : t + span][m], pos[:, t : t + span][m].numpy()
 
 
 class GRULM(RNNLM):
