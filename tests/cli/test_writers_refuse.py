@@ -102,3 +102,28 @@ def test_train_refuses_a_directory_that_holds_other_files_or_a_finished_model(tm
     (tmp_path / "empty").mkdir()
     assert run_in_process("train", "--train", "t.txt", "--valid", "t.txt", *small, "-o", "empty",
                           cwd=tmp_path).returncode == 0
+
+
+def test_samples_replaces_files_only_with_force_and_names_a_bad_directory(tmp_path, run_in_process):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "train.txt").write_text("my corpus\n")
+    r = run_in_process("samples", "mine", cwd=tmp_path)
+    assert r.returncode == 1 and "already exists; give --force" in r.stderr, r.stderr
+    assert (tmp_path / "mine" / "train.txt").read_text() == "my corpus\n"
+    assert run_in_process("samples", "mine", "--force", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "mine" / "train.txt").read_text() != "my corpus\n"
+    for bad in ("mine/train.txt/sub", "/proc/sampledlm-samples"):
+        r = run_in_process("samples", bad, cwd=tmp_path)
+        assert r.returncode == 1 and "cannot create the directory" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_export_names_an_opset_torch_cannot_write_and_a_path_it_cannot_write(tmp_path, run_in_process):
+    (tmp_path / "t.txt").write_text("a b c\nb c a\n" * 20)
+    r = run_in_process("train", "--train", "t.txt", "--valid", "t.txt", "--epochs", "1", "-d", "4", "--hidden", "4",
+                       "--threads", "1", "-o", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for args, needle in ((["--opset", "99", "-o", "m.onnx"], "--opset 99"), (["-o", "/proc/m.onnx"], "cannot write"),
+                         (["-o", "nodir/m.onnx"], "cannot write")):
+        r = run_in_process("export", "run", *args, cwd=tmp_path)
+        assert r.returncode == 1 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "m.onnx").exists()

@@ -188,25 +188,35 @@ def _classes_from_model(train: str, output: str, run: str, num_classes: int | No
 
 @click.command(context_settings=CONTEXT)
 @click.argument("directory", metavar="DIR")
+@force_option("the sample files")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True,
               help="Seed of the simulated recogniser's errors and scores.")
-def samples(directory, seed):
+def samples(directory, force, seed):
     """Write sample files into DIR: a corpus, n-best lists and lattices to try every command on.
 
     \b
     train.txt, valid.txt, test.txt: the built-in corpus (Python's documentation text);
     nbest.jsonl and nbest-srilm/: n-best lists of 20 test sentences from a simulated recogniser,
     with references (JSONL; SRILM's 'am lm nwords words' files, references in refs.txt);
-    lattices/: HTK SLF lattices of 3 of them. Files already in DIR with these names are replaced.
+    lattices/: HTK SLF lattices of 3 of them. Files already in DIR with these names are replaced only
+    with --force.
     Example:
       sampledlm samples data && cd data
       sampledlm ngram train --train train.txt --order 3 -o kn3.arpa
       sampledlm rescore kn3.arpa nbest.jsonl --tune-on nbest.jsonl
       sampledlm rescore kn3.arpa lattices --lm-weight 10
     """
-    from ..data.samples import write_samples
+    from ..data.samples import NAMES, write_samples
 
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise UserError(f"{directory}: is a file; DIR names a directory")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"{directory}: cannot create the directory ({e.strerror})") from None
+    there = [n for n in NAMES if os.path.exists(os.path.join(directory, n))]
+    if there and not force:
+        raise UserError(f"{os.path.join(directory, there[0])}: already exists; give --force to replace the sample "
+                        "files, or choose another DIR")
     paths = write_samples(directory, seed=seed)
     click.echo(f"wrote {', '.join(os.path.relpath(p, directory) for p in paths.values())} into {directory}", err=True)

@@ -16,7 +16,8 @@ from .common import CONTEXT
               help="What to write.")
 @click.option("-o", "--output", required=True, help="The file to write (e.g. model.onnx).")
 @click.option("--force", is_flag=True, help="Replace the output file if it exists (refused otherwise).")
-@click.option("--opset", type=click.IntRange(min=18), default=18, show_default=True, help="ONNX opset version.")
+@click.option("--opset", type=click.IntRange(min=18), default=18, show_default=True,
+              help="ONNX opset version (up to the newest the installed torch writes).")
 def export(run_dir, fmt, output, force, opset):
     """Export a neural RUN (ffnn, gru, lstm, transformer) as an ONNX graph of exact next-word log
     probabilities, for decoders and services that run ONNX Runtime.
@@ -29,11 +30,17 @@ def export(run_dir, fmt, output, force, opset):
     Example:
       sampledlm export gru --format onnx -o gru.onnx
     """
+    from torch.onnx._constants import ONNX_MAX_OPSET
+
+    from ..data.textio import check_writable
     from ..neural.onnx_export import export_onnx
     from .common import refuse_existing
 
+    if opset > ONNX_MAX_OPSET:
+        raise UserError(f"--opset {opset}: the installed torch writes opsets 18 to {ONNX_MAX_OPSET}")
     if os.path.isdir(output):
         raise UserError(f"{output}: is a directory; -o names the ONNX file to write")
+    check_writable(output)
     refuse_existing(output, force, inputs=[run_dir])
     meta = export_onnx(run_dir, output, opset=opset)
     words = meta["vocab"].count("\n") + 1

@@ -93,6 +93,10 @@ def slf_lattice(name: str, ref: list[str], pool: list[str], rng: random.Random) 
     return "\n".join(lines) + "\n"
 
 
+#: what :func:`write_samples` writes into its directory
+NAMES = ("train.txt", "valid.txt", "test.txt", "nbest.jsonl", "nbest-srilm", "refs.txt", "lattices")
+
+
 def write_samples(directory: str, seed: int = 1) -> dict[str, str]:
     """Write the sample files into ``directory`` (created); returns their paths by name."""
     os.makedirs(directory, exist_ok=True)

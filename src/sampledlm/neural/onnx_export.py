@@ -79,7 +79,11 @@ def export_onnx(run_dir: str, output: str, opset: int = 18) -> dict:
                  "text_options": json.dumps(config.get("data", {}).get("text_options") or {}),
                  "objective": config["objective"]["name"], "source": os.path.abspath(run_dir)})
     directory = os.path.dirname(os.path.abspath(output))
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".onnx-") as tmp:
+    try:
+        scratch = tempfile.TemporaryDirectory(dir=directory, prefix=".onnx-")
+    except OSError as e:
+        raise UserError(f"{output}: cannot write ({e.strerror})") from None
+    with scratch as tmp:
         raw = os.path.join(tmp, "graph.onnx")
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the exporter's notes on the legacy path and on RNN batch sizes
