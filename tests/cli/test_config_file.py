@@ -52,10 +52,14 @@ def test_ngram_train_reads_the_same_settings_from_a_file(tiny_corpus, tmp_path, 
 
 @pytest.mark.parametrize("text, message", [
     ('order = 2\nordr = 3\n', "line 2: unknown setting 'ordr'"),
-    ('order = "two"\n', "line 1: order = 'two'"),
+    ('order = "two"\n', 'line 1: order = "two": expected integer'),
+    ('order = "3"\n', 'line 1: order = "3": expected integer'),  # click alone took the string, and 1.5 as 1
+    ('order = 2.5\n', "line 1: order = 2.5: expected integer"),
+    ('order = true\n', "line 1: order = true: expected integer"),
     ('order = 0\n', "line 1: order = 0"),
-    ('[model]\norder = 2\n', "is a table"),
-    ('order = \n', "not a TOML file"),
+    ('order = 2\n\n[model]\norder = 2\n', "line 3: [model] is a table"),
+    ('order = 2\norder = 3\n', "line 2: not TOML: Cannot overwrite a value"),
+    ('order = \n', "line 1: not TOML"),
 ])
 def test_a_bad_file_is_one_line_naming_file_and_line(tiny_corpus, tmp_path, capsys, text, message):
     (tmp_path / "bad.toml").write_text(text)

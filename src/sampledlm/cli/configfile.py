@@ -70,12 +70,17 @@ def read_settings(path: str, ctx: click.Context) -> dict:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\s*\(at line (\d+), column \d+\)", str(e))
+        if m:
+            raise UserError(f"{path}: line {m.group(1)}: not TOML: {str(e)[:m.start()]}") from None
         raise UserError(f"{path}: not a TOML file: {e}") from None
     keys = _keys(ctx.command)
     settings = {}
     for key, value in data.items():
         where = f"{path}: line {_line_of(text, key) or '?'}"
         if isinstance(value, dict):
+            header = re.search(rf"^[ \t]*\[+[ \t]*[\"']?{re.escape(key)}[\"']?[ \t]*[\].]", text, re.M)
+            where = f"{path}: line {text.count(chr(10), 0, header.start()) + 1}" if header else where
             raise UserError(f"{where}: [{key}] is a table; the file holds flat 'key = value' settings")
         p = keys.get(key.replace("-", "_"))
         if p is None:
@@ -86,11 +91,37 @@ def read_settings(path: str, ctx: click.Context) -> dict:
             raise UserError(f"{where}: {key!r} sets {p.name!r} a second time")
         if isinstance(p, click.Option) and p.multiple and not isinstance(value, list):
             value = [value]
+        wanted = _toml_type(p)
+        if wanted and not all(_is(v, wanted) for v in (value if isinstance(value, list) else [value])):
+            raise UserError(f"{where}: {key} = {_toml_value(value) or repr(value)}: expected {wanted} (a TOML "
+                            f"{'list of ' + wanted + 's' if isinstance(value, list) else wanted}, as --{key} takes)")
         try:
             settings[p.name] = p.type_cast_value(ctx, value)
         except click.BadParameter as e:
             raise UserError(f"{where}: {key} = {value!r}: {e.message}") from None
     return settings
+
+
+def _toml_type(p: click.Parameter) -> str | None:
+    """The TOML type a setting's value must have (None: the parameter's own type decides): click converts
+    ``1.5`` to the integer 1 and ``"yes"`` to True, which a file's author did not mean."""
+    t = p.type
+    if getattr(p, "is_flag", False) or isinstance(t, click.types.BoolParamType):
+        return "boolean"
+    if isinstance(t, click.types.IntParamType):  # IntRange too
+        return "integer"
+    if isinstance(t, click.types.FloatParamType):
+        return "number"
+    if isinstance(t, (click.types.StringParamType, click.Choice, click.Path)):
+        return "string"
+    return None
+
+
+def _is(value, wanted: str) -> bool:
+    if isinstance(value, bool):
+        return wanted == "boolean"
+    return {"integer": isinstance(value, int), "number": isinstance(value, (int, float)),
+            "string": isinstance(value, str)}.get(wanted, False)
 
 
 def _load(ctx: click.Context, param: click.Parameter, value: str | None):
