@@ -110,3 +110,30 @@ def test_the_defaults_the_help_explains_are_shown_once():
     assert "[default: 4 d] [x>=1]" in text and "[default: the training --bptt] [x>=1]" in text
     assert "--am-scale FLOAT Weight of the acoustic score. [default: 1.0]" in help_text("rescore")
     assert "(1 = add-one). [default: 1.0]" in help_text("ngram", "train")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["classes", "train.txt", "--seed", "5", "-o", "out.txt"], "--seed starts --from-model's k-means"),
+    (["classes", "train.txt", "--vocab", "v.txt", "--min-count", "3", "-o", "out.txt"],
+     "--vocab gives the words; --min-count and --max-size choose them"),
+    (["maxent", "train", "--train", "train.txt", "--valid", "train.txt", "--trigger-window", "5", "-o", "out"],
+     "--trigger-window shapes trigger features, which --features unigram,bigram,trigram does not use"),
+    (["maxent", "train", "--train", "train.txt", "--valid", "train.txt", "--features", "", "-o", "out"],
+     "--features is empty"),
+    (["ngram", "train", "--train", "train.txt", "--smoothing", "wb", "--temp-dir", ".", "-o", "out.txt"],
+     "--temp-dir holds the spilled runs of bounded-memory estimation, which --smoothing wb does not use"),
+    (["generate", "kn.arpa", "--prefix", "a b c d", "--max-words", "3"], "--max-words 3 counts the prefix"),
+])
+def test_settings_that_would_go_unused_are_refused(tiny_corpus, tmp_path, run_in_process, args, message):
+    assert run_in_process("vocab", "train.txt", "-o", "v.txt", cwd=tmp_path).returncode == 0
+    assert run_in_process("ngram", "train", "--train", "train.txt", "--order", "2", "-o", "kn.arpa",
+                          cwd=tmp_path).returncode == 0
+    r = run_in_process(*args, cwd=tmp_path)
+    assert error_line(r).startswith(message), r.stderr
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "out").exists()
+
+
+def test_vocab_counts_its_entries_as_words_unk_and_end(tiny_corpus, tmp_path, run_in_process):
+    r = run_in_process("vocab", "train.txt", "-o", "v.txt", cwd=tmp_path)
+    entries = len((tmp_path / "v.txt").read_text().splitlines())
+    assert f"{entries:,} entries ({entries - 2:,} word types, <unk> and </s>)" in r.stderr, r.stderr

@@ -33,7 +33,8 @@ def vocab(train, output, min_count, max_size, force, opts):
     refuse_existing(output, force, [train])
     v = build_vocab(train, opts, min_count=min_count, max_size=max_size)
     v.save(output)
-    click.echo(f"{len(v)} entries ({len(v) - 1} word types and </s>); <unk> count {int(v.counts[1])}", err=True)
+    click.echo(f"{len(v):,} entries ({len(v) - 2:,} word types, <unk> and </s>); <unk> count {int(v.counts[1]):,}",
+               err=True)
 
 
 @click.command(context_settings=CONTEXT)
@@ -112,8 +113,16 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
 
     check_writable(output)
     refuse_existing(output, force, [train, vocab_path])
+    from .common import given
+
     if tree and not from_model:
         raise UserError("--tree builds its tree from a model's contexts: give --from-model RUN")
+    if given("seed") and not from_model:
+        raise UserError("--seed starts --from-model's k-means; the exchange algorithm has no randomness to seed")
+    if from_model and given("iterations"):
+        raise UserError("--iterations counts the exchange algorithm's passes; --from-model clusters by k-means")
+    if vocab_path and (given("min_count") or given("max_size")):
+        raise UserError("--vocab gives the words; --min-count and --max-size choose them when it is left out")
     if tree and num_classes:
         raise UserError("--tree writes a binary tree, not --classes C flat classes: give one or the other")
     if from_model:

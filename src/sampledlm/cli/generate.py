@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import UserError
 from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options
 
 
@@ -43,6 +44,9 @@ def generate(model, others, weights, interp_valid, prefix, count, temperature, t
         torch.set_num_threads(threads)
     lm = open_models([model, *others], weights, interp_valid, device=device)
     words = tokenize_line(prefix, TextOptions(**(lm.text_options or {})))
+    if len(words) >= max_words:
+        raise UserError(f"--max-words {max_words} counts the prefix, which holds {len(words)} words already: give "
+                        f"more than {len(words)}")
     for sentence in sample(lm, words, count, seed, temperature=temperature, top_k=top_k, max_words=max_words,
                            allow_unk=not no_unk):
         click.echo(" ".join(sentence))

@@ -61,7 +61,7 @@ def _deprecated(msg: str) -> None:
                    "epoch; over every epoch from the 2nd (run); or (auto) since the last epoch at which the last "
                    "weights did better on --valid.")
 @click.option("--epochs", type=click.IntRange(min=1), default=DEFAULTS.epochs, show_default=True, help="Most epochs.")
-@click.option("--min-improvement", type=FiniteFloat(max=1, max_open=True), default=None,
+@click.option("--min-improvement", type=FiniteFloat(min=0, max=1, max_open=True), default=None,
               help="Relative valid-ppl gain that counts as improving: below it lr is halved, and training stops "
                    f"at the next such epoch.  [default: {DEFAULTS.min_gain}]")
 @click.option("--min-gain", "min_gain_deprecated", type=FiniteFloat(max=1, max_open=True), default=None, hidden=True)
@@ -122,6 +122,11 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
     start = None
     if init_dir:
         start, spec, objective, hash_size, alpha, opts, vocab = _init_from(init_dir, spec, vocab_path)
+    trigger_flags = [f for f in ("trigger_window", "trigger_gap", "trigger_pairs", "trigger_min_count",
+                                 "trigger_min_lift") if given(f)]
+    if trigger_flags and "trigger" not in spec.names:
+        raise UserError(f"--{trigger_flags[0].replace('_', '-')} shapes trigger features, which --features "
+                        f"{','.join(spec.names)} does not use (add trigger, or feat-ii)")
     if objective != "binary" and given("neg_subset"):
         raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
     if start is None:

@@ -270,7 +270,7 @@ def build_binary(model, output, verify, force):
 @click.argument("model", metavar="MODEL")
 @click.option("-o", "--output", required=True, help="Pruned model: an ARPA file (.gz/.bz2/.xz ok), or a binary "
                                                     "model directory with --binary.")
-@click.option("--threshold", type=FiniteFloat(), default=None,
+@click.option("--threshold", type=FiniteFloat(min=0), default=None,
               help="Drop an n-gram when its removal raises the training-set perplexity by less than this relative "
                    "amount (SRILM's -prune; e.g. 1e-8 .. 1e-6).")
 @click.option("--keep", type=FiniteFloat(0, 1, min_open=True), default=None,

@@ -66,6 +66,8 @@ class FeatureSpec:
     def parse(cls, text: str, **kw) -> "FeatureSpec":
         text = {"feat-i": FEAT_I, "feat-ii": FEAT_II}.get(text.strip().lower(), text)
         names = [n.strip().lower() for n in text.split(",") if n.strip()]
+        if not names:
+            raise UserError("--features is empty: name at least one feature (--features unigram for unigrams alone)")
         known = set(_BACK) | {"unigram", "trigger"}
         for n in names:
             if n not in known and not (_NGRAM.match(n) and int(_NGRAM.match(n).group(1)) >= 2):

@@ -60,7 +60,10 @@ def build(config: BuildConfig, train: str, output: str, *, binary: bool = False,
         text_options = TextOptions.from_dict(text_options or {}, "text_options")
     if config.memory is not None:  # first: the other checks would send the user round
         check_streaming(config.smoothing)
-    if config.temp_dir is not None:  # whichever path runs (in memory it may go unused)
+    if config.temp_dir is not None:  # on the bounded path (it may go unused when everything fits)
+        if config.smoothing not in STREAMING:
+            raise UserError(f"--temp-dir holds the spilled runs of bounded-memory estimation, which --smoothing "
+                            f"{config.smoothing} does not use (it counts in memory; {'/'.join(STREAMING)} stream)")
         check_temp_dir(config.temp_dir)
     if config.smoothing == "jm" and not valid:
         raise UserError("--smoothing jm tunes its interpolation weights on held-out text: give --valid FILE")
