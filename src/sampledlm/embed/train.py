@@ -49,7 +49,8 @@ class Word2VecConfig:
     epochs: int = option(5, "Passes over the corpus.", min=1, max=10_000)
     alpha: float | None = option(None, "Starting learning rate, decayed linearly to alpha * 1e-4 "
                                  "(none: 0.05 for cbow, 0.025 for skipgram, as word2vec).", min=0.0, min_open=True, max=10.0)
-    threads: int = option(2, "Worker threads (Hogwild: no lock, as word2vec and gensim).", min=1, max=1024)
+    threads: int = option(2, "Worker threads (Hogwild: no lock, as word2vec and gensim; with more than one, the "
+                             "threads' interleaving makes runs differ slightly whatever the seed).", min=1, max=1024)
     seed: int = option(1, "Random seed (initial vectors, subsampling, windows, negatives).", min=0, max=2**63 - 1)
 
     @property
