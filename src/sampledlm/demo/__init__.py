@@ -73,7 +73,8 @@ def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
         for step in STEPS:
             results.extend(step(data))
         click.echo("\n== models (exact perplexity; </s> counted, <s> not) ==")
-        click.echo(f"{'model':<40} {'valid ppl':>10} {'test ppl':>10} {'seconds':>8}")
+        width = max([len("model"), *(len(r.model) for r in results)])
+        click.echo(f"{'model':<{width}} {'valid ppl':>10} {'test ppl':>10} {'seconds':>8}")
         for r in results:
-            click.echo(f"{r.model:<40} {r.valid_ppl:>10.2f} {r.test_ppl:>10.2f} {r.seconds:>8.1f}  {r.note}")
+            click.echo(f"{r.model:<{width}} {r.valid_ppl:>10.2f} {r.test_ppl:>10.2f} {r.seconds:>8.1f}  {r.note}".rstrip())
     return results
