@@ -298,12 +298,30 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
     for r in out + theirs:
         r["vs_softmax"] = None if soft is None else r["test_ppl"] / soft - 1
     data = {"setup": {**st.describe(runs), "training_predictions": tokens}, "rows": out + theirs,
-            "failures": failures}
+            "failures": failures, "headline": headline(out)}
     body = render(data, soft, quick) + "\n" + lmruns.status_note(runs, rows, failures)
     fig = figure([r for r in out if not seed_of(r["name"])] + theirs)
     write_page(out_dir, NAME, "Quality for CPU time: the GRU with every output objective, beside faster-rnnlm",
                st.meta, data, body, figure=fig)
     return data
+
+
+#: the README's rows: (row, method); each objective at its defaults on the softmax GRU's trunk
+HEADLINE = (("gru softmax", "GRU 256, full softmax"), ("gru nce", "GRU 256, NCE"), ("gru is", "GRU 256, IS"),
+            ("gru class", "GRU 256, class-based softmax"), ("gru adaptive", "GRU 256, adaptive softmax"),
+            ("gru hsm", "GRU 256, hierarchical softmax"), ("transformer softmax", "Transformer, full softmax"))
+
+
+def headline(out: list[dict]) -> list[dict]:
+    """Rows for the README's table: relative_cost = the softmax GRU's words per CPU second / the row's."""
+    by = {r["name"]: r for r in out}
+    soft = by.get("gru softmax")
+    if soft is None:
+        return []
+    return [{"method": method, "test_ppl": by[name]["test_ppl"],
+             "relative_cost": soft["words_per_cpu_s"] / by[name]["words_per_cpu_s"],
+             "note": f"{NAME}: {by[name]['epochs']} epochs, one thread, objective defaults"}
+            for name, method in HEADLINE if name in by]
 
 
 def first_pass(st, run: lmruns.Run, rows: dict) -> dict | None:

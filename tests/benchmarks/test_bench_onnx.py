@@ -20,6 +20,12 @@ def test_quality_cpu_quick_writes_every_row(tmp_path, private_cache):
     names = [r["name"] for r in data["rows"]]
     assert names and "gru softmax" in names and not data["failures"]
     assert all(r["cpu_s"] > 0 and r["words_per_cpu_s"] > 0 and r["curve"] for r in data["rows"])
+    head = {h["method"]: h for h in data["headline"]}  # the README's rows (quick pages are left out of it)
+    assert head["GRU 256, full softmax"]["relative_cost"] == 1.0
+    soft = next(r for r in data["rows"] if r["name"] == "gru softmax")
+    for h in data["headline"]:
+        row = next(r for r in data["rows"] if h["test_ppl"] == r["test_ppl"])
+        assert h["relative_cost"] == pytest.approx(soft["words_per_cpu_s"] / row["words_per_cpu_s"])
 
 
 def test_quality_cpu_time_to_a_perplexity_measured_or_extrapolated():
