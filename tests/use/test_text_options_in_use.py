@@ -130,3 +130,13 @@ def test_option_sets_written_with_fewer_keys_mean_the_same():
                                         "gutenberg": False, "sentences": None, "encoding_errors": "strict"})
     assert common_text_options([old, new])["lowercase"] is True
     assert common_text_options([SimpleNamespace(text_options=None), old])["lowercase"] is True
+
+
+def test_score_takes_evals_text_flags(models, run_in_process):
+    """`score --lowercase` reads the text as `eval --lowercase` does (the flags override the model's own)."""
+    r = run_in_process("score", "kn2.arpa", "upper.txt", "--lowercase", "--jsonl", cwd=models)
+    assert r.returncode == 0, r.stderr
+    scored = json.loads(r.stderr.strip().splitlines()[-1])["ppl"]
+    assert scored == pytest.approx(ppl(run_in_process, models, "kn2.arpa", "--test", "upper.txt", "--lowercase"),
+                                   rel=1e-9)
+    assert scored < ppl(run_in_process, models, "kn2.arpa", "--test", "upper.txt")  # the flag did something

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import CONTEXT, device_option, mix_options
+from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options
 
 
 @click.command("score", context_settings=CONTEXT)
@@ -19,7 +19,8 @@ from .common import CONTEXT, device_option, mix_options
               help="Sentences per bunch (recurrent) or distinct histories per bunch (feed-forward); 1: one at a time.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
 @device_option
-def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, threads, device):
+@text_options
+def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, threads, device, opts):
     """Score every sentence of FILE: log10 and natural-log probability, words, OOVs, perplexity.
 
     \b
@@ -44,7 +45,7 @@ def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, th
     lm = open_models([model, *others], weights, interp_valid, batch_size=bunch, device=device)
     shown = "standard input" if text == "-" else text
     totals = Totals()
-    for s in score_file(lm, text, with_orders=per_word):
+    for s in score_file(lm, text, with_orders=per_word, opts=opts if text_flags_given() else None):
         totals.add(s)
         click.echo(json.dumps(s.to_dict(per_word)) if jsonl else format_sentence(s, per_word))
     if totals.sentences == 0:
