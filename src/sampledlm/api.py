@@ -181,25 +181,12 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
             target = os.path.join(tmp, "model.arpa")
             build(config, files["train"], target, vocab=vocab, valid=valid, text_options=text_options)
             return Model(ArpaLM.open(target))
+    from .cli.ngram import model_output
+
     target = os.fspath(output)
-    with _text_files({"train": text}) as files:
-        if binary:
-            from .cli.common import writing_directory
-            from .cli.ngram import refuse_existing_dir
-            from .ngram.mapped import lock_directory
-
-            refuse_existing_dir(target, force, "a binary n-gram model")
-            with writing_directory(target, lock_directory):
-                refuse_existing_dir(target, force, "a binary n-gram model")
-                build(config, files["train"], target, binary=True, vocab=vocab, valid=valid, text_options=text_options,
-                      locked=True)
-        else:
-            from .cli.common import refuse_existing
-            from .data.textio import check_writable
-
-            check_writable(target)
-            refuse_existing(target, force, [files["train"], vocab, valid])
-            build(config, files["train"], target, vocab=vocab, valid=valid, text_options=text_options)
+    with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid]):
+        build(config, files["train"], target, binary=binary, vocab=vocab, valid=valid, text_options=text_options,
+              locked=binary)
     return Model(ArpaLM.open(target))
 
 
@@ -209,7 +196,8 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     """Train a neural LM into the run directory ``output``, as ``sampledlm train`` does, and return it as a
     :class:`Model`.
 
-    ``train``, ``valid``: text files or iterables of sentences; ``model``: ``ffnn``, ``gru``, ``lstm`` or ``transformer``; ``objective``:
+    ``train``, ``valid``: text files or iterables of sentences; ``model``: ``ffnn``, ``gru``, ``lstm`` or
+    ``transformer``; ``objective``:
     any of ``sampledlm train --objective``'s. ``settings``: the command's other options by their Python names
     (the fields of the model's ``Config``, of :class:`sampledlm.neural.trainer.TrainOptions` and the objectives'
     options: ``epochs=2``, ``hidden=[256]``, ``lr=0.002``, ``samples=20``, ``device="cuda"``, ...), each

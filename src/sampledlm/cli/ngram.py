@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -85,29 +86,37 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
       sampledlm ngram train --train big.txt --order 5 --engine dask --scheduler tcp://head:8786 -o kn5.arpa
       sampledlm ngram train --train big.txt --order 5 --engine dask --workers 2 --memory 1G -o kn5.arpa
     """
-    from ..data.textio import check_writable
-
     if smoothing != "addk" and given("add_k"):
         raise UserError(f"--k is add-k's k: give it with --smoothing addk (not {smoothing})")
     if given("workers") and (engine != "dask" or scheduler):
         raise UserError("--workers sizes the local Dask cluster: give it with --engine dask and without --scheduler")
     if valid_path:
         _refuse_empty(valid_path, opts)
-    if binary:
-        from ..ngram.mapped import lock_directory
+    with model_output(output, binary, force, [train_path, vocab_path, valid_path]):
+        _train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir,
+               engine, scheduler, workers, opts)
 
-        if output == "-":
-            raise UserError("--binary writes a model directory: give -o DIR, not -")
-        refuse_existing_dir(output, force, "a binary n-gram model")
-        with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
-            refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
-            _train(train_path, order, smoothing, output, True, vocab_path, valid_path, add_k, prune, memory,
-                   temp_dir, engine, scheduler, workers, opts)
+
+@contextlib.contextmanager
+def model_output(output: str, binary: bool, force: bool, inputs):
+    """The checks of an n-gram model's output before it is estimated (``ngram train``, ``sampledlm.train_ngram``):
+    an ARPA file is writable, none of ``inputs``, and replaced only with ``force``; a binary directory is new, empty
+    or (with ``force``) a binary model, checked again under its lock, held to the end (a second writer stops)."""
+    from ..data.textio import check_writable
+
+    if not binary:
+        check_writable(output)
+        refuse_existing(output, force, inputs)
+        yield
         return
-    check_writable(output)
-    refuse_existing(output, force, [train_path, vocab_path, valid_path])
-    _train(train_path, order, smoothing, output, False, vocab_path, valid_path, add_k, prune, memory, temp_dir, engine,
-           scheduler, workers, opts)
+    from ..ngram.mapped import lock_directory
+
+    if output == "-":
+        raise UserError("--binary writes a model directory: give -o DIR, not -")
+    refuse_existing_dir(output, force, "a binary n-gram model")
+    with writing_directory(output, lock_directory):
+        refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
+        yield
 
 
 def _refuse_empty(path: str, opts) -> None:
