@@ -714,7 +714,7 @@ def _check_new_run_dir(run_dir: str) -> None:
             with open(cpath, encoding="utf-8") as f:
                 family = json.load(f).get("family")
         except (OSError, ValueError, AttributeError):
-            family = "unreadable"
+            family = ""  # unreadable: something else
         if family != "neural":
             raise UserError(f"{run_dir}: holds {'a ' + str(family) + ' model' if family else 'something else'}, "
                             "not a neural run; choose another -o")
