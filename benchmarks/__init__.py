@@ -86,6 +86,9 @@ EXPERIMENTS: dict[str, Experiment] = {
                               trains_lm=True),
     "onnx": Experiment("onnx_export", "a GRU exported to ONNX: ONNX Runtime's log probabilities against sampledlm "
                        "score, and its speed against PyTorch on one thread", trains_lm=True),
+    "lr-grid": Experiment("lr_grid", "one learning-rate grid for every PTB GRU-256 row, the softmax included: "
+                          "valid perplexity by rate, test at the chosen rate, gaps against the tuned softmax",
+                          trains_lm=True),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments (and 10 more during "
                           "a final write): torn outputs, recoveries, temporary files"),
 }

@@ -74,16 +74,20 @@ def test_classes_refuses_more_classes_than_words(tmp_path, run_in_process):
     assert r.returncode == 0 and "49 classes over 49 words" in r.stderr
 
 
-@pytest.mark.parametrize("command", ["score", "rescore"])
+@pytest.mark.parametrize("command", ["score", "rescore", "ngram"])
 def test_a_reader_that_stops_reading_ends_the_command_quietly(tiny_corpus, tmp_path, command):
+    """Under every click release (issue 54: click 8.5 exits 1 on a closed pipe in its own main, which the
+    project no longer calls), `| head -c 100` ends the command with status 0 and nothing on stderr."""
     model = tmp_path / "k2.arpa"
     subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", str(tiny_corpus["train"]),
                     "--order", "2", "-o", str(model)], check=True, capture_output=True)
     sents = tiny_corpus["train"].read_text().splitlines()
     (tmp_path / "l.jsonl").write_text("".join(json.dumps({"id": f"u{i}", "hyps": [{"words": s, "am": -1, "lm": -2}]})
                                               + "\n" for i, s in enumerate(sents * 10)))
-    args = [str(tiny_corpus["train"]), "--per-word"] if command == "score" else [str(tmp_path / "l.jsonl")]
-    p = subprocess.Popen([sys.executable, "-m", "sampledlm", command, str(model), *args], stdout=subprocess.PIPE,
+    args = {"score": [str(model), str(tiny_corpus["train"]), "--per-word"],
+            "rescore": [str(model), str(tmp_path / "l.jsonl")],
+            "ngram": ["train", "--train", str(tiny_corpus["train"]), "--order", "3", "-o", "-"]}[command]
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", command, *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     p.stdout.read(100)  # as `| head -c 100`: the command writes far more than a pipe holds
     p.stdout.close()
@@ -137,3 +141,16 @@ def test_vocab_counts_its_entries_as_words_unk_and_end(tiny_corpus, tmp_path, ru
     r = run_in_process("vocab", "train.txt", "-o", "v.txt", cwd=tmp_path)
     entries = len((tmp_path / "v.txt").read_text().splitlines())
     assert f"{entries:,} entries ({entries - 2:,} word types, <unk> and </s>)" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("flags", [[], ["--memory", "1G"], ["--smoothing", "wb"], ["--smoothing", "katz"]])
+def test_ngram_train_refuses_an_order_the_text_cannot_support(tmp_path, run_in_process, flags):
+    """Issue 54: ``--order 100`` on short sentences ended in an IndexError (bounded path) or wrote a model with
+    empty orders (in memory); both refuse now, naming the highest order the text supports."""
+    (tmp_path / "t.txt").write_text("a b\nc\n")
+    r = run_in_process("ngram", "train", "--train", "t.txt", "--order", "100", "-o", "m.arpa", *flags, cwd=tmp_path)
+    assert_one_line_error(r.returncode, r.stderr, "--order 100: the training text has no 5-grams (its longest "
+                                                  "sentence has 2 words, 4 tokens with <s> and </s>); use --order 4 "
+                                                  "or less", tmp_path / "m.arpa")
+    r = run_in_process("ngram", "train", "--train", "t.txt", "--order", "4", "-o", "m.arpa", *flags, cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "m.arpa").exists()

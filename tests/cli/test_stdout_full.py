@@ -20,7 +20,10 @@ def test_results_to_a_full_stdout_are_a_one_line_error(tiny_corpus):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("args", [["score", "{model}", "{text}", "--per-word"], ["generate", "{model}", "-n", "300"],
-                                  ["eval", "{model}", "--test", "{text}", "--per-sentence"]])
+                                  ["eval", "{model}", "--test", "{text}", "--per-sentence"],
+                                  ["ngram", "train", "--train", "{text}", "--order", "3", "-o", "-"],
+                                  ["ngram", "train", "--train", "{text}", "--order", "3", "--smoothing", "wb", "-o", "-"],
+                                  ["ngram", "train", "--train", "{text}", "--valid", "{text}", "-o", "-"]])
 def test_no_second_error_at_exit_whatever_is_still_buffered(tiny_corpus, tmp_path, args):
     model = tmp_path / "k2.arpa"
     subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", str(tiny_corpus["train"]),

@@ -68,6 +68,23 @@ def test_sigterm_finishes_the_request_in_flight(serve_models):
             p.kill()
 
 
+def test_a_signal_after_the_clean_stop_does_not_kill_the_exit(serve_models):
+    """Issue 54: a second SIGTERM or SIGINT that arrived after the "stopped" line found Python's default handler
+    (put back when the event loop closed, and again at finalisation) and the process died by the signal (-15)."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+        p, url, line = start(str(serve_models / "kn3.arpa"))
+        try:
+            p.send_signal(sig)
+            while "stopped" not in (got := p.stderr.readline()):
+                assert got, "the server ended without its 'stopped' line"
+            for _ in range(3):
+                p.send_signal(sig)
+            assert p.wait(60) == 0
+        finally:
+            if p.poll() is None:
+                p.kill()
+
+
 def test_a_taken_port_is_one_line(serve_models):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -86,34 +86,33 @@ def bench(args):
 
 def main(argv: list[str] | None = None, command: click.Command | None = None, prog_name: str = "sampledlm") -> None:
     """Console-script entry point: run ``command`` (default: the ``sampledlm`` group) and turn user errors into
-    one-line messages. ``python -m benchmarks`` runs its own command through here too."""
+    one-line messages. ``python -m benchmarks`` runs its own command through here too.
+
+    Every way a command can end is handled here, for every command and every writer, without leaning on how a
+    click release treats them: a reader that stops reading (``| head``) ends the command quietly with status 0, a
+    full disk behind standard output is one line and status 1, ^C is status 130."""
     try:
-        rc = (command or cli).main(args=argv, prog_name=prog_name, standalone_mode=False)
+        rc = _invoke(command or cli, argv, prog_name)
         sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit
     except UserError as e:
         click.echo(f"sampledlm: error: {e}", err=True)
         sys.exit(1)
-    except click.exceptions.Abort as e:  # click turns KeyboardInterrupt into Abort; the training's says how to resume
-        if isinstance(e.__cause__, EOFError):  # click turns EOFError (a truncated file) into Abort too: not a ^C
-            click.echo(f"sampledlm: error: a file ended too soon ({e.__cause__ or 'end of file'})", err=True)
-            sys.exit(1)
+    except click.exceptions.Abort as e:  # a prompt's ^C (click raises Abort there)
         cause = str(e.__cause__ or "")
         click.echo(f"sampledlm: {cause}" if cause else "sampledlm: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
+    except EOFError as e:  # a truncated file read by a library that raises EOFError
+        click.echo(f"sampledlm: error: a file ended too soon ({e or 'end of file'})", err=True)
+        sys.exit(1)
     except KeyboardInterrupt as e:  # training raises one that says where its checkpoint is and how to resume
         click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         _drop_stdout()
         sys.exit(0)
-    except SystemExit as e:  # click itself exits 1, silently, when writing to a closed pipe fails
-        if isinstance(e.__context__, BrokenPipeError):
-            _drop_stdout()
-            sys.exit(0)
-        raise
     except OSError as e:  # writing the results to standard output failed (e.g. ENOSPC on a redirected stdout)
         from ..data.textio import write_error
 
@@ -124,6 +123,22 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         _drop_stdout()
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _invoke(command: click.Command, argv: list[str] | None, prog_name: str):
+    """Parse ``argv`` and run ``command``, letting every exception through to :func:`main` (click's own ``main``
+    turns some of them into exits of its own, differently from one release to the next). ``--help`` and
+    ``--version`` return their exit status; shell completion (``_SAMPLEDLM_COMPLETE=bash_source sampledlm``) is
+    click's."""
+    complete_var = f"_{prog_name.replace('-', '_').replace(' ', '_')}_COMPLETE".upper()
+    if os.environ.get(complete_var):
+        return command.main(args=argv, prog_name=prog_name, complete_var=complete_var)
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        with command.make_context(prog_name, args) as ctx:
+            return command.invoke(ctx)
+    except click.exceptions.Exit as e:
+        return e.exit_code
 
 
 def _failed_write_target(e: OSError) -> str:

@@ -79,5 +79,5 @@ def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_b
     enable_history_cache(lm, history_cache)
     server = Server(lm, host, port, Limits(max_body, max_items, max_words, max_k, read_timeout, idle_timeout),
                     Batching(not no_batching, batch_wait_ms, max_batch), shutdown_timeout)
-    server.run(announce=announce)
+    server.run(announce=announce, restore_signals=False)  # a signal after the clean stop cannot kill the exit
     click.echo("sampledlm serve: stopped", err=True)

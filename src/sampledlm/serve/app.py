@@ -291,6 +291,7 @@ class Server:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._stop_requested = False
 
     @property
     def url(self) -> str:
@@ -301,6 +302,8 @@ class Server:
         """Bind, call ``ready(server)``, serve until :meth:`stop`, then shut down gracefully."""
         self._stop = asyncio.Event()
         self.loop = asyncio.get_running_loop()
+        if self._stop_requested:
+            self._stop.set()
         app = make_app(self.lm, self.limits, self.batching)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout, handle_signals=False,
                                keepalive_timeout=self.limits.idle_timeout)
@@ -325,9 +328,14 @@ class Server:
             await runner.cleanup()  # idle connections close; then the batcher ends
 
     def stop(self) -> None:
-        """Ask a serving server to stop (any thread); :meth:`start`'s thread then ends."""
-        if self.loop is not None and self._stop is not None:
-            self.loop.call_soon_threadsafe(self._stop.set)
+        """Ask a serving server to stop (any thread, or a signal handler; before it listens too: it then stops
+        as soon as it does); :meth:`start`'s thread then ends."""
+        self._stop_requested = True
+        if self.loop is not None and self._stop is not None and not self.loop.is_closed():
+            try:
+                self.loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:  # the loop closed meanwhile: the server has stopped already
+                pass
 
     # --- in a thread -----------------------------------------------------------------------------------
     def start(self) -> "Server":
@@ -358,18 +366,26 @@ class Server:
         self.close()
 
     # --- in the foreground, until a signal -----------------------------------------------------------
-    def run(self, announce=None) -> None:
-        """Serve until SIGTERM or SIGINT; ``announce(server)`` once listening (the command line prints the URL)."""
-        async def main():
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                try:
-                    loop.add_signal_handler(sig, self.stop)
-                except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-                    pass
-            await self.serve(ready=announce)
+    def run(self, announce=None, restore_signals: bool = True) -> None:
+        """Serve until SIGTERM or SIGINT; ``announce(server)`` once listening (the command line prints the URL).
 
-        asyncio.run(main())
+        The first signal stops the server gracefully; later ones change nothing (the drain goes on). With
+        ``restore_signals=False`` (the command line, which exits next) both signals are ignored after the return,
+        so that a signal arriving between the clean stop and the process's exit cannot kill it."""
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def on_signal(signum, frame):
+            self.stop()
+
+        for sig in previous:
+            signal.signal(sig, on_signal)
+        try:
+            asyncio.run(self.serve(ready=announce))
+        finally:
+            for sig, handler in previous.items():
+                # not restored: ignored from now on. Python's finalization puts SIG_DFL back wherever a Python
+                # handler was set (a late SIGTERM would then kill the exiting process), but leaves SIG_IGN.
+                signal.signal(sig, handler if restore_signals else signal.SIG_IGN)
 
 
 def announce(server: Server, out=sys.stderr) -> None:

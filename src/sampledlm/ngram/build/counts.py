@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...data.vocab import EOS_ID
+from ...errors import UserError
 
 
 def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -120,3 +121,12 @@ def count_ngrams(ids: np.ndarray, width: int, order: int, bos: int) -> NgramCoun
         orders.append(OrderCounts(uniq, ctx, suffix, orders[-1].first[ctx], count.astype(np.int64)))
         index = nxt
     return NgramCounts(orders, width, bos)
+
+
+def check_order_supported(sizes: list[int], order: int) -> None:
+    """Refuse an order the text cannot support: ``sizes[k-1]`` n-grams counted of order k, and one of them is 0
+    (every sentence shorter than k - 2 words), so that the estimate of that order would have nothing to discount."""
+    for k, n in enumerate(sizes[1:], start=2):
+        if n == 0:
+            raise UserError(f"--order {order}: the training text has no {k}-grams (its longest sentence has {k - 3} "
+                            f"words, {k - 1} tokens with <s> and </s>); use --order {k - 1} or less")

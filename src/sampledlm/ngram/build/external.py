@@ -45,6 +45,7 @@ from ... import progress
 from ...data.textio import CHUNK_BYTES
 from ...data.vocab import BOS, EOS_ID, Vocab
 from ...errors import UserError
+from .counts import check_order_supported
 from .counts import group_keys
 from .estimate import _log10
 from .kneser_ney import discounts_from_n
@@ -374,6 +375,8 @@ def count_order(sp: Spill, k: int, width: int, need_index: bool, bar) -> int:
             sp.append(f"loc_{k}", loc)
         runs.append((s, n, len(uniq)))
         bar.update(n)
+    if not any(u for _, _, u in runs):  # no sentence this long: the caller refuses the order
+        return 0
     ranks_dtype = index_dtype(sum(u for _, _, u in runs))  # the table has at most that many n-grams
     sp.create(f"rank_{k}", ranks_dtype, sum(u for _, _, u in runs))
     merge_runs(sp, k, [u for _, _, u in runs])
@@ -547,6 +550,7 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
                 uni, tokens, sizes, info["dask"] = count_on_dask(sp, _rechunk(chunks, window), W, order, bos, *dask,
                                                                  bar=bar)
             sp.remove("raw")
+            check_order_supported(sizes, order)
             if not fixed:
                 fit_window(sp, memory, reserve, max(sizes))
         else:
@@ -561,6 +565,7 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
             for k in range(2, order + 1):
                 with progress.bar(total=positions, desc=f"count {k}-grams", unit="pos") as bar:
                     sizes.append(count_order(sp, k, W, k < order, bar))
+                check_order_supported(sizes, order)
             sp.remove("padded", "pos")
         info["tokens"], info["window"] = tokens, sp.window
         info["seconds"]["count"] = round(time.perf_counter() - t, 3)

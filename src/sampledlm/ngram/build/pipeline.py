@@ -23,6 +23,7 @@ from ...data.vocab import Vocab
 from ...errors import UserError
 from ...lm import perplexity_of
 from .config import BuildConfig
+from .counts import check_order_supported
 
 
 @dataclass
@@ -163,6 +164,7 @@ def _in_memory(config, train, output, binary, vocab_path, valid, opts, locked, t
     else:
         lm = train_ngram(train_ids, vocab, config.order, config.smoothing, valid_ids=valid_ids,
                          prune=config.thresholds, k=config.k)
+    check_order_supported(list(lm.counts()), config.order)
     if binary:
         from ..mapped import write_binary
 
