@@ -181,7 +181,7 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
             target = os.path.join(tmp, "model.arpa")
             build(config, files["train"], target, vocab=vocab, valid=valid, text_options=text_options)
             return Model(ArpaLM.open(target))
-    from .cli.ngram import model_output
+    from .ngram.build.output import model_output
 
     target = os.fspath(output)
     with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid]):
@@ -192,7 +192,7 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
 
 def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
              min_count: int = 1, max_size: int | None = None, text_options=None, threads: int | None = None, log=None,
-             **settings) -> Model:
+             init_from=None, **settings) -> Model:
     """Train a neural LM into the run directory ``output``, as ``sampledlm train`` does, and return it as a
     :class:`Model`.
 
@@ -202,12 +202,14 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     (the fields of the model's ``Config``, of :class:`sampledlm.neural.trainer.TrainOptions` and the objectives'
     options: ``epochs=2``, ``hidden=[256]``, ``lr=0.002``, ``samples=20``, ``device="cuda"``, ...), each
     defaulting as the flag does. ``threads``: torch's CPU threads (``torch.set_num_threads``, for the process).
-    ``log``: a function given each progress line (default: silent).
+    ``log``: a function given each progress line and each setting derived from another (default: silent).
+    ``init_from``: a trained run to start from (its model, objective, text options and, unless ``vocab``,
+    ``min_count`` or ``max_size`` is given, its vocabulary; ``settings`` are then training settings only).
 
         >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)
     """
-    from .cli.neural import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
     from .data.tokenizer import TextOptions
+    from .neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
     from .neural.trainer import new_run
     from .objectives.registry import OBJECTIVES
 
@@ -225,55 +227,126 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
         torch.set_num_threads(threads)
     opts = TextOptions.from_dict(text_options if not isinstance(text_options, TextOptions) else
                                  text_options.to_dict(), "text_options")
+    log = log or (lambda msg: None)
+    notes: list[str] = []
+    vocab = None if vocab is None else os.fspath(vocab)
     with _text_files({"train": train, "valid": valid}) as files:
-        config, words = build_config(opts, files["train"], files["valid"], None if vocab is None else os.fspath(vocab),
-                                     min_count, max_size, model, None, objective, flags)
-        trainer = new_run(os.fspath(output), config, words, log=log or (lambda msg: None))
+        try:
+            if init_from is not None:
+                from .neural.settings import init_config
+
+                shape = sorted(k for k, v in settings.items() if v is not None and k not in TRAIN_FIELDS)
+                if shape or text_options or (model, objective) != ("ffnn", "softmax"):
+                    raise UserError(f"train_lm: init_from={os.fspath(init_from)!r}: the model, its objective and "
+                                    "how text is read come from that run; give training settings only"
+                                    + (f" (got {shape[0]})" if shape else ""))
+                source, config, words = init_config(os.fspath(init_from), files["train"], files["valid"], vocab,
+                                                    None if min_count == 1 else min_count, max_size, flags, notes)
+                from .data.vocabmap import announce
+
+                notes.append(announce(os.fspath(init_from), config["data"]["init_from"]))
+            else:
+                config, words = build_config(opts, files["train"], files["valid"], vocab, min_count, max_size, model,
+                                             None, objective, flags, notes)
+        finally:
+            for note in notes:
+                log(note)
+        trainer = new_run(os.fspath(output), config, words, log=log)
+        if init_from is not None:
+            from .neural.finetune import copy_weights
+
+            copy_weights(source, trainer.model, trainer.objective, words, os.fspath(init_from))
         trainer.train()
     return load(output)
 
 
-def train_maxent(train, valid, output, **settings) -> Model:
+def train_maxent(train, valid, output, *, force: bool = False, init_from=None, vocab=None, ranks: int = 1,
+                 text_options=None, log=None, **settings) -> Model:
     """Train a maximum-entropy LM into the model directory ``output``, as ``sampledlm maxent train`` does, and
     return it as a :class:`Model`.
 
-    ``train``, ``valid``: text files or iterables of sentences. ``settings``: the command's options by their
-    Python names (``features="feat-i"``, ``objective="binary"``, ``alpha=0.05`` for ``--neg-rate``, ``epochs``,
-    ``lr``, ``force=True``, ``lowercase=True``, ...), each defaulting as the flag does.
+    ``train``, ``valid``: text files or iterables of sentences. ``settings``: the fields of
+    :class:`sampledlm.maxent.run.MaxentRun` (``features="feat-i"``, ``objective="binary"``, ``alpha=0.05`` for
+    ``--neg-rate``, ``epochs``, ``lr``, ...), each defaulting as the flag does; the text options (``lowercase=True``,
+    ``tokenizer="raw"``, ...) may be given by name too. ``init_from``: a maxent model to start from;
+    ``vocab``: a vocabulary file; ``ranks``: local processes; ``log``: a function given each progress line
+    (default: silent).
 
         >>> lm = sampledlm.train_maxent("train.txt", "valid.txt", "melm", features="feat-i", alpha=0.05)
     """
-    from .cli.maxent import train as command
+    import dataclasses
 
+    from .maxent.run import MaxentRun, train_directory
+
+    fields = {f.name for f in dataclasses.fields(MaxentRun)}
+    run_settings, opts = _split_settings("train_maxent", settings, fields, text_options)
     with _text_files({"train": train, "valid": valid}) as files:
-        _run_command(command, [], {"train_path": files["train"], "valid_path": files["valid"],
-                                   "out_dir": os.fspath(output), **settings}, "train_maxent")
+        train_directory(files["train"], files["valid"], os.fspath(output), MaxentRun(**run_settings), opts,
+                        force=force, init_dir=None if init_from is None else os.fspath(init_from),
+                        vocab_path=None if vocab is None else os.fspath(vocab), ranks=ranks,
+                        check_source=_refuse_changed(run_settings), log=log or (lambda line: None))
     return load(output)
 
 
-def train_embeddings(corpus, output, **settings):
+def train_embeddings(corpus, output, *, force: bool = False, init_from=None, no_text: bool = False,
+                     text_options=None, log=None, **settings):
     """Train word vectors into the directory ``output``, as ``sampledlm embed train`` does, and return them as
     :class:`sampledlm.embed.vectors.WordVectors` (``neighbors``, ``similarity``, ``lookup``, ``vectors``).
 
-    ``corpus``: a text file, a list of files, or an iterable of sentences. ``settings``: the command's options
-    by their Python names (``model="cbow"``, ``objective="hs"``, ``dim=100``, ``window=5``, ``threads=2``,
-    ``seed=1``, ``force=True``, ``lowercase=True``, ...), each defaulting as the flag does.
+    ``corpus``: a text file, a list of files, or an iterable of sentences. ``settings``: the fields of
+    :class:`sampledlm.embed.train.Word2VecConfig` (``model="cbow"``, ``objective="hs"``, ``dim=100``,
+    ``window=5``, ``threads=2``, ``seed=1``, ...), each defaulting as the flag does; the text options
+    (``lowercase=True``, ...) may be given by name too. ``init_from``: vectors to start from; ``log``: a function
+    given each progress line (default: silent).
 
         >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", model="skipgram", dim=100)
         >>> wv.neighbors("king", 5)
     """
-    from .cli.embed import train as command
-    from .embed.formats import load_vectors
+    import dataclasses
 
+    from .embed.run import train_directory
+    from .embed.train import Word2VecConfig
+
+    fields = {f.name for f in dataclasses.fields(Word2VecConfig)}
+    given, opts = _split_settings("train_embeddings", settings, fields, text_options)
+    given = {k: v for k, v in given.items() if v is not None}
+    common = dict(force=force, no_text=no_text, init_dir=None if init_from is None else os.fspath(init_from),
+                  check_source=_refuse_changed(given), log=log or (lambda line: None))
     if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
                                                   and all(isinstance(c, (str, os.PathLike)) for c in corpus)
                                                   and all(os.path.exists(c) for c in corpus)):
         paths = [os.fspath(corpus)] if isinstance(corpus, (str, os.PathLike)) else [os.fspath(c) for c in corpus]
-        _run_command(command, paths, {"out_dir": os.fspath(output), **settings}, "train_embeddings")
-    else:
-        with _text_files({"corpus": corpus}) as files:
-            _run_command(command, [files["corpus"]], {"out_dir": os.fspath(output), **settings}, "train_embeddings")
-    return load_vectors(os.fspath(output))
+        return train_directory(paths, os.fspath(output), given, opts, **common)
+    with _text_files({"corpus": corpus}) as files:
+        return train_directory([files["corpus"]], os.fspath(output), given, opts, **common)
+
+
+def _split_settings(caller: str, settings: dict, fields: set[str], text_options):
+    """``(the family's settings, TextOptions)`` from keyword arguments: the family's fields, and the text options
+    by name (``lowercase=True``) beside or instead of ``text_options``; any other name is refused."""
+    from .data.tokenizer import TextOptions
+
+    text_names = set(TextOptions.__dataclass_fields__)
+    unknown = sorted(set(settings) - fields - text_names)
+    if unknown:
+        raise UserError(f"{caller}: unknown setting(s) {', '.join(unknown)} (the command's --help lists its options; "
+                        "the Python names use _ for -)")
+    base = (text_options.to_dict() if isinstance(text_options, TextOptions) else dict(text_options or {}))
+    base.update({k: v for k, v in settings.items() if k in text_names and v is not None})
+    opts = TextOptions.from_dict(base, "text_options")
+    return {k: v for k, v in settings.items() if k in fields}, opts
+
+
+def _refuse_changed(given: dict):
+    """``check_source`` for a run started from another: a setting given here that differs from the source's is
+    refused, as the command line refuses its flag."""
+    def check(where: str, what: str, theirs: dict, here: dict | None = None) -> None:
+        values = {**given, **(here or {})}
+        for name, value in theirs.items():
+            if name in given and given[name] is not None and values[name] != value:
+                raise UserError(f"init_from={where}: {what} come from that run ({name}={value!r} there, "
+                                f"{values[name]!r} here); leave {name} out")
+    return check
 
 
 class _text_files:
@@ -312,30 +385,3 @@ class _text_files:
     def __exit__(self, *exc) -> None:
         if self.tmp is not None:
             self.tmp.cleanup()
-
-
-def _run_command(command, arguments: list[str], settings: dict, caller: str) -> None:
-    """Run the click ``command`` in this process with ``arguments`` and the options named by their Python names
-    in ``settings`` (``None`` leaves an option at its default); unknown names are refused."""
-    import click
-
-    params = {p.name: p for p in command.params if isinstance(p, click.Option)}
-    unknown = sorted(set(settings) - set(params))
-    if unknown:
-        raise UserError(f"{caller}: unknown setting(s) {', '.join(unknown)} (the command's --help lists its options; "
-                        "the Python names use _ for -)")
-    argv = list(arguments)
-    for name, value in settings.items():
-        p = params[name]
-        if value is None:
-            continue
-        flag = max(p.opts, key=len)
-        if p.is_flag:
-            if p.secondary_opts and not value:
-                argv.append(max(p.secondary_opts, key=len))
-            elif value:
-                argv.append(flag)
-            continue
-        for v in (value if p.multiple and isinstance(value, (list, tuple)) else [value]):
-            argv += [flag, str(v)]
-    command.main(args=argv, prog_name=f"sampledlm ({caller})", standalone_mode=False)

@@ -86,7 +86,7 @@ SCRIPT = textwrap.dedent("""
         config = runs.make_config(spec, "css-is", {"samples": 20}, opts, data, vocab)
         t = new_run(run_dir, config, vocab, ranks=ranks)
         if mode == "interrupt":
-            t.interrupt_at_step = t.data.num_batches() + 2  # in the middle of epoch 2
+            t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n  # in the middle of epoch 2
             try:
                 t.train()
             except TrainingInterrupted:

@@ -122,7 +122,7 @@ def test_a_gru_trained_without_input_matrices_keeps_them_the_identity_through_sa
     bias_at_start = first.model.rnn.bias_ih_l0.detach().clone()
     first.train()
     t = new_run(str(words_corpus / "b"), config, vocab)
-    t.interrupt_at_step = t.data.num_batches() + 2
+    t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n
     with pytest.raises(TrainingInterrupted):
         t.train()
     resume_run(str(words_corpus / "b")).train()

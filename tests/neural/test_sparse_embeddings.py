@@ -209,7 +209,7 @@ def test_resume_is_exact_for_a_tied_gru_with_sparse_tables(words_corpus, optimiz
     new_run(str(words_corpus / "a"), config, vocab).train()
     t = new_run(str(words_corpus / "b"), config, vocab)
     assert t.model.tie and t.model.output.sparse
-    t.interrupt_at_step = t.data.num_batches() + 2
+    t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n
     with pytest.raises(TrainingInterrupted):
         t.train()
     resume_run(str(words_corpus / "b")).train()

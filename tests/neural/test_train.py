@@ -33,7 +33,7 @@ def test_resume_after_interrupt_gives_the_same_numbers(words_corpus, model, trai
 
     t = new_run(str(words_corpus / "b"), config, vocab)
     steps_per_epoch = t.data.num_batches()
-    t.interrupt_at_step = steps_per_epoch + 3  # in the middle of epoch 2
+    t.stop_when = lambda st, n=steps_per_epoch + 3: st.step >= n  # in the middle of epoch 2
     with pytest.raises(TrainingInterrupted):
         t.train()
     resumed = resume_run(str(words_corpus / "b"))
@@ -180,7 +180,7 @@ def test_diverging_training_stops_with_a_clear_error(words_corpus, monkeypatch, 
 def test_resume_with_fewer_epochs_stops_and_finalizes(words_corpus):
     config, vocab = config_for(words_corpus, epochs=5)
     t = new_run(str(words_corpus / "f"), config, vocab)
-    t.interrupt_at_step = t.data.num_batches()  # the last step of epoch 1
+    t.stop_when = lambda st, n=t.data.num_batches(): st.step >= n  # the last step of epoch 1
     with pytest.raises(TrainingInterrupted):
         t.train()
     r = resume_run(str(words_corpus / "f"), {"epochs": 1})  # finishes epoch 1 (its validation), then stops
@@ -196,7 +196,7 @@ def test_resume_is_exact_with_sampled_objectives(words_corpus, objective, option
     config["objective"] = {"name": objective, "options": options}
     new_run(str(words_corpus / "a"), config, vocab).train()
     t = new_run(str(words_corpus / "b"), config, vocab)
-    t.interrupt_at_step = t.data.num_batches() + 2
+    t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n
     with pytest.raises(TrainingInterrupted):
         t.train()
     resume_run(str(words_corpus / "b")).train()

@@ -181,7 +181,7 @@ def test_a_checkpoint_resumes_to_identical_weights(tmp_path):
     config, vocab = transformer_config(tmp_path)
     new_run(str(tmp_path / "a"), config, vocab).train()
     t = new_run(str(tmp_path / "b"), config, vocab)
-    t.interrupt_at_step = t.data.num_batches() + 2  # in epoch 2
+    t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n  # in epoch 2
     with pytest.raises(TrainingInterrupted):
         t.train()
     resume_run(str(tmp_path / "b")).train()

@@ -131,7 +131,7 @@ def test_resume_gives_the_same_numbers(corpus_and_arpa):
     config["objective"] = {"name": "shortlist", "options": {"shortlist": 8, "backoff": str(d / "kn3.arpa")}}
     new_run(str(d / "a"), config, vocab).train()
     t = new_run(str(d / "b"), config, vocab)
-    t.interrupt_at_step = t.data.num_batches() + 2
+    t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n
     with pytest.raises(TrainingInterrupted):
         t.train()
     resume_run(str(d / "b")).train()

@@ -276,7 +276,7 @@ def test_resume_gives_the_same_numbers(words_corpus, name):
     config["objective"] = {"name": name, "options": {}}
     new_run(str(words_corpus / "a"), config, vocab).train()
     t = new_run(str(words_corpus / "b"), config, vocab)
-    t.interrupt_at_step = t.data.num_batches() + 2
+    t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n
     with pytest.raises(TrainingInterrupted):
         t.train()
     resume_run(str(words_corpus / "b")).train()
@@ -668,7 +668,7 @@ def test_adaptive_on_a_recurrent_model_ties_input_bands_unless_told_otherwise(tm
 
 
 def test_class_and_hsm_cluster_the_text_on_sequence_models_unless_told_otherwise():
-    from sampledlm.cli.neural import sequence_defaults
+    from sampledlm.neural.settings import sequence_defaults
 
     blank = {"word_classes": None, "classes": None, "binning": None, "arity": None, "lr": None}
     blank["components"] = None

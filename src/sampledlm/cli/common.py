@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 
 import click
 
 from ..data.tokenizer import TextOptions
+from ..outputs import refuse_existing, remove_if_empty, writing_directory  # noqa: F401 (the commands import them here)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -139,58 +139,8 @@ def force_option(what: str):
     return click.option("--force", is_flag=True, help=f"Replace {what} if the output exists (refused otherwise).")
 
 
-def refuse_existing(path: str, force: bool, inputs=()) -> None:
-    """The one check of every writer's output: it is none of the command's ``inputs`` (files or model directories)
-    nor an existing file inside one, even with ``--force`` (``embed export RUN -o RUN/model.safetensors --force`` had destroyed the
-    run it read); and an existing file is replaced only with ``--force``."""
-    import os
-
-    from ..errors import UserError
-
-    if path != "-":
-        out = os.path.realpath(path)
-        for given in inputs:
-            if not given or given == "-":
-                continue
-            src = os.path.realpath(given)
-            # a new file beside a model's is harmless; replacing one of its files is not
-            if out == src or (os.path.isdir(src) and out.startswith(src + os.sep) and os.path.exists(out)):
-                raise UserError(f"{path}: is {'inside ' if out != src else ''}the input {given}; write elsewhere")
-    if path != "-" and os.path.isfile(path) and not force:
-        raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
-
-
 def device_option(f):
     """``--device``: where neural models run (n-gram and maximum-entropy models ignore it)."""
     return click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N",
                         help="Where neural models run: auto is the GPU when torch sees one "
                              "(or the device $SAMPLEDLM_DEVICE names).")(f)
-
-
-@contextlib.contextmanager
-def writing_directory(path: str, lock):
-    """Write into the directory ``path`` under ``lock(path)`` (held to the end: a second writer stops at once); a
-    directory this command created is removed again when the command fails (it then holds at most the lock file),
-    so a failed or interrupted writer leaves nothing half-made behind."""
-    import os
-
-    created = not os.path.exists(path)
-    try:
-        with lock(path):
-            yield
-    except BaseException:
-        if created:
-            remove_if_empty(path)
-        raise
-
-
-def remove_if_empty(out_dir: str) -> None:
-    """Undo the directory a command created (it holds at most the lock file) after a failure."""
-    import os
-    import shutil
-
-    try:
-        if set(os.listdir(out_dir)) <= {".lock"}:
-            shutil.rmtree(out_dir)
-    except OSError:
-        pass

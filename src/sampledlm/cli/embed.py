@@ -8,7 +8,7 @@ import os
 
 import click
 
-from .common import CONTEXT, force_option, refuse_existing, text_options, writing_directory
+from .common import CONTEXT, force_option, refuse_existing, text_options
 from .options import dataclass_options
 from ..errors import UserError
 from .configfile import config_option
@@ -71,85 +71,13 @@ def train(corpus, out_dir, force, no_text, init_dir, opts, **kw):
       sampledlm embed train book.txt -o vec --tokenizer raw --lowercase --gutenberg --model cbow --objective hs
       sampledlm embed train domain.txt --init-from vec --epochs 2 -o vec-domain
     """
-    import time
-
-    from .. import store
-    from ..config import check
-    from ..embed.formats import write_directory
-    from ..embed.train import Word2VecConfig, train as train_vectors
-    from ..embed.vectors import WordVectors
-    from ..embed.vocab import read_corpus
+    from ..embed.run import train_directory
+    from .common import keep_source_settings
 
     given = {k: v for k, v in kw.items() if k in _W2V_FIELDS and v is not None}
-    source = None
-    if init_dir:
-        from ..embed.finetune import source_run
-        from .common import keep_source_settings
-
-        source = source_run(init_dir)
-        shape = {k: source.settings[k] for k in ("model", "objective", "dim")}
-        keep_source_settings(init_dir, "the vectors' kind, size and how text is read",
-                             {**shape, **source.text.to_dict()})
-        given, opts = {**given, **shape}, source.text
-    cfg = Word2VecConfig(**given)
-    check(cfg)
-    _check_output(out_dir, force)
-    with writing_directory(out_dir, store.lock_directory):  # held to the end: a second writer of out_dir stops at once
-        _check_output(out_dir, force)  # again, now that no other process can write here
-        t0 = time.perf_counter()
-        same_words = source is not None and "min_count" not in given
-        vocab, data = read_corpus([(p, opts) for p in corpus], min_count=cfg.min_count,
-                                  words=source.vocab.words if same_words else None)
-        click.echo(f"corpus: {data.tokens_read:,} tokens, {data.words:,} of them in the vocabulary of "
-                   f"{len(vocab):,} words ({f'of {init_dir}' if same_words else f'min count {cfg.min_count}'}), "
-                   f"{data.sentences:,} sentences", err=True)
-        init = init_out = origin = None
-        if source is not None:
-            from ..data.vocabmap import announce
-            from ..embed.finetune import start_vectors
-
-            init, init_out, origin = start_vectors(source, vocab, cfg)
-            click.echo(announce(init_dir, origin), err=True)
-        result = train_vectors(vocab, data, cfg, init=init, init_out=init_out)
-        wv = WordVectors(vocab.words, result.w_in, vocab.counts)
-        extra = {"word2vec": cfg.to_dict(),
-                 "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": opts.to_dict(),
-                          "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences,
-                          **({"init_from": origin} if origin else {})},
-                 "training": {"seconds": round(result.seconds, 3),
-                              "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
-        out_name = "output" if cfg.objective == "neg" else "nodes"
-        write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True)
-    click.echo(f"trained {len(vocab):,} x {cfg.dim} vectors: {result.words_per_second:,.0f} words/s "
-               f"({result.seconds:.1f} s training, {time.perf_counter() - t0:.1f} s in all) -> {out_dir}", err=True)
-
-
-def _check_output(out_dir: str, force: bool) -> None:
-    """``-o`` must be new, empty, what a killed ``embed train`` left (no config.json: written again), or -- with
-    ``--force`` -- word embeddings; never another model's directory or a directory of other files."""
-    from ..embed.formats import FAMILY, interrupted_write
-
-    if not os.path.exists(out_dir):
-        return
-    if not os.path.isdir(out_dir):
-        raise UserError(f"{out_dir}: is a file; -o names a directory")
-    config = os.path.join(out_dir, "config.json")
-    if not os.path.exists(config):
-        names = sorted(n for n in os.listdir(out_dir) if n != ".lock")
-        if names and not interrupted_write(names):
-            raise UserError(f"{out_dir}: is not empty (it holds {names[0]!r}{' and more' if len(names) > 1 else ''} "
-                            "and no embeddings); choose another -o")
-        return
-    try:
-        with open(config, encoding="utf-8") as f:
-            family = json.load(f).get("family")
-    except (OSError, ValueError, AttributeError):
-        family = None
-    if family != FAMILY:
-        raise UserError(f"{out_dir}: holds {f'a {family} model' if isinstance(family, str) else 'a config.json'}, "
-                        "not word embeddings; choose another -o")
-    if not force:
-        raise UserError(f"{out_dir}: already holds a model; give --force to replace it, or choose another -o")
+    train_directory(list(corpus), out_dir, given, opts, force=force, no_text=no_text, init_dir=init_dir,
+                    check_source=lambda where, what, theirs: keep_source_settings(where, what, theirs),
+                    log=lambda line: click.echo(line, err=True))
 
 
 def _which_option():

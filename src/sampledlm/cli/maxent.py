@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, given, text_options, writing_directory
+from .common import CONTEXT, SEED, FiniteFloat, given, text_options
 from ..errors import UserError
 from ..maxent.config import AVERAGES, TrainConfig
+from ..maxent.run import TRIGGER_DEFAULTS
 from .configfile import config_option
 
 DEFAULTS = TrainConfig()  # every training flag's default is this dataclass's
@@ -68,11 +68,11 @@ def _deprecated(msg: str) -> None:
 @click.option("--l2", type=FiniteFloat(min=0), default=DEFAULTS.l2, show_default=True,
               help="L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.")
 @click.option("--hash-size", type=click.IntRange(min=1), default=None, help="Hash feature weights into this many slots.")
-@click.option("--trigger-window", type=click.IntRange(min=2), default=20, show_default=True, help="Trigger words up to this many tokens back.")
-@click.option("--trigger-gap", type=click.IntRange(min=0), default=2, show_default=True, help="Ignore the last this many tokens as triggers.")
-@click.option("--trigger-pairs", type=click.IntRange(min=1), default=200_000, show_default=True, help="Trigger pairs kept (by mutual information).")
-@click.option("--trigger-min-count", type=click.IntRange(min=1), default=3, show_default=True, help="Least count of a trigger pair.")
-@click.option("--trigger-min-lift", type=FiniteFloat(min=1), default=10.0, show_default=True,
+@click.option("--trigger-window", type=click.IntRange(min=2), default=TRIGGER_DEFAULTS["trigger_window"], show_default=True, help="Trigger words up to this many tokens back.")
+@click.option("--trigger-gap", type=click.IntRange(min=0), default=TRIGGER_DEFAULTS["trigger_gap"], show_default=True, help="Ignore the last this many tokens as triggers.")
+@click.option("--trigger-pairs", type=click.IntRange(min=1), default=TRIGGER_DEFAULTS["trigger_pairs"], show_default=True, help="Trigger pairs kept (by mutual information).")
+@click.option("--trigger-min-count", type=click.IntRange(min=1), default=TRIGGER_DEFAULTS["trigger_min_count"], show_default=True, help="Least count of a trigger pair.")
+@click.option("--trigger-min-lift", type=FiniteFloat(min=1), default=TRIGGER_DEFAULTS["trigger_min_lift"], show_default=True,
               help="Keep a trigger pair (v, w) only when v in the window makes w more than this many times likelier.")
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
@@ -97,13 +97,8 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
       torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST0 --master-port 29500 \\
         -m sampledlm maxent train --train train.txt --valid valid.txt -o melm --distributed
     """
-    import numpy as np
-
-    from .. import store
-    from ..data.corpus import build_vocab, load_ids
-    from ..data.vocab import Vocab
-    from ..maxent.features import FeatureSpec
-    from ..maxent.shard import ShardJob, run_from_env, train_sharded
+    from ..maxent.run import MaxentRun, train_directory
+    from .common import keep_source_settings
 
     train_path, valid_path = _train_files(positional, train_path, valid_path)
     if min_gain_deprecated is not None:
@@ -111,82 +106,19 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
             raise UserError("--min-gain is the old name of --min-improvement: give only one of them")
         _deprecated("--min-gain is deprecated; use --min-improvement")
         min_improvement = min_gain_deprecated
-    if min_improvement is None:
-        min_improvement = DEFAULTS.min_gain
-    writer = not distributed or int(os.environ.get("RANK", "0")) == 0
-    if writer:
-        _check_output(out_dir, force)
-    spec = FeatureSpec.parse(features, trigger_window=trigger_window, trigger_gap=trigger_gap,
-                             trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count,
-                             trigger_min_lift=trigger_min_lift)
-    start = None
-    if init_dir:
-        start, spec, objective, hash_size, alpha, opts, vocab = _init_from(init_dir, spec, vocab_path)
-    trigger_flags = [f for f in ("trigger_window", "trigger_gap", "trigger_pairs", "trigger_min_count",
-                                 "trigger_min_lift") if given(f)]
-    if trigger_flags and "trigger" not in spec.names:
-        raise UserError(f"--{trigger_flags[0].replace('_', '-')} shapes trigger features, which --features "
-                        f"{','.join(spec.names)} does not use (add trigger, or feat-ii)")
-    if objective != "binary" and given("neg_subset"):
-        raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
-    if start is None:
-        vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts)
-    elif writer:
-        from ..data.vocabmap import announce
-
-        click.echo(announce(init_dir, start.origin), err=True)
-    train_ids = np.asarray(load_ids(train_path, vocab, opts))
-    valid_ids = np.asarray(load_ids(valid_path, vocab, opts))
-    for path, ids in ((train_path, train_ids), (valid_path, valid_ids)):
-        if len(ids) == 0:
-            raise UserError(f"{path}: no sentences (empty file or blank lines only)")
-    cfg = TrainConfig(objective=objective, alpha=alpha, lr=lr, epochs=epochs, min_gain=min_improvement, l2=l2,
-                      seed=seed, fixed_negatives=neg_subset == "fixed", adagrad=optimizer == "adagrad", average=average)
-    job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir if writer else None, vocab,
-                   log=True, info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
-                                   **({"init_from": start.origin} if start else {})},
-                   text_options=opts.to_dict(), start=start)
-    if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
-        run_from_env(job)
-        return
-    with writing_directory(out_dir, store.lock_directory):
-        _check_output(out_dir, force, clean=True)  # again, now that no other process can write here
-        if distributed:
-            run_from_env(job)
-        else:
-            train_sharded(job, ranks)
-    config = store.read_json(os.path.join(out_dir, "config.json"))
-    counts = ", ".join(f"{k} {v:,}" for k, v in config["feature_counts"].items())
-    click.echo(f"features: {counts}", err=True)
-    click.echo(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}", err=True)
-
-
-def _init_from(init_dir: str, spec, vocab_path: str | None):
-    """``(start, spec, objective, hash_size, alpha, text options, vocabulary)`` of a run started from the model in
-    ``init_dir`` (:mod:`sampledlm.maxent.finetune`): the source's objective, features and text options, its
-    ``--neg-rate`` unless one is given, its vocabulary unless ``--vocab`` gives one."""
-    from click.core import ParameterSource
-
-    from ..data.tokenizer import TextOptions
-    from ..data.vocab import Vocab
-    from ..maxent.finetune import Start, source_model
-    from .common import keep_source_settings
-
-    source, src_vocab = source_model(init_dir)
-    theirs = source.features.spec
-    text = TextOptions.from_dict(source.text_options, init_dir)
-    keep_source_settings(init_dir, "the objective, features and how text is read",
-                         {"objective": source.objective, "features": theirs.names,
-                          "hash_size": source.features.hash_size, "trigger_window": theirs.trigger_window,
-                          "trigger_gap": theirs.trigger_gap, "trigger_pairs": theirs.trigger_pairs,
-                          "trigger_min_count": theirs.trigger_min_count,
-                          "trigger_min_lift": theirs.trigger_min_lift, **text.to_dict()},
-                         here={"features": spec.names})
-    ctx = click.get_current_context()
-    alpha = source.alpha if ctx.get_parameter_source("alpha") == ParameterSource.DEFAULT else ctx.params["alpha"]
-    vocab = Vocab.load(vocab_path) if vocab_path else src_vocab
-    return (Start.of(source, src_vocab, vocab, init_dir), theirs, source.objective, source.features.hash_size,
-            alpha, text, vocab)
+    values = dict(features=features, objective=objective, alpha=alpha, neg_subset=neg_subset, lr=lr,
+                  optimizer=optimizer, average=average, epochs=epochs, min_improvement=min_improvement, l2=l2,
+                  hash_size=hash_size, trigger_window=trigger_window, trigger_gap=trigger_gap,
+                  trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count,
+                  trigger_min_lift=trigger_min_lift, seed=seed)
+    for name in ("alpha", "neg_subset", "trigger_window", "trigger_gap", "trigger_pairs", "trigger_min_count",
+                 "trigger_min_lift"):  # None = not given: the library knows which default applies
+        if not given(name):
+            values[name] = None
+    train_directory(train_path, valid_path, out_dir, MaxentRun(**values), opts, force=force, init_dir=init_dir,
+                    vocab_path=vocab_path, ranks=ranks, distributed=distributed,
+                    check_source=lambda where, what, theirs, here: keep_source_settings(where, what, theirs, here),
+                    log=lambda line: click.echo(line, err=True))
 
 
 def _train_files(positional, train_path, valid_path) -> tuple[str, str]:
@@ -201,44 +133,6 @@ def _train_files(positional, train_path, valid_path) -> tuple[str, str]:
         if not val:
             raise UserError(f"{flag} FILE is required")
     return train_path, valid_path
-
-
-#: What a ``maxent train`` killed while saving leaves: its weights file (written first), perhaps vocab.txt, temporary
-#: files, and no config.json yet.
-_INTERRUPTED_SAVE = re.compile(r"^(vocab\.txt|model-[0-9a-f]{12}\.safetensors|\..+\.tmp)$")
-
-
-def _check_output(out_dir: str, force: bool, clean: bool = False) -> None:
-    """Refuse to overwrite: an existing model needs --force; a non-empty non-model directory is never written.
-    A save that was interrupted before its config.json (the commit point) holds no model: it is started
-    again (``clean``, under the directory's lock: its files are removed first)."""
-    from .. import store
-
-    if not os.path.exists(out_dir):
-        return
-    if not os.path.isdir(out_dir):
-        raise UserError(f"{out_dir}: exists and is not a directory")
-    entries = [e for e in os.listdir(out_dir) if e != ".lock"]
-    if not entries:
-        return
-    if not os.path.exists(os.path.join(out_dir, "config.json")) and all(_INTERRUPTED_SAVE.match(e) for e in entries) \
-            and any(e.startswith(("model-", ".model-")) for e in entries):  # the save writes the weights first
-        if clean:
-            for e in entries:
-                os.remove(os.path.join(out_dir, e))
-        return
-    family = None
-    if os.path.isfile(os.path.join(out_dir, "config.json")):
-        try:
-            family = store.read_config(out_dir)[1]
-        except UserError:
-            family = None
-    if family == "maxent":
-        if not force:
-            raise UserError(f"{out_dir}: already holds a maxent model; give --force to replace it, or choose another -o")
-        return
-    what = f"holds a {family} model" if family else "is not empty"
-    raise UserError(f"{out_dir}: {what}; choose another -o (--force only replaces a maxent model)")
 
 
 @maxent.command("eval", context_settings=CONTEXT)

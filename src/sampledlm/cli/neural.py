@@ -16,15 +16,15 @@ from ..errors import UserError
 from ..neural.registry import MODELS
 from ..neural.trainer import TrainOptions
 from ..objectives.options import OPTION_HELP
-from ..objectives.registry import OBJECTIVES, objective_options
+from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config, sequence_defaults
+from ..objectives.registry import OBJECTIVES
 from .common import CONTEXT, text_options
 from .configfile import config_option
 from .options import dataclass_options, objective_flag_options
 
-MODEL_OPTIONS, MODEL_FIELDS = dataclass_options({name: cls.Config for name, cls in MODELS.items()})
-TRAIN_OPTIONS, TRAIN_FIELDS = dataclass_options({name: TrainOptions for name in MODELS},
-                                                {name: cls.train_defaults for name, cls in MODELS.items()})
-OBJECTIVE_FIELDS = sorted({k for cls in OBJECTIVES.values() for k in objective_options(cls)})
+MODEL_OPTIONS, _ = dataclass_options({name: cls.Config for name, cls in MODELS.items()})
+TRAIN_OPTIONS, _ = dataclass_options({name: TrainOptions for name in MODELS},
+                                     {name: cls.train_defaults for name, cls in MODELS.items()})
 RESUME_OVERRIDES = ("epochs", "max_halvings", "device")
 
 
@@ -123,8 +123,13 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
 
             say(announce(init_dir, config["data"]["init_from"]))
         else:
-            config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type,
-                                         context_size, objective, flags)
+            notes: list[str] = []
+            try:
+                config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size,
+                                             model_type, context_size, objective, flags, notes)
+            finally:  # what was settled before a refusal is said too, as before
+                for note in notes:
+                    _echo(note)
         created = ranks.is_main and not os.path.exists(run_dir)
         try:
             trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
@@ -185,39 +190,10 @@ def _remove_unstarted(run_dir: str, created: bool) -> None:
         pass
 
 
-def sequence_defaults(model_type: str, objective: str, flags: dict) -> dict:
-    """``flags`` with the objective's ``sequence_defaults`` filled in where the user gave none, when the model is
-    recurrent (``sequence_model``); says on standard error what it set and why."""
-    from ..neural.registry import model_class
-    from ..objectives.registry import OBJECTIVES
-
-    cls = OBJECTIVES[objective]
-    if not model_class(model_type).sequence_model or not cls.sequence_defaults:
-        return flags
-    flags = dict(flags)
-    given = {k for k, v in flags.items() if v not in (None, ())}
-    unset = {k: v for k, v in cls.sequence_defaults.items()
-             if k in flags and k not in given and not given & set(cls.sequence_unless.get(k, ()))}
-    flags.update(unset)
-    if unset:
-        set_now = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in unset.items())
-        click.echo(f"--objective {objective} on a {model_type}: {set_now} ({cls.sequence_why})", err=True)
-    return flags
-
-
 def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count, max_size, flags: dict):
-    """``(source, config, vocab)`` of a run started from ``init_dir`` (:mod:`sampledlm.neural.finetune`): the
-    source's model, objective and text options; this command's training settings and text."""
-    import copy
-    import dataclasses
-
-    from ..data.corpus import build_vocab
-    from ..data.tokenizer import TextOptions
-    from ..data.vocab import Vocab
-    from ..data.vocabmap import origin
-    from ..neural.finetune import source_run
-    from ..neural.rundir import make_config
-    from ..neural.trainer import train_options_for
+    """``(source, config, vocab)`` of a run started from ``init_dir``: the flags that shape the model are refused
+    here (they come from that run), the rest is :func:`sampledlm.neural.settings.init_config`'s."""
+    from ..neural.settings import init_config as resolve
     from .common import TEXT_FLAGS
 
     shape = [p for p in ("model_type", "context_size", "objective", *MODEL_FIELDS, *OBJECTIVE_FIELDS, *TEXT_FLAGS)
@@ -226,89 +202,14 @@ def init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_cou
     if shape:
         raise UserError(f"--init-from {init_dir}: the model, its objective and how text is read come from that run "
                         f"(got {_flag(ctx, shape[0])}); give training settings only (--lr, --epochs, ...)")
-    source = source_run(init_dir)
-    _, _, src_vocab, src_config = source
-    text = TextOptions.from_dict(src_config["data"].get("text_options"), init_dir)
-    new_vocab = vocab_path or any(ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE
-                                  for p in ("min_count", "max_size"))
-    vocab = (Vocab.load(vocab_path) if vocab_path else
-             build_vocab(train_path, text, min_count=min_count, max_size=max_size)) if new_vocab else src_vocab
-    model_type = src_config["model"]["type"]
-    flags = sequence_defaults(model_type, src_config["objective"]["name"],
-                              {k: v for k, v in flags.items() if k not in OBJECTIVE_FIELDS})
-    train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
-    data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": text.to_dict(),
-            "init_from": origin(init_dir, src_vocab, vocab)}
-    objective = src_config["objective"]
-    config = make_config(copy.deepcopy(src_config["model"]), objective["name"], dict(objective.get("options", {})),
-                         dataclasses.asdict(train_opts), data, vocab)
-    return source, config, vocab
-
-
-def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
-                 flags: dict):
-    """``(config, vocab)`` of a new run from the command line's values (None = the default)."""
-    import dataclasses
-
-    from ..data.corpus import build_vocab
-    from ..data.vocab import Vocab
-    from ..neural.registry import complete_spec, model_class, model_spec
-    from ..neural.rundir import make_config
-    from ..neural.trainer import train_options_for
-    from ..objectives import make_objective
-    from ..objectives.registry import OBJECTIVES
-
-    model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
-    model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
-    if context_size is not None:
-        if model_flags.get("order") is not None and model_flags["order"] != context_size + 1:
-            raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
-                            "(order = context size + 1)")
-        model_flags["order"] = context_size + 1
-    defaults = model_spec(model_type)
-    cls = OBJECTIVES[objective]  # what the objective needs of the model, and takes on a recurrent trunk
-    settings = [(f"--objective {objective}", name, value, why, ()) for name, (value, why) in cls.model_settings.items()]
-    if model_class(model_type).sequence_model:
-        settings += [(f"--objective {objective} on a {model_type}", name, *rest)
-                     for name, rest in cls.sequence_model_settings.items()]
-    for where, name, value, why, needs in settings:
-        if name in defaults and model_flags.get(name) is None and defaults[name] != value \
-                and all(model_flags.get(n) is not False for n in needs):
-            model_flags[name] = value
-            click.echo(f"{where}: {why}", err=True)
-    if model_flags.get("input_weights") is False and model_flags.get("tie") is None and defaults.get("tie"):
-        model_flags["tie"] = False
-        click.echo("--no-input-weights: input and output embeddings untied, as in faster-rnnlm (the embedding goes "
-                   "into the gates as it is; tied to the output rows, NCE on 10,000 PTB sentences reached valid 381 "
-                   "against 246 untied; give --tie to tie them anyway)", err=True)
-    spec = model_spec(model_type, **model_flags)
-    samples_given = flags.get("samples") is not None
-    flags = sequence_defaults(model_type, objective, flags)
-    train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
-    if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
-        spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
-    spec = complete_spec(spec, dataclasses.asdict(train_opts))
-    obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
-    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
-    if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
-        obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
-        click.echo(f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
-                   f"{len(vocab):,} words; the default for sequence models is more)", err=True)
-    if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and obj_opts.get("head_coverage") \
-            and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head
-        from ..objectives.adaptive import MAX_HEAD, default_cutoffs
-
-        spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"],
-                                                obj_opts.get("max_head") or MAX_HEAD)
-    if spec.get("adaptive_input") and spec.get("tie") and model_flags.get("input_factor") is None \
-            and obj_opts.get("div_value") is not None:  # tied bands: the input's widths follow the softmax's tails
-        spec["input_factor"] = float(obj_opts["div_value"])
-    # refuses options that do not apply, early; the objective checks its own against the vocabulary
-    obj_opts, notes = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
-    for note in notes:
-        click.echo(note, err=True)
-    data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": opts.to_dict()}
-    return make_config(spec, objective, obj_opts, dataclasses.asdict(train_opts), data, vocab), vocab
+    new_vocab = any(ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE for p in ("min_count", "max_size"))
+    notes: list[str] = []
+    try:
+        return resolve(init_dir, train_path, valid_path, vocab_path, min_count if new_vocab else None,
+                       max_size if new_vocab else None, flags, notes)
+    finally:
+        for note in notes:
+            _echo(note)
 
 
 def _recorded_threads(run_dir: str) -> int | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -11,6 +10,7 @@ import click
 from .common import CONTEXT, FiniteFloat, force_option, given, refuse_existing, text_options, writing_directory
 from ..errors import UserError
 from ..ngram.build.config import ENGINES, default as build_default
+from ..ngram.build.output import model_output, refuse_existing_dir
 from ..ngram.build.estimate import DESCRIPTIONS, SMOOTHINGS  # the one list of smoothings
 from .configfile import config_option
 
@@ -97,28 +97,6 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
                engine, scheduler, workers, opts)
 
 
-@contextlib.contextmanager
-def model_output(output: str, binary: bool, force: bool, inputs):
-    """The checks of an n-gram model's output before it is estimated (``ngram train``, ``sampledlm.train_ngram``):
-    an ARPA file is writable, none of ``inputs``, and replaced only with ``force``; a binary directory is new, empty
-    or (with ``force``) a binary model, checked again under its lock, held to the end (a second writer stops)."""
-    from ..data.textio import check_writable
-
-    if not binary:
-        check_writable(output)
-        refuse_existing(output, force, inputs)
-        yield
-        return
-    from ..ngram.mapped import lock_directory
-
-    if output == "-":
-        raise UserError("--binary writes a model directory: give -o DIR, not -")
-    refuse_existing_dir(output, force, "a binary n-gram model")
-    with writing_directory(output, lock_directory):
-        refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
-        yield
-
-
 def _refuse_empty(path: str, opts) -> None:
     """A held-out text without a sentence has no perplexity: refused before anything is written."""
     from contextlib import closing
@@ -200,28 +178,6 @@ def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
                             "directories (`sampledlm eval` reads any)")
     evaluate(model, test_path, per_sentence=per_sentence, as_json=as_json, no_verify=no_verify,
              opts=opts if text_flags_given() else None)
-
-
-def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
-    """An output directory must be new, empty, what a killed writer of a binary model left (written again), or
-    (with --force) a model of the same kind."""
-    from ..ngram.mapped import interrupted_write, is_binary
-
-    if out_dir.endswith((".arpa", ".gz", ".bz2", ".xz")):
-        raise UserError(f"{out_dir}: a binary model is a directory, and this name is an ARPA file's; choose a "
-                        "directory name (e.g. kn5.bin)")
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
-    parent = os.path.dirname(os.path.abspath(out_dir))
-    if not os.path.isdir(parent):  # as an ARPA file's -o: a typo in the path is not created silently
-        raise UserError(f"{out_dir}: cannot write: directory {parent} does not exist")
-    names = os.listdir(out_dir) if os.path.isdir(out_dir) else []
-    if [n for n in names if n != ".lock"] and not (interrupted_write(names)
-                                                   and not os.path.exists(os.path.join(out_dir, "config.json"))):
-        if not is_binary(out_dir):
-            raise UserError(f"{out_dir}: exists and is not empty (nor a binary n-gram model); choose another -o")
-        if not force:
-            raise UserError(f"{out_dir}: already holds {what}; give --force to replace it, or choose another -o")
 
 
 @ngram.command(name="build-binary", context_settings=CONTEXT)

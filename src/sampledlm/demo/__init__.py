@@ -15,11 +15,10 @@ import os
 import tempfile
 from typing import Callable
 
-import click
 
 from ..errors import UserError
 from ..data.stats import corpus_stats, format_stats
-from .common import DemoData, Result, prepare
+from .common import DemoData, Result, prepare, say
 from .maxent import maxent_step
 from .neural import ffnn_step
 from .ngram import addone_bigram_step, kneser_ney_step
@@ -63,18 +62,18 @@ def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
         except OSError as e:
             raise UserError(f"{directory}: cannot write the demo there ({e.strerror or e})") from None
         data = prepare(directory, seed)
-        click.echo("== corpus (built in: Python's pydoc topics) ==")
+        say("== corpus (built in: Python's pydoc topics) ==")
         for name in ("train", "valid", "test"):
-            click.echo(format_stats(corpus_stats(getattr(data, name), vocab=data.vocab, top_k=(100, 1000))))
-            click.echo("")
-        click.echo(f"vocabulary: {len(data.vocab):,} entries (min count 2), written to {os.path.join(directory, 'vocab.txt')}"
+            say(format_stats(corpus_stats(getattr(data, name), vocab=data.vocab, top_k=(100, 1000))))
+            say("")
+        say(f"vocabulary: {len(data.vocab):,} entries (min count 2), written to {os.path.join(directory, 'vocab.txt')}"
                    if out_dir else f"vocabulary: {len(data.vocab):,} entries (min count 2)")
         results: list[Result] = []
         for step in STEPS:
             results.extend(step(data))
-        click.echo("\n== models (exact perplexity; </s> counted, <s> not) ==")
+        say("\n== models (exact perplexity; </s> counted, <s> not) ==")
         width = max([len("model"), *(len(r.model) for r in results)])
-        click.echo(f"{'model':<{width}} {'valid ppl':>10} {'test ppl':>10} {'seconds':>8}")
+        say(f"{'model':<{width}} {'valid ppl':>10} {'test ppl':>10} {'seconds':>8}")
         for r in results:
-            click.echo(f"{r.model:<{width}} {r.valid_ppl:>10.2f} {r.test_ppl:>10.2f} {r.seconds:>8.1f}  {r.note}".rstrip())
+            say(f"{r.model:<{width}} {r.valid_ppl:>10.2f} {r.test_ppl:>10.2f} {r.seconds:>8.1f}  {r.note}".rstrip())
     return results

@@ -7,9 +7,8 @@ import os
 import shutil
 import time
 
-import click
 
-from .common import DemoData, Result
+from .common import DemoData, Result, note, say
 
 
 def adapt_step(data: DemoData) -> list[Result]:
@@ -18,9 +17,8 @@ def adapt_step(data: DemoData) -> list[Result]:
     source = os.path.join(data.directory, "ffnn3-softmax")
     if not os.path.isdir(source):
         return []
-    click.echo("\n== Domain adaptation (sampledlm train --init-from RUN) ==")
-    from ..api import _run_command, load
-    from ..cli.neural import train as command
+    say("\n== Domain adaptation (sampledlm train --init-from RUN) ==")
+    from ..api import load, train_lm
 
     t0 = time.perf_counter()
     with open(data.test, encoding="utf-8") as f:
@@ -33,11 +31,10 @@ def adapt_step(data: DemoData) -> list[Result]:
             f.writelines(parts[name])
     out = os.path.join(data.directory, "ffnn3-adapted")
     shutil.rmtree(out, ignore_errors=True)  # a demo directory run again
-    _run_command(command, [], {"train_path": files["train"], "valid_path": files["valid"], "run_dir": out,
-                               "init_dir": source, "epochs": 2, "lr": 0.001}, "demo")
+    train_lm(files["train"], files["valid"], out, init_from=source, epochs=2, lr=0.001, log=note)
     heldout = [line.rstrip("\n") for line in parts["heldout"]]
     before, after = load(source).perplexity(heldout), load(out).perplexity(heldout)
     valid = load(out).perplexity([line.rstrip("\n") for line in parts["valid"]])
-    click.echo(f"held-out half of the test text: {before:.2f} before, {after:.2f} after 2 epochs on the first half")
+    say(f"held-out half of the test text: {before:.2f} before, {after:.2f} after 2 epochs on the first half")
     return [Result("FFNN trigram fine-tuned (--init-from)", valid, after, time.perf_counter() - t0,
                    f"valid/test: the test text's halves; {before:.2f} before")]

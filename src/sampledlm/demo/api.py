@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import time
 
-import click
 
 from ..api import load
-from .common import DemoData, Result
+from .common import DemoData, Result, say
 
 
 def api_step(data: DemoData) -> list[Result]:
@@ -18,7 +17,7 @@ def api_step(data: DemoData) -> list[Result]:
     if not arpa:
         return []
     t0 = time.perf_counter()
-    click.echo("\n== the Python API on words (import sampledlm; sampledlm.load) ==")
+    say("\n== the Python API on words (import sampledlm; sampledlm.load) ==")
     with open(data.test, encoding="utf-8") as f:
         lines = [line.strip() for line in f if line.strip()]
     paths = [arpa]
@@ -29,7 +28,7 @@ def api_step(data: DemoData) -> list[Result]:
         lm = load(p if len(p) > 1 else p[0], valid=data.valid if len(p) > 1 else None)
         name = " + ".join(os.path.basename(x) for x in p)
         top = ", ".join(f"{w} {v:.2f}" for w, v in lm.next_logprobs("the", top_k=3).items())
-        click.echo(f"{name}: perplexity of the test text, sentence by sentence {lm.perplexity(lines):.2f}; "
+        say(f"{name}: perplexity of the test text, sentence by sentence {lm.perplexity(lines):.2f}; "
                    f"log10 P({lines[0][:30]!r}...) {lm.score(lines[0]):.2f}; after 'the': {top}")
-    click.echo(f"({time.perf_counter() - t0:.1f} s)")
+    say(f"({time.perf_counter() - t0:.1f} s)")
     return []

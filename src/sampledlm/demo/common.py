@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,6 +11,16 @@ import numpy as np
 from ..data.builtin import write_builtin_corpus
 from ..data.corpus import build_vocab, load_ids
 from ..data.vocab import Vocab
+
+
+def say(line: str = "") -> None:
+    """One line of the demo's report, on standard output."""
+    print(line, flush=True)
+
+
+def note(line: str) -> None:
+    """A training's progress line, on standard error (as the commands print theirs)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass

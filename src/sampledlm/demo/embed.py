@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import time
 
-import click
 
 from ..embed.formats import save_vectors
 from ..embed.train import Word2VecConfig, train
 from ..embed.vectors import WordVectors
 from ..embed.vocab import read_corpus
 from ..errors import UserError
-from .common import DemoData, Result
+from .common import DemoData, Result, say
 
 PROBES = ("function", "list", "string", "file", "class")
 
@@ -28,7 +27,7 @@ def embed_step(data: DemoData) -> list[Result]:
     r = train(vocab, corpus, cfg)
     wv = WordVectors(vocab.words, r.w_in, vocab.counts)
     save_vectors(os.path.join(data.directory, "word2vec.bin"), wv)
-    click.echo(f"\n== word embeddings (sampledlm embed): skip-gram, negative sampling, {len(vocab):,} words x {cfg.dim}, "
+    say(f"\n== word embeddings (sampledlm embed): skip-gram, negative sampling, {len(vocab):,} words x {cfg.dim}, "
                f"{r.words_per_second:,.0f} words/s, {time.perf_counter() - t0:.1f} s ==")
     ffnn = None
     ffnn_dir = os.path.join(data.directory, "ffnn3-softmax")
@@ -43,5 +42,5 @@ def embed_step(data: DemoData) -> list[Result]:
                 line += f"  | FFNN projections: {', '.join(n for n, _ in ffnn.neighbors(w, 5))}"
         except UserError:
             continue
-        click.echo(line)
+        say(line)
     return []

@@ -7,21 +7,20 @@ import math
 import os
 import time
 
-import click
 
-from .common import DemoData, Result
+from .common import DemoData, Result, say
 
 
 def export_step(data: DemoData) -> list[Result]:
     run_dir = os.path.join(data.directory, "ffnn3-softmax")
     if not os.path.isdir(run_dir):
         return []
-    click.echo("\n== ONNX export (sampledlm export RUN --format onnx) ==")
+    say("\n== ONNX export (sampledlm export RUN --format onnx) ==")
     try:
         import numpy as np
         import onnxruntime as ort
     except ImportError:
-        click.echo("skipped: pip install 'sampledlm[onnx]' for the exporter and ONNX Runtime")
+        say("skipped: pip install 'sampledlm[onnx]' for the exporter and ONNX Runtime")
         return []
     from ..api import load
     from ..neural.onnx_export import export_onnx
@@ -44,6 +43,6 @@ def export_step(data: DemoData) -> list[Result]:
         ref = np.array([p for _, p in lm.word_scores(s)]) * math.log(10)
         worst = max(worst, float(np.abs(lp - ref).max()))
     size = os.path.getsize(path) / 2**20
-    click.echo(f"{path}: {size:.1f} MiB; ONNX Runtime on {len(sentences)} test sentences: largest |ln P difference| "
+    say(f"{path}: {size:.1f} MiB; ONNX Runtime on {len(sentences)} test sentences: largest |ln P difference| "
                f"from the model's own scores {worst:.1e} ({time.perf_counter() - t0:.1f} s)")
     return []

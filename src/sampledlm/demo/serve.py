@@ -6,11 +6,10 @@ from __future__ import annotations
 import threading
 import time
 
-import click
 
 from ..loader import load_model
 from ..use.score import score_sentences
-from .common import DemoData, Result
+from .common import DemoData, Result, say
 
 
 def serve_step(data: DemoData) -> list[Result]:
@@ -21,7 +20,7 @@ def serve_step(data: DemoData) -> list[Result]:
     try:
         from ..serve.app import Server
     except ImportError:  # aiohttp is an extra
-        click.echo("\n== serving (sampledlm serve) ==\nskipped: pip install 'sampledlm[serve]' (aiohttp)")
+        say("\n== serving (sampledlm serve) ==\nskipped: pip install 'sampledlm[serve]' (aiohttp)")
         return []
     from ..serve.client import Client
 
@@ -30,7 +29,7 @@ def serve_step(data: DemoData) -> list[Result]:
     with open(data.test, encoding="utf-8") as f:
         sentences = [line.split() for line in f if line.split()][:40]
     want = score_sentences(lm, sentences)
-    click.echo("\n== serving (sampledlm serve) ==")
+    say("\n== serving (sampledlm serve) ==")
     with Server(lm) as server:
         client = Client(server.url)
         answers: list = [None] * len(sentences)
@@ -51,7 +50,7 @@ def serve_step(data: DemoData) -> list[Result]:
     diff = max(max(abs(a - w.ln_prob) for a, w in zip(answers, want)),
                max(abs(s["ln"] - w.ln_prob) for s, w in zip(scored["sentences"], want)))
     b = info["batching"]
-    click.echo(f"KN3 served on {server.url} (localhost only): {len(sentences)} sentences asked word by word by 8 "
+    say(f"KN3 served on {server.url} (localhost only): {len(sentences)} sentences asked word by word by 8 "
                f"client threads and scored whole; {b['requests']} requests in {b['calls']} model calls; largest "
                f"difference from sampledlm score: {diff:.2g} nats ({time.perf_counter() - t0:.1f} s)")
     return []

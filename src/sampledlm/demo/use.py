@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import time
 
-import click
 
 from ..loader import load_model
 from ..lm import Mixture
@@ -14,7 +13,7 @@ from ..use.channel import Channel
 from ..use.generate import generate
 from ..use.nbest import Weights, add_lm_scores, evaluate, tune
 from ..use.score import format_sentence, score_sentences
-from .common import DemoData, Result
+from .common import DemoData, Result, say
 
 
 def use_step(data: DemoData) -> list[Result]:
@@ -32,9 +31,9 @@ def use_step(data: DemoData) -> list[Result]:
         models["FFNN + KN3"] = mix
     with open(data.test, encoding="utf-8") as f:
         sentences = [line.split() for line in f if line.split()]
-    click.echo("\n== using the models (sampledlm score, rescore, generate) ==")
+    say("\n== using the models (sampledlm score, rescore, generate) ==")
     shown = next((s for s in sentences if 6 <= len(s) <= 12 and sum(w.isalpha() for w in s) >= len(s) - 1), sentences[0])
-    click.echo(format_sentence(score_sentences(kn3, [shown], with_orders=True)[0], per_word=True))
+    say(format_sentence(score_sentences(kn3, [shown], with_orders=True)[0], per_word=True))
     channel = Channel(data.vocab.words, seed=data.seed)
     lists = [channel.nbest(f"s{i}", s, n=10) for i, s in enumerate(sentences[:200])]
     dev, test = lists[:100], lists[100:]
@@ -43,10 +42,10 @@ def use_step(data: DemoData) -> list[Result]:
         w = tune(dev)
         r = evaluate(test, w)
         first = evaluate(test, Weights(lm_weight=0.0))
-        click.echo(f"10-best rescoring of a simulated recogniser, {name} (lm weight {w.lm_weight:.2f} tuned on 100 "
+        say(f"10-best rescoring of a simulated recogniser, {name} (lm weight {w.lm_weight:.2f} tuned on 100 "
                    f"lists): WER {100 * first.rescored.wer:.1f}% (acoustics alone) -> {100 * r.rescored.wer:.1f}% "
                    f"(oracle {100 * r.oracle.wer:.1f}%)")
     for s in generate(kn3, [], n=2, seed=data.seed, max_words=20, allow_unk=False):
-        click.echo(f"sampled from KN3: {' '.join(s)}")
-    click.echo(f"({time.perf_counter() - t0:.1f} s)")
+        say(f"sampled from KN3: {' '.join(s)}")
+    say(f"({time.perf_counter() - t0:.1f} s)")
     return []

@@ -1,0 +1,172 @@
+"""Training a maximum-entropy LM into a directory: the library's side of ``sampledlm maxent train`` and of
+:func:`sampledlm.train_maxent` (the command line parses flags and prints; every rule is here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Callable
+
+from ..errors import UserError
+from .config import TrainConfig
+from .features import FeatureSpec
+
+#: the trigger features' settings and their defaults (None given: these), from :class:`.features.FeatureSpec`
+TRIGGER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FeatureSpec) if f.name.startswith("trigger_")}
+
+
+@dataclasses.dataclass
+class MaxentRun:
+    """What ``maxent train`` is given; None = not given (the default then applies: :class:`.config.TrainConfig`'s,
+    :data:`TRIGGER_DEFAULTS`, or the source model's with ``init_dir``). A setting that does not apply is refused
+    only when given."""
+
+    features: str = "feat-i"
+    objective: str = TrainConfig.objective
+    alpha: float | None = None  # --neg-rate
+    neg_subset: str | None = None  # fixed | variable (default variable)
+    lr: float = TrainConfig.lr
+    optimizer: str = "adagrad" if TrainConfig.adagrad else "sgd"
+    average: str = TrainConfig.average
+    epochs: int = TrainConfig.epochs
+    min_improvement: float | None = None
+    l2: float = TrainConfig.l2
+    hash_size: int | None = None
+    trigger_window: int | None = None
+    trigger_gap: int | None = None
+    trigger_pairs: int | None = None
+    trigger_min_count: int | None = None
+    trigger_min_lift: float | None = None
+    seed: int = TrainConfig.seed
+
+
+def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentRun, text_options, *,
+                    force: bool = False, init_dir: str | None = None, vocab_path: str | None = None, ranks: int = 1,
+                    distributed: bool = False, check_source: Callable[[str, str, dict, dict], None] | None = None,
+                    log: Callable[[str], None] = lambda line: None) -> dict | None:
+    """Train on ``train_path`` (learning rate halved on ``valid_path``'s perplexity) and write the model to
+    ``out_dir``; returns its config.json (None on a torchrun rank other than 0, which writes nothing).
+
+    ``init_dir``: start from that model (its objective, features and text options;
+    ``check_source(init_dir, what, theirs, here)`` may refuse a given setting that differs). ``ranks``: local
+    processes (vocabulary shards); ``distributed``: one rank of a torchrun job."""
+    import numpy as np
+
+    from .. import store
+    from ..data.corpus import build_vocab, load_ids
+    from ..data.vocab import Vocab
+    from ..outputs import writing_directory
+    from .shard import ShardJob, run_from_env, train_sharded
+
+    triggers = {k: (TRIGGER_DEFAULTS[k] if getattr(run, k) is None else getattr(run, k)) for k in TRIGGER_DEFAULTS}
+    writer = not distributed or int(os.environ.get("RANK", "0")) == 0
+    if writer:
+        check_output(out_dir, force)
+    spec = FeatureSpec.parse(run.features, **triggers)
+    objective, hash_size, alpha = run.objective, run.hash_size, run.alpha
+    start = None
+    if init_dir:
+        start, spec, objective, hash_size, alpha, text_options, vocab = _init_from(init_dir, spec, vocab_path, alpha,
+                                                                                   check_source)
+    trigger_given = [f for f in TRIGGER_DEFAULTS if getattr(run, f) is not None]
+    if trigger_given and "trigger" not in spec.names:
+        raise UserError(f"--{trigger_given[0].replace('_', '-')} shapes trigger features, which --features "
+                        f"{','.join(spec.names)} does not use (add trigger, or feat-ii)")
+    if objective != "binary" and run.neg_subset is not None:
+        raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
+    if start is None:
+        vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, text_options)
+    elif writer:
+        from ..data.vocabmap import announce
+
+        log(announce(init_dir, start.origin))
+    train_ids = np.asarray(load_ids(train_path, vocab, text_options))
+    valid_ids = np.asarray(load_ids(valid_path, vocab, text_options))
+    for path, ids in ((train_path, train_ids), (valid_path, valid_ids)):
+        if len(ids) == 0:
+            raise UserError(f"{path}: no sentences (empty file or blank lines only)")
+    cfg = TrainConfig(objective=objective, alpha=TrainConfig.alpha if alpha is None else alpha, lr=run.lr,
+                      epochs=run.epochs,
+                      min_gain=TrainConfig.min_gain if run.min_improvement is None else run.min_improvement,
+                      l2=run.l2, seed=run.seed, fixed_negatives=run.neg_subset == "fixed",
+                      adagrad=run.optimizer == "adagrad", average=run.average)
+    job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir if writer else None, vocab,
+                   log=True, info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
+                                   **({"init_from": start.origin} if start else {})},
+                   text_options=text_options.to_dict(), start=start)
+    if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
+        run_from_env(job)
+        return None
+    with writing_directory(out_dir, store.lock_directory):
+        check_output(out_dir, force, clean=True)  # again, now that no other process can write here
+        if distributed:
+            run_from_env(job)
+        else:
+            train_sharded(job, ranks)
+    config = store.read_json(os.path.join(out_dir, "config.json"))
+    log(f"features: {', '.join(f'{k} {v:,}' for k, v in config['feature_counts'].items())}")
+    log(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}")
+    return config
+
+
+def _init_from(init_dir: str, spec, vocab_path: str | None, alpha: float | None, check_source):
+    """``(start, spec, objective, hash_size, alpha, text options, vocabulary)`` of a run started from the model in
+    ``init_dir`` (:mod:`sampledlm.maxent.finetune`): the source's objective, features and text options, its
+    ``--neg-rate`` unless one is given, its vocabulary unless ``vocab_path`` gives one."""
+    from ..data.tokenizer import TextOptions
+    from ..data.vocab import Vocab
+    from .finetune import Start, source_model
+
+    source, src_vocab = source_model(init_dir)
+    theirs = source.features.spec
+    text = TextOptions.from_dict(source.text_options, init_dir)
+    if check_source is not None:
+        check_source(init_dir, "the objective, features and how text is read",
+                     {"objective": source.objective, "features": theirs.names,
+                      "hash_size": source.features.hash_size, "trigger_window": theirs.trigger_window,
+                      "trigger_gap": theirs.trigger_gap, "trigger_pairs": theirs.trigger_pairs,
+                      "trigger_min_count": theirs.trigger_min_count,
+                      "trigger_min_lift": theirs.trigger_min_lift, **text.to_dict()},
+                     {"features": spec.names})
+    vocab = Vocab.load(vocab_path) if vocab_path else src_vocab
+    return (Start.of(source, src_vocab, vocab, init_dir), theirs, source.objective, source.features.hash_size,
+            source.alpha if alpha is None else alpha, text, vocab)
+
+
+#: What a ``maxent train`` killed while saving leaves: its weights file (written first), perhaps vocab.txt, temporary
+#: files, and no config.json yet.
+_INTERRUPTED_SAVE = re.compile(r"^(vocab\.txt|model-[0-9a-f]{12}\.safetensors|\..+\.tmp)$")
+
+
+def check_output(out_dir: str, force: bool, clean: bool = False) -> None:
+    """Refuse to overwrite: an existing model needs --force; a non-empty non-model directory is never written.
+    A save that was interrupted before its config.json (the commit point) holds no model: it is started
+    again (``clean``, under the directory's lock: its files are removed first)."""
+    from .. import store
+
+    if not os.path.exists(out_dir):
+        return
+    if not os.path.isdir(out_dir):
+        raise UserError(f"{out_dir}: exists and is not a directory")
+    entries = [e for e in os.listdir(out_dir) if e != ".lock"]
+    if not entries:
+        return
+    if not os.path.exists(os.path.join(out_dir, "config.json")) and all(_INTERRUPTED_SAVE.match(e) for e in entries) \
+            and any(e.startswith(("model-", ".model-")) for e in entries):  # the save writes the weights first
+        if clean:
+            for e in entries:
+                os.remove(os.path.join(out_dir, e))
+        return
+    family = None
+    if os.path.isfile(os.path.join(out_dir, "config.json")):
+        try:
+            family = store.read_config(out_dir)[1]
+        except UserError:
+            family = None
+    if family == "maxent":
+        if not force:
+            raise UserError(f"{out_dir}: already holds a maxent model; give --force to replace it, or choose another -o")
+        return
+    what = f"holds a {family} model" if family else "is not empty"
+    raise UserError(f"{out_dir}: {what}; choose another -o (--force only replaces a maxent model)")

@@ -1,0 +1,165 @@
+"""A new neural run's settings, resolved from what the user gave: the library's side of ``sampledlm train`` and of
+:func:`sampledlm.train_lm` (neither the command line nor the API holds a rule of its own).
+
+The settings are the fields of the models' ``Config`` dataclasses (:data:`MODEL_FIELDS`), of
+:class:`~sampledlm.neural.trainer.TrainOptions` (:data:`TRAIN_FIELDS`) and the objectives' options
+(:data:`OBJECTIVE_FIELDS`); None means "not given", and the default then comes from, in this order, the
+objective's defaults on this trunk (``sequence_defaults``), the model kind's training defaults
+(``train_defaults``) and the dataclass. Every setting that one rule derived from another is reported as a note
+(a line of text) rather than printed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from ..errors import UserError
+from ..objectives.registry import OBJECTIVES, objective_options
+from .registry import MODELS
+from .trainer import TrainOptions
+
+
+def _field_names(classes) -> list[str]:
+    names: list[str] = []
+    for cls in classes:
+        names += [f.name for f in dataclasses.fields(cls) if f.name not in names]
+    return names
+
+
+#: every model kind's settings (the union of the ``Config`` fields), in the order of the ``--help``
+MODEL_FIELDS = _field_names(cls.Config for cls in MODELS.values())
+#: the training loop's settings
+TRAIN_FIELDS = _field_names([TrainOptions])
+#: every objective's options
+OBJECTIVE_FIELDS = sorted({k for cls in OBJECTIVES.values() for k in objective_options(cls)})
+
+
+def _note(notes: list[str] | None, line: str) -> None:
+    if notes is not None:
+        notes.append(line)
+
+
+def sequence_defaults(model_type: str, objective: str, flags: dict, notes: list[str] | None = None) -> dict:
+    """``flags`` with the objective's ``sequence_defaults`` filled in where the user gave none, when the model is
+    recurrent (``sequence_model``); what it set and why is appended to ``notes``."""
+    from .registry import model_class
+    from ..objectives.registry import OBJECTIVES
+
+    cls = OBJECTIVES[objective]
+    if not model_class(model_type).sequence_model or not cls.sequence_defaults:
+        return flags
+    flags = dict(flags)
+    given = {k for k, v in flags.items() if v not in (None, ())}
+    unset = {k: v for k, v in cls.sequence_defaults.items()
+             if k in flags and k not in given and not given & set(cls.sequence_unless.get(k, ()))}
+    flags.update(unset)
+    if unset:
+        set_now = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in unset.items())
+        _note(notes, f"--objective {objective} on a {model_type}: {set_now} ({cls.sequence_why})")
+    return flags
+
+
+def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
+                 flags: dict, notes: list[str] | None = None):
+    """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
+    :data:`TRAIN_FIELDS` and :data:`OBJECTIVE_FIELDS`, None = not given). Where a setting follows from another
+    (an objective's needs of the model, its defaults on a recurrent trunk, ``samples`` capped at V/2, tied adaptive
+    input bands following the softmax's head), the line saying so is appended to ``notes``: the command line prints
+    them, the Python API hands them to its ``log``."""
+    from ..data.corpus import build_vocab
+    from ..data.vocab import Vocab
+    from .registry import complete_spec, model_class, model_spec
+    from .rundir import make_config
+    from .trainer import train_options_for
+    from ..objectives import make_objective
+    from ..objectives.registry import OBJECTIVES
+
+    model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
+    model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
+    if context_size is not None:
+        if model_flags.get("order") is not None and model_flags["order"] != context_size + 1:
+            raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
+                            "(order = context size + 1)")
+        model_flags["order"] = context_size + 1
+    defaults = model_spec(model_type)
+    cls = OBJECTIVES[objective]  # what the objective needs of the model, and takes on a recurrent trunk
+    settings = [(f"--objective {objective}", name, value, why, ()) for name, (value, why) in cls.model_settings.items()]
+    if model_class(model_type).sequence_model:
+        settings += [(f"--objective {objective} on a {model_type}", name, *rest)
+                     for name, rest in cls.sequence_model_settings.items()]
+    for where, name, value, why, needs in settings:
+        if name in defaults and model_flags.get(name) is None and defaults[name] != value \
+                and all(model_flags.get(n) is not False for n in needs):
+            model_flags[name] = value
+            _note(notes, f"{where}: {why}")
+    if model_flags.get("input_weights") is False and model_flags.get("tie") is None and defaults.get("tie"):
+        model_flags["tie"] = False
+        _note(notes, "--no-input-weights: input and output embeddings untied, as in faster-rnnlm (the embedding goes "
+                     "into the gates as it is; tied to the output rows, NCE on 10,000 PTB sentences reached valid 381 "
+                     "against 246 untied; give --tie to tie them anyway)")
+    spec = model_spec(model_type, **model_flags)
+    samples_given = flags.get("samples") is not None
+    flags = sequence_defaults(model_type, objective, flags, notes)
+    train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
+    if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
+        spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
+    spec = complete_spec(spec, dataclasses.asdict(train_opts))
+    obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
+    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+    if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
+        obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
+        _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
+                     f"{len(vocab):,} words; the default for sequence models is more)")
+    if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and obj_opts.get("head_coverage") \
+            and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head
+        from ..objectives.adaptive import MAX_HEAD, default_cutoffs
+
+        spec["input_cutoffs"] = default_cutoffs(vocab.counts, len(vocab), obj_opts["head_coverage"],
+                                                obj_opts.get("max_head") or MAX_HEAD)
+    if spec.get("adaptive_input") and spec.get("tie") and model_flags.get("input_factor") is None \
+            and obj_opts.get("div_value") is not None:  # tied bands: the input's widths follow the softmax's tails
+        spec["input_factor"] = float(obj_opts["div_value"])
+    # refuses options that do not apply, early; the objective checks its own against the vocabulary
+    obj_opts, settled = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
+    for note in settled:
+        _note(notes, note)
+    data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": opts.to_dict()}
+    return make_config(spec, objective, obj_opts, dataclasses.asdict(train_opts), data, vocab), vocab
+
+
+def init_config(init_dir: str, train_path: str, valid_path: str, vocab_path: str | None, min_count: int | None,
+                max_size: int | None, flags: dict, notes: list[str] | None = None):
+    """``(source, config, vocab)`` of a run started from the trained run ``init_dir``
+    (:mod:`sampledlm.neural.finetune`): the source's model, objective and text options; these training settings
+    (``flags``, None = not given) and texts. The vocabulary is the source's unless ``vocab_path``, ``min_count`` or
+    ``max_size`` (None = not given) asks for a new one (shared words keep their rows)."""
+    import copy
+
+    from ..data.corpus import build_vocab
+    from ..data.tokenizer import TextOptions
+    from ..data.vocab import Vocab
+    from ..data.vocabmap import origin
+    from .finetune import source_run
+    from .rundir import make_config
+    from .trainer import train_options_for
+
+    source = source_run(init_dir)
+    _, _, src_vocab, src_config = source
+    text = TextOptions.from_dict(src_config["data"].get("text_options"), init_dir)
+    if vocab_path:
+        vocab = Vocab.load(vocab_path)
+    elif min_count is not None or max_size is not None:
+        vocab = build_vocab(train_path, text, min_count=min_count or 1, max_size=max_size)
+    else:
+        vocab = src_vocab
+    model_type = src_config["model"]["type"]
+    flags = sequence_defaults(model_type, src_config["objective"]["name"],
+                              {k: v for k, v in flags.items() if k not in OBJECTIVE_FIELDS}, notes)
+    train_opts = train_options_for(model_type, {k: flags.get(k) for k in TRAIN_FIELDS})
+    data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": text.to_dict(),
+            "init_from": origin(init_dir, src_vocab, vocab)}
+    objective = src_config["objective"]
+    config = make_config(copy.deepcopy(src_config["model"]), objective["name"], dict(objective.get("options", {})),
+                         dataclasses.asdict(train_opts), data, vocab)
+    return source, config, vocab

@@ -1,0 +1,80 @@
+"""A neural run's training settings (:class:`TrainOptions`: each default, help text and range in one place;
+the command line's flags come from it) and the model kind's defaults over them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+from .. import config as cfgmod
+from ..config import option
+from .device import PRECISIONS
+
+
+LR_SCHEDULES = ("plateau", "cosine")
+TB_EVERY = 50  # optimiser steps between TensorBoard points of the training loss
+
+
+@dataclass
+class TrainOptions:
+    """Training settings. A model class may override these defaults (``train_defaults``)."""
+
+    optimizer: str = option("sgd", "sgd (the papers' choice) or adam", choices=("sgd", "adam"))
+    lr: float = option(0.1, "learning rate (of the mean batch loss)", min=0.0, min_open=True)
+    momentum: float = option(0.0, "SGD momentum", min=0.0, max=0.999)
+    weight_decay: float = option(0.0, "L2 weight decay", min=0.0)
+    clip: float = option(0.0, "clip the total gradient norm to this (0: off)", min=0.0)
+    batch_size: int = option(128, "n-grams per batch (feed-forward) or BPTT rows (recurrent)", min=1, short="-b")
+    bptt: int = option(35, "recurrent models: BPTT segment length", min=1)
+    epochs: int = option(20, "maximum epochs", min=1)
+    max_time: float = option(0.0, "stop at the end of the epoch that passes this many seconds of training, validation "
+                                  "included (0: no limit); with --data-fraction for short epochs, a time budget "
+                                  "(Chen et al. 2016 compare output layers this way)", min=0.0)
+    time_clock: str = option("wall", "the clock of --max-time: wall seconds, or cpu (the training process's CPU "
+                                     "seconds, fairer on a shared machine)", choices=("wall", "cpu"))
+    lr_schedule: str = option("plateau", "plateau: halve the rate when validation stalls (--min-improvement, "
+                                         "--max-halvings); cosine: decay it to 0 over --epochs, step by step",
+                              choices=LR_SCHEDULES)
+    max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
+                               min=0)
+    min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
+                                    max=1.0)
+    seed: int = option(1, "one seed for all randomness", min=0)
+    tensorboard: str | None = option(None, "also write TensorBoard scalars (loss, learning rate, tokens/s every "
+                                           f"{TB_EVERY} steps; validation perplexity every epoch) to this directory "
+                                           "(needs the tensorboard package: pip install 'sampledlm[tensorboard]')")
+    checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
+    eval_batch: int | None = option(None, "evaluation batch: histories, sentences, or (recurrent running text) "
+                                          "tokens per call; it never changes the perplexity", min=1)
+    device: str = option("auto", "where to train: auto (the GPU when there is one), cpu, cuda or cuda:N")
+    precision: str = option("fp32", "the training forward pass in fp32, or under bf16 / fp16 autocast (bf16: about 2x "
+                                    "faster on GPUs and CPUs with AVX512-BF16; fp16 with loss scaling); weights, "
+                                    "updates, the loss and every evaluation stay float32", choices=PRECISIONS)
+    compile: bool = option(False, "compile the model's forward pass with torch.compile (slow to start; helps "
+                                  "large models on a GPU)")
+    train_eval: int = option(0, "after each epoch also report the exact perplexity of the first N training tokens",
+                             min=0)
+    data_fraction: float = option(1.0, "feed-forward: train each epoch on this random share of the positions",
+                                  min=0.0, min_open=True, max=1.0)
+    data_subset: str = option("variable", "with --data-fraction: the same share every epoch (fixed) or a fresh one",
+                              choices=("fixed", "variable"))
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str = "config.json") -> "TrainOptions":
+        if isinstance(d, dict) and "bf16" in d:  # runs written before --precision: bf16 true/false
+            d = dict(d)
+            if d.pop("bf16") is True and d.get("precision", "fp32") == "fp32":
+                d["precision"] = "bf16"
+        return cfgmod.from_dict(cls, d, f"{path}: train")
+
+    def check(self) -> None:
+        cfgmod.check(self)
+
+
+def train_options_for(model_type: str, given: dict) -> TrainOptions:
+    """The training options of a new run: the model kind's defaults, then the user's (None = default)."""
+    from .registry import model_class
+
+    values = dict(model_class(model_type).train_defaults)
+    values.update({k: v for k, v in given.items() if v is not None})
+    return TrainOptions.from_dict(values, "training options")

@@ -1,0 +1,57 @@
+"""The checks every writer makes of its output, in one place for the command line and the Python API: an output
+is none of the inputs and replaces an existing file only when asked (``force``); a directory being written is
+locked, and removed again when the writer that created it fails."""
+
+from __future__ import annotations
+
+import contextlib
+
+
+def refuse_existing(path: str, force: bool, inputs=()) -> None:
+    """The one check of every writer's output: it is none of the command's ``inputs`` (files or model directories)
+    nor an existing file inside one, even with ``--force`` (``embed export RUN -o RUN/model.safetensors --force`` had destroyed the
+    run it read); and an existing file is replaced only with ``--force``."""
+    import os
+
+    from .errors import UserError
+
+    if path != "-":
+        out = os.path.realpath(path)
+        for given in inputs:
+            if not given or given == "-":
+                continue
+            src = os.path.realpath(given)
+            # a new file beside a model's is harmless; replacing one of its files is not
+            if out == src or (os.path.isdir(src) and out.startswith(src + os.sep) and os.path.exists(out)):
+                raise UserError(f"{path}: is {'inside ' if out != src else ''}the input {given}; write elsewhere")
+    if path != "-" and os.path.isfile(path) and not force:
+        raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
+
+
+@contextlib.contextmanager
+def writing_directory(path: str, lock):
+    """Write into the directory ``path`` under ``lock(path)`` (held to the end: a second writer stops at once); a
+    directory this command created is removed again when the command fails (it then holds at most the lock file),
+    so a failed or interrupted writer leaves nothing half-made behind."""
+    import os
+
+    created = not os.path.exists(path)
+    try:
+        with lock(path):
+            yield
+    except BaseException:
+        if created:
+            remove_if_empty(path)
+        raise
+
+
+def remove_if_empty(out_dir: str) -> None:
+    """Undo the directory a command created (it holds at most the lock file) after a failure."""
+    import os
+    import shutil
+
+    try:
+        if set(os.listdir(out_dir)) <= {".lock"}:
+            shutil.rmtree(out_dir)
+    except OSError:
+        pass
