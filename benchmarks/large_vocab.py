@@ -1,0 +1,761 @@
+"""``large-vocab``: issue 56, a 165M-token Wikipedia corpus at V = 485k (count >= 3; the issue expected ~600k
+from a simpler tokenisation, see :mod:`benchmarks.wiki_corpus`) and 100k.
+
+The page is written from the results recorded in ``benchmarks/notes/large-vocab.jsonl`` (one JSON object a line,
+appended by each step as it finishes; the latest line of a key wins), so the long runs can be stopped, resumed
+and spread over sessions, and the page rebuilt by one command:
+
+    python -m benchmarks large-vocab                   # the page from the recorded rows (trains nothing)
+
+The steps (each run under ``nice -n 19``, one at a time; each skips a row already recorded):
+
+    python -m benchmarks.large_vocab corpus --source /work/.mirror --data /work/data/wiki
+    python -m benchmarks.large_vocab kn5 --data /work/data/wiki --work /work/data/wiki-runs --prefix 20M
+    python -m benchmarks.large_vocab kn5 --data /work/data/wiki --work /work/data/wiki-runs          # all 160M
+    python -m benchmarks.large_vocab speed --data /work/data/wiki --work /work/data/wiki-runs
+
+``corpus`` builds the corpus (:mod:`benchmarks.wiki_corpus`) and records its statistics. ``kn5`` estimates KN5
+on the training text (or its first ``--prefix`` tokens, whole lines) with ours (``ngram train --memory 4G``,
+bounded) and KenLM's lmplz (``-S 4G``), each process timed (wall, CPU = user + system of the whole process tree,
+peak RSS from ``wait4``), scores the test text with KenLM's ``query`` on both ARPA files and with ``ngram eval`` on
+our binary directory (``ngram train --binary``), and adds count-pruned models (``--prune 0,0,1``, lmplz ``--prune
+0 0 1``): size and perplexity. lmplz refuses a literal ``<unk>`` in its input, so for both tools ``<unk>`` is
+renamed to the ordinary word ``<unk-word>`` (as on the ngram-scale page): it is then predicted and counted like
+any word, which is how WikiText-103's papers count ``<unk>``. ``speed`` measures training words per CPU second at
+V = 485k (the count >= 3 vocabulary; "full" in the rows' keys), 100k and 10k (PTB) for sampled and structured
+objectives over a few hundred steps, and exact evaluation time per 1,000 tokens at V = 485k.
+
+lmplz, query and build_binary: ``$LMPLZ`` (their folder is taken from it), or on PATH, or ``/work/kenlm-build/bin``
+(KenLM built from github:kpu/kenlm with cmake: ``cmake -S kenlm -B kenlm-build -DCMAKE_BUILD_TYPE=Release
+-DKENLM_MAX_ORDER=6 && cmake --build kenlm-build --target lmplz query build_binary``; it needs Boost's
+program_options, system, thread and test development packages).
+
+``--quick`` builds a tiny corpus from generated ``<doc>`` files in a temporary folder, runs the KN5 step on it
+(lmplz only where a binary is found), and writes the page into OUT (a temporary folder unless ``--out`` says
+otherwise) from those rows only; it never touches the JSONL or docs/results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .report import REPO_DIR, stamp, table, write_page
+
+NAME = "large-vocab"
+TITLE = "Large vocabularies: a 165M-token Wikipedia corpus at V = 485k (count >= 3) and 100k"
+NOTES = os.path.join(REPO_DIR, "benchmarks", "notes", "large-vocab.jsonl")
+BUDGET = "4G"
+PREFIXES = ("20M", "all")
+UNK_WORD = "<unk-word>"
+ARPA_PARSE_MB = 1500  # lmplz ARPA files up to this size are also scored by our own reader
+
+
+# --- the record ----------------------------------------------------------------------------------------------
+def read_rows(path: str = NOTES) -> dict[str, dict]:
+    """The latest recorded row of each key."""
+    rows = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    r = json.loads(line)
+                    rows[r["key"]] = r
+    return rows
+
+
+def append_row(row: dict, path: str = NOTES) -> dict:
+    meta = stamp()
+    row = {**row, "date": meta["date"], "commit": meta["commit"], "machine": meta["machine"],
+           "load_average": [round(x, 2) for x in os.getloadavg()], "nice": os.nice(0)}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    print(json.dumps({k: v for k, v in row.items() if k not in ("stderr",)})[:600], file=sys.stderr, flush=True)
+    return row
+
+
+# --- timing a process ----------------------------------------------------------------------------------------
+# A small parent (its own peak ~10 MB, which a child inherits at fork) that waits for the command with wait4:
+# the command's wall time, CPU time (user + system, its threads and reaped children included) and peak RSS.
+_WAIT4 = r"""
+import json, os, sys, time
+spec = json.loads(sys.argv[1])
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    if spec.get("stdin"):
+        fd = os.open(spec["stdin"], os.O_RDONLY); os.dup2(fd, 0)
+    if spec.get("stdout"):
+        fd = os.open(spec["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); os.dup2(fd, 1)
+    fd = os.open(spec["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); os.dup2(fd, 2)
+    os.execvp(spec["argv"][0], spec["argv"])
+_, status, ru = os.wait4(pid, 0)
+print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "wall_s": round(time.perf_counter() - t, 2),
+                  "cpu_s": round(ru.ru_utime + ru.ru_stime, 2), "peak_mb": round(ru.ru_maxrss / 1024, 1)}))
+"""
+
+
+def timed(argv: list[str], stdin: str | None = None, stdout: str | None = None) -> dict:
+    """Run ``argv`` (stdin/stdout from/to files, stdout captured otherwise); rc, wall_s, cpu_s, peak_mb,
+    stdout (when captured, last 4,000 characters) and stderr (last 2,000)."""
+    with tempfile.TemporaryDirectory() as d:
+        spec = {"argv": argv, "stdin": stdin, "stdout": stdout or os.path.join(d, "out"),
+                "stderr": os.path.join(d, "err")}
+        p = subprocess.run([sys.executable, "-S", "-c", _WAIT4, json.dumps(spec)], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"timing wrapper failed: {p.stderr[-2000:]}")
+        res = json.loads(p.stdout)
+        res["stderr"] = open(spec["stderr"], encoding="utf-8", errors="replace").read()[-2000:]
+        if stdout is None:
+            res["stdout"] = open(spec["stdout"], encoding="utf-8", errors="replace").read()[-4000:]
+    return res
+
+
+def sampledlm(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sampledlm", *args]
+
+
+def kenlm_bin(tool: str) -> str | None:
+    """Path of KenLM's ``tool`` (lmplz, query, build_binary), or None."""
+    env = os.environ.get("LMPLZ")
+    for d in ([os.path.dirname(env)] if env else []) + [os.path.dirname(shutil.which("lmplz") or "") or None,
+                                                         "/work/kenlm-build/bin"]:
+        if d and os.access(os.path.join(d, tool), os.X_OK):
+            return os.path.join(d, tool)
+    return None
+
+
+def parse_count(text: str) -> int:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", text)
+    if not m:
+        raise SystemExit(f"--prefix {text!r}: a token count such as 20M, 500k or 1000000 (or 'all')")
+    return int(float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6}[m.group(2).lower()])
+
+
+# --- the KN5 step --------------------------------------------------------------------------------------------
+def prepare_kn_text(data: str, work: str, prefix: str) -> dict:
+    """``<unk>`` renamed for lmplz in train (its first ``prefix`` tokens, whole lines), valid and test; cached."""
+    kn = os.path.join(work, "kn")
+    os.makedirs(kn, exist_ok=True)
+    out = {"train": os.path.join(kn, f"train.{prefix}.txt"), "test": os.path.join(kn, "test.txt")}
+    limit = None if prefix == "all" else parse_count(prefix)
+    for part, path in out.items():
+        if os.path.exists(path):
+            continue
+        n = 0
+        with open(os.path.join(data, f"{part}.txt"), encoding="utf-8") as f, \
+                open(path + ".tmp", "w", encoding="utf-8") as g:
+            for line in f:
+                if part == "train" and limit is not None and n >= limit:
+                    break
+                words = [UNK_WORD if w == "<unk>" else w for w in line.split()]
+                n += len(words)
+                g.write(" ".join(words) + "\n")
+        os.replace(path + ".tmp", path)
+    out["train_tokens"] = sum(len(line.split()) for line in open(out["train"], encoding="utf-8"))
+    return out
+
+
+def query_ppl(model: str, test: str) -> dict:
+    """KenLM's query over ``test``: perplexity including OOVs (``</s>`` counted), and its process figures."""
+    q = kenlm_bin("query")
+    r = timed([q, "-v", "summary", model], stdin=test)
+    text = r.pop("stdout", "") + r["stderr"]
+    for key, pat in (("ppl", r"Perplexity including OOVs:\s*([\d.eE+-]+)"),
+                     ("ppl_excluding_oov", r"Perplexity excluding OOVs:\s*([\d.eE+-]+)"), ("oov", r"^OOVs:\s*(\d+)"),
+                     ("tokens", r"^Tokens:\s*(\d+)")):
+        m = re.search(pat, text, re.M)
+        if m:
+            r[key] = float(m.group(1))
+    r["stderr"] = r["stderr"][-300:]
+    return r
+
+
+def our_eval(model: str, test: str) -> dict:
+    r = timed(sampledlm("ngram", "eval", model, "--test", test, "--json"))
+    if r["rc"] == 0:
+        j = json.loads(r["stdout"].strip().splitlines()[-1])
+        r.update({k: j.get(k) for k in ("ppl", "ppl_excluding_oov", "oov", "predictions", "seconds_load",
+                                       "seconds_score")})
+    r.pop("stdout", None)
+    return r
+
+
+def ngram_counts_arpa(path: str) -> list[int]:
+    counts = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"ngram (\d+)=(\d+)", line)
+            if m:
+                counts.append(int(m.group(2)))
+            elif line.startswith("\\1-grams"):
+                break
+    return counts
+
+
+def dir_mb(path: str) -> float:
+    if os.path.isdir(path):
+        return round(sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path)) / 2**20, 1)
+    return round(os.path.getsize(path) / 2**20, 1)
+
+
+def kn5_step(data: str, work: str, prefix: str, rows_path: str = NOTES, budget: str = BUDGET,
+             keep_arpa: bool = False) -> None:
+    """Every KN5 row of one training-text prefix (each skipped when recorded already)."""
+    rows = read_rows(rows_path)
+    files = prepare_kn_text(data, work, prefix)
+    train, test = files["train"], files["test"]
+    tmp = os.path.join(work, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    lmplz = kenlm_bin("lmplz")
+    common = {"prefix": prefix, "train_tokens": files["train_tokens"], "data": data, "budget": budget}
+
+    def done(key):
+        return key in rows and rows[key].get("rc") == 0
+
+    def record(key, row):
+        rows[key] = append_row({"key": key, **common, **row}, rows_path)
+
+    def arpa_row(tool, arpa, train_res, prune=None):
+        res = {"tool": tool, "prune": prune, "train": train_res, "ngrams": None, "arpa_mb": None}
+        if train_res["rc"] == 0:
+            res["ngrams"] = ngram_counts_arpa(arpa)
+            res["arpa_mb"] = dir_mb(arpa)
+            if kenlm_bin("query"):
+                res["query"] = query_ppl(arpa, test)
+        return res
+
+    def by_ours(arpa, key):
+        """lmplz's model read by our ARPA reader (it parses in memory: only while the file is small enough)."""
+        if done(key) or not os.path.exists(arpa):
+            return
+        mb = dir_mb(arpa)
+        if mb <= ARPA_PARSE_MB:
+            r = our_eval(arpa, test)
+            record(key, {"tool": "lmplz-by-ours", "arpa_mb": mb, "eval": r, "rc": r["rc"]})
+        else:
+            record(key, {"tool": "lmplz-by-ours", "arpa_mb": mb, "rc": None,
+                         "skipped": f"lmplz's ARPA file is {mb:,.0f} MB; our ARPA reader parses it in memory "
+                                    f"(about 6x its size), so only files up to {ARPA_PARSE_MB:,} MB are read here"})
+
+    def binary():
+        """Our binary directory straight from the pipeline, loaded and scored by ngram eval."""
+        key = f"kn5/ours-binary/{prefix}"
+        if done(key):
+            return
+        out = os.path.join(work, f"kn5-ours-{prefix}.bin")
+        argv = sampledlm("ngram", "train", "--train", train, "--order", "5", "--memory", budget, "--temp-dir", tmp,
+                         "--binary", "-o", out, "--force")
+        r = timed(argv)
+        r.pop("stdout", None)
+        r["command"] = " ".join(argv)
+        row = {"tool": "ours-binary", "train": r, "rc": r["rc"]}
+        if r["rc"] == 0:
+            row["binary_mb"] = dir_mb(out)
+            row["eval"] = our_eval(out, test)
+            row["rc"] = row["eval"]["rc"]
+        record(key, row)
+        if not keep_arpa:
+            shutil.rmtree(out, ignore_errors=True)
+
+    plans = [("ours", None), ("lmplz", None), ("binary", None), ("ours", "0,0,1"), ("lmplz", "0,0,1")]
+    for tool, prune in plans:
+        if tool == "binary":
+            binary()
+            continue
+        tag = "-prune" + prune.replace(",", "") if prune else ""
+        key = f"kn5/{tool}{tag}/{prefix}"
+        arpa = os.path.join(work, f"kn5-{tool}{tag}-{prefix}.arpa")
+        if not done(key):
+            if tool == "ours":
+                argv = sampledlm("ngram", "train", "--train", train, "--order", "5", "--memory", budget,
+                                 "--temp-dir", tmp, "-o", arpa, "--force", *(["--prune", prune] if prune else []))
+                r = timed(argv)
+            else:
+                if not lmplz:
+                    record(key, {"tool": tool, "rc": None,
+                                 "skipped": "no lmplz binary ($LMPLZ, PATH, /work/kenlm-build/bin)"})
+                    continue
+                argv = [lmplz, "-o", "5", "-S", budget, "-T", tmp, "--discount_fallback",
+                        *(["--prune", *prune.split(",")] if prune else [])]
+                r = timed(argv, stdin=train, stdout=arpa)
+            r.pop("stdout", None)
+            r["command"] = " ".join(argv) + (f" < {train} > {arpa}" if tool == "lmplz" else "")
+            row = arpa_row(tool, arpa, r, prune)
+            row["rc"] = r["rc"]
+            record(key, row)
+        if tool == "lmplz":
+            by_ours(arpa, f"kn5/lmplz{tag}-by-ours/{prefix}")
+        if not keep_arpa and os.path.exists(arpa):
+            os.remove(arpa)
+
+
+# --- the speed step (deliverable 5, cheap part) -------------------------------------------------------------
+SPEED_OBJECTIVES = ("nce", "hsm", "adaptive", "css-is", "class", "is", "blackout")  # the most telling first
+SPEED_TOKENS = 300_000  # training tokens of each speed run (about 270 steps of the default GRU's batches)
+
+
+def _prefix_file(src: str, dst: str, tokens: int) -> int:
+    """The first lines of ``src`` holding ``tokens`` tokens, into ``dst``; tokens + </s> written."""
+    n = lines = 0
+    if not os.path.exists(dst):
+        with open(src, encoding="utf-8") as f, open(dst + ".tmp", "w", encoding="utf-8") as g:
+            for line in f:
+                if n >= tokens:
+                    break
+                n += len(line.split())
+                g.write(line)
+        os.replace(dst + ".tmp", dst)
+    n = 0
+    with open(dst, encoding="utf-8") as f:
+        for line in f:
+            n += len(line.split())
+            lines += 1
+    return n + lines
+
+
+def _vocab_file(data: str, sub: str, dst: str, unk_count: int) -> str:
+    """The corpus vocabulary as ``sampledlm train --vocab`` reads it (``<unk>`` with its training count)."""
+    if not os.path.exists(dst):
+        with open(os.path.join(data, sub, "vocab.txt"), encoding="utf-8") as f, \
+                open(dst + ".tmp", "w", encoding="utf-8") as g:
+            g.write(f"<unk>\t{unk_count}\n")
+            g.writelines(f)
+        os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def speed_step(data: str, work: str, rows_path: str = NOTES, tokens: int = SPEED_TOKENS,
+               objectives: tuple[str, ...] = SPEED_OBJECTIVES, settings: tuple[str, ...] = ("full", "10k", "100k"),
+               eval_tokens: int = 5000) -> None:
+    """Training words per CPU second of the default GRU (one thread) with each of ``objectives`` over the first
+    ``tokens`` training tokens, at the count >= 3 vocabulary ("full", all of it in the model), 100k and 10k (PTB),
+    and the exact evaluation time per 1,000 test tokens at the full vocabulary. Each row is recorded as it finishes."""
+    from .report import default_ptb
+
+    rows = read_rows(rows_path)
+    sp = os.path.join(work, "speed")
+    os.makedirs(sp, exist_ok=True)
+    stats = rows.get("corpus", {}).get("stats", {}).get("settings", {})
+    tiny_valid = os.path.join(sp, "valid-tiny.txt")  # a few words: the epoch's validation costs next to nothing
+    with open(os.path.join(data, "valid.txt"), encoding="utf-8") as f, open(tiny_valid, "w", encoding="utf-8") as g:
+        g.write(next(f))
+    setups = {}
+    for name in settings:
+        if name == "10k":
+            ptb = default_ptb()
+            if not os.path.isdir(ptb):
+                continue
+            train = os.path.join(sp, "train-10k.txt")
+            setups[name] = (train, _prefix_file(os.path.join(ptb, "ptb.train.txt"), train, tokens), [])
+            continue
+        sub = "" if name == "full" else name
+        label = next((k for k in stats if (k.startswith("count") if name == "full" else k.endswith(name))), None)
+        unk = stats[label]["splits"]["train"]["unk"] if label else 0
+        voc = _vocab_file(data, sub, os.path.join(sp, f"vocab-{name}.txt"), unk)
+        train = os.path.join(sp, f"train-{name}.txt")
+        setups[name] = (train, _prefix_file(os.path.join(data, sub, "train.txt"), train, tokens), ["--vocab", voc])
+
+    def exact_eval():
+        """Exact evaluation at the full vocabulary: the NCE run's model over the first test tokens, every core."""
+        key = "eval-speed/full"
+        run_dir = os.path.join(sp, "nce-full")
+        if (key in rows and rows[key].get("rc") == 0) or not os.path.isfile(os.path.join(run_dir, "metrics.jsonl")):
+            return
+        test = os.path.join(sp, "test-eval.txt")
+        n = _prefix_file(os.path.join(data, "test.txt"), test, eval_tokens)
+        r = timed(sampledlm("eval", run_dir, "--test", test, "--json", "--device", "cpu"))
+        row = {"tokens": n, "process": {k: v for k, v in r.items() if k != "stdout"}, "rc": r["rc"]}
+        if r["rc"] == 0:
+            j = json.loads(r["stdout"].strip().splitlines()[-1])
+            row.update(seconds_score=j.get("seconds_score"), seconds_load=j.get("seconds_load"), ppl=j.get("ppl"),
+                       wall_per_1000=1000 * j["seconds_score"] / n, threads=os.cpu_count())
+        rows[key] = append_row({"key": key, **row}, rows_path)
+
+    for obj in objectives:
+        for name, (train, ntok, extra) in setups.items():
+            key = f"speed/{obj}/{name}"
+            if key in rows and rows[key].get("rc") == 0:
+                continue
+            run_dir = os.path.join(sp, f"{obj}-{name}")
+            shutil.rmtree(run_dir, ignore_errors=True)
+            argv = sampledlm("train", "--train", train, "--valid", tiny_valid, *extra, "--model", "gru",
+                             "--objective", obj, "--device", "cpu", "--threads", "1", "--epochs", "1", "-o", run_dir)
+            r = timed(argv)
+            r.pop("stdout", None)
+            row = {"objective": obj, "V": name, "tokens": ntok, "process": r, "rc": r["rc"],
+                   "command": " ".join(argv)}
+            if r["rc"] == 0:
+                with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+                    m = json.loads(f.readline())
+                row.update(train_cpu_s=m["cpu_s"], words_per_cpu_s=ntok / m["cpu_s"], steps=m["step"],
+                           tokens_per_wall_s=m["tokens_per_s"])
+            rows[key] = append_row({"key": key, **row}, rows_path)
+            if (obj, name) != ("nce", "full"):  # a run at V = 485k holds GBs of weights and optimiser state
+                shutil.rmtree(run_dir, ignore_errors=True)
+        exact_eval()  # as soon as the NCE model at the full vocabulary exists
+
+
+# --- the page ------------------------------------------------------------------------------------------------
+def _fmt(x, digits=2):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}"
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def corpus_section(rows: dict) -> tuple[str, list[str]]:
+    r = rows.get("corpus")
+    if not r:
+        return ("## Corpus\n\nnot yet run: `python -m benchmarks.large_vocab corpus --source DIR --data OUT` "
+                "(needs the three snapshots; about 10 minutes and 1 GB of memory)\n", [])
+    st = r["stats"]
+    tok = st["tokenize"]
+    lines = ["## Corpus", "",
+             "English Wikipedia from three public repository snapshots (WikiExtractor output), tokenised as "
+             "WikiText-103 (Merity et al. 2016): built by `benchmarks/wiki_corpus.py` (its docstring has every "
+             "decision: tokenisation, de-duplication, split, vocabulary). Tokens exclude `</s>`.", "",
+             "Sources: " + "; ".join(f"github:{s['snapshot'].replace('+', '/')} at {s['commit'][:10]}, "
+                                     f"`{s['prefix']}/*/wiki_*`" for s in st["source"]) + ".", ""]
+    lines.append(table(["split", "articles", "lines (paragraphs)", "tokens"],
+                       [[s, _fmt(v["articles"]), _fmt(v["lines"]), _fmt(v["tokens"])]
+                        for s, v in tok["splits"].items()]))
+    d = tok["dropped"]
+    lines += ["", f"Articles dropped: {d['duplicate_id']:,} repeated ids (nearly all of them WikiTasks' "
+              f"`text/Temp/`, a second copy of its `text/AA/`), {d['duplicate_title']:,} repeated titles, "
+              f"{d['empty']:,} with no text but the title. Training types: {tok['types_train']:,}.", ""]
+    vrows = []
+    for label, s in st["settings"].items():
+        vrows.append([label, _fmt(s["V"])] + [f"{100 * s['splits'][p]['oov_rate']:.2f} %"
+                                               for p in ("train", "valid", "test")])
+    lines.append(table(["vocabulary", "V (with <unk>)", "<unk> rate train", "valid", "test"], vrows))
+    lines += ["", "V is 485k, not the issue's ~600k: WikiText's tokenisation splits hyphenated words (`@-@`) and "
+              "number separators (`@,@`, `@.@`), which a split that only cuts punctuation off word edges keeps "
+              "as types of their own."]
+    steps = [("tokenise, de-duplicate, split, count", tok)] + [(f"map to {k}", v) for k, v in st["settings"].items()]
+    lines += ["", table(["build step", "wall s", "CPU s", "peak RSS MB"],
+                        [[n, _fmt(v["wall_s"], 0), _fmt(v["cpu_s"], 0), _fmt(v["peak_rss_mb"], 0)] for n, v in steps]),
+              "", f"Built at nice 19 beside other jobs on {r['machine']} (load average {r['load_average'][0]} when "
+              "recorded); the peak is the building process's (the tokenising step holds the training counts of "
+              f"every type, the only thing that grows with the corpus). Recorded {r['date']}, commit {r['commit']}.", ""]
+    return "\n".join(lines), []
+
+
+def kn_section(rows: dict) -> tuple[str, list[str]]:
+    lines = ["## KN5: ours (bounded memory) and KenLM's lmplz", "",
+             f"Interpolated modified Kneser-Ney, order 5, on the count >= 3 vocabulary's text, `<unk>` renamed "
+             f"`{UNK_WORD}` for both tools (an ordinary word: lmplz refuses `<unk>` in its input). Ours: `sampledlm "
+             f"ngram train --order 5 --memory {BUDGET}` (bounded; ARPA), and `--binary` (the memory-mapped model "
+             f"directory, scored by `ngram eval`); lmplz `-S {BUDGET}` (Heafield et al. 2013). Test perplexity "
+             "includes `</s>` and OOVs, scored by KenLM's `query` on each ARPA file. Each figure is one process "
+             "(wall s; CPU s = user + system of all its threads; peak RSS from wait4), run at nice 19 on a shared "
+             "2-core machine.", ""]
+    missing = []
+    body = []
+    for prefix in PREFIXES:
+        got = {k.split("/")[1]: v for k, v in rows.items() if k.startswith("kn5/") and k.endswith("/" + prefix)}
+        if not got:
+            missing.append(f"KN5 on the {'whole training text' if prefix == 'all' else prefix + '-token prefix'}: "
+                           f"`nice -n 19 python -m benchmarks.large_vocab kn5 --data DIR --work WORK"
+                           f"{'' if prefix == 'all' else ' --prefix ' + prefix}` (needs lmplz and query"
+                           + ("; the whole text: tens of GB of scratch disk and an hour or more)" if prefix == "all"
+                              else ")"))
+            continue
+        ntok = next(iter(got.values())).get("train_tokens")
+        m = re.search(r"vocabulary ([\d,]+)", got.get("ours", {}).get("train", {}).get("stderr", ""))
+        body.append(f"### Training text: {'all' if prefix == 'all' else 'the first ' + prefix} "
+                    f"({_fmt(ntok)} tokens)\n")
+        if m and prefix != "all":
+            body.append(f"A prefix: the models' vocabulary is the prefix's words ({m.group(1)}), so the test words "
+                        "outside it are OOVs for both tools, scored as `<unk>` and counted, as KenLM's query counts "
+                        "them.\n")
+        tr = []
+        for name in ("ours", "lmplz", "ours-prune001", "lmplz-prune001"):
+            r = got.get(name)
+            if r is None:
+                missing.append(f"KN5 {name} on {prefix}: the kn5 step"
+                               + ("" if prefix == "all" else f" with --prefix {prefix}"))
+                continue
+            if r.get("rc") is None:
+                tr.append([name, "-", "-", "-", "-", "-", "-", r.get("skipped", "")])
+                continue
+            t = r["train"]
+            q = r.get("query", {})
+            tr.append([name, _fmt(sum(r["ngrams"] or []) or None), _fmt(t["wall_s"], 0), _fmt(t["cpu_s"], 0),
+                       _fmt(t["peak_mb"], 0), _fmt(r.get("arpa_mb"), 0),
+                       _fmt(q.get("ppl")) if q else "-",
+                       f"query: load + score {q['wall_s']:.0f} s, peak {q['peak_mb']:,.0f} MB" if q else
+                       f"rc {t['rc']}: {t['stderr'][-200:]}" if t["rc"] else ""])
+        body.append(table(["model", "n-grams", "train wall s", "train CPU s", "train peak MB", "ARPA MB",
+                           "test ppl (query)", "notes"], tr))
+        b = got.get("ours-binary")
+        if b and b.get("rc") == 0:
+            e = b["eval"]
+            body.append(f"\nOur binary directory (`--binary`): written in {b['train']['wall_s']:.0f} s wall, "
+                        f"{b['train']['cpu_s']:.0f} CPU s, peak {b['train']['peak_mb']:,.0f} MB; "
+                        f"{b['binary_mb']:,.0f} MB; `ngram eval` loads it in {e['seconds_load']:.2f} s (the SHA-256 "
+                        "check of its files included; the mapped pages that check reads count in the peak) and "
+                        f"scores the test text in {e['seconds_score']:.1f} s (process {e['wall_s']:.0f} s, peak "
+                        f"{e['peak_mb']:,.0f} MB): test ppl **{e['ppl']:.4f}** ({e['oov']} OOVs).")
+        elif b:
+            body.append(f"\nOur binary directory: failed (rc {b['train']['rc']}): `{b['train']['stderr'][-300:]}`")
+        for name, what in (("lmplz-by-ours", "lmplz's ARPA file"),
+                           ("lmplz-prune001-by-ours", "lmplz's pruned ARPA file")):
+            x = got.get(name)
+            if x and x.get("rc") == 0:
+                body.append(f"\n{what} scored by `ngram eval` (our ARPA reader, in memory): ppl "
+                            f"**{x['eval']['ppl']:.4f}** (process {x['eval']['wall_s']:.0f} s, peak "
+                            f"{x['eval']['peak_mb']:,.0f} MB).")
+            elif x:
+                body.append(f"\n{what} scored by `ngram eval`: not run: {x.get('skipped', 'failed')}.")
+        o, k = got.get("ours"), got.get("lmplz")
+        po_, pp_ = got.get("ours"), got.get("ours-prune001")
+        if po_ and pp_ and po_.get("rc") == 0 and pp_.get("rc") == 0 and po_.get("query") and pp_.get("query"):
+            kept = sum(pp_["ngrams"]) / sum(po_["ngrams"])
+            body.append(f"\nPruning: count thresholds `--prune 0,0,1` (lmplz's `--prune 0 0 1`: trigrams and above "
+                        f"seen once dropped, their mass moved to the back-off) keep {kept:.1%} of the n-grams "
+                        f"({pp_['arpa_mb']:,.0f} MB of ARPA text against {po_['arpa_mb']:,.0f} MB) for a test "
+                        f"perplexity {pp_['query']['ppl'] / po_['query']['ppl'] - 1:+.1%} higher. Relative-entropy "
+                        "pruning (`ngram prune`, Stolcke 1998) reads the whole model into memory, so it is not run at "
+                        "this size here.")
+        if o and k and o.get("rc") == 0 and k.get("rc") == 0:
+            po, pk = o.get("query", {}).get("ppl"), k.get("query", {}).get("ppl")
+            ratio = o["train"]["wall_s"] / k["train"]["wall_s"]
+            cratio = o["train"]["cpu_s"] / k["train"]["cpu_s"]
+            body.append(f"\nOurs against lmplz: perplexity {po:.2f} vs {pk:.2f} "
+                        f"({'equal' if f'{po:.4g}' == f'{pk:.4g}' else '**not equal**'} to 4 digits); time "
+                        f"{ratio:.2f}x lmplz's wall ({cratio:.2f}x its CPU); peak {o['train']['peak_mb']:,.0f} MB "
+                        f"({'within' if o['train']['peak_mb'] <= 4096 else '**over**'} 4 GB).")
+        body.append("")
+    return "\n".join(lines + body) + "\n", missing
+
+
+def _v_full(rows: dict) -> str:
+    """The count >= 3 vocabulary's size, as '485k'."""
+    st = rows.get("corpus", {}).get("stats", {}).get("settings", {})
+    v = next((x["V"] for k, x in st.items() if k.startswith("count")), None)
+    return f"{round(v / 1000)}k" if v else "600k"
+
+
+def speed_section(rows: dict) -> tuple[str, list[str]]:
+    got = {k: v for k, v in rows.items() if k.startswith("speed/") and v.get("rc") == 0}
+    if not got:
+        vfull = _v_full(rows)
+        return "", [f"Words per CPU second at V = 10k (PTB), 100k and {vfull} for each sampled and structured "
+                    f"objective, and a training run's peak memory at V = {vfull} (deliverable 5): `nice -n 19 python -m "
+                    "benchmarks.large_vocab speed --data DIR --work WORK` (about 30 minutes)",
+                    f"Exact evaluation over V = {vfull}, time per 1,000 tokens (deliverable 5): part of the speed step"]
+    objs = list(dict.fromkeys(v["objective"] for v in got.values()))
+    names = ("10k", "100k", "full")
+    vfull = _v_full(rows)
+    lines = ["## Cost against V on real text (short runs)", "",
+             f"The default GRU (`--model gru`, one thread) trained for one pass over the first {SPEED_TOKENS:,} "
+             f"training tokens (a few hundred steps) with each objective; V = {vfull} and 100k: the Wikipedia text with "
+             "its whole vocabulary in the model (`--vocab`), V = 10k: PTB's. Words per CPU second = training tokens "
+             "(with `</s>`) over the training loop's CPU seconds (`metrics.jsonl`; a one-line validation text, so "
+             "validation costs next to nothing); short runs, so this is the speed of the first steps, not of a "
+             "whole run (measured, not projected). Peak MB: the whole training process at that V (model, Adam "
+             "state, data).", ""]
+    tr = []
+    for o in objs:
+        cells = []
+        for n in names:
+            r = got.get(f"speed/{o}/{n}")
+            cells.append(f"{r['words_per_cpu_s']:,.0f}" if r else "-")
+        r10, r600 = got.get(f"speed/{o}/10k"), got.get(f"speed/{o}/full")
+        ratio = r600["words_per_cpu_s"] / r10["words_per_cpu_s"] if r10 and r600 else None
+        peak = r600["process"]["peak_mb"] if r600 else None
+        tr.append([o, *cells, f"{ratio:.2f}" if ratio else "-", _fmt(peak, 0)])
+    lines.append(table(["objective", "V = 10k w/CPU-s", "V = 100k", f"V = {vfull}", f"{vfull} / 10k",
+                        f"peak MB at {vfull}"], tr))
+    missing = []
+    e = rows.get("eval-speed/full")
+    if e and e.get("rc") == 0:
+        p = e["process"]
+        lines += ["", f"Exact evaluation at V = {vfull} (`sampledlm eval` of the NCE run's model, every word "
+                  f"normalised over all {vfull}, {os.cpu_count()} threads): {e['tokens']:,} test tokens scored in "
+                  f"{e['seconds_score']:.1f} s ({e['wall_per_1000']:.2f} s per 1,000 tokens; the process "
+                  f"{p['wall_s']:.0f} s wall, {p['cpu_s']:.0f} CPU s, peak {p['peak_mb']:,.0f} MB): 250k tokens "
+                  f"projected at {250 * e['wall_per_1000'] / 60:.1f} minutes wall (projected, labelled so)."]
+    else:
+        missing.append(f"Exact evaluation over V = {vfull}, time per 1,000 tokens: part of the speed step")
+    return "\n".join(lines) + "\n", missing
+
+
+def targets(rows: dict) -> list[str]:
+    out = []
+    full = {k.split("/")[1]: v for k, v in rows.items() if k.startswith("kn5/") and k.endswith("/all")}
+    o, k = full.get("ours"), full.get("lmplz")
+    p20 = {kk.split("/")[1]: v for kk, v in rows.items() if kk.startswith("kn5/") and kk.endswith("/20M")}
+    pre_ratio = (p20["ours"]["train"]["wall_s"] / p20["lmplz"]["train"]["wall_s"]
+                 if p20.get("ours", {}).get("rc") == 0 and p20.get("lmplz", {}).get("rc") == 0 else None)
+    if o and k and o.get("rc") == 0 and k.get("rc") == 0:
+        po, pk = o["query"]["ppl"], k["query"]["ppl"]
+        ratio = o["train"]["wall_s"] / k["train"]["wall_s"]
+        out.append(f"- KN5 ours = lmplz to 4 digits: {po:.4f} vs {pk:.4f}: "
+                   f"{'met' if f'{po:.4g}' == f'{pk:.4g}' else '**missed**'}; ours <= 1.2x lmplz's time: "
+                   f"{ratio:.2f}x ({o['train']['cpu_s'] / k['train']['cpu_s']:.2f}x its CPU seconds): "
+                   f"{'met' if ratio <= 1.2 else '**missed**'}; <= 4 GB peak in bounded mode: "
+                   f"{o['train']['peak_mb']:,.0f} MB (lmplz -S {BUDGET}: {k['train']['peak_mb']:,.0f} MB): "
+                   f"{'met' if o['train']['peak_mb'] <= 4096 else '**missed**'}. One run each, at nice 19 beside "
+                   "other jobs on 2 shared cores, so the time ratio is rough"
+                   + (f" (on the 20M-token prefix it was {pre_ratio:.2f}x)." if pre_ratio else "."))
+    else:
+        pre = {kk.split("/")[1]: v for kk, v in rows.items() if kk.startswith("kn5/") and kk.endswith("/20M")}
+        note = ""
+        if pre.get("ours", {}).get("rc") == 0 and pre.get("lmplz", {}).get("rc") == 0:
+            po, pk = pre["ours"]["query"]["ppl"], pre["lmplz"]["query"]["ppl"]
+            note = (f" (on the 20M-token prefix: {po:.4f} vs {pk:.4f}, "
+                    f"{pre['ours']['train']['wall_s'] / pre['lmplz']['train']['wall_s']:.2f}x lmplz's time, peak "
+                    f"{pre['ours']['train']['peak_mb']:,.0f} MB)")
+        out.append(f"- KN5 on the whole training text, 165M tokens (ours = lmplz to 4 digits, <= 1.2x its time, <= 4 GB): not yet run{note}.")
+    out += ["- The best neural row beats KN5 by >= 25 % within the budget; KN5 + it interpolated beats both: not yet "
+            "run.",
+            "- Ours >= 1.2x faster-rnnlm in words per CPU second and better at equal CPU time: not yet run."]
+    ratios = []
+    for key, r in rows.items():
+        if key.startswith("speed/") and key.endswith("/full") and r.get("rc") == 0:
+            base = rows.get(key[:-len("full")] + "10k")
+            if base and base.get("rc") == 0:
+                ratios.append((r["objective"], r["words_per_cpu_s"] / base["words_per_cpu_s"]))
+    if ratios:
+        met = [o for o, x in ratios if x >= 0.7]
+        out.append(f"- Each sampled/structured objective's words per CPU second at V = {_v_full(rows)} (the issue's "
+                   "600k) >= 0.7x its own at V = 10k "
+                   "(short runs): " + ", ".join(f"{o} {x:.2f}x" for o, x in ratios)
+                   + f": {len(met)} of {len(ratios)} met.")
+    else:
+        out.append("- Each sampled/structured objective's words per CPU second at V = 600k >= 0.7x its own at "
+                   "V = 10k: not yet run.")
+    e = rows.get("eval-speed/full")
+    if e and e.get("rc") == 0:
+        cpu_min = e["process"]["cpu_s"] * 250_000 / e["tokens"] / 60
+        out.append(f"- Exact test perplexity over V = {_v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
+                   f"250k tokens: projected from "
+                   f"{e['tokens']:,} tokens, {cpu_min:.1f} CPU-minutes (the whole process, loading included): "
+                   f"{'met' if cpu_min <= 10 else '**missed**'} (projected).")
+    else:
+        out.append("- Exact test perplexity over V = 600k in <= 10 CPU-minutes for 250k tokens: not yet run.")
+    return out
+
+
+NEURAL_TODO = [
+    "The data path at 165M tokens (deliverable 6): a neural run over the whole training text (vocabulary, encoding, "
+    "a memory-mapped id stream), with its time and peak memory per step.",
+    "Neural rows at the full vocabulary under one CPU budget (deliverable 3): the GRU with NCE, IS, CSS-IS, BlackOut, adaptive, "
+    "class and hsm at their defaults, the Transformer with its best output, the softmax (or its projected cost), each "
+    "learning rate chosen on valid; learning curves; KN5 + the best interpolated. Needs about 2 CPU-hours a row on "
+    "one thread (resumable runs: `sampledlm train ... --resume`).",
+    "faster-rnnlm on the same text (deliverable 4): NCE and hierarchical softmax, 1 and 2 threads, beside ours; needs "
+    "faster-rnnlm built from source and the `<unk>`-substituted text (the corpus's train.txt already is).",
+]
+
+
+def markdown(rows: dict, quick: bool) -> str:
+    corpus, _ = corpus_section(rows)
+    kn, missing = kn_section(rows)
+    speed, more = speed_section(rows)
+    missing += more
+    parts = ["Issue 56: the toolkit's figures at the vocabulary sizes it is for. Every figure below comes from "
+             "a row of `benchmarks/notes/large-vocab.jsonl` (date and commit per row), written by the step that "
+             "measured it; `python -m benchmarks large-vocab` rebuilds this page from them."
+             + (" **--quick: a tiny generated corpus, not the figures.**" if quick else ""), "",
+             "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, "## Not yet run", ""]
+    parts += [f"- {m}" for m in missing + NEURAL_TODO]
+    return "\n".join(parts) + "\n"
+
+
+def plot(rows: dict):
+    from .report import new_figure
+
+    fig, (a1, a2) = new_figure(1, 2, figsize=(9, 3.8))
+    labels, walls, peaks, colors = [], [], [], []
+    for prefix in PREFIXES:
+        for name in ("ours", "lmplz", "ours-prune001", "lmplz-prune001"):
+            r = rows.get(f"kn5/{name}/{prefix}")
+            if r and r.get("rc") == 0:
+                labels.append(f"{name}\n{prefix}")
+                walls.append(r["train"]["wall_s"])
+                peaks.append(r["train"]["peak_mb"])
+                colors.append("C0" if name.startswith("ours") else "C1")
+    x = range(len(labels))
+    a1.bar(x, walls, color=colors)
+    a1.set_ylabel("training wall s")
+    a2.bar(x, peaks, color=colors)
+    a2.set_ylabel("training peak RSS (MB)")
+    a2.axhline(4096, color="k", ls="--", lw=1)
+    for a in (a1, a2):
+        a.set_xticks(list(x), labels, fontsize=6)
+    a1.set_title("KN5: ours (blue) and lmplz (orange)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def write(out_dir: str, rows: dict, quick: bool) -> dict:
+    data = {"rows": rows, "quick": quick}
+    write_page(out_dir, NAME, TITLE, stamp(), data, markdown(rows, quick), figure=plot(rows))
+    return data
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
+    """Full setting: the page from the recorded rows (the steps run separately, see the module's docstring).
+    ``--quick``: a tiny corpus built from generated <doc> files, its KN5 rows, a page in ``out_dir``."""
+    if not quick:
+        return write(out_dir, read_rows(), quick=False)
+    from . import wiki_corpus
+
+    with tempfile.TemporaryDirectory(prefix="large-vocab-quick-") as tmp:
+        src, data, work = (os.path.join(tmp, n) for n in ("src", "data", "work"))
+        notes = os.path.join(tmp, "rows.jsonl")
+        wiki_corpus.fake_snapshots(src, articles=300)
+        t = time.time()
+        stats = wiki_corpus.build(src, data, held_out=0.1, top=500, quiet=True)
+        append_row({"key": "corpus", "rc": 0, "stats": stats, "wall_s": round(time.time() - t, 1)}, notes)
+        kn5_step(data, work, "all", notes, budget="1G")
+        return write(out_dir, read_rows(notes), quick=True)
+
+
+# --- the step command -----------------------------------------------------------------------------------------
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.large_vocab", description=__doc__.split("\n\n")[0])
+    ap.add_argument("step", choices=("corpus", "kn5", "speed", "page"))
+    ap.add_argument("--source", help="corpus: the folder holding the snapshots (see benchmarks/wiki_corpus.py)")
+    ap.add_argument("--data", help="the corpus folder (train/valid/test.txt, 100k/)")
+    ap.add_argument("--work", help="scratch folder for models and spills (outside the repository)")
+    ap.add_argument("--prefix", default="all", help="kn5: train on the first N tokens (20M, 500k) or 'all'")
+    ap.add_argument("--keep-arpa", action="store_true", help="kn5: keep the ARPA files")
+    a = ap.parse_args(argv)
+    if a.step == "corpus":
+        from . import wiki_corpus
+
+        if not (a.source and a.data):
+            ap.error("corpus needs --source and --data")
+        t = time.time()
+        stats = wiki_corpus.build(a.source, a.data)
+        append_row({"key": "corpus", "rc": 0, "stats": stats, "wall_s": round(time.time() - t, 1),
+                    "command": " ".join(["python -m benchmarks.large_vocab", *sys.argv[1:]])})
+    elif a.step == "kn5":
+        if not (a.data and a.work):
+            ap.error("kn5 needs --data and --work")
+        os.makedirs(a.work, exist_ok=True)
+        kn5_step(a.data, a.work, a.prefix, keep_arpa=a.keep_arpa)
+    elif a.step == "speed":
+        if not (a.data and a.work):
+            ap.error("speed needs --data and --work")
+        speed_step(a.data, a.work)
+    write(os.path.join(REPO_DIR, "docs", "results"), read_rows(), quick=False)
+
+
+if __name__ == "__main__":
+    main()
