@@ -385,7 +385,9 @@ def speed_step(data: str, work: str, rows_path: str = NOTES, tokens: int = SPEED
     for obj in objectives:
         for name, (train, ntok, extra) in setups.items():
             key = f"speed/{obj}/{name}"
-            if key in rows and rows[key].get("rc") == 0:
+            # done, or killed for memory (-9: running it again would take the machine's memory again; delete the
+            # row from the JSONL to retry once the cause is fixed)
+            if key in rows and rows[key].get("rc") in (0, -9):
                 continue
             run_dir = os.path.join(sp, f"{obj}-{name}")
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -576,10 +578,25 @@ def speed_section(rows: dict) -> tuple[str, list[str]]:
         r10, r600 = got.get(f"speed/{o}/10k"), got.get(f"speed/{o}/full")
         ratio = r600["words_per_cpu_s"] / r10["words_per_cpu_s"] if r10 and r600 else None
         peak = r600["process"]["peak_mb"] if r600 else None
-        tr.append([o, *cells, f"{ratio:.2f}" if ratio else "-", _fmt(peak, 0)])
+        cpu = (f"{r600['process']['cpu_s']:,.0f} ({r600['train_cpu_s']:,.0f})" if r600 else "-")
+        tr.append([o, *cells, f"{ratio:.2f}" if ratio else "-", _fmt(peak, 0), cpu])
     lines.append(table(["objective", "V = 10k w/CPU-s", "V = 100k", f"V = {vfull}", f"{vfull} / 10k",
-                        f"peak MB at {vfull}"], tr))
+                        f"peak MB at {vfull}", f"process CPU s at {vfull} (training loop)"], tr))
+    lines += ["", "class and hsm at their defaults (`--word-classes auto`) first cluster the training text's words "
+              "by the exchange algorithm (1,393 classes at V = 485k): CPU outside the training loop, the difference "
+              "between the last column's two figures."]
+    failed = [v for k, v in rows.items() if k.startswith("speed/") and v.get("rc") not in (0, None)]
+    for v in failed:
+        last = [ln for ln in v["process"]["stderr"].splitlines() if "tok/s" in ln][-1:]
+        lines += ["", f"**{v['objective']} at V = {vfull if v['V'] == 'full' else v['V']} failed**: exit status "
+                  f"{v['rc']}{' (SIGKILL: the kernel killed it, out of memory)' if v['rc'] == -9 else ''} after "
+                  f"{v['process']['wall_s']:.0f} s, peak RSS {v['process']['peak_mb']:,.0f} MB"
+                  + (f"; its last progress line: `{last[0].strip()}`" if last else "")
+                  + " (benchmarks/notes/large-vocab-findings.md)."]
     missing = []
+    todo = [f"{o}/{n}" for o in SPEED_OBJECTIVES for n in names if f"speed/{o}/{n}" not in rows]
+    if todo:
+        missing.append("Speed rows " + ", ".join(todo) + ": the speed step again (it skips the rows recorded)")
     e = rows.get("eval-speed/full")
     if e and e.get("rc") == 0:
         p = e["process"]
