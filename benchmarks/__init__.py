@@ -89,7 +89,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "lr-grid": Experiment("lr_grid", "one learning-rate grid for every PTB GRU-256 row, the softmax included: "
                           "valid perplexity by rate, test at the chosen rate, gaps against the tuned softmax",
                           trains_lm=True),
-    "large-vocab": Experiment("large_vocab", "a 160M-token Wikipedia corpus at V = 600k and 100k: corpus "
+    "large-vocab": Experiment("large_vocab", "a 165M-token Wikipedia corpus at V = 485k and 100k: corpus "
                               "statistics, KN5 (ours and lmplz), every output objective under one CPU budget, "
                               "cost against V, exact evaluation speed"),
     "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments (and 10 more during "

@@ -651,7 +651,9 @@ def targets(rows: dict) -> list[str]:
         out.append(f"- Each sampled/structured objective's words per CPU second at V = {_v_full(rows)} (the issue's "
                    "600k) >= 0.7x its own at V = 10k "
                    "(short runs): " + ", ".join(f"{o} {x:.2f}x" for o, x in ratios)
-                   + f": {len(met)} of {len(ratios)} met.")
+                   + f": {len(met)} of {len(ratios)} met"
+                   + "".join(f"; {r['objective']}: killed, out of memory (see below)" for k, r in rows.items()
+                             if k.startswith("speed/") and k.endswith("/full") and r.get("rc") == -9) + ".")
     else:
         out.append("- Each sampled/structured objective's words per CPU second at V = 600k >= 0.7x its own at "
                    "V = 10k: not yet run.")
