@@ -168,7 +168,7 @@ def kenlm_ppl(arpa: str, test: str) -> float | None:
 
 # --- the parts -----------------------------------------------------------------------------------------
 def scaling_rows(corpora: list[tuple[str, str, str]], orders: list[int], work: str, lmplz: str | None) -> list[dict]:
-    from sampledlm.ngram.build.external import available_memory
+    from sampledlm.ngram.build.budget import available_memory
 
     rows = []
     for label, train, test in corpora:

@@ -46,7 +46,7 @@ def pytest_cmdline_main(config):
 
 
 # --- the campaigns --------------------------------------------------------------------------------------------
-# The fault campaign's cases and kill points (benchmarks/faults_cases.py) are also tests, one per case, run against
+# The fault campaign's cases and kill points (tests/campaigns/faults_cases.py) are also tests, one per case, run against
 # the working tree: `python -m pytest -q --campaigns -m campaign` (about half an hour on 2 cores). Without
 # --campaigns they are skipped, so the README's test command stays short.
 def pytest_addoption(parser):
@@ -165,6 +165,20 @@ def arpa_corpus():
     sents = synthetic_sentences(160, vocab_size=30, seed=5)
     vocab = Vocab.from_sentences(sents[:120])
     return vocab, encode_sentences(vocab, sents[:120]), encode_sentences(vocab, sents[120:])
+
+
+@pytest.fixture
+def small_ngram_window(monkeypatch) -> int:
+    """Bounded n-gram estimation in windows of MIN_WINDOW elements, also through the command line: many sorted
+    runs (or Dask shards) from a small corpus, the budget then unchecked. Sets the ``window`` argument of
+    :func:`sampledlm.ngram.build.build`, which ``ngram train`` looks up when it runs; returns the window."""
+    import functools
+
+    import sampledlm.ngram.build as ngram_build
+    from sampledlm.ngram.build.budget import MIN_WINDOW
+
+    monkeypatch.setattr(ngram_build, "build", functools.partial(ngram_build.build, window=MIN_WINDOW))
+    return MIN_WINDOW
 
 
 @pytest.fixture

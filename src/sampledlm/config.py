@@ -20,12 +20,23 @@ from .errors import UserError
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a larger setting overflows in the model's arithmetic
 
 
+#: the ``recurrent`` of an :func:`option` with no default of its own on recurrent trunks
+NO_RECURRENT_DEFAULT = object()
+
+
 def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
            min_open: bool = False, choices: tuple | None = None, flag: str | None = None, short: str | None = None,
-           multiple: bool = False):
-    """A dataclass field with its help text and range (``min``/``max`` inclusive unless ``min_open``)."""
+           multiple: bool = False, negatable: str | None = None, recurrent: Any = NO_RECURRENT_DEFAULT,
+           recurrent_unless: tuple[str, ...] = ()):
+    """A dataclass field with its help text and range (``min``/``max`` inclusive unless ``min_open``).
+
+    ``negatable``: a boolean's "off" flag when not ``--no-NAME``. ``recurrent``: the default on a recurrent trunk
+    (an objective's option measured there to want another value), left out when the user gave one of the options
+    named in ``recurrent_unless``."""
     meta = {"help": help, "min": min, "max": max, "min_open": min_open, "choices": choices, "flag": flag,
-            "short": short, "multiple": multiple}
+            "short": short, "multiple": multiple, "negatable": negatable}
+    if recurrent is not NO_RECURRENT_DEFAULT:
+        meta |= {"recurrent": recurrent, "recurrent_unless": tuple(recurrent_unless)}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -112,3 +112,22 @@ def test_a_family_named_eval_refuses_another_familys_model(four_models, capsys, 
     code, out, err = run_cli([command, "eval", str(four_models / model), "--test", str(four_models / "test.txt")],
                              capsys)
     assert code == 1 and "`sampledlm eval` reads any" in err and out == "", err
+
+
+def test_the_old_weight_flag_still_works_and_says_it_is_deprecated(tmp_path, capsys):
+    """--weight (hidden, the old two-model name of --weights) gives --weights' numbers and one line on standard
+    error naming the replacement; --weights says nothing of the kind."""
+    from sampledlm.data.vocab import Vocab
+
+    (tmp_path / "test.txt").write_text("a b\nb c a\n", encoding="utf-8")
+    vocab = Vocab.from_sentences([["a", "b", "c"]])
+    a, b = write_uniform_arpa(tmp_path / "a.arpa", vocab), write_uniform_arpa(tmp_path / "b.arpa", vocab)
+    base = ["eval", a, "--test", str(tmp_path / "test.txt"), "--mix", b, "--json"]
+    code, new, err = run_cli(base + ["--weights", "0.3"], capsys)
+    assert code == 0 and "deprecated" not in err, err
+    code, old, err = run_cli(base + ["--weight", "0.3"], capsys)
+    assert code == 0, err
+    assert json.loads(old)["weights"] == json.loads(new)["weights"] == [0.3, 0.7]
+    assert json.loads(old)["ppl"] == json.loads(new)["ppl"]
+    assert [ln for ln in err.splitlines() if "--weight " in ln] == \
+        ["sampledlm: warning: --weight is deprecated; use --weights"]

@@ -154,3 +154,16 @@ def test_ngram_train_refuses_an_order_the_text_cannot_support(tmp_path, run_in_p
                                                   "or less", tmp_path / "m.arpa")
     r = run_in_process("ngram", "train", "--train", "t.txt", "--order", "4", "-o", "m.arpa", *flags, cwd=tmp_path)
     assert r.returncode == 0 and (tmp_path / "m.arpa").exists()
+
+
+def test_the_old_bf16_flag_still_works_and_says_it_is_deprecated(tiny_corpus, tmp_path, capsys):
+    from helpers import run_cli
+
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                            "--bf16", "--epochs", "1", "--embed-dim", "8", "--hidden", "16", "-o",
+                            str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    assert "sampledlm: warning: --bf16 is deprecated; use --precision bf16" in err
+    import json
+
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["precision"] == "bf16"

@@ -31,6 +31,28 @@ def test_a_run_repeated_from_its_stored_config_gives_the_same_metrics(tiny_corpu
     assert a == b
 
 
+def test_the_stored_config_says_where_each_setting_came_from(tiny_corpus, tmp_path, capsys):
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                            "--model", "gru", "--objective", "nce", "--embed-dim", "8", "--hidden", "16", "--epochs",
+                            "1", "-o", str(tmp_path / "a")], capsys)
+    assert code == 0, err
+    lines = dict(line.split(" = ", 1) for line in (tmp_path / "a" / "config.toml").read_text().splitlines()
+                 if " = " in line and not line.startswith("#"))
+    assert lines["hidden"] == "16  # given"
+    assert lines["lr"] == "0.004  # --objective nce on a gru"  # the objective's default on this trunk
+    assert lines["samples"] == "20  # --objective nce on a gru"
+    assert lines["noise-power"] == "1.0  # --objective nce"  # the objective's own default
+    assert lines["batch-size"] == "32  # --model gru"  # the model kind's training default
+    assert lines["seed"] == "1  # default"  # the training options' own
+    (tmp_path / "b.toml").write_text("lr = 0.01\n")
+    code, _, err = run_cli(["train", "--config", str(tmp_path / "b.toml"), "--train", str(tiny_corpus["train"]),
+                            "--valid", str(tiny_corpus["valid"]), "--model", "gru", "--objective", "nce",
+                            "--embed-dim", "8", "--hidden", "16", "--epochs", "1", "-o", str(tmp_path / "b")], capsys)
+    assert code == 0, err
+    stored = (tmp_path / "b" / "config.toml").read_text()
+    assert "lr = 0.01  # --config\n" in stored and "hidden = 16  # given\n" in stored
+
+
 def test_flags_on_the_command_line_override_the_file(tiny_corpus, tmp_path, capsys):
     (tmp_path / "gru.toml").write_text(GRU)
     code, _, err = run_cli(["train", "--config", str(tmp_path / "gru.toml"), "--train", str(tiny_corpus["train"]),

@@ -39,7 +39,7 @@ def test_every_command_resolves_and_is_listed():
 
     ctx = click.Context(cli)
     hidden = {n for n in cli.list_commands(ctx) if cli.get_command(ctx, n).hidden}
-    assert hidden == {"bench"}  # a pointer to python -m benchmarks
+    assert hidden == set()  # the benchmarks are python -m benchmarks, from a checkout
     assert [n for n in cli.list_commands(ctx) if n not in hidden] == sorted(COMMANDS)
     for name in COMMANDS:
         command = cli.get_command(ctx, name)

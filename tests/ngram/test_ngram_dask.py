@@ -66,7 +66,9 @@ def test_bounded_counting_on_dask_writes_the_single_process_bytes(tmp_path, tmp_
     pytest.importorskip("dask.distributed", reason='Dask is optional: pip install "dask[distributed]"')
     system_tmp = tmp_path_factory.mktemp("system-tmp")
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
-    from sampledlm.ngram.build.external import MIN_WINDOW, array_chunks, parse_memory, train_bounded
+    from sampledlm.ngram.build.budget import MIN_WINDOW, parse_memory
+    from sampledlm.ngram.build.external import train_bounded
+    from sampledlm.ngram.build.id_stream import array_chunks
 
     sents = synthetic_sentences(900, vocab_size=60, seed=seed)
     vocab = Vocab.from_sentences(sents)
@@ -84,10 +86,10 @@ def test_bounded_counting_on_dask_writes_the_single_process_bytes(tmp_path, tmp_
     assert list(system_tmp.iterdir()) == []
 
 
-def test_cli_dask_with_memory_on_two_worker_processes(tmp_path, capsys, monkeypatch):
-    """The command line: a local cluster of two worker processes, bounded merge, the local model's bytes."""
+def test_cli_dask_with_memory_on_two_worker_processes(tmp_path, capsys, small_ngram_window):
+    """The command line: a local cluster of two worker processes, bounded merge, the local model's bytes; in small
+    windows (many shards from a small corpus, the budget unchecked)."""
     pytest.importorskip("dask.distributed", reason='Dask is optional: pip install "dask[distributed]"')
-    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", "1024")  # many shards from a small corpus (the budget unchecked)
     write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 30, seed=1))
     base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "3", "--memory", "2K",
             "--temp-dir", str(tmp_path)]

@@ -16,9 +16,10 @@ from helpers import REPO, encode_sentences, run_cli, synthetic_sentences, write_
 from sampledlm.data.vocab import Vocab
 from sampledlm.errors import UserError
 from sampledlm.ngram import train_ngram, write_arpa
-from sampledlm.ngram.build.external import current_rss
-from sampledlm.ngram.build import external
-from sampledlm.ngram.build.external import array_chunks, parse_memory, train_bounded
+from sampledlm.ngram.build import budget, external, id_stream
+from sampledlm.ngram.build.budget import MIN_WINDOW, current_rss, parse_memory
+from sampledlm.ngram.build.external import train_bounded
+from sampledlm.ngram.build.id_stream import array_chunks
 
 
 def spill_dirs(d):
@@ -38,22 +39,22 @@ def test_bounded_path_writes_the_in_memory_arpa_bytes(tmp_path, seed, order, smo
     a, b = tmp_path / "mem.arpa", tmp_path / "bounded.arpa"
     write_arpa(train_ngram(ids, vocab, order, smoothing, prune=prune), str(a))
     info = train_bounded(array_chunks(ids, 777), vocab, order, str(b), parse_memory("1K"), str(tmp_path), smoothing, prune,
-                         window=external.MIN_WINDOW)
-    assert info["window"] == external.MIN_WINDOW and len(ids) > 4 * info["window"], "the budget forces many runs"
+                         window=MIN_WINDOW)
+    assert info["window"] == MIN_WINDOW and len(ids) > 4 * info["window"], "the budget forces many runs"
     assert a.read_bytes() == b.read_bytes()
     # files held in memory until 32 KiB are held, then moved to disk mid-write: the same bytes
     part = train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "part.arpa"), parse_memory("1K"),
-                         str(tmp_path), smoothing, prune, window=external.MIN_WINDOW, ram=32 << 10)
+                         str(tmp_path), smoothing, prune, window=MIN_WINDOW, ram=32 << 10)
     assert 0 < part["spilled_bytes"] < info["spilled_bytes"] or order == 1
     # a budget that holds the corpus in one window: nothing written to disk, the held model written by write_arpa
     whole = train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "whole.arpa"), parse_memory("2G"),
                           str(tmp_path), smoothing, prune)
-    assert whole["spilled_bytes"] == 0 and whole["window"] <= max(len(ids) * 2, len(vocab) + 1, external.MIN_WINDOW)
+    assert whole["spilled_bytes"] == 0 and whole["window"] <= max(len(ids) * 2, len(vocab) + 1, MIN_WINDOW)
     assert (tmp_path / "part.arpa").read_bytes() == (tmp_path / "whole.arpa").read_bytes() == a.read_bytes()
     assert spill_dirs(tmp_path) == []
 
 
-def test_cli_memory_flag_and_refusals(tmp_path, capsys, monkeypatch):
+def test_cli_memory_flag_and_refusals(tmp_path, capsys, request):
     """Without --memory: half the available memory, nothing spilled; with it (many runs): spilled; both the bytes
     of the in-memory estimator, the reference."""
     sents = synthetic_sentences(500, 60, seed=9)
@@ -63,7 +64,7 @@ def test_cli_memory_flag_and_refusals(tmp_path, capsys, monkeypatch):
     base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "4"]
     code, _, err = run_cli(base + ["-o", str(tmp_path / "a.arpa"), "--temp-dir", str(tmp_path)], capsys)
     assert code == 0 and "(half the available memory; nothing spilled)" in err
-    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", str(external.MIN_WINDOW))  # many runs from a small corpus
+    request.getfixturevalue("small_ngram_window")  # from here on: many runs from a small corpus
     code, _, err = run_cli(base + ["-o", str(tmp_path / "b.arpa"), "--memory", "2K", "--temp-dir", str(tmp_path)], capsys)
     assert code == 0 and "bounded to" in err and "MiB spilled)" in err
     assert (tmp_path / "a.arpa").read_bytes() == (tmp_path / "b.arpa").read_bytes() == \
@@ -85,7 +86,7 @@ def test_an_error_midway_removes_the_spill_and_writes_nothing(tmp_path, monkeypa
     monkeypatch.setattr(external, "interpolate_order", boom)
     with pytest.raises(UserError, match="disk trouble"):
         train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path),
-                      window=external.MIN_WINDOW)
+                      window=MIN_WINDOW)
     assert os.listdir(tmp_path) == []
 
 
@@ -107,7 +108,7 @@ def test_an_error_in_the_arpa_writer_thread_reaches_the_caller_and_writes_nothin
     monkeypatch.setattr(arpa_stream, "_lines", full_disk_on_the_third_window)
     with pytest.raises(TypeError):
         train_bounded([encode_sentences(vocab, sents)], vocab, 3, str(tmp_path / "x.arpa"), 1 << 10, str(tmp_path),
-                      window=external.MIN_WINDOW)
+                      window=MIN_WINDOW)
     assert len(calls) >= 3 and os.listdir(tmp_path) == []
 
 
@@ -115,9 +116,12 @@ def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
     write_corpus(tmp_path / "train.txt", synthetic_sentences(20000, 400, seed=4))
     spill = tmp_path / "spill"
     spill.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), SAMPLEDLM_NGRAM_WINDOW=str(external.MIN_WINDOW))
-    cmd = [sys.executable, "-m", "sampledlm", "ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "5",
-           "--memory", "1K", "--temp-dir", str(spill), "-o", str(tmp_path / "killed.arpa")]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    # what `ngram train --order 5 --memory 1K --temp-dir SPILL` does, in windows of MIN_WINDOW (many runs)
+    run = (f"from sampledlm.ngram.build import BuildConfig, build; "
+           f"build(BuildConfig(order=5, memory='1K', temp_dir={str(spill)!r}), {str(tmp_path / 'train.txt')!r}, "
+           f"{str(tmp_path / 'killed.arpa')!r}, window={MIN_WINDOW})")
+    cmd = [sys.executable, "-c", run]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
@@ -138,7 +142,7 @@ def test_a_run_killed_during_a_spill_is_cleaned_up_by_the_next(tmp_path):
     sents = synthetic_sentences(50, 20, seed=1)
     vocab = Vocab.from_sentences(sents)
     train_bounded([encode_sentences(vocab, sents)], vocab, 2, str(tmp_path / "next.arpa"), 1 << 10, str(spill),
-                  window=external.MIN_WINDOW)
+                  window=MIN_WINDOW)
     assert spill_dirs(spill) == []
 
 
@@ -181,10 +185,10 @@ def assert_read_text_agrees(text, opts, tmp_path):
 
     want = build_vocab(str(text), opts)
     with Spill(str(tmp_path), 64) as sp:
-        got, chunks = external.read_text(sp, str(text), opts)
+        got, chunks = id_stream.read_text(sp, str(text), opts)
         ids = np.concatenate(list(chunks))
     assert got.words == want.words and got.counts.tolist() == want.counts.tolist()
-    assert ids.tolist() == np.concatenate(list(external.text_chunks(str(text), want, opts))).tolist()
+    assert ids.tolist() == np.concatenate(list(id_stream.text_chunks(str(text), want, opts))).tolist()
 
 
 def test_bounded_training_reads_standard_input(tmp_path):
@@ -241,7 +245,7 @@ def test_bounded_binary_directory_holds_the_in_memory_models_arrays(tmp_path, se
     ids = encode_sentences(vocab, sents)
     write_binary(train_ngram(ids, vocab, order, smoothing, prune=prune), str(tmp_path / "mem"))
     train_bounded(array_chunks(ids, 777), vocab, order, str(tmp_path / "bounded"), parse_memory("1K"), str(tmp_path),
-                  smoothing, prune, binary=True, window=external.MIN_WINDOW)
+                  smoothing, prune, binary=True, window=MIN_WINDOW)
     a, b = open_binary(str(tmp_path / "mem")), open_binary(str(tmp_path / "bounded"))
     assert a.words == b.words and a.counts() == b.counts()
     for ta, tb in zip(a.tables, b.tables):
@@ -251,10 +255,9 @@ def test_bounded_binary_directory_holds_the_in_memory_models_arrays(tmp_path, se
     assert spill_dirs(tmp_path) == []
 
 
-def test_cli_binary_output(tmp_path, capsys, monkeypatch):
+def test_cli_binary_output(tmp_path, capsys, small_ngram_window):
     """ngram train --binary: a model directory that ngram eval reads, in memory and bounded alike; '-' refused;
     an existing model kept without --force; a failed run leaves no directory behind."""
-    monkeypatch.setenv("SAMPLEDLM_NGRAM_WINDOW", str(external.MIN_WINDOW))
     write_corpus(tmp_path / "train.txt", synthetic_sentences(400, 50, seed=4))
     base = ["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "3", "--binary"]
     ppl = []
@@ -290,16 +293,16 @@ def test_text_is_read_in_chunks_sized_to_the_budget(tmp_path, monkeypatch):
     a corpus stays within a small budget; the vocabulary and ids are the same whatever the chunk size."""
     sents = synthetic_sentences(6000, 300, seed=8)
     write_corpus(tmp_path / "train.txt", sents)
-    assert external.text_chunk_bytes(1 << 40) == external.CHUNK_BYTES
-    small = external.text_chunk_bytes(external.current_rss() + (64 << 20))
-    assert (1 << 20) <= small < external.CHUNK_BYTES
+    assert budget.text_chunk_bytes(1 << 40) == budget.CHUNK_BYTES
+    small = budget.text_chunk_bytes(current_rss() + (64 << 20))
+    assert (1 << 20) <= small < budget.CHUNK_BYTES
     from sampledlm.data.tokenizer import TextOptions
     from sampledlm.ngram.build.spill import Spill
 
     got = []
     for size in (1 << 10, 1 << 23):  # a chunk of whole lines at least: 1 KiB still reads every line
-        with Spill(str(tmp_path), external.MIN_WINDOW) as sp:
-            vocab, chunks = external.read_text(sp, str(tmp_path / "train.txt"), TextOptions(), chunk_bytes=size)
+        with Spill(str(tmp_path), MIN_WINDOW) as sp:
+            vocab, chunks = id_stream.read_text(sp, str(tmp_path / "train.txt"), TextOptions(), chunk_bytes=size)
             got.append((vocab.words, np.concatenate(list(chunks)).tolist()))
     assert got[0] == got[1]
 

@@ -630,7 +630,8 @@ def test_adaptive_head_coverage_sets_the_default_head_and_sequence_models_take_n
     assert default_cutoffs(counts, 16, 0.97) == [int(np.searchsorted(cum, 0.97) + 1)]  # no tail cut below the head
     assert default_cutoffs(counts, 16, 0.9, max_head=3) == [3, int(np.searchsorted(cum, 0.95) + 1)]  # the cap holds
     write_corpus(tmp_path / "t.txt", synthetic_sentences(300, 40, seed=3))
-    for model, recorded in (("gru", {"head_coverage": 0.95, "div_value": 2.0, "max_head": 5000}), ("ffnn", {})):  # a run records what it was given
+    for model, recorded in (("gru", {"head_coverage": 0.95, "div_value": 2.0, "max_head": 5000}),
+                            ("ffnn", {"head_coverage": 0.8, "div_value": 4.0, "max_head": 4000})):  # every option's value
         code, _, err = run_cli(["train", "--train", str(tmp_path / "t.txt"), "--valid", str(tmp_path / "t.txt"),
                                 "--model", model, "-d", "8", "--hidden", "8", "--epochs", "1", "--objective",
                                 "adaptive", "-o", str(tmp_path / model)], capsys)

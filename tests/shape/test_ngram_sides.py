@@ -4,6 +4,7 @@ nothing of the build side (``sampledlm/ngram/build/``), so a model is used witho
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import subprocess
 import sys
@@ -97,3 +98,45 @@ print(sorted(m for m in sys.modules if m.startswith("sampledlm.ngram.build")))
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+ARPA = """\\data\\
+ngram 1=4
+ngram 2=2
+
+\\1-grams:
+-1.0\t<unk>\t0
+-0.5\t</s>
+-99\t<s>\t-0.3
+-0.4\tthe\t-0.2
+
+\\2-grams:
+-0.2\t<s> the
+-0.1\tthe </s>
+
+\\end\\
+"""
+
+
+def test_importing_the_package_and_scoring_an_arpa_file_loads_no_build_module(tmp_path):
+    """With the facade itself: `import sampledlm.ngram`, reading an ARPA file and scoring with it (through the
+    package and through sampledlm.load) load nothing of build/; the estimator's names come on first use."""
+    (tmp_path / "m.arpa").write_text(ARPA, encoding="utf-8")
+    probe = f"""
+import math, sys
+import numpy as np
+build = lambda: sorted(m for m in sys.modules if m.startswith("sampledlm.ngram.build"))
+import sampledlm.ngram as ngram
+print(build())
+lm = ngram.ArpaLM(ngram.read_arpa({str(tmp_path / "m.arpa")!r}, cache=False))
+ids = np.array([lm.vocab.index["the"], lm.vocab.index["</s>"]])
+print(round(float(lm.logprobs(ids).sum() / math.log(10)), 6), build())
+import sampledlm
+model = sampledlm.load({str(tmp_path / "m.arpa")!r})
+print(round(model.score("the"), 6), build())
+print(callable(ngram.train_ngram), "sampledlm.ngram.build.estimate" in build())
+"""
+    env = dict(os.environ, SAMPLEDLM_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(SRC))
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-4:] == ["[]", "-0.3 []", "-0.3 []", "True True"]

@@ -1,5 +1,6 @@
 """``sampledlm rescore``: SRILM word counts are checked, references without words give no WER (null, n/a, and no
-tuning), and the lattice-only flags are refused on n-best lists."""
+tuning), the lattice-only flags are refused on n-best lists, --json holds the new 1-best, and -o writes what its
+name says."""
 
 from __future__ import annotations
 
@@ -79,3 +80,44 @@ def test_lattice_flags_still_apply_to_lattices(samples, run_in_process):
                        "refs.txt", "--tune-nbest", "5", "--refs", "refs.txt", "--json", cwd=samples)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["k"] == 1
+
+
+def test_rescore_json_holds_the_new_1_best(samples, run_in_process, tmp_path):
+    """--json without --one-best or -o: the one JSON object on standard output holds the new 1-best (it used to
+    hold only the summary, the 1-best that --help promises dropped); with --one-best the file holds it."""
+    plain = run_in_process("rescore", "kn3.arpa", "nbest.jsonl", "--lm-weight", "10", cwd=samples)
+    assert plain.returncode == 0, plain.stderr
+    want = [line.split(" ", 1) + [""] * (" " not in line) for line in plain.stdout.splitlines()]
+    r = run_in_process("rescore", "kn3.arpa", "nbest.jsonl", "--lm-weight", "10", "--json", cwd=samples)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [[b["id"], b["words"]] for b in doc["one_best"]] == want and len(want) == doc["utterances"] > 0
+    assert doc["rescored_wer"] is not None and r.stderr == ""
+    r = run_in_process("rescore", "kn3.arpa", "nbest.jsonl", "--lm-weight", "10", "--json", "--one-best",
+                       str(tmp_path / "best.txt"), cwd=samples)
+    assert r.returncode == 0, r.stderr
+    assert "one_best" not in json.loads(r.stdout)
+    assert (tmp_path / "best.txt").read_text().splitlines() == plain.stdout.splitlines()
+
+
+def test_rescore_output_named_jsonl_writes_jsonl_whatever_the_input(samples, run_in_process, tmp_path):
+    """-o out.jsonl on Kaldi input writes JSONL (it wrote a Kaldi directory named out.jsonl); an --output-format
+    that writes a directory, or lattices, with such a name are refused in one line naming the mismatch."""
+    from sampledlm.use.nbest import read_nbest, write_nbest
+
+    write_nbest(str(tmp_path / "kaldi"), read_nbest(str(samples / "nbest.jsonl")), "kaldi")
+    model = str(samples / "kn3.arpa")
+    r = run_in_process("rescore", model, "kaldi", "-o", "out.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out.jsonl").is_file()
+    r = run_in_process("rescore", model, "kaldi", "-o", "out-kaldi", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "out-kaldi" / "text").is_file()  # no JSONL name: NBEST's format
+    got, same = read_nbest(str(tmp_path / "out.jsonl")), read_nbest(str(tmp_path / "out-kaldi"))
+    assert [[h.words for h in nb.hyps] for nb in got] == [[h.words for h in nb.hyps] for nb in same] and got
+    for args, words in (([model, "kaldi", "--output-format", "kaldi", "-o", "x.jsonl"],
+                         "-o x.jsonl: a JSONL file's name, but --output-format kaldi writes a directory"),
+                        ([model, str(samples / "lattices"), "-o", "x.jsonl"],
+                         "-o x.jsonl: a JSONL file's name, but rescored lattices are written as a directory")):
+        r = run_in_process("rescore", *args, cwd=tmp_path)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.stderr
+        assert not (tmp_path / "x.jsonl").exists()

@@ -76,14 +76,6 @@ def cli():
     """
 
 
-@cli.command(hidden=True, context_settings={**CONTEXT, "ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def bench(args):
-    """The benchmarks moved out of the installed package (one line says where)."""
-    raise UserError("the reproductions and speed pages are not part of the installed package: from a checkout of "
-                    "the project, run python -m benchmarks NAME (python -m benchmarks --list names them)")
-
-
 def main(argv: list[str] | None = None, command: click.Command | None = None, prog_name: str = "sampledlm") -> None:
     """Console-script entry point: run ``command`` (default: the ``sampledlm`` group) and turn user errors into
     one-line messages. ``python -m benchmarks`` runs its own command through here too.

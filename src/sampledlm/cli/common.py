@@ -105,6 +105,11 @@ def _shown(value) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def deprecated(message: str) -> None:
+    """One line on stderr for an old flag or form that still works (``sampledlm: warning: ...``)."""
+    click.echo(f"sampledlm: warning: {message}", err=True)
+
+
 def mix_options(f):
     """The flags that mix models, the same in every command that reads a model: ``--mix MODEL2`` (repeat for more;
     ``--interpolate`` is a hidden alias, the old name in ``eval``), ``--weights``, ``--interp-valid``. The command
@@ -126,6 +131,8 @@ def mix_options(f):
             from ..errors import UserError
 
             raise UserError("give the models to mix with --mix only (--interpolate is its old name)")
+        if alias:
+            deprecated("--interpolate is deprecated; use --mix")
         return f(others=tuple(others) or tuple(alias), **kw)
 
     functools.update_wrapper(wrapper, f)  # keeps the flags declared below this decorator (f.__click_params__)

@@ -59,6 +59,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     if weight is not None:
         if weights is not None:
             raise UserError("give --weights only (--weight is its old two-model form)")
+        click.echo("sampledlm: warning: --weight is deprecated; use --weights", err=True)
         weights = weight
     evaluate(model, test_path, others, weights, interp_valid, per_sentence=per_sentence, running_text=running_text,
              batch_size=batch_size, as_json=as_json, threads=threads, stride=stride, device=device,
@@ -71,11 +72,10 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
              no_verify: bool = False, opts=None) -> dict:
     """What ``sampledlm eval`` (and its aliases ``ngram eval``, ``maxent eval``) prints, for one test file; the
     summary. ``opts``: text options replacing the models' own (None: theirs)."""
-    from ..data.corpus import load_ids
+    from ..data.corpus import load_ids, sentence_count
+    from ..data.textio import readable_path
     from ..data.tokenizer import TextOptions, iter_sentences
-    from ..lm import Mixture, perplexity_of, sentence_scores
-    from ..loader import load_model
-    from ..use.mixing import set_weights
+    from ..lm import perplexity_of, sentence_scores
 
     if threads:
         import torch
@@ -86,6 +86,45 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     import time
 
     t0 = time.perf_counter()
+    lm, mix = _open(model, others, device, batch_size, stride, running_text, no_verify)
+    if opts is None:
+        opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
+    given = test_path
+    shown = "standard input" if test_path == "-" else test_path
+    test_path = readable_path(test_path)  # standard input or a pipe: read once, into a file every pass reads again
+    ids = load_ids(test_path, lm.vocab, opts, cache=False)
+    if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
+        raise UserError(f"{shown}: no sentences to score")
+    independent = per_sentence and not running_text
+    t_load, t1 = time.perf_counter() - t0, time.perf_counter()
+
+    # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
+    # The one schema of `eval --json` (docs/formats.md#eval-json): "ppl" is always the perplexity of what was evaluated
+    # (the mixture when mixing); each model's own is under "components", in the order given.
+    oov_mask = lm.oov_mask(ids)
+    result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),
+              "oov": int(oov_mask.sum()), "model_has_unk": lm.has_unk}
+    lp = _logprobs(lm, mix, ids, [model, *others], weights, interp_valid, independent, result)
+    result["ppl_excluding_oov"] = perplexity_of(lp[~oov_mask])
+    result["log10_prob"] = float(lp.sum() / math.log(10))
+    # loading (with the checksum check) and reading the test text; scoring (EM of the weights included)
+    result["seconds_load"], result["seconds_score"] = round(t_load, 3), round(time.perf_counter() - t1, 3)
+    if per_sentence:
+        tot, cnt = sentence_scores(lp, ids)
+        click.echo("ln_prob\tpredictions\tppl\tsentence")
+        for (t, c), words in zip(zip(tot.tolist(), cnt.tolist()), iter_sentences(test_path, opts)):
+            click.echo(f"{t:.4f}\t{c}\t{math.exp(-t / c):.2f}\t{' '.join(words)}")
+    _print_summary(result, lm, shown, as_json, per_sentence)
+    return result
+
+
+def _open(model: str, others, device, batch_size: int | None, stride: int | None, running_text: bool,
+          no_verify: bool):
+    """``(lm, mixture or None)``: the models loaded (binary n-gram directories checked first unless ``no_verify``),
+    with ``batch_size`` and ``stride`` set; the refusals of flags that do not apply to them."""
+    from ..lm import Mixture
+    from ..loader import load_model
+
     if not no_verify:
         from ..ngram.mapped import check_before_use
 
@@ -106,68 +145,50 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
         raise UserError(f"--running-text: {', '.join(names)} read{'' if others else 's'} each sentence on its own "
                         "(the flag applies to models whose history crosses sentences: recurrent, Transformer, maxent with "
                         "trigger features)")
-    if opts is None:
-        opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
-    from ..data.textio import readable_path
+    return lm, mix
 
-    given = test_path
-    shown = "standard input" if test_path == "-" else test_path
-    test_path = readable_path(test_path)  # standard input or a pipe: read once, into a file every pass reads again
-    ids = load_ids(test_path, lm.vocab, opts, cache=False)
-    if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
-        raise UserError(f"{shown}: no sentences to score")
-    independent = per_sentence and not running_text
-    from ..data.corpus import sentence_count
 
-    t_load, t1 = time.perf_counter() - t0, time.perf_counter()
+def _logprobs(lm, mix, ids, names: list[str], weights, interp_valid, independent: bool, result: dict):
+    """The natural-log probability of each token under the mixture (its weights set: given, or by EM on
+    ``interp_valid``) or the one model; their perplexities (and a self-normalised model's error) into ``result``."""
+    from ..lm import mix_logprobs, perplexity_of
+    from ..use.mixing import set_weights
 
-    # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
-    # The one schema of `eval --json` (docs/formats.md#eval-json): "ppl" is always the perplexity of what was evaluated
-    # (the mixture when mixing); each model's own is under "components", in the order given.
-    oov_mask = lm.oov_mask(ids)
-    result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),
-              "oov": int(oov_mask.sum()), "model_has_unk": lm.has_unk}
-    if others:
+    if mix is not None:
         comps = mix.component_logprobs(ids, independent=independent)
-        weights_from = set_weights(mix, weights, interp_valid, model)
-        from ..lm import mix_logprobs
-
+        weights_from = set_weights(mix, weights, interp_valid, names[0])
         lp = mix_logprobs(comps, mix.weights)
         result["ppl"] = perplexity_of(lp)
         result["weights"] = [float(x) for x in mix.weights]
         if weights_from:
             result["weights_from"] = weights_from
-        result["components"] = [{"model": p, "ppl": perplexity_of(c)} for p, c in zip([model, *others], comps)]
-    else:
-        lp = lm.logprobs(ids, independent=independent)
-        result["ppl"] = perplexity_of(lp)
-        if hasattr(lm, "self_normalisation"):  # an objective with an unnormalised scoring mode: its error
-            report = lm.self_normalisation(ids, lp, independent=independent)
-            if report is not None:
-                result["self_normalisation"] = report
-    result["ppl_excluding_oov"] = perplexity_of(lp[~oov_mask])
-    result["log10_prob"] = float(lp.sum() / math.log(10))
-    # loading (with the checksum check) and reading the test text; scoring (EM of the weights included)
-    result["seconds_load"], result["seconds_score"] = round(t_load, 3), round(time.perf_counter() - t1, 3)
-    if per_sentence:
-        tot, cnt = sentence_scores(lp, ids)
-        click.echo("ln_prob\tpredictions\tppl\tsentence")
-        for (t, c), words in zip(zip(tot.tolist(), cnt.tolist()), iter_sentences(test_path, opts)):
-            click.echo(f"{t:.4f}\t{c}\t{math.exp(-t / c):.2f}\t{' '.join(words)}")
+        result["components"] = [{"model": p, "ppl": perplexity_of(c)} for p, c in zip(names, comps)]
+        return lp
+    lp = lm.logprobs(ids, independent=independent)
+    result["ppl"] = perplexity_of(lp)
+    if hasattr(lm, "self_normalisation"):  # an objective with an unnormalised scoring mode: its error
+        report = lm.self_normalisation(ids, lp, independent=independent)
+        if report is not None:
+            result["self_normalisation"] = report
+    return lp
+
+
+def _print_summary(result: dict, lm, shown: str, as_json: bool, per_sentence: bool) -> None:
+    """The summary: one JSON object, or a line (and the self-normalisation line); on standard error when the
+    per-sentence lines hold standard output."""
     if as_json:
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
-    else:
-        how = "scored as <unk>" if lm.has_unk else "log10 p -100 each, plus the history's back-off as in KenLM: the model has no <unk>"
-        msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentences; {result['oov']:,} "
-               f"OOV, {how}), ppl {result['ppl']:.2f}")
-        if others:
-            parts = ", ".join(f"{c['model']} {c['ppl']:.2f}" for c in result["components"])
-            msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
-        msg += f"; excluding OOVs {result['ppl_excluding_oov']:.2f}; log10 prob {result['log10_prob']:.2f}"
-        click.echo(msg, err=per_sentence)
-        if "self_normalisation" in result:
-            sn = result["self_normalisation"]
-            click.echo(f"  unnormalised scoring (raw scores as log P, not exact): ppl {sn['unnormalised_ppl']:.2f}; "
-                       f"log Z mean {sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| "
-                       f"{sn['log_z_abs_mean']:.3f}", err=per_sentence)
-    return result
+        return
+    how = "scored as <unk>" if lm.has_unk else "log10 p -100 each, plus the history's back-off as in KenLM: the model has no <unk>"
+    msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentences; {result['oov']:,} "
+           f"OOV, {how}), ppl {result['ppl']:.2f}")
+    if "components" in result:
+        parts = ", ".join(f"{c['model']} {c['ppl']:.2f}" for c in result["components"])
+        msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
+    msg += f"; excluding OOVs {result['ppl_excluding_oov']:.2f}; log10 prob {result['log10_prob']:.2f}"
+    click.echo(msg, err=per_sentence)
+    if "self_normalisation" in result:
+        sn = result["self_normalisation"]
+        click.echo(f"  unnormalised scoring (raw scores as log P, not exact): ppl {sn['unnormalised_ppl']:.2f}; "
+                   f"log Z mean {sn['log_z_mean']:+.3f}, sd {sn['log_z_sd']:.3f}, mean |log Z| "
+                   f"{sn['log_z_abs_mean']:.3f}", err=per_sentence)

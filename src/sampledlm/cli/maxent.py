@@ -6,7 +6,7 @@ import os
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, given, text_options
+from .common import CONTEXT, SEED, FiniteFloat, deprecated, given, text_options
 from ..errors import UserError
 from ..maxent.config import AVERAGES, TrainConfig
 from ..maxent.run import TRIGGER_DEFAULTS
@@ -24,10 +24,6 @@ def maxent():
       sampledlm maxent train --train train.txt --valid valid.txt -o melm --features feat-i --objective binary
       sampledlm maxent eval melm --test test.txt
     """
-
-
-def _deprecated(msg: str) -> None:
-    click.echo(f"sampledlm: warning: {msg}", err=True)
 
 
 @maxent.command(context_settings=CONTEXT)
@@ -104,7 +100,7 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
     if min_gain_deprecated is not None:
         if min_improvement is not None:
             raise UserError("--min-gain is the old name of --min-improvement: give only one of them")
-        _deprecated("--min-gain is deprecated; use --min-improvement")
+        deprecated("--min-gain is deprecated; use --min-improvement")
         min_improvement = min_gain_deprecated
     values = dict(features=features, objective=objective, alpha=alpha, neg_subset=neg_subset, lr=lr,
                   optimizer=optimizer, average=average, epochs=epochs, min_improvement=min_improvement, l2=l2,
@@ -127,7 +123,7 @@ def _train_files(positional, train_path, valid_path) -> tuple[str, str]:
             raise UserError("give the texts either as --train/--valid or as TRAIN VALID (deprecated), not both")
         if len(positional) != 2:
             raise UserError(f"expected TRAIN VALID, got {len(positional)} file name(s); use --train FILE --valid FILE")
-        _deprecated("`maxent train TRAIN VALID` is deprecated; use --train TRAIN --valid VALID")
+        deprecated("`maxent train TRAIN VALID` is deprecated; use --train TRAIN --valid VALID")
         return positional[0], positional[1]
     for flag, val in (("--train", train_path), ("--valid", valid_path)):
         if not val:

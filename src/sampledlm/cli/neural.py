@@ -15,24 +15,49 @@ from click.core import ParameterSource
 from ..errors import UserError
 from ..neural.registry import MODELS
 from ..neural.trainer import TrainOptions
-from ..objectives.options import OPTION_HELP
-from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config, sequence_defaults
-from ..objectives.registry import OBJECTIVES
-from .common import CONTEXT, text_options
+from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
+from ..objectives.registry import OBJECTIVES, option_help
+from .common import CONTEXT, TEXT_FLAGS, deprecated, text_options
+from .grouped import GroupedCommand
 from .configfile import config_option
 from .options import dataclass_options, objective_flag_options
 
 MODEL_OPTIONS, _ = dataclass_options({name: cls.Config for name, cls in MODELS.items()})
+
+
+def _objective_train_defaults() -> dict[str, str]:
+    """``{training setting: "nce, blackout on recurrent models: 0.004"}``: the objectives' own training defaults on a
+    recurrent trunk (``sequence_train``), for the flags' help."""
+    by: dict[str, dict] = {}
+    for name, cls in OBJECTIVES.items():
+        for key, value in cls.sequence_train.items():
+            by.setdefault(key, {}).setdefault(value, []).append(name)
+    return {key: "; ".join(f"--objective {', '.join(names)} on recurrent models: {value}"
+                           for value, names in values.items()) for key, values in by.items()}
+
+
 TRAIN_OPTIONS, _ = dataclass_options({name: TrainOptions for name in MODELS},
-                                     {name: cls.train_defaults for name, cls in MODELS.items()})
+                                     {name: cls.train_defaults for name, cls in MODELS.items()},
+                                     _objective_train_defaults())
 RESUME_OVERRIDES = ("epochs", "max_halvings", "device")
+#: reproductions of papers' protocols: options a plain run does not need
+REPRODUCTION = ("max_time", "time_clock", "data_fraction", "data_subset", "train_eval", "true_term", "sampler")
+HELP_GROUPS = [
+    ("Input and output", ("train_path", "valid_path", "run_dir", "resume_dir", "init_dir", "config_file")),
+    ("Model", ("model_type", "context_size", *MODEL_FIELDS)),
+    ("Training", ("threads", *(f for f in TRAIN_FIELDS if f not in REPRODUCTION))),
+    ("Output objective (each option names the objectives it applies to)",
+     ("objective", *(f for f in OBJECTIVE_FIELDS if f not in REPRODUCTION))),
+    ("Vocabulary and text", ("vocab_path", "min_count", "max_size", *TEXT_FLAGS)),
+    ("Reproducing papers' protocols (time budgets, data subsets, estimator variants)", REPRODUCTION),
+]
 
 
 def _echo(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=GroupedCommand, groups=HELP_GROUPS, context_settings=CONTEXT)
 @click.option("--train", "train_path", help="Training text, one sentence per line.")
 @click.option("--valid", "valid_path", help="Validation text: learning-rate schedule and best-model selection.")
 @click.option("-o", "--output", "run_dir", help="Run directory to create (config, vocab, weights, metrics, plot).")
@@ -46,12 +71,12 @@ def _echo(msg: str) -> None:
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Building the vocabulary: rarer words become <unk>.")
 @click.option("--max-size", type=click.IntRange(min=2), default=None, help="Building the vocabulary: keep at most this many entries.")
 @click.option("--model", "model_type", type=click.Choice(list(MODELS)), default="ffnn", show_default=True,
-              help="Model: feed-forward n-gram (Bengio et al. 2003) or recurrent.")
+              help="Model: feed-forward n-gram (Bengio et al. 2003), recurrent (gru, lstm) or Transformer.")
 @MODEL_OPTIONS
 @click.option("--context-size", type=click.IntRange(min=1), default=None, help="ffnn: history length n-1 (alternative to --order).")
 @click.option("--objective", type=click.Choice(list(OBJECTIVES)), default="softmax", show_default=True,
               help="Output objective: the exact softmax or a sampled approximation (evaluation is always exact).")
-@objective_flag_options(OPTION_HELP, OBJECTIVE_FIELDS)
+@objective_flag_options(option_help(), OBJECTIVE_FIELDS)
 @TRAIN_OPTIONS
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default; with --resume, the run's own]; 1 is often fastest on a busy machine.")
 @click.option("--bf16", "bf16_alias", is_flag=True, default=False, hidden=True, help="The earlier name of --precision bf16.")
@@ -59,17 +84,15 @@ def _echo(msg: str) -> None:
 @text_options
 def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_path, min_count, max_size, model_type,
           context_size, objective, threads, bf16_alias, **flags):
-    """Train a feed-forward or recurrent neural LM into a run directory.
+    """Train a neural LM (feed-forward, recurrent or Transformer) into a run directory.
+
+    Every epoch ends with the exact validation perplexity. Defaults are per model kind and,
+    on recurrent models, per objective: each option's help lists them, and the run's
+    config.toml records every value with where it came from (given, --model, --objective,
+    default). Ctrl-C writes a checkpoint; --resume continues with the same numbers. A run
+    killed before its first checkpoint is started again by running the same command.
 
     \b
-    Every epoch ends with the exact validation perplexity; the learning rate is halved when it
-    stops improving. Defaults are per model kind: the settings of the PTB results pages
-    (ffnn: trigram d=50 h=200, Adam lr 0.002, batch 256; gru/lstm: 256 units, projection 200,
-    tied embeddings, Adam lr 0.002, 32 rows x 35 steps, clip 1). Ctrl-C writes a checkpoint;
-    --resume continues with the same numbers. A run killed before its first checkpoint is
-    started again by running the same command.
-
-    
     --device auto trains on the GPU when torch sees one; --precision bf16 or fp16 runs the
     forward pass under autocast. Several processes (GPUs, or CPU ranks over gloo) train one
     model with torchrun; rank 0 writes the run directory:
@@ -96,6 +119,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
     if bf16_alias:
         if flags.get("precision") not in (None, "bf16"):
             raise UserError(f"--bf16 and --precision {flags['precision']} disagree (--bf16 is --precision bf16)")
+        deprecated("--bf16 is deprecated; use --precision bf16")
         flags["precision"] = "bf16"
     ctx = click.get_current_context()
     ranks = Ranks.from_env(resolve_device(flags.get("device") or "auto"))
@@ -124,9 +148,10 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
             say(announce(init_dir, config["data"]["init_from"]))
         else:
             notes: list[str] = []
+            sources: dict[str, str] = {}
             try:
                 config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size,
-                                             model_type, context_size, objective, flags, notes)
+                                             model_type, context_size, objective, flags, notes, sources)
             finally:  # what was settled before a refusal is said too, as before
                 for note in notes:
                     _echo(note)
@@ -138,7 +163,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
 
                 copy_weights(source, trainer.model, trainer.objective, vocab, init_dir)
             if ranks.is_main:
-                _store_settings(ctx, run_dir, init_dir, config)
+                _store_settings(ctx, run_dir, init_dir, config, None if init_dir else sources)
         except Exception:
             _remove_unstarted(run_dir, created)
             raise
@@ -154,9 +179,10 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
 
 
-def _store_settings(ctx, run_dir: str, init_dir: str | None, config: dict) -> None:
+def _store_settings(ctx, run_dir: str, init_dir: str | None, config: dict, sources: dict | None = None) -> None:
     """``RUN/config.toml``: this run's settings, defaults resolved, for ``--config`` to repeat it (with another
-    ``-o``). A run started ``--init-from`` keeps only what such a run may set (its shape comes from the source)."""
+    ``-o``), each with a comment saying where its value came from (``sources``). A run started ``--init-from`` keeps
+    only what such a run may set (its shape comes from the source)."""
     from .common import TEXT_FLAGS
     from .configfile import write_settings
 
@@ -171,7 +197,10 @@ def _store_settings(ctx, run_dir: str, init_dir: str | None, config: dict) -> No
         resolved["vocab_path"] = os.path.abspath(ctx.params["vocab_path"])
     if init_dir:
         resolved["init_dir"] = os.path.abspath(init_dir)
-    write_settings(run_dir, ctx, skip, resolved=resolved, header=f"sampledlm train settings of {run_dir}; repeat the run with\n"
+    if sources:  # a value read from --config FILE was given there, not on the command line
+        sources = {k: ("--config" if v == "given" and ctx.get_parameter_source(k) == ParameterSource.DEFAULT_MAP
+                       else v) for k, v in sources.items()}
+    write_settings(run_dir, ctx, skip, resolved=resolved, sources=sources, header=f"sampledlm train settings of {run_dir}; repeat the run with\n"
                                               f"sampledlm train --config {os.path.join(run_dir, 'config.toml')} "
                                               "-o NEW_RUN")
 

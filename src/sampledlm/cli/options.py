@@ -12,7 +12,6 @@ import typing
 
 import click
 
-from ..config import flag_name
 from .common import FiniteFloat
 
 
@@ -52,9 +51,11 @@ def field_option(name: str, hint, meta: dict, default_text: str = "") -> callabl
                         help=help_text)
 
 
-def dataclass_options(classes: dict[str, type], overrides: dict[str, dict] | None = None):
+def dataclass_options(classes: dict[str, type], overrides: dict[str, dict] | None = None,
+                      more_defaults: dict[str, str] | None = None):
     """Flags for the union of the fields of ``classes`` ({label: dataclass}); each help text shows every
-    label's default (and ``overrides[label][field]`` where a label overrides it)."""
+    label's default (and ``overrides[label][field]`` where a label overrides it), then ``more_defaults[field]``
+    (defaults set elsewhere, e.g. by an objective on a recurrent trunk)."""
     fields: dict[str, tuple] = {}
     defaults: dict[str, list[str]] = {}
     for label, cls in classes.items():
@@ -69,9 +70,10 @@ def dataclass_options(classes: dict[str, type], overrides: dict[str, dict] | Non
         vals = defaults[name]
         show = lambda v: "off" if v is False else "on" if v is True else "none" if v is None else (
             " ".join(map(str, v)) if isinstance(v, list) else str(v))
+        more = f"; {more_defaults[name]}" if name in (more_defaults or {}) else ""
         if len({show(v) for _, v in vals}) == 1 or len(classes) == 1:
-            return f"default: {show(vals[0][1])}"
-        return "default: " + ", ".join(f"{label} {show(v)}" for label, v in vals)
+            return f"default: {show(vals[0][1])}{more}"
+        return "default: " + ", ".join(f"{label} {show(v)}" for label, v in vals) + more
 
     decorators = [field_option(n, h, m, text(n)) for n, (h, m) in fields.items()]
 

@@ -14,6 +14,7 @@ OOV_WARNING = 0.10  # share of hypothesis words outside the model's vocabulary a
 
 FORMATS = click.Choice(["auto", "srilm", "kaldi", "jsonl", "slf"])
 NO_REFERENCE_WORDS = "the references hold no words"
+JSONL_NAMES = (".jsonl", ".json", ".jsonl.gz")  # the names NBEST is read as JSONL by (use.nbest.detect_format)
 
 
 @click.command("rescore", context_settings=CONTEXT)
@@ -45,10 +46,13 @@ NO_REFERENCE_WORDS = "the references hold no words"
 @click.option("--one-best", default=None, metavar="FILE", help="Write each utterance's best hypothesis ('utt words') to FILE [default: standard output, "
                    "unless -o is given].")
 @click.option("-o", "--output", default=None, metavar="PATH",
-              help="Write the rescored lists, best first (NBEST's format unless --output-format); lattices: the "
-                   "expanded lattices with MODEL's scores (n-gram and feed-forward models).")
-@click.option("--output-format", type=FORMATS, default="auto", show_default=True, help="auto: NBEST's format.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+              help="Write the rescored lists, best first (in --output-format); lattices: the expanded lattices with "
+                   "MODEL's scores (n-gram and feed-forward models), a directory of SLF files.")
+@click.option("--output-format", type=FORMATS, default="auto", show_default=True,
+              help="auto: jsonl when -o's name says so (.jsonl, .json, .jsonl.gz), else NBEST's format.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as one JSON object; it holds the new 1-best (one_best) unless --one-best or -o "
+                   "writes it.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
 @click.option("--lowercase", is_flag=True, help="Lower-case the hypotheses' words and the references before "
                                                 "scoring (a recogniser that writes upper case, a lower-case model).")
@@ -62,8 +66,11 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
     \b
     The new 1-best ('utt words' lines) goes to standard output, the summary (weights; WER when the
     input holds references or --refs gives them) to standard error; with --one-best or -o they are
-    written to files and the summary to standard output. A tuned weight on the edge of its grid is
-    searched further (a warning says how far).
+    written to files and the summary to standard output. With --json the summary is one JSON object
+    on standard output, the new 1-best in it ("one_best": [{"id", "words"}]) unless files hold it.
+    -o writes NBEST's format, or JSONL when its name ends in .jsonl (a name that says JSONL is refused
+    for an --output-format that writes a directory, and for lattices).
+    A tuned weight on the edge of its grid is searched further (a warning says how far).
     Each hypothesis gets score = am_scale*am + lm_weight*lm + word_penalty*words, where lm is
     MODEL's ln P(words </s>) (with --first-pass-weight b: (1-b)*MODEL's + b*the first pass's).
     Scores are natural logs inside; SRILM files hold log10 scores, Kaldi files costs (-ln).
@@ -78,34 +85,17 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
       sampledlm rescore kn5.arpa lattices/ --tune-on dev-lattices/ --tune-refs dev.ref --one-best test.hyp
       sampledlm rescore gru lattices/ --k 3 --lm-weight 12 --refs test.ref
     """
-    from ..errors import UserError
     from ..data.textio import atomic_write
     from ..use.lattice import is_slf
     from ..use.mixing import open_models
-    from ..use.nbest import Grid, Weights, add_lm_scores, evaluate, fold_case, oov_share, tune
-    from .common import refuse_existing
+    from ..use.nbest import Weights, fold_case
 
     if threads:
         import torch
 
         torch.set_num_threads(threads)
-    if tune_refs and not tune_on:
-        raise UserError("--tune-refs needs --tune-on DEV")
-    if tune_first_pass and not tune_on:
-        raise UserError("--tune-first-pass tunes on development data: give --tune-on DEV")
-    if one_best and output and os.path.abspath(one_best) == os.path.abspath(output):
-        raise UserError(f"--one-best and -o name the same file ({output}): give two paths")
-    for path in (one_best, output):
-        if path:
-            refuse_existing(path, force, [nbest, tune_on, refs, tune_refs, model, *others])
-            if os.path.isdir(path) and os.listdir(path) and not force:
-                raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
-    lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
-    if k is not None and not lattices:
-        raise UserError(f"--k merges lattice histories: it applies to lattices, and {nbest} holds n-best lists")
-    if tune_nbest is not None and not (tune_on and is_slf(tune_on)):
-        raise UserError("--tune-nbest takes the best paths of the lattices given to --tune-on: "
-                        + (f"{tune_on} holds n-best lists" if tune_on else "give --tune-on DEV"))
+    lattices = _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k, one_best, output,
+                            output_format, force, [nbest, tune_on, refs, tune_refs, model, *others])
     items = _read(nbest, "slf" if lattices else fmt, refs)
     dev_lattices = bool(tune_on) and lattices and is_slf(tune_on) and tune_nbest is None
     dev = _read_dev(tune_on, tune_refs, tune_nbest or 100, lattices=dev_lattices) if tune_on else None
@@ -113,23 +103,11 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
         fold_case(items)
         fold_case(dev or [])
     lm = open_models([model, *others], weights, interp_valid, device=device)
-    oov, total = oov_share(items, lm)
-    if total and oov / total > OOV_WARNING:
-        click.echo(f"sampledlm: warning: {100 * oov / total:.1f}% of the hypothesis words ({oov:,} of {total:,}) are "
-                   f"outside the model's vocabulary and score as <unk>"
-                   + ("" if lowercase else "; if the recogniser writes another case, try --lowercase"), err=True)
+    summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items)}
+    _oov_words(items, lm, lowercase, summary)
     w = Weights(am_scale, lm_weight, word_penalty, first_pass_weight)
-    summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items),
-               "oov_words": oov, "hypothesis_words": total}
     if dev is not None:
-        grid = Grid(first_pass_weight=[i / 10 for i in range(10)] if tune_first_pass else [first_pass_weight])
-        if dev_lattices:
-            w, summary["dev"] = _widening(lambda g: _tune_lattices(dev, lm, w, _search_k(lm, k, None), g), grid,
-                                          summary)
-        else:
-            add_lm_scores(lm, dev)
-            w = _widening(lambda g: tune(dev, am_scale, g), grid, summary)
-            summary["dev"] = evaluate(dev, w).to_dict()
+        w = _tune(dev, dev_lattices, lm, w, k, am_scale, first_pass_weight, tune_first_pass, summary)
         summary["tuned_on"] = tune_on
     summary["weights"] = {key: float(v) for key, v in w.__dict__.items()}
     if lattices:
@@ -140,17 +118,90 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
         with atomic_write(one_best) as f:
             for uid, words in best:
                 f.write(f"{uid} {' '.join(words)}".rstrip() + "\n")
+    _report(best, summary, w, bool(one_best or output), as_json)
+
+
+def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k, one_best, output, output_format,
+                 force, inputs) -> bool:
+    """The refusals that come before any file is read (``inputs``: the paths an output must not replace);
+    whether NBEST holds lattices."""
+    from ..errors import UserError
+    from ..use.lattice import is_slf
+    from .common import refuse_existing
+
+    if tune_refs and not tune_on:
+        raise UserError("--tune-refs needs --tune-on DEV")
+    if tune_first_pass and not tune_on:
+        raise UserError("--tune-first-pass tunes on development data: give --tune-on DEV")
+    if one_best and output and os.path.abspath(one_best) == os.path.abspath(output):
+        raise UserError(f"--one-best and -o name the same file ({output}): give two paths")
+    for path in (one_best, output):
+        if path:
+            refuse_existing(path, force, inputs)
+            if os.path.isdir(path) and os.listdir(path) and not force:
+                raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
+    lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
+    if k is not None and not lattices:
+        raise UserError(f"--k merges lattice histories: it applies to lattices, and {nbest} holds n-best lists")
+    if tune_nbest is not None and not (tune_on and is_slf(tune_on)):
+        raise UserError("--tune-nbest takes the best paths of the lattices given to --tune-on: "
+                        + (f"{tune_on} holds n-best lists" if tune_on else "give --tune-on DEV"))
+    if output and output.endswith(JSONL_NAMES):
+        if lattices:
+            raise UserError(f"-o {output}: a JSONL file's name, but rescored lattices are written as a directory "
+                            "of SLF files: choose another -o")
+        if output_format in ("srilm", "kaldi"):
+            raise UserError(f"-o {output}: a JSONL file's name, but --output-format {output_format} writes a "
+                            "directory: give --output-format jsonl, or another -o")
+    return lattices
+
+
+def _oov_words(items, lm, lowercase, summary) -> None:
+    """The hypothesis words outside the model's vocabulary, counted into ``summary``; a warning above
+    :data:`OOV_WARNING` of them."""
+    from ..use.nbest import oov_share
+
+    oov, total = oov_share(items, lm)
+    if total and oov / total > OOV_WARNING:
+        click.echo(f"sampledlm: warning: {100 * oov / total:.1f}% of the hypothesis words ({oov:,} of {total:,}) are "
+                   f"outside the model's vocabulary and score as <unk>"
+                   + ("" if lowercase else "; if the recogniser writes another case, try --lowercase"), err=True)
+    summary.update({"oov_words": oov, "hypothesis_words": total})
+
+
+def _tune(dev, dev_lattices, lm, w, k, am_scale, first_pass_weight, tune_first_pass, summary):
+    """The weights tuned on the development lists (or lattices), widening the grid from an edge; the
+    development figures go into ``summary``."""
+    from ..use.nbest import Grid, add_lm_scores, evaluate, tune
+
+    grid = Grid(first_pass_weight=[i / 10 for i in range(10)] if tune_first_pass else [first_pass_weight])
+    if dev_lattices:
+        w, summary["dev"] = _widening(lambda g: _tune_lattices(dev, lm, w, _search_k(lm, k, None), g), grid,
+                                      summary)
+    else:
+        add_lm_scores(lm, dev)
+        w = _widening(lambda g: tune(dev, am_scale, g), grid, summary)
+        summary["dev"] = evaluate(dev, w).to_dict()
+    return w
+
+
+def _report(best, summary, w, to_files: bool, as_json: bool) -> None:
+    """The new 1-best on standard output unless ``to_files`` (--one-best or -o wrote it); the summary beside it on
+    standard error, or on standard output when the 1-best went to files; with ``as_json``, one JSON object on
+    standard output (holding the 1-best unless ``to_files``)."""
     if as_json:
+        if not to_files:  # the 1-best is the output: in the one object on standard output
+            summary["one_best"] = [{"id": uid, "words": " ".join(words)} for uid, words in best]
         click.echo(json.dumps(summary))
         return
-    to_stderr = not (one_best or output)  # the new 1-best is the output: on standard output, the summary beside it
-    if to_stderr:
+    if not to_files:  # the new 1-best is the output: on standard output, the summary beside it
         for uid, words in best:
             click.echo(f"{uid} {' '.join(words)}".rstrip())
-    say = functools.partial(click.echo, err=to_stderr)
-    say(f"{nbest}: {len(items)} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, word penalty "
-        f"{w.word_penalty:.4g}, first pass {w.first_pass_weight:g}"
-        + (f" (tuned on {tune_on}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" if dev is not None else ""))
+    say = functools.partial(click.echo, err=not to_files)
+    tuned = f" (tuned on {summary['tuned_on']}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" \
+        if "tuned_on" in summary else ""
+    say(f"{summary['input']}: {summary['utterances']} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, "
+        f"word penalty {w.word_penalty:.4g}, first pass {w.first_pass_weight:g}" + tuned)
     if "rescored_wer" in summary and not summary["reference_words"]:
         say(f"WER: n/a ({NO_REFERENCE_WORDS})")
     elif "rescored_wer" in summary:  # references given with --refs, or in the JSONL lists themselves
@@ -213,7 +264,8 @@ def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
         summary.update(_wer({key: v for key, v in evaluate(lists, w).to_dict().items()
                              if key.endswith("wer") or key == "reference_words"}))
     if output:
-        out_fmt = output_format if output_format != "auto" else (fmt if fmt != "auto" else detect_format(path))
+        out_fmt = output_format if output_format != "auto" else \
+            "jsonl" if output.endswith(JSONL_NAMES) else fmt if fmt != "auto" else detect_format(path)
         if out_fmt == "slf":
             from ..errors import UserError
 

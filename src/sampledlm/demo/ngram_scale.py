@@ -6,7 +6,9 @@ import os
 import time
 
 from .common import DemoData, Result
-from ..ngram.build.external import array_chunks, current_rss, train_bounded
+from ..ngram.build.budget import current_rss
+from ..ngram.build.external import train_bounded
+from ..ngram.build.id_stream import array_chunks
 from ..ngram.mapped import open_binary
 from ..ngram.build.prune import entropy_prune, entropy_scores, threshold_for_size
 

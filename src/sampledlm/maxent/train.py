@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Callable
 
 import numpy as np
@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import UserError
 from ..lm import perplexity_from_nll
 from . import kernels
-from .config import AVERAGES, TrainConfig
+from .config import TrainConfig
 from .scorer import MaxEntModel, log_alpha
 
 
@@ -72,11 +72,51 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
     at = train_positions(len(train_ids), cfg)
     ctx = model.context(train_ids, at)
     targets = train_ids[at].astype(np.int64)
+    valid_ppl = _validation(model, valid_ids, owned, reduce, cfg)
+    rng = np.random.default_rng([cfg.seed, 1])
+    # L2: the penalty l2/2 theta^2 of a pair of context g is spread over the n_g training positions where
+    # g is active, so each update adds (l2 / n_g) theta to the pair's gradient.
+    l2g = cfg.l2 / np.maximum(np.bincount(ctx.hfeat, minlength=f.num_history_features), 1) if cfg.l2 > 0 else np.zeros(0)
+    uhist = np.zeros(V if cfg.adagrad else 0)
+    hist = np.zeros(len(model.theta) if cfg.adagrad else 0)
+    run = _Run(model, cfg)
+    lr, halving = cfg.lr, False
+    best = valid_ppl(0, lr)
+    best_state, best_params = run.state(), (model.u.copy(), model.theta.copy())
+    history = [{"epoch": 0, "lr": lr, "valid_ppl": best, "seconds": 0.0}]
+    log(f"epoch 0: valid ppl {best:.2f}")
+    for epoch in range(1, cfg.epochs + 1):
+        t0 = time.perf_counter()
+        averaged_now = run.epoch(epoch, rng.permutation(len(at)).astype(np.int64), lr, (l2g, uhist, hist),
+                                 (at, ctx, targets, owned))
+        ppl = run.evaluate(averaged_now, lambda: valid_ppl(epoch, lr))
+        secs = time.perf_counter() - t0
+        history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
+        log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")
+        gained = ppl < best * (1.0 - cfg.min_gain)
+        if ppl < best:
+            best, best_state, best_params = ppl, run.state(), (model.u.copy(), model.theta.copy())
+        else:  # roll back to the best epoch's weights (and its averages)
+            run.restore(best_state)
+        if not gained:
+            if halving:
+                break
+            halving = True
+        if halving:
+            lr /= 2
+    model.u[:], model.theta[:] = best_params
+    model.info["training"] = {"config": asdict(cfg), "epochs": history, "best_valid_ppl": best}
+    return history
+
+
+def _validation(model: MaxEntModel, valid_ids: np.ndarray, owned: np.ndarray, reduce, cfg: TrainConfig):
+    """``valid_ppl(epoch, lr)``: the exact validation perplexity of the model's current weights (every shard's
+    partial sums reduced); a :class:`UserError` when it is not a finite number >= 1 (training diverged)."""
     vctx = model.context(valid_ids)
     vtargets = np.asarray(valid_ids, dtype=np.int64)
     shift = log_alpha(cfg.alpha) if cfg.objective == "binary" else 0.0  # calibrated in flight (Binary.log_prob)
 
-    def valid_ppl(epoch: int) -> float:
+    def valid_ppl(epoch: int, lr: float) -> float:
         num, den = model.eval_sums(vctx, vtargets, owned, shift)
         num, den = reduce(np.stack([num, den]))
         with np.errstate(all="ignore"):
@@ -88,70 +128,64 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
                             "try a smaller --lr")
         return ppl
 
-    rng = np.random.default_rng([cfg.seed, 1])
-    # L2: the penalty l2/2 theta^2 of a pair of context g is spread over the n_g training positions where
-    # g is active, so each update adds (l2 / n_g) theta to the pair's gradient.
-    l2g = cfg.l2 / np.maximum(np.bincount(ctx.hfeat, minlength=f.num_history_features), 1) if cfg.l2 > 0 else np.zeros(0)
-    uhist = np.zeros(V if cfg.adagrad else 0)
-    hist = np.zeros(len(model.theta) if cfg.adagrad else 0)
-    # the kernels move the raw parameters; the model holds what is evaluated (raw, or their average)
-    raw = [model.u.copy(), model.theta.copy()]
-    averaging = cfg.average != "none"
-    sums = [np.zeros(V if averaging else 0), np.zeros(len(model.theta) if averaging else 0)]
-    age = 0  # positions in the current average
+    return valid_ppl
 
-    def state():
-        return [raw[0].copy(), raw[1].copy(), sums[0].copy(), sums[1].copy(), age]
 
-    lr, halving = cfg.lr, False
-    best = valid_ppl(0)
-    best_state, best_params = state(), (model.u.copy(), model.theta.copy())
-    history = [{"epoch": 0, "lr": lr, "valid_ppl": best, "seconds": 0.0}]
-    log(f"epoch 0: valid ppl {best:.2f}")
-    for epoch in range(1, cfg.epochs + 1):
-        t0 = time.perf_counter()
-        averaged_now = averaging and not (cfg.average == "run" and epoch == 1)
+class _Run:
+    """The parameters the kernels move (``raw``: the last iterate) and the running sums of their average over
+    ``age`` positions; the model holds what is evaluated (raw, or their average)."""
+
+    def __init__(self, model: MaxEntModel, cfg: TrainConfig):
+        self.model, self.cfg = model, cfg
+        self.raw = [model.u.copy(), model.theta.copy()]
+        self.averaging = cfg.average != "none"
+        self.sums = [np.zeros(model.num_words if self.averaging else 0),
+                     np.zeros(len(model.theta) if self.averaging else 0)]
+        self.age = 0  # positions in the current average
+
+    def state(self) -> list:
+        return [self.raw[0].copy(), self.raw[1].copy(), self.sums[0].copy(), self.sums[1].copy(), self.age]
+
+    def restore(self, state: list) -> None:
+        (self.raw[0][:], self.raw[1][:], self.sums[0][:], self.sums[1][:], self.age) = state
+
+    def epoch(self, epoch: int, order: np.ndarray, lr: float, step_state: tuple, data: tuple) -> bool:
+        """One pass of the kernels over the positions in ``order``; whether the weights are averaged this epoch.
+        ``step_state``: (per-pair L2 factors, AdaGrad sums of u and theta); ``data``: (positions, their
+        contexts, targets, owned words)."""
+        cfg, f = self.cfg, self.model.features
+        at, ctx, targets, owned = data
+        averaged_now = self.averaging and not (cfg.average == "run" and epoch == 1)
         if cfg.average == "epoch" or (cfg.average == "run" and epoch == 2):
-            sums[0][:], sums[1][:], age = 0.0, 0.0, 0
-        acc = sums if averaged_now else [np.zeros(0), np.zeros(0)]
-        order = rng.permutation(len(at)).astype(np.int64)
-        weights = kernels.Weights(raw[0], raw[1])
-        st = kernels.step(lr, l2g, uhist, hist, acc[0], acc[1], age, cfg.block)
+            self.sums[0][:], self.sums[1][:], self.age = 0.0, 0.0, 0
+        acc = self.sums if averaged_now else [np.zeros(0), np.zeros(0)]
+        weights = kernels.Weights(self.raw[0], self.raw[1])
+        st = kernels.step(lr, *step_state, acc[0], acc[1], self.age, cfg.block)
         if cfg.objective == "softmax":
             kernels.softmax_epoch(order, targets, ctx.active, f.pairs, weights, st)
         else:
             neg = kernels.negatives(at, owned, cfg.alpha, cfg.seed, 0 if cfg.fixed_negatives else epoch)
             kernels.binary_epoch(order, targets, ctx.active, f.pairs, weights, st, neg)
         if averaged_now:
-            age += len(order)
-            model.u[:], model.theta[:] = kernels.averaged(raw[0], sums[0], age), kernels.averaged(raw[1], sums[1], age)
-            ppl = valid_ppl(epoch)
-            if cfg.average == "auto":
-                avg_params = (model.u.copy(), model.theta.copy())
-                model.u[:], model.theta[:] = raw
-                last = valid_ppl(epoch)
-                if last < ppl:  # the average lags: restart it from here
-                    ppl, age = last, 0
-                    sums[0][:], sums[1][:] = 0.0, 0.0
-                else:
-                    model.u[:], model.theta[:] = avg_params
-        else:
+            self.age += len(order)
+        return averaged_now
+
+    def evaluate(self, averaged_now: bool, valid_ppl: Callable[[], float]) -> float:
+        """The model set to the weights evaluated after an epoch (the average, or the last iterate), and their
+        validation perplexity; with ``auto`` averaging the better of the two, the average restarting if it lags."""
+        model, raw, sums = self.model, self.raw, self.sums
+        if not averaged_now:
             model.u[:], model.theta[:] = raw
-            ppl = valid_ppl(epoch)
-        secs = time.perf_counter() - t0
-        history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
-        log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")
-        gained = ppl < best * (1.0 - cfg.min_gain)
-        if ppl < best:
-            best, best_state, best_params = ppl, state(), (model.u.copy(), model.theta.copy())
-        else:  # roll back to the best epoch's weights (and its averages)
-            (raw[0][:], raw[1][:], sums[0][:], sums[1][:], age) = best_state
-        if not gained:
-            if halving:
-                break
-            halving = True
-        if halving:
-            lr /= 2
-    model.u[:], model.theta[:] = best_params
-    model.info["training"] = {"config": asdict(cfg), "epochs": history, "best_valid_ppl": best}
-    return history
+            return valid_ppl()
+        model.u[:], model.theta[:] = kernels.averaged(raw[0], sums[0], self.age), kernels.averaged(raw[1], sums[1], self.age)
+        ppl = valid_ppl()
+        if self.cfg.average == "auto":
+            avg_params = (model.u.copy(), model.theta.copy())
+            model.u[:], model.theta[:] = raw
+            last = valid_ppl()
+            if last < ppl:  # the average lags: restart it from here
+                ppl, self.age = last, 0
+                sums[0][:], sums[1][:] = 0.0, 0.0
+            else:
+                model.u[:], model.theta[:] = avg_params
+        return ppl

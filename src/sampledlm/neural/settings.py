@@ -60,21 +60,34 @@ def sequence_defaults(model_type: str, objective: str, flags: dict, notes: list[
     return flags
 
 
+def _given(value) -> bool:
+    return value is not None and value != () and value != []
+
+
+def _record(sources: dict | None, names, source: str) -> None:
+    if sources is not None:
+        for name in names:
+            sources.setdefault(name, source)
+
+
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
-                 flags: dict, notes: list[str] | None = None):
+                 flags: dict, notes: list[str] | None = None, sources: dict | None = None):
     """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
     :data:`TRAIN_FIELDS` and :data:`OBJECTIVE_FIELDS`, None = not given). Where a setting follows from another
     (an objective's needs of the model, its defaults on a recurrent trunk, ``samples`` capped at V/2, tied adaptive
     input bands following the softmax's head), the line saying so is appended to ``notes``: the command line prints
-    them, the Python API hands them to its ``log``."""
+    them, the Python API hands them to its ``log``. ``sources``, when given, receives where each setting came from
+    (``{name: "given" | "--objective nce on a gru" | "--model gru" | "default" | ...}``), the first rule that set it
+    winning: what ``RUN/config.toml`` records beside each value."""
     from ..data.corpus import build_vocab
     from ..data.vocab import Vocab
     from .registry import complete_spec, model_class, model_spec
     from .rundir import make_config
     from .trainer import train_options_for
-    from ..objectives import make_objective
+    from ..objectives.registry import objective_settings
     from ..objectives.registry import OBJECTIVES
 
+    _record(sources, [k for k in (*MODEL_FIELDS, *TRAIN_FIELDS, *OBJECTIVE_FIELDS) if _given(flags.get(k))], "given")
     model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
     model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
     if context_size is not None:
@@ -93,14 +106,19 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
                 and all(model_flags.get(n) is not False for n in needs):
             model_flags[name] = value
             _note(notes, f"{where}: {why}")
+            _record(sources, [name], where)
     if model_flags.get("input_weights") is False and model_flags.get("tie") is None and defaults.get("tie"):
         model_flags["tie"] = False
+        _record(sources, ["tie"], "--no-input-weights")
         _note(notes, "--no-input-weights: input and output embeddings untied, as in faster-rnnlm (the embedding goes "
                      "into the gates as it is; tied to the output rows, NCE on 10,000 PTB sentences reached valid 381 "
                      "against 246 untied; give --tie to tie them anyway)")
     spec = model_spec(model_type, **model_flags)
     samples_given = flags.get("samples") is not None
+    before = flags
     flags = sequence_defaults(model_type, objective, flags, notes)
+    _record(sources, [k for k in flags if flags[k] is not before.get(k)], f"--objective {objective} on a {model_type}")
+    _record(sources, model_class(model_type).train_defaults, f"--model {model_type}")
     train_opts = train_options_for(model_type, {k: flags[k] for k in TRAIN_FIELDS})
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and flags.get("cutoffs"):
         spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
@@ -111,6 +129,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
                      f"{len(vocab):,} words; the default for sequence models is more)")
+        _record(sources, ["samples"], f"half the vocabulary of {len(vocab):,} words")
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and obj_opts.get("head_coverage") \
             and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head
         from ..objectives.adaptive import MAX_HEAD, default_cutoffs
@@ -121,9 +140,14 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
             and obj_opts.get("div_value") is not None:  # tied bands: the input's widths follow the softmax's tails
         spec["input_factor"] = float(obj_opts["div_value"])
     # refuses options that do not apply, early; the objective checks its own against the vocabulary
-    obj_opts, settled = make_objective(objective, counts=vocab.counts, **obj_opts).settle_options(obj_opts, vocab)
+    objective_settings(objective, **obj_opts)  # the objective itself is built once, by the run (neural.rundir)
+    obj_opts, settled = cls.settle_options(obj_opts, vocab)
+    obj_opts = {**objective_options(cls), **{k: v for k, v in obj_opts.items() if v is not None}}  # config.json: all
     for note in settled:
         _note(notes, note)
+    _record(sources, objective_options(cls), f"--objective {objective}")
+    _record(sources, [*MODEL_FIELDS, "order"], f"--model {model_type}")
+    _record(sources, TRAIN_FIELDS, "default")
     data = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "text_options": opts.to_dict()}
     return make_config(spec, objective, obj_opts, dataclasses.asdict(train_opts), data, vocab), vocab
 

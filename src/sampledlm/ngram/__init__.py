@@ -26,9 +26,29 @@ API::
     build(BuildConfig(order=5, memory="2G"), "train.txt", "kn5.arpa")
 """
 
+from typing import TYPE_CHECKING
+
 from .arpa import read_arpa, write_arpa
-from .build.estimate import DESCRIPTIONS, SMOOTHINGS, train_ngram
 from .lm import ArpaLM
 from .model import NgramLM
 
+if TYPE_CHECKING:  # for static tools (type checkers, the API reference); at run time __getattr__ imports them
+    from .build.estimate import DESCRIPTIONS, SMOOTHINGS, train_ngram
+
 __all__ = ["ArpaLM", "NgramLM", "read_arpa", "write_arpa", "train_ngram", "SMOOTHINGS", "DESCRIPTIONS"]
+
+_BUILD = ("train_ngram", "SMOOTHINGS", "DESCRIPTIONS")  # the estimator's names (build/estimate.py)
+
+
+def __getattr__(name: str):
+    """The estimator's names, imported on first use: importing the query side loads nothing of ``build/``
+    (tests/shape/test_ngram_sides.py)."""
+    if name in _BUILD:
+        from .build import estimate
+
+        return getattr(estimate, name)
+    raise AttributeError(f"module 'sampledlm.ngram' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_BUILD))

@@ -20,13 +20,14 @@ weights both give the same ``log_prob``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from ..config import option
 from ..errors import UserError
 from .cpu_linear import FastLinear
 from .base import OutputObjective, Scorer
@@ -51,6 +52,24 @@ def default_cutoffs(counts, num_words: int, head_coverage: float = COVERAGE[0], 
     return sorted({min(max(x, 1), num_words - 1) for x in cuts}) if num_words > 1 else []
 
 
+@dataclass
+class AdaptiveOptions:
+    cutoffs: list[int] | None = option(None, "adaptive: rank cutoffs of the head and the tail clusters, increasing "
+                                             "(repeat the flag; default: 80 % and 95 % unigram coverage)",
+                                       min=1, multiple=True)
+    div_value: float = option(4.0, "adaptive: each tail cluster's projection is this many times narrower than the last",
+                              min=1.0, recurrent=2.0)
+    head_coverage: float = option(COVERAGE[0], "adaptive without --cutoffs: the head holds the words of this share of "
+                                               "the training tokens (at most --max-head words), the first tail up to "
+                                               "95 %", min=0.0, max=1.0, recurrent=0.95)
+    max_head: int = option(MAX_HEAD, "adaptive without --cutoffs: at most this many words in the head, whatever "
+                                     "--head-coverage asks", min=1, recurrent=5000)
+
+    def __post_init__(self):
+        if not 0.0 < float(self.head_coverage) < 1.0:
+            raise UserError(f"--head-coverage {self.head_coverage}: a share of the training tokens, between 0 and 1")
+
+
 class AdaptiveSoftmax(OutputObjective):
     """Adaptive softmax (Grave et al. 2017); see the module docstring for the factorisation.
 
@@ -65,7 +84,7 @@ class AdaptiveSoftmax(OutputObjective):
     name = "adaptive"
     sparse_output = True  # only the head words' output rows are read
 
-    sequence_defaults = {"head_coverage": 0.95, "div_value": 2.0, "max_head": 5000}
+    Options = AdaptiveOptions
     sequence_why = ("PTB's tied GRU-256, 8 epochs, against the softmax's 98.58: a head of the words of 80 % of the "
                     "tokens gave +7.1 %, 90 % (2,712 words) +2.9 %, tails half as wide +2.5 %, 95 % capped at 4,000 "
                     "words with tails half as wide 100.56 (+2.0 %), and the whole 95 % (4,754 words) 100.20 (+1.6 %) "
@@ -77,11 +96,10 @@ class AdaptiveSoftmax(OutputObjective):
         "over the softmax, against +2.3 % with one full-width input table; give --no-adaptive-input for that"),
         ("tie", "input_weights"))}
 
-    def __init__(self, counts=None, *, cutoffs: list[int] | None = None, div_value: float = 4.0,
-                 head_coverage: float = COVERAGE[0], max_head: int = MAX_HEAD):
-        super().__init__(counts)
-        if not 0.0 < float(head_coverage) < 1.0:
-            raise UserError(f"--head-coverage {head_coverage}: a share of the training tokens, between 0 and 1")
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        o = self.options
+        cutoffs, div_value, head_coverage, max_head = o.cutoffs, o.div_value, o.head_coverage, o.max_head
         self.head_coverage = float(head_coverage)
         self.max_head = int(max_head)
         self.counts = None if counts is None else np.asarray(counts)

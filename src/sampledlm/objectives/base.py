@@ -12,11 +12,15 @@ before calling an objective), ``V`` predicted words, ``S`` candidates.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np  # noqa: F401  (annotations)
 import torch
 from torch import nn
+
+from ..config import check
+from .options import NoOptions
 
 
 @runtime_checkable
@@ -88,26 +92,41 @@ class OutputObjective(nn.Module):
     #: Model settings this objective needs where the user set none: ``{field: (value, why)}`` (hsm unties the
     #: embeddings). The command line applies them, says why, and leaves any value the user gave alone.
     model_settings: ClassVar[dict] = {}
-    #: Settings this objective takes on a recurrent trunk (``NeuralScorer.sequence_model``) where the user gave none:
-    #: objective options and training options by name (``{"samples": 20, "lr": 0.004}``), the one place of each
-    #: objective's per-trunk defaults; ``sequence_why`` says why, in the note the command line prints.
-    sequence_defaults: ClassVar[dict] = {}
+    #: The dataclass of this objective's options (:mod:`sampledlm.objectives.options`): each option's default, its
+    #: default on a recurrent trunk, its help and its range, in one place.
+    Options: ClassVar[type] = NoOptions
+    #: Training settings this objective takes on a recurrent trunk where the user gave none (``{"lr": 0.004}``);
+    #: its options' recurrent defaults are in :attr:`Options`. ``sequence_why`` says why, in the note printed.
+    sequence_train: ClassVar[dict] = {}
     sequence_why: ClassVar[str] = ""
+    #: Derived from :attr:`Options` and :attr:`sequence_train` (never written by hand): every setting this objective
+    #: takes on a recurrent trunk (``NeuralScorer.sequence_model``) where the user gave none, and
+    #: ``{setting: (option, ...)}``, a default left out when the user gave one of those options (the class layer's
+    #: ``--word-classes auto`` gives way to ``--classes``).
+    sequence_defaults: ClassVar[dict] = {}
+    sequence_unless: ClassVar[dict] = {}
     #: Model settings this objective takes on a recurrent trunk where the user gave none: ``{field: (value, why,
     #: needs)}``, left out when the user turned off one of the model options named in ``needs`` (the adaptive
     #: softmax's input bands need tied embeddings and input matrices). The command line says why.
     sequence_model_settings: ClassVar[dict] = {}
-    #: ``{default: (option, ...)}``: a ``sequence_defaults`` entry left out when the user gave one of these options
-    #: (the class layer's ``--word-classes auto`` gives way to ``--classes``).
-    sequence_unless: ClassVar[dict] = {}
 
-    def __init__(self, counts: "np.ndarray | None" = None):
-        """``counts``: training unigram counts ``[V]`` (``vocab.counts``), for noise distributions.
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        recurrent = {f.name: f.metadata for f in dataclasses.fields(cls.Options) if "recurrent" in f.metadata}
+        cls.sequence_defaults = {**{k: m["recurrent"] for k, m in recurrent.items()}, **cls.sequence_train}
+        cls.sequence_unless = {k: m["recurrent_unless"] for k, m in recurrent.items() if m["recurrent_unless"]}
 
-        Subclasses add keyword-only options (``samples``, ``noise_power``, ``neg_rate``, ...);
-        :func:`sampledlm.objectives.make_objective` passes the user's options by name.
-        """
+    def __init__(self, counts: "np.ndarray | None" = None, **options):
+        """``counts``: training unigram counts ``[V]`` (``vocab.counts``), for noise distributions; ``options``: the
+        fields of :attr:`Options` by name (the others at their defaults), kept as ``self.options`` once their ranges
+        are checked (:func:`sampledlm.objectives.make_objective` passes the user's)."""
         super().__init__()
+        known = {f.name for f in dataclasses.fields(self.Options)}
+        wrong = sorted(set(options) - known)
+        if wrong:
+            raise TypeError(f"{type(self).__name__}: unknown option(s) {', '.join(wrong)}")
+        self.options = self.Options(**options)
+        check(self.options)
 
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
         """Scalar training loss: the mean over the ``N`` targets of the per-example loss."""
@@ -139,7 +158,8 @@ class OutputObjective(nn.Module):
         """
         return None
 
-    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+    @classmethod
+    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
         """Before a new run starts: check the options against the vocabulary (``vocab``: its words and counts) and
         read the files they name once, so that a bad one fails before training; returns the options to record in
         the run's config (paths made absolute, so the run directory finds them from anywhere) and notes for the

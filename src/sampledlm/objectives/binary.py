@@ -46,15 +46,25 @@ across a mini-batch while keeping every (example, classifier) pair a negative wi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import UserError
+from ..config import option
 from .sampling import BernoulliSampler
 from .base import OutputObjective, Scorer, score_true_and_candidates
 from .sampled import Candidates, masked_fill, unigram_bias
+
+
+@dataclass
+class BinaryOptions:
+    neg_rate: float = option(0.05, "binary: share alpha of the negatives kept, in (0, 1]", min=0.0, min_open=True,
+                             max=1.0)
+    neg_subset: str = option("variable", "binary: fixed or variable negative subsets", choices=("fixed", "variable"))
+    neg_groups: int = option(8, "binary, variable subsets: subsets drawn per mini-batch (example i uses subset i mod "
+                                "G)", min=1)
 
 
 class Binary(OutputObjective):
@@ -75,14 +85,11 @@ class Binary(OutputObjective):
     name = "binary"
     sparse_output = True  # variable subsets; fixed ones (and alpha = 1) score all of V densely
 
-    def __init__(self, counts=None, *, neg_rate: float = 0.05, neg_subset: str = "variable", neg_groups: int = 8):
-        super().__init__(counts)
-        if not 0.0 < float(neg_rate) <= 1.0:
-            raise UserError(f"--neg-rate must be in (0, 1], got {neg_rate}")
-        if neg_subset not in ("fixed", "variable"):
-            raise UserError(f"--neg-subset must be 'fixed' or 'variable', got {neg_subset!r}")
-        if int(neg_groups) < 1:
-            raise UserError(f"--neg-groups must be >= 1, got {neg_groups}")
+    Options = BinaryOptions
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        neg_rate, neg_subset, neg_groups = self.options.neg_rate, self.options.neg_subset, self.options.neg_groups
         self.neg_groups = int(neg_groups)
         self.neg_rate = float(neg_rate)
         self.neg_subset = neg_subset

@@ -35,15 +35,18 @@ every batch of 256 has a target in it, so M is almost always 1,600.) The class a
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from ..config import option
 from ..errors import UserError
 from .cpu_linear import FastLinear
 from .base import OutputObjective, Scorer
+from .options import WordClassOptions, like
 from .structure import (NO_CLASSES, attach_word_classes, concat_ranges, frequency_order, hidden_width,
                         settle_word_classes, word_classes_path)
 
@@ -77,6 +80,22 @@ def frequency_classes(counts, num_words: int, num_classes: int, binning: str = "
     return cls
 
 
+@dataclass
+class ClassOptions(WordClassOptions):
+    classes: int | None = option(None, "class: number of word classes C, frequency-binned (default 2 sqrt(V); not "
+                                       "with --word-classes)", min=1)
+    binning: str = option("sqrt", "class: how words are cut into classes by frequency: sqrt (equal mass of sqrt "
+                                  "unigram probability, the RNNLM toolkit's default) or mass (equal unigram mass, its "
+                                  "-old-classes)", choices=("sqrt", "mass"))
+    word_classes: str | None = like(WordClassOptions, "word_classes", recurrent="auto",
+                                    recurrent_unless=("classes", "binning"))
+    components: int = like(WordClassOptions, "components", recurrent=4)
+
+    def __post_init__(self):
+        if self.word_classes not in (None, NO_CLASSES) and self.classes is not None:
+            raise UserError("--classes and --word-classes: give one (the file decides the number of classes)")
+
+
 class ClassSoftmax(OutputObjective):
     """Two-level class-factored softmax (see the module docstring).
 
@@ -91,21 +110,17 @@ class ClassSoftmax(OutputObjective):
 
     name = "class"
     sparse_output = True  # a step reads only the output rows of the targets' classes
-    sequence_defaults = {"word_classes": "auto", "components": 4}
-    sequence_unless = {"word_classes": ("classes", "binning")}
+    Options = ClassOptions
     sequence_why = ("PTB's tied GRU-256, 8 epochs, against the softmax's 98.58: 200 frequency bins gave 113.23 "
                     "(+14.9 %), the exchange algorithm's 200 classes of the training text 102.98 (+4.5 %), and with "
                     "each class scored by the log-sum-exp of 4 linear scores 98.23 (-0.4 %) at 2.5x the softmax's words "
                     "per CPU second; clustering PTB takes about 17 s before the first epoch")
 
-    def __init__(self, counts=None, *, classes: int | None = None, binning: str = "sqrt",
-                 word_classes: str | None = None, components: int = 1):
-        super().__init__(counts)
-        if components < 1:
-            raise UserError(f"--components {components}: at least 1")
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        o = self.options
+        classes, binning, word_classes, components = o.classes, o.binning, o.word_classes, o.components
         self.components = int(components)
-        if word_classes not in (None, NO_CLASSES) and classes is not None:
-            raise UserError("--classes and --word-classes: give one (the file decides the number of classes)")
         self.counts = None if counts is None else np.asarray(counts)
         self.classes_option = classes
         self.binning = binning
@@ -121,7 +136,8 @@ class ClassSoftmax(OutputObjective):
             raise UserError(f"--classes {c}: at most V = {v}")
         self._set_classes(frequency_classes(self.counts, v, c, self.binning), h)
 
-    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+    @classmethod
+    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
         return settle_word_classes(options, vocab)
 
     def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:

@@ -42,14 +42,17 @@ classes do (:mod:`.classes`).
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .base import OutputObjective, Scorer
+from ..config import option
 from ..errors import UserError
+from .base import OutputObjective, Scorer
+from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
 from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
                         huffman_tree, settle_word_classes, word_classes_path, word_paths)
@@ -80,6 +83,25 @@ def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
         frontier = nxt
 
 
+@dataclass
+class HSMOptions(WordClassOptions):
+    word_classes: str | None = like(WordClassOptions, "word_classes", recurrent="auto")
+    components: int = like(WordClassOptions, "components", recurrent=4, recurrent_unless=("arity",))
+    arity: int = option(2, "hsm: children per tree node, a power of two: 2 is the binary tree of logistic decisions; "
+                           "2^d makes every d levels one softmax over up to 2^d children (its own node layer)", min=2,
+                        recurrent=128)
+
+    def __post_init__(self):
+        arity, components = self.arity, self.components
+        if arity < 2 or arity & (arity - 1):
+            raise UserError(f"--arity {arity}: a power of two (2, 4, 8, 16, ...)")
+        if components < 1:
+            raise UserError(f"--components {components}: at least 1")
+        if components > 1 and arity == 2:
+            raise UserError("--components applies to hsm's node layer, which binary nodes do not have: give --arity 4 "
+                            "or more")
+
+
 class HierarchicalSoftmax(OutputObjective):
     """Hierarchical softmax over a Huffman tree (see the module docstring). Needs V >= 2.
 
@@ -92,22 +114,15 @@ class HierarchicalSoftmax(OutputObjective):
     # The output rows are the tree's nodes: tied, word i's input embedding would be node i's vector.
     model_settings = {"tie": (False, "input and output embeddings untied (the output rows are the tree's nodes; "
                                      "give --tie to tie them anyway)")}
-    sequence_defaults = {"word_classes": "auto", "arity": 128, "components": 4}
-    sequence_unless = {"components": ("arity",)}  # a tree shape of the user's own: binary nodes have no node layer
+    Options = HSMOptions
     sequence_why = ("PTB's GRU-256, 8 epochs, against the softmax's 98.58: binary decisions over the exchange "
                     "algorithm's classes gave 124.05 (+25.8 %), 16-way nodes over them 112.19 (+13.8 %), 128-way nodes "
                     "107.86 (+9.4 %), and 128-way nodes each scored by the log-sum-exp of 4 linear scores 102.87 (+4.4 %) at "
                     "2.9x the softmax's words per CPU second")
 
-    def __init__(self, counts=None, *, word_classes: str | None = None, arity: int = 2, components: int = 1):
-        super().__init__(counts)
-        if arity < 2 or arity & (arity - 1):
-            raise UserError(f"--arity {arity}: a power of two (2, 4, 8, 16, ...)")
-        if components < 1:
-            raise UserError(f"--components {components}: at least 1")
-        if components > 1 and arity == 2:
-            raise UserError("--components applies to hsm's node layer, which binary nodes do not have: give --arity 4 "
-                            "or more")
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        word_classes, arity, components = self.options.word_classes, self.options.arity, self.options.components
         self.components = int(components)
         self.arity = int(arity)
         self.bits = self.arity.bit_length() - 1
@@ -130,7 +145,8 @@ class HierarchicalSoftmax(OutputObjective):
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
 
-    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+    @classmethod
+    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
         return settle_word_classes(options, vocab)
 
     def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:

@@ -16,7 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dataclasses import dataclass
+
+from ..config import option
 from .base import Scorer
+from .options import NegativesOptions, SampledOptions, like
 from .sampled import NegativesObjective, SampledObjective, count_kept, masked_fill
 
 NEG_INF = float("-inf")
@@ -26,6 +30,20 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
     """``log(1 - exp(x))`` for ``x <= 0``, stable at both ends (Mächler, 2012)."""
     x = x.clamp(max=-1e-7)
     return torch.where(x > -math.log(2), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+@dataclass
+class NCEOptions(SampledOptions):
+    samples: int = like(SampledOptions, "samples", recurrent=20)
+    noise_power: float = like(SampledOptions, "noise_power", 1.0)
+    sample_mode: str = like(SampledOptions, "sample_mode", recurrent="each")
+    learn_norm: bool = option(False, "NCE: learn the log normaliser instead of fixing it to 0")
+
+
+@dataclass
+class BlackOutOptions(NegativesOptions):
+    samples: int = like(NegativesOptions, "samples", recurrent=20)
+    sample_mode: str = like(NegativesOptions, "sample_mode", recurrent="each")
 
 
 class NCE(SampledObjective):
@@ -43,14 +61,15 @@ class NCE(SampledObjective):
     """
 
     name = "nce"
-    sequence_defaults = {"samples": 20, "sample_mode": "each", "lr": 0.004}
+    Options = NCEOptions
+    sequence_train = {"lr": 0.004}
     sequence_why = ("a recurrent batch of 32 x 35 positions sharing one bag pushes down only k rows a step (PTB GRU-256: "
                     "valid 259 after 2 epochs, against 150 with 20 words per position and 143 for the softmax), and lr "
                     "0.004 gains 3 % over the softmax's 0.002 by then")
 
-    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 1.0,
-                 sample_mode: str = "shared", sampler: str = "alias", learn_norm: bool = False):
-        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler)
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        learn_norm = self.options.learn_norm
         self.learn_norm = bool(learn_norm)
         if self.learn_norm:
             self.log_norm = nn.Parameter(torch.zeros(()))
@@ -71,7 +90,7 @@ class NegativeSampling(NegativesObjective):
     """
 
     name = "neg"
-    sequence_defaults = {}  # an embedding loss, not a language model: nothing to tune for perplexity
+    # an embedding loss, not a language model: nothing to tune for perplexity, no recurrent defaults
 
     def log_prob(self, scorer: Scorer, ctx) -> torch.Tensor:
         """The exact rule of a model trained by NEG: ``P(w | h) = softmax_w(a_w + log q(w))``.
@@ -99,7 +118,8 @@ class BlackOut(NegativesObjective):
     """
 
     name = "blackout"
-    sequence_defaults = {"samples": 20, "sample_mode": "each", "lr": 0.004}
+    Options = BlackOutOptions
+    sequence_train = {"lr": 0.004}
     sequence_why = "as NCE: one bag shared by a recurrent batch updates too few rows a step"
 
     def loss(self, true, logq_true, scores, logq, keep):

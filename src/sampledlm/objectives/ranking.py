@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch.nn.functional as F
 
+from ..config import option
+from .options import NegativesOptions
 from .sampled import NegativesObjective, count_kept, masked_fill
+
+
+@dataclass
+class RankingOptions(NegativesOptions):
+    margin: float | None = option(None, "ranking: the margin (default log(V-1))", min=0.0)
 
 
 class Ranking(NegativesObjective):
@@ -20,11 +28,11 @@ class Ranking(NegativesObjective):
 
     name = "ranking"
 
-    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
-                 sample_mode: str = "shared", sampler: str = "alias", exclude_true: bool = True,
-                 margin: float | None = None):
-        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler,
-                         exclude_true=exclude_true)
+    Options = RankingOptions
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        margin = self.options.margin
         self.margin = None if margin is None else float(margin)
 
     def delta(self) -> float:

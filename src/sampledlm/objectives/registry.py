@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
+import typing
 
 import numpy as np
 
@@ -13,7 +14,6 @@ from .adaptive import AdaptiveSoftmax
 from .binary import Binary
 from .classes import ClassSoftmax
 from .hsm import HierarchicalSoftmax
-from .options import OPTION_HELP
 from .nce import NCE, BlackOut, NegativeSampling
 from .ranking import Ranking
 from .selfnorm import SelfNormalised
@@ -40,23 +40,65 @@ OBJECTIVES: dict[str, type[OutputObjective]] = {
 
 
 def objective_options(cls: type[OutputObjective]) -> dict[str, object]:
-    """The keyword options a class accepts, with their defaults."""
-    sig = inspect.signature(cls.__init__)
-    return {k: p.default for k, p in sig.parameters.items()
-            if k not in ("self", "counts") and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    """The options a class accepts (the fields of its ``Options``), with their defaults."""
+    return {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+            for f in dataclasses.fields(cls.Options)}
 
 
-def make_objective(name: str, counts: np.ndarray | None = None, **options) -> OutputObjective:
-    """Build objective ``name``; ``options`` (None values are ignored) must be ones it accepts."""
+def option_help() -> dict[str, dict]:
+    """``{option: its help, type and range}`` over every objective, the help ending in each objective's default
+    and recurrent default where they differ: what the command line makes its flags from."""
+    out: dict[str, dict] = {}
+    defaults: dict[str, dict] = {}
+    for name, cls in OBJECTIVES.items():
+        hints = typing.get_type_hints(cls.Options)
+        for f in dataclasses.fields(cls.Options):
+            if f.name not in out:
+                kind = hints[f.name]
+                args = [a for a in typing.get_args(kind) if a is not type(None)]
+                out[f.name] = {**f.metadata, "type": kind if not args else args[0]}
+                if typing.get_origin(out[f.name]["type"]) is list:
+                    out[f.name]["type"] = typing.get_args(out[f.name]["type"])[0]
+            d = defaults.setdefault(f.name, {})
+            d.setdefault(("", _show(objective_options(cls)[f.name])), []).append(name)
+            if "recurrent" in f.metadata:
+                d.setdefault(("on recurrent models ", _show(f.metadata["recurrent"])), []).append(name)
+    for option, d in defaults.items():
+        plain = [(shown, names) for (where, shown), names in d.items() if not where]
+        recurrent = [(shown, names) for (where, shown), names in d.items() if where]
+        if "default" in out[option]["help"] and not recurrent and [s for s, _ in plain] == ["none"]:
+            continue  # the help says what "not given" means
+        text = ("; ".join(f"{s} ({', '.join(n)})" for s, n in plain) if len(plain) > 1 else plain[0][0])
+        if recurrent:
+            text += "; on recurrent models " + ", ".join(f"{s} ({', '.join(n)})" for s, n in recurrent)
+        out[option]["help"] = out[option]["help"] + f" [default: {text}]"
+    return out
+
+
+def _show(value) -> str:
+    return ("on" if value is True else "off" if value is False else "none" if value is None else
+            " ".join(map(str, value)) if isinstance(value, (list, tuple)) else f"{value:,}" if isinstance(value, int)
+            else str(value))
+
+
+def objective_settings(name: str, **options):
+    """The options of objective ``name`` as its ``Options`` dataclass, checked (unknown names, ranges, rules between
+    options) without building the objective; ``options`` with None values are left at their defaults."""
     if name not in OBJECTIVES:
         raise UserError(f"unknown objective {name!r}; choose from {', '.join(OBJECTIVES)}")
     cls = OBJECTIVES[name]
-    accepted = objective_options(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls.Options)}
     given = {k: v for k, v in options.items() if v is not None}
-    wrong = sorted(set(given) - set(accepted))
+    wrong = sorted(set(given) - set(fields))
     if wrong:
         flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
         raise UserError(f"{flags} do(es) not apply to objective {name!r}")
     for k, v in given.items():
-        check_value(k, v, OPTION_HELP.get(k, {}))
-    return cls(counts=counts, **given)
+        check_value(k, v, dict(fields[k].metadata))
+    return cls.Options(**given)
+
+
+def make_objective(name: str, counts: np.ndarray | None = None, **options) -> OutputObjective:
+    """Build objective ``name``; ``options`` (None values are ignored) must be ones it accepts."""
+    objective_settings(name, **options)
+    return OBJECTIVES[name](counts=counts, **{k: v for k, v in options.items() if v is not None})

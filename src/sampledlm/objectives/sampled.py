@@ -30,9 +30,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..config import option
 from ..errors import UserError
 from .sampling import SAMPLERS, BernoulliSampler, bernoulli_probs, first_k_not, noise_distribution
 from .base import OutputObjective, Scorer, score_true_and_candidates
+from .options import NegativesOptions, SampledOptions, like
 
 NEG_INF = float("-inf")
 
@@ -92,21 +94,18 @@ class SampledObjective(OutputObjective):
     sparse_output = True
     excludes_true = False
 
-    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
-                 sample_mode: str = "shared", sampler: str = "alias"):
-        super().__init__(counts)
-        if int(samples) < 1:
-            raise UserError(f"--samples must be >= 1, got {samples}")
-        if noise_power < 0:
-            raise UserError(f"--noise-power must be >= 0, got {noise_power}")
-        if sample_mode not in ("shared", "each"):
-            raise UserError(f"--sample-mode must be 'shared' or 'each', got {sample_mode!r}")
-        if sampler not in SAMPLERS:
-            raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
-        self.samples = int(samples)
-        self.noise_power = float(noise_power)
-        self.sample_mode = sample_mode
-        self.sampler_name = sampler
+    Options = SampledOptions
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        o = self.options
+        if o.sampler not in SAMPLERS:
+            raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {o.sampler!r}")
+        self.samples = int(o.samples)
+        self.noise_power = float(o.noise_power)
+        self.sample_mode = o.sample_mode
+        self.sampler_name = o.sampler
+        noise_power = self.noise_power
         self._sampler = self._log_noise = self.inclusion = self._qmax = None
         noise = noise_distribution(counts, noise_power) if counts is not None else torch.empty(0, dtype=torch.float64)
         self.register_buffer("noise", noise)
@@ -190,10 +189,11 @@ class SampledObjective(OutputObjective):
         candidates' scores ``[N, M]`` and log q ``[1 or N, M]``, and the kept-mask (or None)."""
         raise NotImplementedError
 
-    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+    @classmethod
+    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
         """``samples`` given must leave a word out: S >= V would score every word, the softmax's cost."""
-        if options.get("samples") is not None and self.samples >= len(vocab):
-            raise UserError(f"--samples {self.samples}: must be smaller than the vocabulary size V = {len(vocab)} "
+        if options.get("samples") is not None and options["samples"] >= len(vocab):
+            raise UserError(f"--samples {options['samples']}: must be smaller than the vocabulary size V = {len(vocab)} "
                             "(to score every word, use --objective softmax)")
         return dict(options), []
 
@@ -202,10 +202,23 @@ class NegativesObjective(SampledObjective):
     """A sampled objective over *negatives*: by default (``exclude_true=True``) the S draws kept
     for an example all differ from its true word (S + S' trick). NEG, BlackOut and ranking."""
 
-    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
-                 sample_mode: str = "shared", sampler: str = "alias", exclude_true: bool = True):
-        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler)
-        self.excludes_true = bool(exclude_true)
+    Options = NegativesOptions
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        self.excludes_true = bool(self.options.exclude_true)
+
+
+@dataclass
+class ISOptions(SampledOptions):
+    samples: int = like(SampledOptions, "samples", recurrent=1000)
+    true_term: bool = option(True, "is: add the true word's own term to the estimate of Z, which bounds the loss "
+                                   "below (--no-true-term: Botev et al.'s plain estimator, which can diverge)")
+
+
+@dataclass
+class CSSOptions(SampledOptions):
+    samples: int = like(SampledOptions, "samples", recurrent=1000)
 
 
 class ImportanceSampling(SampledObjective):
@@ -225,14 +238,13 @@ class ImportanceSampling(SampledObjective):
     """
 
     name = "is"
-    sequence_defaults = {"samples": 1000}
+    Options = ISOptions
     sequence_why = ("PTB GRU-256, 8 epochs: 1,000 shared draws with the true term give test 98.3 against the "
                     "softmax's 98.6")
 
-    def __init__(self, counts=None, *, samples: int = 250, noise_power: float = 0.75,
-                 sample_mode: str = "shared", sampler: str = "alias", true_term: bool = True):
-        super().__init__(counts, samples=samples, noise_power=noise_power, sample_mode=sample_mode, sampler=sampler)
-        self.true_term = bool(true_term)
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        self.true_term = bool(self.options.true_term)
 
     def loss(self, true, logq_true, scores, logq, keep):
         terms = (scores - logq).expand(true.shape[0], -1)
@@ -248,7 +260,7 @@ class CSSImportance(SampledObjective):
     """
 
     name = "css-is"
-    sequence_defaults = {"samples": 1000}
+    Options = CSSOptions
     sequence_why = ("PTB GRU-256, 8 epochs: 1,000 shared draws tie the softmax (test 103.0 vs 102.9) at 3.4x its "
                     "speed; 250 trail by 9 % after 2 epochs")
     excludes_true = True

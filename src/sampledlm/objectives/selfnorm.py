@@ -22,11 +22,21 @@ of log Z on the test file, and the perplexity the raw scores would give).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from ..config import option
 from .base import OutputObjective, Scorer
+
+
+@dataclass
+class SelfNormOptions:
+    selfnorm_alpha: float = option(0.1, "selfnorm: weight alpha of the (log Z)^2 penalty (Devlin et al. 2014: 0.1)",
+                                   min=0.0)
+    selfnorm_calibrate: bool = option(True, "selfnorm: after training, shift the output biases so the mean log Z on "
+                                            "the validation text is 0 (exact probabilities unchanged)")
 
 
 class SelfNormalised(OutputObjective):
@@ -38,10 +48,12 @@ class SelfNormalised(OutputObjective):
 
     name = "selfnorm"
 
-    def __init__(self, counts=None, *, selfnorm_alpha: float = 0.1, selfnorm_calibrate: bool = True):
-        super().__init__(counts)
-        self.alpha = float(selfnorm_alpha)
-        self.calibrate_on_valid = bool(selfnorm_calibrate)
+    Options = SelfNormOptions
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        self.alpha = float(self.options.selfnorm_alpha)
+        self.calibrate_on_valid = bool(self.options.selfnorm_calibrate)
 
     def calibrate(self, scorer: Scorer, log_z_mean: float) -> float:
         """Shift every output bias by ``-log_z_mean`` (the mean log Z the trainer measured on the

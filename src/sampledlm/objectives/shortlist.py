@@ -31,12 +31,14 @@ id stream and the positions (``ids=``, ``positions=``) to :meth:`log_prob_target
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from ..data.batches import ngram_histories, sentence_positions
+from ..config import option
 from ..errors import UserError
 from .base import OutputObjective, Scorer
 from .structure import frequency_order
@@ -62,6 +64,14 @@ class UnigramBackoff:
         return np.full(len(hist), m)
 
 
+@dataclass
+class ShortListOptions:
+    shortlist: int = option(DEFAULT_SHORTLIST, "shortlist: the S most frequent words the network's softmax covers "
+                                               "(Schwenk 2007: 2,000; the whole vocabulary when V is smaller)", min=1)
+    backoff: str | None = option(None, "shortlist: back-off n-gram (ARPA file, same vocabulary) for the other words "
+                                       "and the short-list's mass [default: the training unigram]")
+
+
 class ShortList(OutputObjective):
     """Short-list softmax with n-gram back-off (see the module docstring).
 
@@ -78,8 +88,11 @@ class ShortList(OutputObjective):
     #: log_prob / log_prob_targets need each position's previous words (``ids=``, ``positions=``)
     uses_history = True
 
-    def __init__(self, counts=None, *, shortlist: int = DEFAULT_SHORTLIST, backoff: str | None = None):
-        super().__init__(counts)
+    Options = ShortListOptions
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        shortlist, backoff = self.options.shortlist, self.options.backoff
         self.counts = None if counts is None else np.asarray(counts)
         self.shortlist_option = int(shortlist)
         self.backoff_path = backoff
@@ -101,7 +114,8 @@ class ShortList(OutputObjective):
             self.backoff = UnigramBackoff(self.counts, v)
         self.bound = True
 
-    def settle_options(self, options: dict, vocab) -> tuple[dict, list[str]]:
+    @classmethod
+    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
         """The back-off file's absolute path is recorded: the run directory must find it from anywhere."""
         if options.get("backoff"):
             import os

@@ -178,6 +178,30 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
     batcher = Batcher(engine.run, wait_ms=batching.wait_ms, max_batch=batching.max_batch, enabled=batching.enabled)
     counters = {"requests": 0, "refused": 0, "errors": 0}
     in_flight = InFlight()
+    endpoints = _Endpoints(lm, engine, reader, batcher, limits, batching, counters)
+
+    async def started(app):
+        batcher.start()
+
+    async def stopped(app):
+        await batcher.close()
+
+    app = web.Application(middlewares=[_error_middleware(counters, in_flight, limits)],
+                          client_max_size=limits.max_body)
+    app.router.add_get("/health", endpoints.health)
+    app.router.add_get("/info", endpoints.info)
+    app.router.add_post("/score", endpoints.score)
+    app.router.add_post("/next", endpoints.next_words)
+    app.router.add_post("/topk", endpoints.topk)
+    app.on_startup.append(started)
+    app.on_cleanup.append(stopped)
+    app[IN_FLIGHT] = in_flight
+    return app
+
+
+def _error_middleware(counters: dict, in_flight: InFlight, limits: Limits):
+    """The middleware that counts requests, keeps ``in_flight``, and answers every error as one line of JSON
+    (module docstring), counted as refused (4xx) or as an error (500)."""
 
     @web.middleware
     async def errors(request: web.Request, handler):
@@ -217,61 +241,58 @@ def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = 
         finally:
             in_flight.leave()
 
-    async def body(request: web.Request) -> dict:
+    return errors
+
+
+class _Endpoints:
+    """The handlers of the endpoints (module docstring): each request's body read and checked on the event loop,
+    the model work submitted to the batcher."""
+
+    def __init__(self, lm: LanguageModel, engine: Engine, reader: Reader, batcher: Batcher, limits: Limits,
+                 batching: Batching, counters: dict):
+        self.lm, self.engine, self.reader, self.batcher = lm, engine, reader, batcher
+        self.limits, self.batching, self.counters = limits, batching, counters
+
+    async def body(self, request: web.Request) -> dict:
         try:
-            raw = await asyncio.wait_for(request.read(), limits.read_timeout)
+            raw = await asyncio.wait_for(request.read(), self.limits.read_timeout)
         except asyncio.TimeoutError:
-            raise BadRequest(f"request body not received within {limits.read_timeout:g} s", 408) from None
+            raise BadRequest(f"request body not received within {self.limits.read_timeout:g} s", 408) from None
         return parse_json(raw)
 
-    async def health(request):
+    async def health(self, request):
         return reply({"status": "ok"})
 
-    async def info(request):
-        return reply({**engine.describe(), "batching": {"enabled": batching.enabled, "wait_ms": batching.wait_ms,
-                                                        "max_batch": batching.max_batch, **batcher.stats.to_dict()},
-                      "limits": limits.to_dict(), "counters": dict(counters)})
+    async def info(self, request):
+        batching = self.batching
+        return reply({**self.engine.describe(), "batching": {"enabled": batching.enabled, "wait_ms": batching.wait_ms,
+                                                             "max_batch": batching.max_batch,
+                                                             **self.batcher.stats.to_dict()},
+                      "limits": self.limits.to_dict(), "counters": dict(self.counters)})
 
-    async def score(request):
-        with batcher.arriving():
-            sents, per_word = read_score(await body(request), reader)
-        got = await batcher.submit("score", sents)
+    async def score(self, request):
+        with self.batcher.arriving():
+            sents, per_word = read_score(await self.body(request), self.reader)
+        got = await self.batcher.submit("score", sents)
         totals = Totals()
         for i, s in enumerate(got):
             s.index = i + 1
             totals.add(s)
         return reply({"sentences": [s.to_dict(per_word) for s in got], "totals": totals.to_dict()})
 
-    async def next_words(request):
-        with batcher.arriving():
-            queries = read_next(await body(request), reader)
-        got = await batcher.submit("next", [(h, w) for h, w, _ in queries])
+    async def next_words(self, request):
+        with self.batcher.arriving():
+            queries = read_next(await self.body(request), self.reader)
+        got = await self.batcher.submit("next", [(h, w) for h, w, _ in queries])
         return reply({"results": [{"ln": lp.tolist(), "log10": (lp / LN10).tolist()} for lp in got]})
 
-    async def topk(request):
-        with batcher.arriving():
-            hists, k = read_topk(await body(request), reader)
-        got = await batcher.submit("topk", [(h, k) for h in hists])
-        words = lm.vocab.words
+    async def topk(self, request):
+        with self.batcher.arriving():
+            hists, k = read_topk(await self.body(request), self.reader)
+        got = await self.batcher.submit("topk", [(h, k) for h in hists])
+        words = self.lm.vocab.words
         return reply({"results": [{"words": [words[i] for i in ids.tolist()], "ln": lp.tolist(),
                                    "log10": (lp / LN10).tolist()} for ids, lp in got]})
-
-    async def started(app):
-        batcher.start()
-
-    async def stopped(app):
-        await batcher.close()
-
-    app = web.Application(middlewares=[errors], client_max_size=limits.max_body)
-    app.router.add_get("/health", health)
-    app.router.add_get("/info", info)
-    app.router.add_post("/score", score)
-    app.router.add_post("/next", next_words)
-    app.router.add_post("/topk", topk)
-    app.on_startup.append(started)
-    app.on_cleanup.append(stopped)
-    app[IN_FLIGHT] = in_flight
-    return app
 
 
 def is_loopback(host: str) -> bool:

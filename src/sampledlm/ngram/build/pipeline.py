@@ -46,15 +46,18 @@ class BuildReport:
 
 
 def build(config: BuildConfig, train: str, output: str, *, binary: bool = False, vocab: str | None = None,
-          valid: str | None = None, text_options=None, locked: bool = False) -> BuildReport:
+          valid: str | None = None, text_options=None, locked: bool = False, window: int | None = None) -> BuildReport:
     """Estimate a model from the text file ``train`` and write it to ``output`` (an ARPA file, or with
     ``binary`` a binary model directory, ``locked`` when the caller holds its lock).
 
     ``vocab``: a vocabulary file (word<TAB>count) [default: every word of ``train``]. ``valid``: held-out text
     (tunes ``jm``'s weights; its perplexity is reported). ``text_options``: how lines become words
-    (:class:`sampledlm.data.tokenizer.TextOptions`; default: whitespace tokens as they are).
+    (:class:`sampledlm.data.tokenizer.TextOptions`; default: whitespace tokens as they are). ``window``: the
+    bounded path's elements per window instead of what ``config.memory`` leaves, the budget then unchecked
+    (many sorted runs from a small corpus; :func:`.external.train_bounded`).
     """
-    from .external import STREAMING, auto_budget, check_streaming, parse_memory
+    from .budget import auto_budget, parse_memory
+    from .external import STREAMING, check_streaming
     from .spill import check_temp_dir
 
     if text_options is None or isinstance(text_options, dict):
@@ -75,18 +78,16 @@ def build(config: BuildConfig, train: str, output: str, *, binary: bool = False,
     t0 = time.perf_counter()
     if config.smoothing in STREAMING:
         budget = parse_memory(config.memory) if config.memory is not None else auto_budget()
-        return _bounded(config, budget, train, output, binary, vocab, valid, text_options, locked, t0)
+        return _bounded(config, budget, train, output, binary, vocab, valid, text_options, locked, window, t0)
     return _in_memory(config, train, output, binary, vocab, valid, text_options, locked, t0)
 
 
-def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, locked, t0) -> BuildReport:
+def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, locked, window, t0) -> BuildReport:
     if valid:
         from collections import Counter
 
         load_ids(valid, Vocab.from_counts(Counter(), 1), opts)  # readable: before the long work, not after
     dask = (config.scheduler, config.workers) if config.engine == "dask" else None
-    # tests force many sorted runs from a small corpus with a fixed window (the budget is then not checked)
-    window = int(os.environ["SAMPLEDLM_NGRAM_WINDOW"]) if os.environ.get("SAMPLEDLM_NGRAM_WINDOW") else None
     common = dict(binary=binary, locked=locked, dask=dask, window=window)
     to_stdout = bool(valid) and output == "-"  # read back below: written to a file first
     if to_stdout:
@@ -111,7 +112,8 @@ def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, loc
 
 
 def _run_bounded(config, budget, train, output, vocab_path, opts, common) -> dict:
-    from .external import text_chunks, train_bounded
+    from .external import train_bounded
+    from .id_stream import text_chunks
 
     if vocab_path:
         vocab = Vocab.load(vocab_path)

@@ -1,0 +1,129 @@
+"""The memory budget of bounded estimation (:mod:`.external`): what ``--memory`` means, what this process
+already takes, and how many elements a window holds beside it.
+
+A budget counts the whole process: the interpreter and its libraries (:func:`current_rss`), what loads later
+(``reserve``: the ARPA line kernels, :data:`ARPA_KERNELS`), and 80 % of the rest to work in, at
+:data:`BYTES_PER_ELEMENT` bytes per windowed element. :func:`fit_window` sizes the window and the spill files held
+in memory once the stream's length is known.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from typing import TYPE_CHECKING
+
+from ...data.textio import CHUNK_BYTES
+from ...errors import UserError
+
+if TYPE_CHECKING:
+    from .spill import Spill
+
+BYTES_PER_ELEMENT = 160  # peak working bytes per windowed element (group_keys: index/inverse/counts, sorts)
+MIN_WINDOW = 1024
+MIN_WORKING = 96 << 20  # bytes a budget must leave above the process's footprint (a 1 MiB chunk of text, windows)
+# numba and the compiled ARPA line kernels (arpa_lines), loaded when an ARPA file starts to be written: measured
+# 130 MB of a 2-gram model's 172 MB peak on a 3-line text (a binary directory needs neither: 44 MB)
+ARPA_KERNELS = 136 << 20
+
+
+def parse_memory(text: str) -> int:
+    """``2G``, ``500M``, ``64K``, ``123`` (bytes) or ``40%`` (of physical memory) -> bytes."""
+    t = str(text).strip().upper().removesuffix("B")
+    try:
+        if t.endswith("%"):
+            pct = float(t[:-1])
+            if not 0 < pct <= 100:
+                raise ValueError
+            return int(physical_memory() * pct / 100)
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+        value = float(t[:-1] if t[-1:] in "KMGT" else t) * mult
+        if not value > 0:
+            raise ValueError
+        return int(value)
+    except (ValueError, IndexError):
+        raise UserError(f"--memory {text!r}: expected a size such as 2G, 500M or 40%") from None
+
+
+def auto_budget() -> int:
+    """The budget when none is given: half the available memory (lmplz's ``-S`` defaults to 80 % of physical
+    memory; half of what is free leaves the rest of a shared machine alone), never less than this process
+    needs (:func:`check_budget`). A corpus whose model fits in it is estimated without writing to disk."""
+    return max(available_memory() // 2, current_rss() + ARPA_KERNELS + MIN_WORKING)
+
+
+def available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return physical_memory() // 2
+
+
+def physical_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def current_rss() -> int:
+    """Resident set size of this process now, bytes."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def text_chunk_bytes(budget: int, reserve: int = 0) -> int:
+    """Bytes of text read at a time: one chunk's tokens as Python strings take about 30x the text's bytes,
+    so a chunk gets 1/40 of what the budget leaves above the process and ``reserve`` (1 .. 8 MiB)."""
+    return int(min(CHUNK_BYTES, max(1 << 20, (budget - current_rss() - reserve) // 40)))
+
+
+def check_budget(budget: int, reserve: int = 0) -> None:
+    """A :class:`UserError` for a budget the process cannot keep: below its own footprint (the interpreter
+    and its libraries, ``reserve`` for what loads later) plus :data:`MIN_WORKING` to work in."""
+    have = current_rss() + reserve
+    if budget < have + MIN_WORKING:
+        mib = -(-(have + MIN_WORKING) // (1 << 20))
+        given = f"{budget / (1 << 20):.0f}M" if budget >= 10 << 20 else f"{budget / 1024:.0f}K"
+        raise UserError(f"--memory {given} is less than this process needs: the interpreter and "
+                        f"its libraries take about {have >> 20} MiB, and bounded estimation needs "
+                        f"{MIN_WORKING >> 20} MiB more to work in; give at least --memory {mib}M")
+
+
+def window_for(budget: int, reserve: int = 0) -> int:
+    """Elements per window: what the budget leaves above the interpreter's own footprint and ``reserve``."""
+    return max(MIN_WINDOW, working_bytes(budget, reserve) // BYTES_PER_ELEMENT)
+
+
+def working_bytes(budget: int, reserve: int) -> int:
+    """Bytes to work in: 80 % of what the budget leaves above the process's footprint and ``reserve``."""
+    return int((budget - current_rss() - reserve) * 0.8)
+
+
+def held_while_reading(budget: int, reserve: int = 0, path: str | None = None) -> int:
+    """Bytes of spill files held in memory while the text is read and padded: a corpus that fits in one window
+    (:func:`window_for`) has at most 9 bytes a position in them (``raw`` 4, ``padded`` 4, ``pos`` 1). 0 when
+    the text file ``path`` is too large to fit (4 bytes of text a position; compressed: 4:1), so that what
+    those files would leave resident once moved to disk does not narrow the window of a large corpus."""
+    from ...data.textio import file_size
+
+    working = working_bytes(budget, reserve)
+    size = file_size(path) if path not in (None, "-") else None
+    if size is not None and path.endswith((".gz", ".bz2", ".xz")):
+        size *= 4
+    if size is not None and size // 4 * BYTES_PER_ELEMENT > working:
+        return 0
+    return max(0, working * 9 // BYTES_PER_ELEMENT)
+
+
+def fit_window(sp: Spill, budget: int, reserve: int, needed: int) -> None:
+    """Once the stream's length is known: a window no larger than the longest array (``needed`` elements),
+    and the spill files held in memory within what the budget leaves beside it -- a corpus that fits in one
+    window is then estimated without writing to disk, as lmplz keeps its blocks in RAM when ``-S`` allows."""
+    sp.window = max(MIN_WINDOW, min(sp.window, int(needed)))
+    sp.ram = sp.held + max(0, working_bytes(budget, reserve) - sp.window * BYTES_PER_ELEMENT)
+
