@@ -7,6 +7,10 @@ that writes ``<out_dir>/<page>.md``, ``.json`` and ``.png`` (stamped and written
 ``page`` is the experiment's name unless its entry says otherwise) and returns the JSON's ``data``. ``data_dir`` (a directory of train/valid/test files, already checked
 by :func:`.report.data_files`) matters only to experiments that train a language model; the
 others ignore it. Adding an experiment = one module here + one line in ``EXPERIMENTS``.
+
+The fault, fuzz and crash campaigns are run the same way (``python -m benchmarks faults``) and write their pages
+here too, but their modules live beside the tests, in ``tests/campaigns/`` (:data:`CAMPAIGNS`): they are run on
+demand against the working tree, not measurements of it.
 """
 
 from __future__ import annotations
@@ -28,9 +32,13 @@ if os.path.join(_REPO, "src") not in sys.path and "sampledlm" not in sys.modules
 from sampledlm.errors import UserError  # noqa: E402
 
 
+#: Where the campaigns' modules are (``tests/campaigns/`` of the checkout, a folder of modules, not of tests).
+CAMPAIGNS = "tests.campaigns"
+
+
 @dataclass(frozen=True)
 class Experiment:
-    module: str  # module name inside this package
+    module: str  # module name inside this package, or a dotted name (a campaign's: ``tests.campaigns.faults``)
     summary: str  # one line for --list
     trains_lm: bool = False  # True: --data DIR replaces its default corpus
     page: str | None = None  # the page's file name in OUT (default: the experiment's name)
@@ -68,10 +76,11 @@ EXPERIMENTS: dict[str, Experiment] = {
                          trains_lm=True),
     "asr": Experiment("asr", "a simulated recogniser's lattices and 100-best lists rescored by KN5, FFNN, GRU and "
                       "mixtures (WER); scoring speed against KenLM", trains_lm=True),
-    "faults": Experiment("faults", "the fault campaign (bad inputs, damaged models, full disks, kill -9): each case "
-                         "before (762f3e9) and now"),
-    "fuzz": Experiment("fuzz", "every reader of outside files and the commands that read them fed damaged and "
-                       "random inputs: outcomes counted (clean errors, tracebacks, wrong results, partial files)"),
+    "faults": Experiment(f"{CAMPAIGNS}.faults", "the fault campaign (bad inputs, damaged models, full disks, "
+                         "kill -9): each case before (762f3e9) and now"),
+    "fuzz": Experiment(f"{CAMPAIGNS}.fuzz", "every reader of outside files and the commands that read them fed "
+                       "damaged and random inputs: outcomes counted (clean errors, tracebacks, wrong results, "
+                       "partial files)"),
     "serve": Experiment("serve", "sampledlm serve: queries/s and latency with 1-64 clients, batching on and off "
                         "(KN5, GRU); 1,000+ hostile requests", trains_lm=True),
     "transformer": Experiment("transformer", "Transformer decoder: one epoch beside PyTorch's word_language_model "
@@ -86,14 +95,16 @@ EXPERIMENTS: dict[str, Experiment] = {
                               trains_lm=True),
     "onnx": Experiment("onnx_export", "a GRU exported to ONNX: ONNX Runtime's log probabilities against sampledlm "
                        "score, and its speed against PyTorch on one thread", trains_lm=True),
+    "decoder-state": Experiment("decoder_state", "a GRU scored word by word through Model.advance: time per word "
+                                "from word 10 to 1,000, against re-reading the history", trains_lm=True),
     "lr-grid": Experiment("lr_grid", "one learning-rate grid for every PTB GRU-256 row, the softmax included: "
                           "valid perplexity by rate, test at the chosen rate, gaps against the tuned softmax",
                           trains_lm=True),
     "large-vocab": Experiment("large_vocab", "a 165M-token Wikipedia corpus at V = 485k and 100k: corpus "
                               "statistics, KN5 (ours and lmplz), every output objective under one CPU budget, "
                               "cost against V, exact evaluation speed"),
-    "crashes": Experiment("crashes", "every writing command killed with SIGKILL at 20 moments (and 10 more during "
-                          "a final write): torn outputs, recoveries, temporary files"),
+    "crashes": Experiment(f"{CAMPAIGNS}.crashes", "every writing command killed with SIGKILL at 20 moments (and 10 "
+                          "more during a final write): torn outputs, recoveries, temporary files"),
 }
 
 #: Other names of an experiment (same runs, same page): ``python -m benchmarks maxent`` = ``xu-melm``.
@@ -120,7 +131,7 @@ def run(name: str, quick: bool, data_dir: str | None, out_dir: str, train: bool 
     of the page in ``out_dir`` (experiments whose ``run`` takes an ``only`` argument)."""
     exp = get(name)
     name = resolve(name)
-    module = importlib.import_module(f"{__name__}.{exp.module}")
+    module = importlib.import_module(exp.module if "." in exp.module else f"{__name__}.{exp.module}")
     if only is not None:
         import inspect
 

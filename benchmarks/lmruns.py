@@ -144,7 +144,8 @@ def train(work: str, files: dict, run: Run) -> str:
     if run.classes_from:
         path = make_classes_file(work, files, run)
         options = tuple(path if o == CLASSES else o for o in options)
-    where = ["--resume", rd] if os.path.exists(os.path.join(rd, "config.json")) else \
+    # a run killed before its first checkpoint has config.json but nothing to resume: the same command starts it again
+    where = ["--resume", rd] if os.path.exists(os.path.join(rd, "checkpoint.json")) else \
         ["--train", files["train"], "--valid", files["valid"], *options, "-o", rd]
     click.echo(f"  {run.name}: training ({'resumed' if where[0] == '--resume' else 'new'}, log {rd}.log)", err=True)
     cli("train", *where, log=rd + ".log")

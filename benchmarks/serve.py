@@ -8,7 +8,7 @@ of ``CELL_S`` seconds each: queries/s, latency p50/p99, the server's CPU time pe
 compared with the per-word numbers of ``sampledlm score`` on the same sentences. Acceptance: with 64
 clients the GRU with batching serves at least 5x the queries/s of the same server without.
 
-Robustness (:mod:`.serve_hostile`): the GRU server (batching on, 2 s read and idle timeouts so slow and
+Robustness (:mod:`tests.campaigns.serve_hostile`): the GRU server (batching on, 2 s read and idle timeouts so slow and
 silent clients resolve within the run) under at least 1,000 hostile requests mixed with valid ones, and slow clients:
 no crash (the process alive, no 5xx), no wrong answer to a valid request, peak resident memory.
 """
@@ -165,7 +165,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:
     click.echo(f"  GRU alone: {alone['single_ms_per_query']:.2f} ms/query one at a time, "
                f"{alone['batched_ms_per_query']:.2f} in calls of {alone['batch']}", err=True)
     click.echo("  robustness run", err=True)
-    from .serve_hostile import campaign
+    from tests.campaigns.serve_hostile import campaign
 
     srv = ServerProcess(gru, *SERVER_ARGS, "--read-timeout", "2", "--idle-timeout", "2")
     try:

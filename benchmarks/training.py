@@ -134,8 +134,8 @@ PAGE_MODELS = {"ffnn (page defaults)": (["--model", "ffnn"], 100_000),
 
 def before_after(work: str, files: dict, rounds: int, scale: float = 1.0) -> dict:
     """tokens/s of the pages' models, this code against ``BEFORE`` (alternating which goes first)."""
-    from .faults import before_side
-    from .faults_engine import Side, child_env
+    from tests.campaigns.faults import before_side  # the fault campaign's old-commit worktree, reused
+    from tests.campaigns.faults_engine import Side, child_env
 
     rev = os.environ.get(ENV_BEFORE, BEFORE)
     with before_side(rev, work) as (old, where):

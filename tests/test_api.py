@@ -32,7 +32,8 @@ def test_scores_and_perplexity_equal_the_score_command(four_models, capsys, name
     lm = sampledlm.load(four_models / name)
     lines = test.read_text().splitlines()
     assert [lm.score(line) for line in lines] == pytest.approx([r["log10"] for r in rows], rel=REL, abs=1e-12)
-    assert lm.word_scores(lines[0]) == [(w["word"], pytest.approx(w["log10"], rel=REL)) for w in rows[0]["per_word"]]
+    assert [(s.word, s.log10_prob) for s in lm.word_scores(lines[0])] == \
+        [(w["word"], pytest.approx(w["log10"], rel=REL)) for w in rows[0]["per_word"]]
     assert lm.perplexity(lines) == pytest.approx(totals["ppl"], rel=REL)
     assert lm.perplexity(test) == pytest.approx(totals["ppl"], rel=REL)  # a pathlib.Path is a file
     assert lm.score(lines[0].split()) == pytest.approx(rows[0]["log10"], rel=REL)  # a list of words alike
@@ -65,8 +66,8 @@ def test_next_logprobs_are_a_normalised_distribution_over_words(four_models):
     assert list(top) == list(dist)[:3] and list(top.values()) == sorted(top.values(), reverse=True)
     # the next word's entry is what word_scores gives it (ln vs log10)
     sentence = (four_models / "test.txt").read_text().splitlines()[0].split()
-    w, log10 = lm.word_scores(sentence)[2]
-    assert lm.next_logprobs(sentence[:2])[w] == pytest.approx(log10 * math.log(10), rel=1e-6)
+    w, ln = lm.word_scores(sentence)[2][:2]
+    assert lm.next_logprobs(sentence[:2])[w] == pytest.approx(ln, rel=1e-6)
 
 
 def test_generate_equals_the_generate_command(four_models, capsys):
@@ -120,7 +121,7 @@ def test_a_blank_sentence_counts_as_a_files_blank_line(four_models, tmp_path, ca
     lm = sampledlm.load(four_models / "kn3.arpa")
     assert lm.perplexity(blank.read_text().splitlines()) == pytest.approx(totals["ppl"], rel=1e-12)
     assert lm.perplexity(lines) == pytest.approx(totals["ppl"], rel=1e-12)
-    assert lm.score("") == lm.word_scores("")[0][1]  # an empty hypothesis: </s> alone
+    assert lm.score("") == lm.word_scores("")[0].log10_prob  # an empty hypothesis: </s> alone
 
 
 def test_train_ngram_refuses_to_replace_a_file_as_the_command_does(tmp_path):

@@ -66,3 +66,20 @@ def test_readme_installs_and_runs_tests_with_the_two_commands_only():
     blocks = [b for b in code_blocks(README) if b.skip is not None]
     assert [b.code.strip() for b in blocks] == ["pip install -e . && sampledlm demo",
                                                 "pip install -e '.[test]' && python -m pytest -q"]
+
+
+def test_the_layout_section_names_the_tree():
+    """Each folder and file the README's layout names is there (indented names: inside src/sampledlm), and it names
+    every package of src/sampledlm (the top-level modules it names are the main ones, not all)."""
+    block = re.search(r"```text\n(.*?)```", section("Layout"), re.S).group(1)
+    src = REPO / "src" / "sampledlm"
+    named = []
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if indent > 2 or not line.strip():  # a description's continuation
+            continue
+        names = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0].split()
+        named += [(src if indent == 2 else REPO) / n for n in names]
+    assert [str(p) for p in named if not p.exists()] == []
+    packages = {p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages - {p.name for p in named if p.parent == src} == set()

@@ -3,9 +3,13 @@
     >>> import sampledlm
     >>> lm = sampledlm.load("kn3.arpa")                      # ARPA file, binary directory, run directory
     >>> lm = sampledlm.load(["gru", "kn5.arpa"], weights=[0.7, 0.3])   # a mixture (or valid="dev.txt": EM)
-    >>> lm.score("the company said")                         # log10 P(the company said </s> | <s>)
-    >>> lm.word_scores("the company said")                   # [("the", -1.9), ..., ("</s>", -0.8)]
+    >>> lm.logprob("the company said")                       # ln P(the company said </s> | <s>)
+    >>> lm.log10_prob("the company said")                    # the same in base 10 (KenLM's score)
+    >>> lm.logprobs(["the company said", "it rose"])         # many sentences, scored in bunches
+    >>> lm.word_scores("the company said")                   # [WordScore("the", logprob, log10_prob, oov, order), ...]
     >>> lm.perplexity(["the company said", "it rose"])      # each sentence on its own, </s> counted
+    >>> state = lm.begin_sentence()                          # word by word, for a decoder:
+    >>> logp, state = lm.advance(state, "the")               # ln P(the | <s>), O(1) per word
     >>> lm.next_logprobs("the company", top_k=5)             # {"said": -1.2, ...}: ln P(w | <s> the company)
     >>> lm.generate(3, prefix="the", seed=1)                 # three sampled sentences
     >>> lm = sampledlm.train_ngram("train.txt", "kn5.arpa", order=5)   # ngram train, from Python
@@ -16,10 +20,11 @@
 A sentence is a string (split into words with the model's own text options, as the commands read a file)
 or a list of words (taken as they are, after the model's case folding). Scores follow the commands'
 counting (:mod:`sampledlm.use.score`): each sentence is read on its own after ``<s>``; its words and its
-``</s>`` are predicted; a word outside the vocabulary is ``<unk>``. So ``score`` equals the ``log10`` of
+``</s>`` are predicted; a word outside the vocabulary is ``<unk>``. So ``log10_prob`` equals the ``log10`` of
 ``sampledlm score --jsonl`` and ``perplexity`` the file total of ``sampledlm score`` (``eval --per-sentence``).
-Log probabilities are base 10 where KenLM's and SRILM's are (``score``, ``word_scores``), natural elsewhere
-(``next_logprobs``, as torch's).
+
+Log bases: every log probability of the API is natural (``ln``, as PyTorch's and the ONNX graph's) unless its name
+says ``log10`` (``log10_prob``, ``WordScore.log10_prob``); ``score`` keeps KenLM's name and base (log10).
 """
 
 from __future__ import annotations
@@ -27,17 +32,29 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from .data.tokenizer import TextOptions, token_normaliser, tokenize_line
-from .data.vocab import EOS
+from .data.tokenizer import MARKERS
+from .data.vocab import EOS, EOS_ID, UNK_ID
 from .errors import UserError
 from .lm import LanguageModel
 
 LN10 = math.log(10.0)
 
 Sentence = str | Sequence[str]
+
+
+class WordScore(NamedTuple):
+    """One word's score in its sentence (:meth:`Model.word_scores`)."""
+
+    word: str
+    logprob: float  #: ln P(word | <s> and the words before it)
+    log10_prob: float  #: the same in base 10 (KenLM's and SRILM's)
+    oov: bool  #: outside the model's vocabulary: scored as <unk>
+    order: int | None  #: n-gram models: the order of the n-gram that gave the probability (KenLM's ngram_length)
 
 
 def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights: Sequence[float] | None = None,
@@ -83,12 +100,13 @@ class Model:
 
     # --- words ---------------------------------------------------------------------------------------------------
     def words(self, sentence: Sentence) -> list[str]:
-        """The words the model reads in ``sentence`` (a string is tokenised with the model's text options)."""
+        """The words the model reads in ``sentence`` (a string is tokenised with the model's text options; literal
+        ``<s>`` and ``</s>`` are dropped from a string and from a list alike, as a file's reader drops them)."""
         if isinstance(sentence, str):
             return tokenize_line(sentence, self.text_options)
-        if not all(isinstance(w, str) for w in sentence):
+        if isinstance(sentence, (bytes, bytearray)) or not all(isinstance(w, str) for w in sentence):
             raise UserError("a sentence is a string or a list of words (strings)")
-        return [self._normalise(w) for w in sentence]
+        return [self._normalise(w) for w in sentence if w not in MARKERS]
 
     def _ids(self, words: Sequence[str]) -> list[int]:
         return self.vocab.encode(list(words))
@@ -99,34 +117,101 @@ class Model:
 
         return score_sentences(self.lm, [self.words(s) for s in sentences])
 
-    def score(self, sentence: Sentence) -> float:
-        """``log10 P(w_1 .. w_n </s> | <s>)``: the sentence read on its own, its end predicted (a sentence with no
+    def logprob(self, sentence: Sentence) -> float:
+        """``ln P(w_1 .. w_n </s> | <s>)``: the sentence read on its own, its end predicted (a sentence with no
         words, an empty hypothesis, is ``</s>`` alone)."""
+        return self._scored([sentence])[0].ln_prob
+
+    def log10_prob(self, sentence: Sentence) -> float:
+        """:meth:`logprob` in base 10, as KenLM's ``score`` and SRILM's ``-ppl`` give it."""
         return self._scored([sentence])[0].log10_prob
 
-    def word_scores(self, sentence: Sentence) -> list[tuple[str, float]]:
-        """``(word, log10 P(word | <s> ...))`` for every word and the closing ``</s>``; a word outside the
-        vocabulary is scored as ``<unk>`` under its own spelling."""
-        s = self._scored([sentence])[0]
-        return [(w, float(lp) / LN10) for w, lp in zip(s.words + [EOS], s.token_lp.tolist())]
+    def score(self, sentence: Sentence) -> float:
+        """``log10 P(w_1 .. w_n </s> | <s>)``: KenLM's name for :meth:`log10_prob` (base 10, as there)."""
+        return self.log10_prob(sentence)
+
+    def logprobs(self, sentences: Iterable[Sentence]) -> list[float]:
+        """:meth:`logprob` of many sentences, scored in bunches (the speed of ``sampledlm score``): one float
+        each, in order. A single string is refused here (give a list of sentences)."""
+        if isinstance(sentences, str):
+            raise UserError("logprobs: give a list of sentences (for one sentence, logprob(sentence))")
+        return [s.ln_prob for s in self._scored_stream(sentences, skip_blank=False)]
+
+    def word_scores(self, sentence: Sentence) -> list[WordScore]:
+        """A :class:`WordScore` for every word and the closing ``</s>``: ``ln P`` and ``log10 P`` of the word after
+        ``<s>`` and the words before it, whether it is outside the vocabulary (scored as ``<unk>`` under its own
+        spelling) and, for an n-gram model, the order of the n-gram that gave it (KenLM's ``full_scores``)."""
+        from .use.score import score_sentences
+
+        s = score_sentences(self.lm, [self.words(sentence)], with_orders=True)[0]
+        words = s.words + [EOS]
+        oov = [w not in self.vocab.index for w in s.words] + [False]
+        orders = [None] * len(words) if s.orders is None else [int(o) for o in s.orders]
+        return [WordScore(w, float(lp), float(lp) / LN10, o, n)
+                for w, lp, o, n in zip(words, s.token_lp.tolist(), oov, orders)]
 
     def perplexity(self, sentences: Sentence | Iterable[Sentence] | os.PathLike) -> float:
-        """Perplexity over the words and ``</s>`` of ``sentences`` (an iterable of sentences; one string is one
-        sentence; a ``pathlib.Path`` is a text file, one sentence per line), each read on its own. A sentence
-        with no words counts as a file's blank line does: as no sentence."""
+        """Perplexity over the words and ``</s>`` of ``sentences`` (an iterable of sentences, read as it goes:
+        a generator over a file of any size is fine; one string is one sentence; a ``pathlib.Path`` is a text
+        file, one sentence per line), each read on its own. A sentence with no words counts as a file's blank
+        line does: as no sentence."""
         from .use.score import Totals, score_file
 
         totals = Totals()
         if isinstance(sentences, os.PathLike):
             scored = score_file(self.lm, os.fspath(sentences), opts=self.text_options)
         else:
-            given = [sentences] if isinstance(sentences, str) else list(sentences)
-            scored = self._scored([s for s in given if self.words(s)])  # as in a file: a blank line is no sentence
+            if isinstance(sentences, str):
+                if os.path.isfile(sentences) and len(sentences.split()) == 1:
+                    raise UserError(f"perplexity({sentences!r}): a string is one sentence, and {sentences!r} is also a "
+                                    f"file: give pathlib.Path({sentences!r}) to score the file, or [{sentences!r}] "
+                                    "for the one-word sentence")
+                sentences = [sentences]
+            scored = self._scored_stream(sentences, skip_blank=True)
         for s in scored:
             totals.add(s)
         if totals.sentences == 0:
             raise UserError("perplexity: no sentences")
         return totals.ppl
+
+    def _scored_stream(self, sentences: Iterable[Sentence], skip_blank: bool, bunch: int = 4096):
+        """The :class:`~sampledlm.use.score.SentenceScore` of each sentence, scored ``bunch`` at a time (blank ones
+        left out with ``skip_blank``, as a file's blank lines are)."""
+        from .use.score import score_sentences
+
+        pending: list[list[str]] = []
+        for sentence in sentences:
+            words = self.words(sentence)
+            if words or not skip_blank:
+                pending.append(words)
+            if len(pending) >= bunch:
+                yield from score_sentences(self.lm, pending)
+                pending = []
+        yield from score_sentences(self.lm, pending)
+
+    # --- word by word, for decoders ----------------------------------------------------------------------------
+    def begin_sentence(self):
+        """The state at the start of a sentence (after ``<s>``), for :meth:`advance` (:mod:`sampledlm.states`)."""
+        from .states import begin
+
+        return begin(self.lm)
+
+    def advance(self, state, word: str) -> tuple[float, object]:
+        """``(ln P(word | state), the state after word)``: one word of a hypothesis, O(1) work for n-gram,
+        feed-forward and recurrent models. ``word`` ``</s>`` ends the sentence (its probability, and the start
+        state again). The sum over a sentence's words and its ``</s>`` is :meth:`logprob`. A state is a value: keep
+        it to branch."""
+        logp, states = self.advance_many([state], [word])
+        return float(logp[0]), states[0]
+
+    def advance_many(self, states: Sequence, words: Sequence[str]) -> tuple[np.ndarray, list]:
+        """:meth:`advance` for N hypotheses at once (one call of the model): ``(ln P [N], N new states)``."""
+        from .states import advance
+
+        if isinstance(words, str):
+            raise UserError("advance_many: give a list of words, one per state")
+        ids = [EOS_ID if w == EOS else self.vocab.index.get(self._normalise(w), UNK_ID) for w in words]
+        return advance(self.lm, list(states), ids)
 
     # --- continuing and sampling -------------------------------------------------------------------------------
     def next_logprobs(self, words: Sentence = (), top_k: int | None = None) -> dict[str, float]:
@@ -140,9 +225,10 @@ class Model:
         return {self.vocab.words[i]: float(lp[i]) for i in order.tolist()}
 
     def generate(self, n: int = 1, prefix: Sentence = (), *, temperature: float = 1.0, top_k: int = 0,
-                 max_words: int = 50, seed: int = 1, allow_unk: bool = True) -> list[str]:
+                 max_words: int = 50, seed: int | None = None, allow_unk: bool = True) -> list[str]:
         """``n`` sentences sampled after ``prefix`` (each with its prefix), as ``sampledlm generate`` samples
-        them: the same seed gives the same sentences."""
+        them: the same ``seed`` gives the same sentences (``sampledlm generate --seed``); None (the default) draws
+        fresh ones each call."""
         from .use.generate import sample_sentence
 
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:

@@ -50,6 +50,13 @@ class LanguageModel(ABC):
     #: whether running text scores differently from sentences read on their own (recurrent and Transformer models)
     crosses_sentences: bool = False
 
+    @property
+    def context_length(self) -> int | None:
+        """How many previous words the probabilities depend on (``n - 1`` for an n-gram or feed-forward model), or
+        None when the whole history counts (recurrent and Transformer models, trigger features; the default).
+        Lattice rescoring (:mod:`sampledlm.use.lattice`) is exact over histories of this many words."""
+        return None
+
     def oov_mask(self, ids: np.ndarray) -> np.ndarray:
         """True where a token is scored as ``<unk>`` (KenLM's OOVs: words outside the vocabulary, literal ``<unk>``)."""
         return np.asarray(ids) == UNK_ID
@@ -188,16 +195,33 @@ def em_weight(lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 
 
 # --- mixtures -------------------------------------------------------------------------------------
-def vocabulary_map(src: Vocab, dst: Vocab) -> np.ndarray:
-    """Id in ``dst`` of every id of ``src`` (``<s>`` included); the two must hold the same words."""
-    missing = [w for w in src.words if w not in dst.index]
-    extra = len(dst) - (len(src) - len(missing))
-    if missing or extra:
-        show = ", ".join(repr(w) for w in missing[:3])
-        raise UserError(f"the models' vocabularies differ ({len(missing)} word(s) of the first model missing from "
-                        f"another{': ' + show if show else ''}; {extra} extra); interpolating them would mix "
-                        "distributions over different events: build both models on one vocabulary (--vocab FILE)")
-    return np.array([dst.index[w] for w in src.words] + [dst.bos_id], dtype=np.int64)
+def union_vocab(vocabs: Sequence[Vocab]) -> Vocab:
+    """The words of every vocabulary: the first's in its order, then each other's new words in theirs (counts
+    summed where a word is in several); the first vocabulary itself when they all hold the same words."""
+    first = vocabs[0]
+    extra: dict[str, int] = {}
+    counts = first.counts.copy()
+    for v in vocabs[1:]:
+        for w, c in zip(v.words, v.counts.tolist()):
+            i = first.index.get(w)
+            if i is not None:
+                counts[i] += c
+            else:
+                extra[w] = extra.get(w, 0) + c
+    if not extra:
+        return first
+    return Vocab(first.words + list(extra), np.concatenate([counts, np.array(list(extra.values()), dtype=np.int64)]))
+
+
+def union_map(union: Vocab, dst: Vocab) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(ids, missing)``: the id in ``dst`` of every id of ``union`` (``<s>`` included), ``<unk>`` for a word ``dst``
+    lacks, and the mask of those words (a model gives them probability 0); ``(None, None)`` when the two are the
+    same vocabulary."""
+    if union.words == dst.words:
+        return None, None
+    ids = np.array([dst.index.get(w, UNK_ID) for w in union.words] + [dst.bos_id], dtype=np.int64)
+    missing = np.array([w not in dst.index for w in union.words] + [False], dtype=bool)
+    return ids, (missing if missing.any() else None)
 
 
 def common_text_options(models: Sequence[LanguageModel]) -> dict | None:
@@ -219,10 +243,14 @@ def common_text_options(models: Sequence[LanguageModel]) -> dict | None:
 
 
 class Mixture(LanguageModel):
-    """Linear interpolation of any language models over one vocabulary (see module docstring).
+    """Linear interpolation of any language models (see module docstring).
 
-    The models may order their vocabularies differently; ids are mapped by word. Models whose
-    word sets differ are refused (a mixture must be a distribution over one set of events).
+    Its vocabulary is the union of the models' (as SRILM's ``ngram -mix-lm`` takes it): each model gives a word it
+    does not know probability 0, so every model stays a distribution over the union and so does the mixture; a word
+    outside every vocabulary is ``<unk>``, whose probability is the mix of each model's own ``<unk>`` probability
+    (an ARPA file without ``<unk>`` gives it log10 -100, as KenLM does). A word a model lacks is read as that
+    model's ``<unk>`` when it is a history. The models may order their vocabularies differently; ids are mapped by
+    word.
     """
 
     family = "mixture"
@@ -231,13 +259,19 @@ class Mixture(LanguageModel):
     def crosses_sentences(self) -> bool:
         return any(m.crosses_sentences for m in self.models)
 
+    @property
+    def context_length(self) -> int | None:
+        """The longest of its models' context lengths (None when one of them looks at the whole history)."""
+        ks = [m.context_length for m in self.models]
+        return None if any(k is None for k in ks) else max(ks)
+
     def __init__(self, models: Sequence[LanguageModel], weights: Sequence[float] | None = None):
         if len(models) < 2:
             raise ValueError("a mixture needs at least two models")
         self.models = list(models)
-        self.vocab = self.models[0].vocab
+        self.vocab = union_vocab([m.vocab for m in self.models])
         self.text_options = common_text_options(self.models)
-        self.maps = [None] + [vocabulary_map(self.vocab, m.vocab) for m in self.models[1:]]
+        self.maps, self.missing = (list(x) for x in zip(*(union_map(self.vocab, m.vocab) for m in self.models)))
         self.weights = np.full(len(models), 1.0 / len(models)) if weights is None else self.check_weights(weights)
 
     def check_weights(self, weights) -> np.ndarray:
@@ -248,11 +282,28 @@ class Mixture(LanguageModel):
             raise UserError(f"interpolation weights {list(weights)} sum to {w.sum():g}, not 1")
         return w
 
-    def component_logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
-        """``[K, N]``: every model's log-probs of the stream."""
+    def _zero_missing(self, k: int, lp: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Model k's ``lp`` of ``targets`` (union ids) with the words it lacks at probability 0."""
+        missing = self.missing[k]
+        if missing is None:
+            return lp
+        lp = np.array(lp, dtype=np.float64)
+        lp[missing[np.asarray(targets, dtype=np.int64)]] = -np.inf
+        return lp
+
+    def component_logprobs(self, ids: np.ndarray, *, independent: bool = False,
+                           own_vocabulary: bool = False) -> np.ndarray:
+        """``[K, N]``: every model's log-probs of the stream (union ids): as the mixture takes them (0 for a word
+        the model lacks), or with ``own_vocabulary`` as the model alone scores the text (such a word as its
+        ``<unk>``: each model's own perplexity)."""
         ids = np.asarray(ids)
-        return np.stack([m.logprobs(ids if mp is None else mp[ids], independent=independent)
-                         for m, mp in zip(self.models, self.maps)])
+        raw = np.stack([m.logprobs(ids if mp is None else mp[ids], independent=independent)
+                        for m, mp in zip(self.models, self.maps)])
+        return raw if own_vocabulary else self.in_union(raw, ids)
+
+    def in_union(self, component_lp: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """``[K, N]`` component log-probs of ``ids`` with each model's missing words at probability 0."""
+        return np.stack([self._zero_missing(k, lp, ids) for k, lp in enumerate(component_lp)])
 
     def fit_weights(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         """Set the weights by EM on held-out ids; returns them."""
@@ -264,15 +315,17 @@ class Mixture(LanguageModel):
 
     def logprobs_at(self, ids: np.ndarray, at: np.ndarray, *, independent: bool = True) -> np.ndarray:
         ids = np.asarray(ids)
-        comps = [m.logprobs_at(ids if mp is None else mp[ids], at, independent=independent)
-                 for m, mp in zip(self.models, self.maps)]
+        comps = [self._zero_missing(k, m.logprobs_at(ids if mp is None else mp[ids], at, independent=independent),
+                                    ids[np.asarray(at)])
+                 for k, (m, mp) in enumerate(zip(self.models, self.maps))]
         return mix_logprobs(np.stack(comps), self.weights)
 
     def next_logprobs(self, history: Sequence[int]) -> np.ndarray:
         h = np.asarray(history, dtype=np.int64)
         V = len(self.vocab)
-        comps = [m.next_logprobs(h if mp is None else mp[h])[slice(None) if mp is None else mp[:V]]
-                 for m, mp in zip(self.models, self.maps)]
+        comps = [self._zero_missing(k, m.next_logprobs(h if mp is None else mp[h])[slice(None) if mp is None else mp[:V]],
+                                    np.arange(V))
+                 for k, (m, mp) in enumerate(zip(self.models, self.maps))]
         return mix_logprobs(np.stack(comps), self.weights)
 
     def next_logprobs_many(self, histories: Sequence[Sequence[int]]) -> np.ndarray:
@@ -280,6 +333,9 @@ class Mixture(LanguageModel):
         hs = [np.asarray(h, dtype=np.int64) for h in histories]
         comps = [m.next_logprobs_many(hs if mp is None else [mp[h] for h in hs])[:, slice(None) if mp is None else mp[:V]]
                  for m, mp in zip(self.models, self.maps)]
+        for k, missing in enumerate(self.missing):
+            if missing is not None:
+                comps[k] = np.where(missing[:V][None, :], -np.inf, comps[k])
         return mix_logprobs(np.stack(comps).reshape(len(self.models), -1), self.weights).reshape(len(hs), V)
 
     def logprobs_after(self, histories: Sequence[Sequence[int]], words: Sequence[Sequence[int]]) -> list[np.ndarray]:
@@ -287,12 +343,24 @@ class Mixture(LanguageModel):
         ws = [np.asarray(w, dtype=np.int64) for w in words]
         sizes = [len(w) for w in ws]
         comps = []
-        for m, mp in zip(self.models, self.maps):
+        flat = np.concatenate(ws) if ws else np.zeros(0, dtype=np.int64)
+        for k, (m, mp) in enumerate(zip(self.models, self.maps)):
             got = m.logprobs_after(hs if mp is None else [mp[h] for h in hs], ws if mp is None else [mp[w] for w in ws])
-            comps.append(np.concatenate(got) if got else np.zeros(0))
+            comps.append(self._zero_missing(k, np.concatenate(got) if got else np.zeros(0), flat))
         mixed = mix_logprobs(np.stack(comps), self.weights)
         return np.split(mixed, np.cumsum(sizes)[:-1]) if sizes else []
 
     def describe(self) -> str:
         parts = ", ".join(f"{w:.3f} x {m.describe()}" for m, w in zip(self.models, self.weights))
         return f"mixture of {len(self.models)}: {parts}"
+
+
+def language_model(model) -> LanguageModel:
+    """The id-level model of what :func:`sampledlm.load` returns (its ``lm``), or ``model`` itself when it is one:
+    every public function of :mod:`sampledlm.use` takes either."""
+    if isinstance(model, LanguageModel):
+        return model
+    inner = getattr(model, "lm", None)
+    if isinstance(inner, LanguageModel):
+        return inner
+    raise TypeError(f"expected a model (sampledlm.load's) or a sampledlm.lm.LanguageModel, got {type(model).__name__}")

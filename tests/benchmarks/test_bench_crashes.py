@@ -19,7 +19,7 @@ def test_crashes_quick_finds_nothing_torn(tmp_path):
 def test_a_recovery_that_ends_refused_is_not_recovered_even_when_the_killed_run_left_the_numbers():
     """A killed run can leave a loadable model with the reference numbers while --resume and the same command both
     refuse (a checkpoint pointer naming half a checkpoint did): that is no recovery."""
-    from benchmarks.crashes import Kill
+    from tests.campaigns.crashes import Kill
 
     left = dict(writer="train gru", at=6.6, killed="killed", state="loadable", final="valid 1, test 2", same=True,
                 temps_after="none")

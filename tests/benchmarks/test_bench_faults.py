@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers import run_quick
 
-from benchmarks import faults
+from tests.campaigns import faults
 
 
 def test_faults_quick_writes_the_page_and_finds_no_defect(tmp_path, monkeypatch):

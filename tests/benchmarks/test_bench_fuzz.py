@@ -8,10 +8,10 @@ import signal
 
 from helpers import run_quick
 
-from benchmarks import fuzz
-from benchmarks.fuzz_readers import READERS, Reader
-from benchmarks.mutate import Op, mutate, random_ops
 from sampledlm.errors import UserError
+from tests.campaigns import fuzz
+from tests.campaigns.fuzz_readers import READERS, Reader
+from tests.campaigns.mutate import Op, mutate, random_ops
 
 
 def test_mutations_are_reproducible_and_do_what_they_say():

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from benchmarks.serve_hostile import KINDS, campaign  # noqa: E402
+from tests.campaigns.serve_hostile import KINDS, campaign  # noqa: E402
 from benchmarks.serve_load import load_cell, next_word_queries  # noqa: E402
 from sampledlm.loader import load_model  # noqa: E402
 from sampledlm.serve.app import Server  # noqa: E402

@@ -1,5 +1,5 @@
-"""The fault campaign as tests: each case of ``benchmarks/faults_cases.py`` and each kill point of
-``benchmarks/faults.py`` run against the working tree, one test each (``--campaigns`` runs them; see conftest).
+"""The fault campaign as tests: each case of ``tests/campaigns/faults_cases.py`` and each kill point of
+``tests/campaigns/faults.py`` run against the working tree, one test each (``--campaigns`` runs them; see conftest).
 
 A case passes when it ends as the campaign's page wants it: ``ok`` (the right numbers, the intended output) or
 ``clean error`` (a short message naming the problem, nothing changed or left behind); a kill point when the
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import faults
-from benchmarks.faults_cases import CASES
-from benchmarks.faults_engine import Fixtures, write_corpus
+from tests.campaigns import faults
+from tests.campaigns.faults_cases import CASES
+from tests.campaigns.faults_engine import Fixtures, write_corpus
 
 GOOD = ("ok", "clean error")
 

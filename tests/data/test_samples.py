@@ -8,7 +8,7 @@ import json
 from helpers import run_cli
 
 from sampledlm.data.samples import write_samples
-from sampledlm.use.lattice import read_slf
+from sampledlm.use.slf import read_slf
 from sampledlm.use.nbest import read_nbest
 
 

@@ -1,5 +1,5 @@
 """Property-based tests of the word2vec readers: a file we write reads back bit for bit; mutations of it (see
-:mod:`benchmarks.mutate`) and random bytes either read as usable vectors (finite, one per word, words without
+:mod:`tests.campaigns.mutate`) and random bytes either read as usable vectors (finite, one per word, words without
 white space) or stop with a UserError naming the file; never another exception or a huge allocation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ hypothesis = pytest.importorskip("hypothesis", reason="property-based tests need
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from benchmarks.mutate import BAD_TOKENS, KINDS, RAW, Op, mutate  # noqa: E402
+from tests.campaigns.mutate import BAD_TOKENS, KINDS, RAW, Op, mutate  # noqa: E402
 from sampledlm.embed.formats import load_vectors, save_vectors  # noqa: E402
 from sampledlm.embed.vectors import WordVectors  # noqa: E402
 from sampledlm.errors import UserError  # noqa: E402

@@ -45,7 +45,7 @@ def onnx_word_logprobs(path, sentences: list[list[str]]) -> list[np.ndarray]:
 def agreement(run, path, sentences) -> float:
     lm = sampledlm.load(run, device="cpu")
     got = onnx_word_logprobs(path, sentences)
-    ref = [np.array([p for _, p in lm.word_scores(s)]) * math.log(10) for s in sentences]
+    ref = [np.array([w.logprob for w in lm.word_scores(s)]) for s in sentences]
     return max(float(np.abs(g - r).max()) for g, r in zip(got, ref))
 
 

@@ -2,7 +2,9 @@
 
 tests/<package>/ holds the tests of src/sampledlm/<package>/; tests/test_<module>[_*].py those of a
 top-level module (lm.py, store.py, ...); tests/shape/ checks the package as a whole; tests/test_readme.py
-the README, tests/test_docs.py the docs site; tests/benchmarks/ the benchmarks/ folder beside the package (the results pages' code). The package and module names are read from src/sampledlm, not listed here.
+the README, tests/test_docs.py the docs site; tests/benchmarks/ the benchmarks/ folder beside the package (the
+results pages' code) and tests/campaigns/ (the fault, fuzz and crash campaigns: modules, not tests). The package
+and module names are read from src/sampledlm, not listed here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ SRC = TESTS.parent / "src" / "sampledlm"
 WHOLE_PACKAGE = {"shape"}  # folders whose tests are about the package as a whole, not one part of it
 LAB = {"benchmarks"}  # folders of the checkout outside the package, each tested in the tests/ folder of its name
 ROOT_FILES = {"test_readme.py", "test_docs.py"}
+CAMPAIGNS = TESTS / "campaigns"  # modules run on demand (python -m benchmarks faults|fuzz|crashes), not tests
 
 
 def source_packages() -> set[str]:
@@ -71,3 +74,17 @@ def test_fixtures_live_in_the_one_conftest_and_no_test_file_imports_another():
             if any(n.split(".")[0].startswith("test_") for n in names):
                 offenders.append(str(path.relative_to(TESTS)))
     assert offenders == []
+
+
+def test_the_campaigns_are_modules_that_pytest_never_collects():
+    """tests/campaigns/ holds the fault, fuzz and crash campaigns, imported as ``tests.campaigns.NAME`` (a namespace
+    package: no ``__init__.py``) and run by ``python -m benchmarks NAME``; nothing there is a test file or a
+    conftest, and the campaigns the runner names are there."""
+    from benchmarks import CAMPAIGNS as where, EXPERIMENTS
+
+    modules = {p.stem for p in CAMPAIGNS.glob("*.py")}
+    assert modules and where == "tests.campaigns"
+    assert [m for m in modules if m.startswith("test_") or m.endswith("_test") or m == "conftest"] == []
+    assert not [p for p in CAMPAIGNS.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    named = {e.module.removeprefix(where + ".") for e in EXPERIMENTS.values() if e.module.startswith(where + ".")}
+    assert named and named <= modules

@@ -12,10 +12,10 @@ import pytest
 from sampledlm.errors import UserError
 from sampledlm.lm import Mixture
 from sampledlm.loader import load_model
-from sampledlm.use.lattice import (Lattice, Link, all_paths, best_path, context_length, expand, nbest, read_lattices,
-                                   read_slf, rescore, rescore_all, write_slf)
+from sampledlm.use.lattice import all_paths, best_path, expand, nbest, rescore, rescore_all
 from sampledlm.use.nbest import Weights
 from sampledlm.use.score import score_sentences
+from sampledlm.use.slf import Lattice, Link, read_lattices, read_slf, write_slf
 
 
 def random_lattice(seed, words, nodes=7, extra=6):
@@ -90,7 +90,7 @@ def test_nbest_from_a_lattice_is_the_top_of_all_paths():
 def test_exact_expansion_equals_enumerating_paths(four_models, name, seed):
     lm = (Mixture([load_model(str(four_models / "ffnn3")), load_model(str(four_models / "kn3.arpa"))], [0.4, 0.6])
           if name == "mix" else load_model(str(four_models / name)))
-    assert context_length(lm) == 2
+    assert lm.context_length == 2
     lat = random_lattice(seed, WORDS)
     w = Weights(1.0, 1.5, -0.2, first_pass_weight=0.25)
     want = path_scores(lat, lm, w)
@@ -108,7 +108,7 @@ def test_exact_expansion_equals_enumerating_paths(four_models, name, seed):
 
 def test_recurrent_approximation_is_exact_when_k_covers_the_paths(four_models):
     lm = load_model(str(four_models / "gru"))
-    assert context_length(lm) is None
+    assert lm.context_length is None
     lat = random_lattice(5, WORDS)
     w = Weights(1.0, 2.0, 0.0)
     top = max(s for _, s in path_scores(lat, lm, w))
@@ -168,8 +168,15 @@ def test_cli_rescores_lattices(four_models, run_in_process, tmp_path):
     r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "--refs", "refs", cwd=tmp_path)
     assert r.returncode == 0 and "WER: first pass" in r.stderr, r.stderr
     assert [ln.split()[0] for ln in r.stdout.splitlines()] == ["lat4", "lat5", "lat6", "lat7"]  # the new 1-best
-    r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "-o", "x", cwd=tmp_path)
-    assert r.returncode == 1 and "exactly expanded lattices" in r.stderr
+    r = run_in_process("rescore", str(four_models / "gru"), "lats", "--k", "2", "-o", "x", "--json", "--one-best",
+                       "gru-best.txt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # a recurrent model: the search's expansion, merged by the last 2 words
+    doc = json.loads(r.stdout)
+    assert not doc["exact"] and doc["k"] == 2
+    gru_best = dict((line.split(" ", 1) + [""])[:2] for line in (tmp_path / "gru-best.txt").read_text().splitlines())
+    for name in ("lat4", "lat5", "lat6", "lat7"):  # the written lattice's best path is the search's 1-best
+        written = read_slf(str(tmp_path / "x" / f"{name}.slf"))
+        assert " ".join(best_path(written, Weights())[0]) == gru_best[name]
 
 
 def test_recorded_expansion_gives_the_search_and_tuning_uses_it(four_models):

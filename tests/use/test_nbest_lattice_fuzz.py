@@ -2,7 +2,7 @@
 
 Well-formed files written by the toolkit read back to what was written. Mutations of them (truncation,
 lost, repeated, swapped or inserted lines, bad numbers, huge counts, invalid UTF-8, NUL bytes; see
-:mod:`benchmarks.mutate`) either read as usable lists/lattices (finite scores, nodes in range, acyclic,
+:mod:`tests.campaigns.mutate`) either read as usable lists/lattices (finite scores, nodes in range, acyclic,
 so that n-best extraction and rescoring run) or stop with a UserError naming the file; never another exception.
 
 The number of examples comes from the hypothesis profile (tests/conftest.py)."""
@@ -19,10 +19,11 @@ hypothesis = pytest.importorskip("hypothesis", reason="property-based tests need
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from benchmarks.mutate import BAD_TOKENS, KINDS, RAW, Op, mutate  # noqa: E402
+from tests.campaigns.mutate import BAD_TOKENS, KINDS, RAW, Op, mutate  # noqa: E402
 from sampledlm.errors import UserError  # noqa: E402
-from sampledlm.use.lattice import Lattice, Link, best_path, nbest, read_lattices, write_slf  # noqa: E402
+from sampledlm.use.lattice import best_path, nbest  # noqa: E402
 from sampledlm.use.nbest import Hypothesis, NBest, read_nbest, write_nbest  # noqa: E402
+from sampledlm.use.slf import Lattice, Link, read_lattices, write_slf  # noqa: E402
 
 WORDS = ["a", "b", "the", "café", "中文", "x1"]
 

@@ -92,7 +92,7 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     given = test_path
     shown = "standard input" if test_path == "-" else test_path
     test_path = readable_path(test_path)  # standard input or a pipe: read once, into a file every pass reads again
-    ids = load_ids(test_path, lm.vocab, opts, cache=False)
+    ids = load_ids(test_path, (mix or lm).vocab, opts, cache=False)  # a mixture reads the union of its vocabularies
     if len(ids) == 0:  # a perplexity of nothing is not a number: say so, as ngram eval does
         raise UserError(f"{shown}: no sentences to score")
     independent = per_sentence and not running_text
@@ -101,7 +101,7 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     # OOVs as KenLM and `ngram eval` count them: tokens scored as <unk> (words outside the vocabulary, literal <unk>)
     # The one schema of `eval --json` (docs/formats.md#eval-json): "ppl" is always the perplexity of what was evaluated
     # (the mixture when mixing); each model's own is under "components", in the order given.
-    oov_mask = lm.oov_mask(ids)
+    oov_mask = (mix or lm).oov_mask(ids)
     result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),
               "oov": int(oov_mask.sum()), "model_has_unk": lm.has_unk}
     lp = _logprobs(lm, mix, ids, [model, *others], weights, interp_valid, independent, result)
@@ -155,14 +155,15 @@ def _logprobs(lm, mix, ids, names: list[str], weights, interp_valid, independent
     from ..use.mixing import set_weights
 
     if mix is not None:
-        comps = mix.component_logprobs(ids, independent=independent)
+        alone = mix.component_logprobs(ids, independent=independent, own_vocabulary=True)
+        comps = mix.in_union(alone, ids)  # each model's own vocabulary: its figure alone; the union: the mixture's
         weights_from = set_weights(mix, weights, interp_valid, names[0])
         lp = mix_logprobs(comps, mix.weights)
         result["ppl"] = perplexity_of(lp)
         result["weights"] = [float(x) for x in mix.weights]
         if weights_from:
             result["weights_from"] = weights_from
-        result["components"] = [{"model": p, "ppl": perplexity_of(c)} for p, c in zip(names, comps)]
+        result["components"] = [{"model": p, "ppl": perplexity_of(c)} for p, c in zip(names, alone)]
         return lp
     lp = lm.logprobs(ids, independent=independent)
     result["ppl"] = perplexity_of(lp)

@@ -47,7 +47,8 @@ JSONL_NAMES = (".jsonl", ".json", ".jsonl.gz")  # the names NBEST is read as JSO
                    "unless -o is given].")
 @click.option("-o", "--output", default=None, metavar="PATH",
               help="Write the rescored lists, best first (in --output-format); lattices: the expanded lattices with "
-                   "MODEL's scores (n-gram and feed-forward models), a directory of SLF files.")
+                   "MODEL's scores, a directory of SLF files (exact for n-gram and feed-forward models; a recurrent "
+                   "model's: the search's lattice, states merged by their last --k words).")
 @click.option("--output-format", type=FORMATS, default="auto", show_default=True,
               help="auto: jsonl when -o's name says so (.jsonl, .json, .jsonl.gz), else NBEST's format.")
 @click.option("--json", "as_json", is_flag=True,
@@ -86,7 +87,7 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
       sampledlm rescore gru lattices/ --k 3 --lm-weight 12 --refs test.ref
     """
     from ..data.textio import atomic_write
-    from ..use.lattice import is_slf
+    from ..use.slf import is_slf
     from ..use.mixing import open_models
     from ..use.nbest import Weights, fold_case
 
@@ -126,7 +127,7 @@ def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k,
     """The refusals that come before any file is read (``inputs``: the paths an output must not replace);
     whether NBEST holds lattices."""
     from ..errors import UserError
-    from ..use.lattice import is_slf
+    from ..use.slf import is_slf
     from .common import refuse_existing
 
     if tune_refs and not tune_on:
@@ -229,7 +230,7 @@ def _widening(tune_on_grid, grid, summary, most: int = 3):
 
 
 def _read(path, fmt, refs):
-    from ..use.lattice import read_lattices
+    from ..use.slf import read_lattices
     from ..use.nbest import read_nbest, read_refs
 
     items = read_lattices(path) if fmt == "slf" else read_nbest(path, fmt)
@@ -242,7 +243,8 @@ def _read_dev(path, refs, n, lattices=False):
     """Development n-best lists (from lattices: their ``n`` best paths, or the lattices themselves when
     ``lattices``), each with its reference."""
     from ..errors import UserError
-    from ..use.lattice import is_slf, rescore_nbest
+    from ..use.lattice import rescore_nbest
+    from ..use.slf import is_slf
 
     dev = _read(path, "slf" if is_slf(path) else "auto", refs)
     if is_slf(path) and not lattices:
@@ -284,15 +286,11 @@ def _wer(report: dict) -> dict:
 def _search_k(lm, k, output):
     """The k of the lattice search: the model's n-1 unless given (recurrent models need it)."""
     from ..errors import UserError
-    from ..use.lattice import context_length
 
-    exact = context_length(lm)
+    exact = lm.context_length
     if k is None and exact is None:
         raise UserError("this model looks back over the whole sentence (recurrent): give --k, the number of last "
                         "words by which lattice histories are merged")
-    if output and (exact is None or (k is not None and k < exact)):
-        raise UserError("-o writes exactly expanded lattices: it needs an n-gram or feed-forward model (and --k at "
-                        "least its n-1)")
     return exact if k is None else k
 
 
@@ -314,23 +312,29 @@ def _tune_lattices(dev, lm, w, k, grid):
 
 
 def _rescore_lattices(lats, lm, w, k, output, summary):
-    from ..use.lattice import context_length, expand, first_pass_best, rescore_all, write_slf
+    from ..use.lattice import expand, expansion_lattice, first_pass_best, rescore_all
+    from ..use.slf import write_slf
     from ..use.wer import Errors, align
 
-    exact = context_length(lm)
+    exact = lm.context_length
     k = _search_k(lm, k, output)
+    is_exact = exact is not None and k >= exact
     best, first, resc = [], Errors(), Errors()
-    for lat, hyp in zip(lats, rescore_all(lats, lm, w, k)):
+    hyps, exps = rescore_all(lats, lm, w, k, record=True) if output and not is_exact else \
+        (rescore_all(lats, lm, w, k), None)
+    for lat, hyp in zip(lats, hyps):
         best.append((lat.id, hyp.words))
         if lat.ref is not None:
             first = first + align(lat.ref, first_pass_best(lat, w).words)
             resc = resc + align(lat.ref, hyp.words)
-    summary.update({"k": k, "exact": exact is not None and k >= exact})
+    summary.update({"k": k, "exact": is_exact})
     if lats[0].ref is not None:
         summary.update(_wer({"first_pass_wer": first.wer, "rescored_wer": resc.wer,
                              "reference_words": first.ref_words}))
     if output:
         os.makedirs(output, exist_ok=True)
-        for lat in lats:
-            write_slf(os.path.join(output, f"{lat.id}.slf"), expand(lat, lm, k, w.first_pass_weight))
+        for i, lat in enumerate(lats):  # exact: split by the last n-1 words; else the search's merged expansion
+            out = expand(lat, lm, k, w.first_pass_weight) if is_exact else \
+                expansion_lattice(exps[i], lat, w.first_pass_weight)
+            write_slf(os.path.join(output, f"{lat.id}.slf"), out)
     return best

@@ -3,7 +3,6 @@ Runtime alone and compared with the model's own scores (needs the onnx extra; sk
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
@@ -40,7 +39,7 @@ def export_step(data: DemoData) -> list[Result]:
         padded = [bos] * n + words
         history = np.array([padded[i:i + n] for i in range(len(words) + 1)], dtype=np.int64)
         lp = sess.run(["logprobs"], {"history": history})[0][np.arange(len(words) + 1), words + [eos]]
-        ref = np.array([p for _, p in lm.word_scores(s)]) * math.log(10)
+        ref = np.array([w.logprob for w in lm.word_scores(s)])
         worst = max(worst, float(np.abs(lp - ref).max()))
     size = os.path.getsize(path) / 2**20
     say(f"{path}: {size:.1f} MiB; ONNX Runtime on {len(sentences)} test sentences: largest |ln P difference| "

@@ -37,6 +37,11 @@ class MaxEntLM(LanguageModel):
         self.text_options = text_options if text_options is not None else model.text_options
 
     @property
+    def context_length(self) -> None:
+        """None: trigger features look back arbitrarily far (the same is said of every MaxEnt LM, triggers or not)."""
+        return None
+
+    @property
     def crosses_sentences(self) -> bool:
         """Trigger windows reach back across sentence starts in running text."""
         return "trigger" in self.model.features.spec.names

@@ -162,6 +162,12 @@ class NeuralLM(LanguageModel):
     def crosses_sentences(self) -> bool:
         return self.model.crosses_sentences
 
+    @property
+    def context_length(self) -> int | None:
+        """``order - 1`` for a feed-forward model (its n-gram window); None for recurrent and Transformer models."""
+        order = getattr(self.model, "order", None)
+        return order - 1 if isinstance(order, int) else None
+
     def logprobs(self, ids: np.ndarray, *, independent: bool = False) -> np.ndarray:
         return stream_logprobs(self.model, self.objective, ids, batch_size=self.batch_size, independent=independent)
 

@@ -70,6 +70,11 @@ class ArpaLM(LanguageModel):
     def order(self) -> int:
         return self.ngram.order
 
+    @property
+    def context_length(self) -> int:
+        """``order - 1``: an n-gram model reads the last n - 1 words."""
+        return self.order - 1
+
     def _checked(self, lp: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
         """``lp``, unless a probability exceeds 1: back-off weights that are not those of the file's own
         estimate (a damaged or hand-edited file) can push ``bow(h) P(w|h')`` past 1, and a perplexity

@@ -28,7 +28,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .lattice import Lattice, Link
+from .slf import Lattice, Link
 from .nbest import Hypothesis, NBest
 
 

@@ -38,7 +38,11 @@ def next_word_distribution(logprobs: np.ndarray, temperature: float = 1.0, top_k
 
 def sample_sentence(lm: LanguageModel, prefix: list[int], rng: np.random.Generator, temperature: float = 1.0,
                     top_k: int = 0, max_words: int = 50, allow_unk: bool = True) -> list[int]:
-    """One sentence's ids after ``prefix`` (the prefix included, ``</s>`` not)."""
+    """One sentence's ids after ``prefix`` (the prefix included, ``</s>`` not); ``lm``: a model as
+    :func:`sampledlm.load` returns it, or its ``lm``."""
+    from ..lm import language_model
+
+    lm = language_model(lm)
     ids = list(prefix)
     while len(ids) < max_words:
         q = next_word_distribution(lm.next_logprobs(ids), temperature, top_k, allow_unk)
@@ -50,7 +54,11 @@ def sample_sentence(lm: LanguageModel, prefix: list[int], rng: np.random.Generat
 
 
 def generate(lm: LanguageModel, prefix: list[str], n: int = 1, seed: int = 1, **kw) -> list[list[str]]:
-    """``n`` sentences sampled after the words ``prefix`` (each returned with its prefix)."""
+    """``n`` sentences sampled after the words ``prefix`` (each returned with its prefix); ``lm``: a model as
+    :func:`sampledlm.load` returns it, or its ``lm``."""
+    from ..lm import language_model
+
+    lm = language_model(lm)
     rng = np.random.default_rng(seed)
     start = lm.vocab.encode(prefix)
     return [lm.vocab.decode(sample_sentence(lm, start, rng, **kw)) for _ in range(n)]

@@ -1,16 +1,11 @@
-"""Word lattices: HTK SLF read and write, n-best extraction, and rescoring with any LM or mixture.
+"""Word lattices: n-best extraction, and rescoring with any LM or mixture.
 
-A lattice is a directed acyclic graph from a start node to an end node; each link carries a word (or
-none: ``!NULL``, ``<s>``, ``</s>``, ``!SENT_START``, ``!SENT_END`` are epsilon) and first-pass natural-log
-scores ``am`` (acoustic) and ``lm``. A path's score combines them as an n-best hypothesis' does
-(:class:`sampledlm.use.nbest.Weights`)::
+A lattice (:class:`sampledlm.use.slf.Lattice`, read from and written to HTK SLF files by
+:mod:`sampledlm.use.slf`) is a directed acyclic graph from a start node to an end node; each link carries a
+word (or none: epsilon) and first-pass natural-log scores ``am`` (acoustic) and ``lm``. A path's score combines
+them as an n-best hypothesis' does (:class:`sampledlm.use.nbest.Weights`)::
 
     score = am_scale * am + lm_weight * ((1 - b) * lm_new + b * lm_first) + word_penalty * words
-
-SLF (the HTK book, "Standard Lattice Format"): a header (``VERSION=``, ``UTTERANCE=``, ``base=``,
-``start=``, ``end=``, ``lmscale=``, ``wdpenalty=``), ``N= L=``, then node lines ``I= [t=] [W=]`` and link
-lines ``J= S= E= [W=] [a=] [l=]``. Words given on nodes are moved to the links entering them; scores in
-``base=B`` are converted to natural logs. A file holds one lattice; a set is a directory of them.
 
 Rescoring (Schwenk 2007; the lattice example of the continuous-space LM summary): an LM whose
 probability depends on the last ``k`` words only (an n-gram or feed-forward model, ``k = n - 1``) is
@@ -24,217 +19,17 @@ the best-scoring one is kept (:func:`rescore`, a Viterbi search over the expansi
 from __future__ import annotations
 
 import heapq
-import math
-import os
 import weakref
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.textio import atomic_write, iter_lines
 from ..data.vocab import EOS_ID, UNK_ID
 from ..errors import UserError
 from .nbest import Hypothesis, NBest, Weights
-
-EPSILON = frozenset({"!NULL", "<s>", "</s>", "!SENT_START", "!SENT_END", "<eps>"})
-
-
-@dataclass
-class Link:
-    start: int
-    end: int
-    word: str | None
-    am: float = 0.0
-    lm: float = 0.0
-
-
-@dataclass
-class Lattice:
-    id: str
-    num_nodes: int
-    links: list[Link]
-    start: int = 0
-    end: int = -1
-    times: dict[int, float] = field(default_factory=dict)
-    header: dict[str, str] = field(default_factory=dict)
-    ref: list[str] | None = None  # the reference words, when known
-
-    def __post_init__(self):
-        if self.end < 0:
-            self.end = self.num_nodes - 1
-
-    def out_links(self) -> list[list[Link]]:
-        out = [[] for _ in range(self.num_nodes)]
-        for link in self.links:
-            out[link.start].append(link)
-        return out
-
-    def topological_order(self) -> list[int]:
-        """Nodes in an order where every link goes forward; a cycle is an error."""
-        indeg = [0] * self.num_nodes
-        for link in self.links:
-            indeg[link.end] += 1
-        out = self.out_links()
-        ready = [n for n in range(self.num_nodes) if indeg[n] == 0]
-        order = []
-        while ready:
-            n = ready.pop()
-            order.append(n)
-            for link in out[n]:
-                indeg[link.end] -= 1
-                if indeg[link.end] == 0:
-                    ready.append(link.end)
-        if len(order) != self.num_nodes:
-            raise UserError(f"lattice {self.id!r}: the links form a cycle (a lattice is acyclic)")
-        return order
-
-
-# --- SLF -------------------------------------------------------------------------------------------------
-def _fields(path: str, n: int, line: str) -> dict[str, str]:
-    out = {}
-    for tok in line.split():
-        key, eq, value = tok.partition("=")
-        if not eq:
-            raise UserError(f"{path}:{n}: {tok!r} is not NAME=VALUE")
-        out[key] = value
-    return out
-
-
-def _num(path: str, n: int, d: dict, key: str, kind=float, default=None):
-    if key not in d:
-        if default is None:
-            raise UserError(f"{path}:{n}: missing {key}=")
-        return default
-    try:
-        v = kind(d[key])
-    except ValueError:
-        raise UserError(f"{path}:{n}: {key}={d[key]!r} is not {'an integer' if kind is int else 'a number'}") from None
-    if kind is float and not math.isfinite(v):
-        raise UserError(f"{path}:{n}: {key}={d[key]!r} is not a finite number")
-    return v
-
-
-def _node(path: str, n: int, d: dict, key: str, num_nodes: int) -> int:
-    v = _num(path, n, d, key, int)
-    if not 0 <= v < num_nodes:
-        raise UserError(f"{path}:{n}: {key}={v} is outside 0..{num_nodes - 1}")
-    return v
-
-
-ALIASES = {"START": "S", "END": "E", "WORD": "W", "acoustic": "a", "language": "l", "time": "t", "NODES": "N",
-           "LINKS": "L"}
-
-
-def read_slf(path: str) -> Lattice:
-    """One HTK SLF lattice (module docstring); errors name the file and line."""
-    header: dict[str, str] = {}
-    header_line: dict[str, int] = {}  # the line each header field came from, for errors
-    nodes: dict[int, dict] = {}
-    links: list[tuple[int, dict]] = []
-    counts = None
-    for n, line in enumerate(iter_lines(path), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        d = {ALIASES.get(k, k): v for k, v in _fields(path, n, line).items()}
-        if "I" in d:
-            nodes[_num(path, n, d, "I", int)] = {**d, "_line": n}
-        elif "J" in d:
-            links.append((n, d))
-        elif "N" in d or "L" in d:
-            counts = (_num(path, n, d, "N", int), _num(path, n, d, "L", int), n)
-        else:
-            header.update(d)
-            header_line.update(dict.fromkeys(d, n))
-    if counts is None:
-        raise UserError(f"{path}: no 'N=... L=...' line (not an HTK SLF lattice)")
-    num_nodes, num_links, cline = counts
-    if len(links) != num_links:
-        raise UserError(f"{path}:{cline}: L={num_links} but the file has {len(links)} link lines")
-    # every node is listed on an I= line or touched by a link, so a larger N is a damaged count (and would
-    # make the reader allocate N entries)
-    if not 0 < num_nodes <= len(nodes) + 2 * len(links):
-        raise UserError(f"{path}:{cline}: N={num_nodes} does not match the file's {len(nodes)} node and "
-                        f"{len(links)} link lines")
-    base = _num(path, header_line.get("base", cline), header, "base", float, math.e)
-    if base <= 0 or base == 1:
-        raise UserError(f"{path}:{header_line.get('base', cline)}: base={header['base']} is not a logarithm base "
-                        "(> 0 and not 1; base=0 is not supported)")
-    scale = 1.0 if base == math.e else math.log(base)
-    node_word = {}
-    for i, d in nodes.items():
-        if not 0 <= i < num_nodes:
-            raise UserError(f"{path}:{d['_line']}: node I={i} is outside 0..{num_nodes - 1}")
-        if "W" in d:
-            node_word[i] = d["W"]
-    out = []
-    for n, d in links:
-        s, e = _num(path, n, d, "S", int), _num(path, n, d, "E", int)
-        for v in (s, e):
-            if not 0 <= v < num_nodes:
-                raise UserError(f"{path}:{n}: node {v} is outside 0..{num_nodes - 1}")
-        word = d.get("W", node_word.get(e))
-        out.append(Link(s, e, None if word is None or word in EPSILON else word,
-                        _num(path, n, d, "a", float, 0.0) * scale, _num(path, n, d, "l", float, 0.0) * scale))
-    has_in = {link.end for link in out}
-    has_out = {link.start for link in out}
-    start = (_node(path, header_line.get("start"), header, "start", num_nodes) if "start" in header
-             else next((i for i in range(num_nodes) if i not in has_in), 0))
-    end = (_node(path, header_line.get("end"), header, "end", num_nodes) if "end" in header
-           else next((i for i in range(num_nodes - 1, -1, -1) if i not in has_out), num_nodes - 1))
-    name = header.get("UTTERANCE") or _lattice_id(path)
-    times = {i: _num(path, d["_line"], d, "t", float) for i, d in nodes.items() if "t" in d}
-    lat = Lattice(name, num_nodes, out, start, end, times, {k: v for k, v in header.items() if k in ("lmscale", "wdpenalty")})
-    try:
-        lat.topological_order()
-    except UserError as e:
-        raise UserError(f"{path}: {e}") from None
-    return lat
-
-
-def _lattice_id(path: str) -> str:
-    name = os.path.basename(path)
-    for suffix in (".gz", ".bz2", ".xz", ".slf", ".lat"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return name
-
-
-def write_slf(path: str, lat: Lattice) -> None:
-    """``lat`` as SLF: words on links, natural-log ``a=`` and ``l=``."""
-    with atomic_write(path) as f:
-        f.write(f"VERSION=1.0\nUTTERANCE={lat.id}\n")
-        for k, v in lat.header.items():
-            f.write(f"{k}={v}\n")
-        f.write(f"start={lat.start}\nend={lat.end}\nN={lat.num_nodes}\tL={len(lat.links)}\n")
-        for i in range(lat.num_nodes):
-            f.write(f"I={i}" + (f"\tt={lat.times[i]:.2f}" if i in lat.times else "") + "\n")
-        for j, link in enumerate(lat.links):
-            f.write(f"J={j}\tS={link.start}\tE={link.end}\tW={link.word or '!NULL'}\ta={link.am:.10g}\tl={link.lm:.10g}\n")
-
-
-def is_slf(path: str) -> bool:
-    """Whether ``path`` names SLF lattices: ``*.slf``/``*.lat`` (compressed too), or a directory of them."""
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        return bool(names) and is_slf(names[0])
-    name = os.path.basename(path)
-    for suffix in (".gz", ".bz2", ".xz"):
-        name = name[: -len(suffix)] if name.endswith(suffix) else name
-    return name.endswith((".slf", ".lat"))
-
-
-def read_lattices(path: str) -> list[Lattice]:
-    """One SLF file, or every file of a directory (sorted by name)."""
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        if not names:
-            raise UserError(f"{path}: no lattice files in the directory")
-        return [read_slf(os.path.join(path, n)) for n in names]
-    if not os.path.exists(path):
-        raise UserError(f"{path}: no such file or directory")
-    return [read_slf(path)]
+# EPSILON, is_slf, read_lattices, read_slf, write_slf: SLF's, imported from here too (as before they had a module)
+from .slf import EPSILON, Lattice, Link, is_slf, read_lattices, read_slf, write_slf  # noqa: F401
 
 
 # --- paths -------------------------------------------------------------------------------------------------
@@ -279,18 +74,6 @@ def nbest(lat: Lattice, n: int, weights: Weights = Weights()) -> NBest:
 
 
 # --- rescoring ---------------------------------------------------------------------------------------------
-def context_length(lm) -> int | None:
-    """How many previous words ``lm``'s probabilities depend on (n - 1), or None when unbounded (recurrent)."""
-    models = getattr(lm, "models", None)
-    if models:
-        ks = [context_length(m) for m in models]
-        return None if any(k is None for k in ks) else max(ks)
-    order = getattr(lm, "order", None) or getattr(getattr(lm, "model", None), "order", None)
-    if getattr(lm, "family", "") == "maxent":
-        return None  # trigger features look back arbitrarily far
-    return order - 1 if isinstance(order, int) else None
-
-
 def continuation_logprobs(lm, queries: list[tuple[tuple[int, ...], int]]) -> np.ndarray:
     """``ln P(word | <s> history)`` for each ``(history ids, word id)``: one bunched call of the model.
 
@@ -330,11 +113,11 @@ def _word_id(lm, word: str) -> int:
 def expand(lat: Lattice, lm, k: int | None = None, first_pass_weight: float = 0.0) -> Lattice:
     """The lattice with one node per (node, last ``k`` words) and ``l=`` replaced by ``lm``'s scores.
 
-    ``k``: the LM's context length (default :func:`context_length`; exact for n-gram and feed-forward
+    ``k``: the LM's context length (default ``lm.context_length``; exact for n-gram and feed-forward
     models). ``l`` on each link becomes ``(1 - b) ln P(word | its k-word history) + b l_first``; the
     ``</s>`` probability goes on the links into the (single) end node.
     """
-    k = context_length(lm) if k is None else k
+    k = lm.context_length if k is None else k
     if k is None:
         raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
     out = lat.out_links()
@@ -398,7 +181,7 @@ def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | 
 
     Each expanded state keeps its best partial path and scores its links with ``lm`` given that path's
     *whole* history, so the result is exact when ``lm`` looks back at most ``k`` words (``k`` defaults to
-    :func:`context_length`) and the standard approximation for recurrent models otherwise. The lattices
+    ``lm.context_length``) and the standard approximation for recurrent models otherwise. The lattices
     advance together a level at a time (a node's level: its longest distance from the start), and each
     level's LM queries of every lattice go to the model in one bunched call.
 
@@ -406,7 +189,7 @@ def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | 
     with its acoustic, new and first-pass LM scores), as ``(hypotheses, expansions)``; weights can then be
     tuned on it without calling the model again (:func:`tune_lattices`).
     """
-    k = context_length(lm) if k is None else k
+    k = lm.context_length if k is None else k
     if k is None:
         raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
     searches = [_Search(lat, k, weights, record) for lat in lats]
@@ -465,6 +248,17 @@ class Expansion:
             wid = np.array([-1 if x is None else vocab.setdefault(x, len(vocab)) for x in self.words], dtype=np.int64)
             self._wid, self._vocab = wid, list(vocab)
         return self._wid, self._vocab
+
+
+def expansion_lattice(exp: Expansion, lat: Lattice, first_pass_weight: float = 0.0) -> Lattice:
+    """A searched expansion (:func:`rescore_all` with ``record``) as an SLF lattice: one node per expanded state,
+    ``l = (1 - b) lm_new + b l_first`` on each link. For a recurrent model this is the lattice its search merged by
+    last-``k``-words histories, each state's scores given the history that survived there (the standard
+    approximation); for an n-gram model with ``k`` >= n-1 it equals :func:`expand`'s."""
+    b = first_pass_weight
+    links = [Link(int(s), int(d), w, float(a), float((1 - b) * n + b * f))
+             for s, d, w, a, n, f in zip(exp.src, exp.dst, exp.words, exp.am, exp.lm_new, exp.lm_first)]
+    return Lattice(lat.id, exp.num_states, links, 0, exp.final, {}, dict(lat.header))
 
 
 def _best_path_ids(src, dst, score, num_states, final, wid) -> list[int]:

@@ -333,10 +333,14 @@ def write_nbest(path: str, lists: list[NBest], fmt: str) -> None:
 
 # --- rescoring ---------------------------------------------------------------------------------------------
 def add_lm_scores(lm, lists: list[NBest]) -> None:
-    """Set every hypothesis' ``lm_new`` = ln P(words </s>) under ``lm`` (bunched: one call per chunk)."""
+    """Set every hypothesis' ``lm_new`` = ln P(words </s>) under ``lm`` (what :func:`sampledlm.load` returns, or its
+    ``lm``; bunched: one call per chunk)."""
     from .score import CHUNK_TOKENS, score_sentences
 
     from ..data.tokenizer import token_normaliser
+    from ..lm import language_model
+
+    lm = language_model(lm)
 
     norm = token_normaliser(lm.text_options)  # the hypotheses' words as the model reads text (e.g. lower-cased)
     hyps = [h for nb in lists for h in nb.hyps]

@@ -28,6 +28,7 @@ from .. import progress
 from ..data.textio import file_size
 from ..data.tokenizer import TextOptions, iter_sentence_chunks
 from ..data.vocab import EOS, UNK_ID
+from ..errors import UserError
 from ..lm import LanguageModel, perplexity_from_nll, sentence_bounds
 
 LN10 = math.log(10.0)
@@ -120,7 +121,17 @@ def score_ids(lm: LanguageModel, ids: np.ndarray, with_orders: bool = False):
 
 def score_sentences(lm: LanguageModel, sentences: list[list[str]], with_orders: bool = False,
                     first_index: int = 1) -> list[SentenceScore]:
-    """Score tokenised sentences in one bunched call of the model."""
+    """Score tokenised sentences in one bunched call of the model. ``lm``: a model as :func:`sampledlm.load` returns
+    it (whose sentences may then be strings, read with its text options) or its ``lm`` (lists of words only: a
+    string is refused, not read as a list of characters)."""
+    from ..lm import language_model
+
+    if not isinstance(lm, LanguageModel) and hasattr(lm, "words"):
+        sentences = [lm.words(s) for s in sentences]
+    elif any(isinstance(s, str) for s in sentences):
+        raise UserError("score_sentences: a sentence is a list of words here; split the string (or give the model "
+                        "sampledlm.load returns, which reads strings with the model's text options)")
+    lm = language_model(lm)
     if not sentences:
         return []
     ids = encode(sentences, lm)
@@ -137,6 +148,9 @@ def score_file(lm: LanguageModel, path: str, with_orders: bool = False, chunk_to
 
     A progress bar on stderr follows the file when stderr is a terminal.
     """
+    from ..lm import language_model
+
+    lm = language_model(lm)
     opts = opts or TextOptions(**(lm.text_options or {}))
     pending: list[list[str]] = []
     size, index = 0, 1

@@ -70,7 +70,7 @@ from .faults_engine import (CATEGORIES, CORPUS, FIXTURE_PATHS, MUST_BE_ZERO, NO_
                             Result, Side, _first_error, _fmt, _kill_group, _last_line, _listing, _lines, child_env,
                             final_numbers, fixture_commands, has_config, have_prlimit, is_temp, matches,
                             mid_epoch_checkpoint, run_command, snapshot, write_corpus)
-from .report import REPO_DIR, new_figure, stamp, table, write_page
+from benchmarks.report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "faults"
 DEFAULT_BEFORE = "762f3e9"
@@ -537,7 +537,7 @@ def render(data: dict) -> str:
     out = [
         f"{s['cases']} cases and {s['kill_points']} kill points, each run in a fresh temporary directory "
         "with `python -m sampledlm ...` in a subprocess and classified from its exit status, stderr and files "
-        "(categories: `benchmarks.faults`). Data: the built-in corpus (Python's pydoc topics), 1,500 training, "
+        "(categories: `tests/campaigns/faults.py`). Data: the built-in corpus (Python's pydoc topics), 1,500 training, "
         "200 validation and 200 test sentences; tiny models.", "",
         f"- now: commit {s['now']}",
         f"- before: {s['before']} (set `SAMPLEDLM_FAULTS_BEFORE=REV` for another commit, `none` to skip)",

@@ -267,7 +267,7 @@ def _files_of(path: str) -> list[str]:
 
 
 def _make_lattice(d: str, rng: random.Random):
-    from sampledlm.use.lattice import Lattice, Link, write_slf
+    from sampledlm.use.slf import Lattice, Link, write_slf
 
     nodes = rng.randint(2, 6)
     links = [Link(i, i + 1, rng.choice(WORDS[:6]), -round(rng.uniform(1, 5), 3), -round(rng.uniform(1, 3), 3))
@@ -282,7 +282,7 @@ def _make_lattice(d: str, rng: random.Random):
 
 
 def _read_lattice(path: str):
-    from sampledlm.use.lattice import read_lattices
+    from sampledlm.use.slf import read_lattices
 
     return read_lattices(path)
 

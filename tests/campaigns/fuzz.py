@@ -41,7 +41,7 @@ from collections import Counter
 from sampledlm.errors import UserError
 from .fuzz_readers import ORACLES, READERS, Reader
 from .mutate import mutate, random_ops
-from .report import new_figure, stamp, table, write_page
+from benchmarks.report import new_figure, stamp, table, write_page
 
 NAME = "fuzz"
 CASES = 1000

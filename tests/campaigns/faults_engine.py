@@ -517,8 +517,6 @@ def _number(v) -> bool:
 
 
 def _close(a: float, b: float, rel: float) -> bool:
-    import math
-
     if not (math.isfinite(a) and math.isfinite(b)):
         return False
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)

@@ -13,7 +13,7 @@ drawn from :data:`KINDS` by one seeded generator:
   request line, then nothing (closed by the server's idle timeout).
 
 Alongside, ``slow`` clients trickle a body one byte at a time (they should get 408 after the server's
-read timeout), and valid /next and /score requests (from :mod:`.serve_load`'s queries) are checked
+read timeout), and valid /next and /score requests (from :mod:`benchmarks.serve_load`'s queries) are checked
 against ``sampledlm score``'s numbers. Recorded: every answer's status by kind, the server's resident
 memory sampled every 0.2 s (and its kernel-reported peak), whether it is alive and healthy at the end.
 """

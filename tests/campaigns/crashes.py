@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass
 from .faults import _step, inspect_killed, jobs, now_side, recover
 from .faults_engine import (CORPUS, NEURAL_COMMON, Ctx, Fixtures, Side, _first_error, _last_line, final_numbers,
                             is_temp, last_json, ppl_of, run_command, snapshot, write_corpus)
-from .report import new_figure, stamp, table, write_page
+from benchmarks.report import new_figure, stamp, table, write_page
 
 NAME = "crashes"
 KILLS_PER_WRITER = 20
@@ -451,7 +451,7 @@ def render(data: dict) -> str:
         "while T was measured alone, so a killed run is slower than T and the last kill points of a run can land "
         "before its write; the kills during the write do not depend on that. `embed train` with one thread and a "
         "seed writes the same vectors bit for bit on every run: its reference is their digest, the same from the "
-        "directory, vectors.bin and vectors.txt. Method and definitions: `benchmarks.crashes`.", "",
+        "directory, vectors.bin and vectors.txt. Method and definitions: `tests/campaigns/crashes.py`.", "",
         f"- commit {s['now']}; {s['jobs']} commands at a time; wall time {s['wall_seconds']:.0f} s", "",
         f"**Totals**: {t['tried']} kill points ({t['killed']} landed while the command ran, {t.get('in_write', 0)} "
         f"of them while it wrote its output), torn outputs {t['torn']}, recoveries that differ {t['differs']}, not "
