@@ -30,9 +30,17 @@ lmplz, query and build_binary: ``$LMPLZ`` (their folder is taken from it), or on
 -DKENLM_MAX_ORDER=6 && cmake --build kenlm-build --target lmplz query build_binary``; it needs Boost's
 program_options, system, thread and test development packages).
 
+``neural`` (:mod:`benchmarks.large_vocab_neural`, whose docstring has its decisions) trains the neural rows of
+deliverable 3 one after the other, each under the same budget of CPU seconds on one thread (``--budget``, 7200),
+records each as it finishes, and then KN5 + the best of them interpolated:
+
+    nohup nice -n 19 env OMP_NUM_THREADS=1 python -m benchmarks.large_vocab neural --data /work/data/wiki \
+        --work /work/data/wiki-runs >> /work/data/wiki-runs/neural/step.log 2>&1 &
+
 ``--quick`` builds a tiny corpus from generated ``<doc>`` files in a temporary folder, runs the KN5 step on it
-(lmplz only where a binary is found), and writes the page into OUT (a temporary folder unless ``--out`` says
-otherwise) from those rows only; it never touches the JSONL or docs/results.
+(lmplz only where a binary is found) and the neural step (two rows, a budget of seconds), and writes the page
+into OUT (a temporary folder unless ``--out`` says otherwise) from those rows only; it never touches the JSONL
+or docs/results.
 """
 
 from __future__ import annotations
@@ -637,8 +645,9 @@ def targets(rows: dict) -> list[str]:
                     f"{pre['ours']['train']['wall_s'] / pre['lmplz']['train']['wall_s']:.2f}x lmplz's time, peak "
                     f"{pre['ours']['train']['peak_mb']:,.0f} MB)")
         out.append(f"- KN5 on the whole training text, 165M tokens (ours = lmplz to 4 digits, <= 1.2x its time, <= 4 GB): not yet run{note}.")
-    out += ["- The best neural row beats KN5 by >= 25 % within the budget; KN5 + it interpolated beats both: not yet "
-            "run.",
+    from . import large_vocab_neural as neural
+
+    out += [neural.target_line(rows),
             "- Ours >= 1.2x faster-rnnlm in words per CPU second and better at equal CPU time: not yet run."]
     ratios = []
     for key, r in rows.items():
@@ -672,10 +681,6 @@ def targets(rows: dict) -> list[str]:
 NEURAL_TODO = [
     "The data path at 165M tokens (deliverable 6): a neural run over the whole training text (vocabulary, encoding, "
     "a memory-mapped id stream), with its time and peak memory per step.",
-    "Neural rows at the full vocabulary under one CPU budget (deliverable 3): the GRU with NCE, IS, CSS-IS, BlackOut, adaptive, "
-    "class and hsm at their defaults, the Transformer with its best output, the softmax (or its projected cost), each "
-    "learning rate chosen on valid; learning curves; KN5 + the best interpolated. Needs about 2 CPU-hours a row on "
-    "one thread (resumable runs: `sampledlm train ... --resume`).",
     "faster-rnnlm on the same text (deliverable 4): NCE and hierarchical softmax, 1 and 2 threads, beside ours; needs "
     "faster-rnnlm built from source and the `<unk>`-substituted text (the corpus's train.txt already is).",
 ]
@@ -686,11 +691,15 @@ def markdown(rows: dict, quick: bool) -> str:
     kn, missing = kn_section(rows)
     speed, more = speed_section(rows)
     missing += more
+    from . import large_vocab_neural as neural
+
+    nsec, more = neural.section(rows)
+    missing += more
     parts = ["Issue 56: the toolkit's figures at the vocabulary sizes it is for. Every figure below comes from "
              "a row of `benchmarks/notes/large-vocab.jsonl` (date and commit per row), written by the step that "
              "measured it; `python -m benchmarks large-vocab` rebuilds this page from them."
              + (" **--quick: a tiny generated corpus, not the figures.**" if quick else ""), "",
-             "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, "## Not yet run", ""]
+             "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, nsec, "## Not yet run", ""]
     parts += [f"- {m}" for m in missing + NEURAL_TODO]
     return "\n".join(parts) + "\n"
 
@@ -698,7 +707,7 @@ def markdown(rows: dict, quick: bool) -> str:
 def plot(rows: dict):
     from .report import new_figure
 
-    fig, (a1, a2) = new_figure(1, 2, figsize=(9, 3.8))
+    fig, (a1, a2, a3) = new_figure(1, 3, figsize=(13.5, 3.8))
     labels, walls, peaks, colors = [], [], [], []
     for prefix in PREFIXES:
         for name in ("ours", "lmplz", "ours-prune001", "lmplz-prune001"):
@@ -717,6 +726,9 @@ def plot(rows: dict):
     for a in (a1, a2):
         a.set_xticks(list(x), labels, fontsize=6)
     a1.set_title("KN5: ours (blue) and lmplz (orange)", fontsize=9)
+    from . import large_vocab_neural as neural
+
+    neural.curves(a3, rows)
     fig.tight_layout()
     return fig
 
@@ -742,18 +754,34 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         stats = wiki_corpus.build(src, data, held_out=0.1, top=500, quiet=True)
         append_row({"key": "corpus", "rc": 0, "stats": stats, "wall_s": round(time.time() - t, 1)}, notes)
         kn5_step(data, work, "all", notes, budget="1G")
+        from . import large_vocab_neural as neural
+
+        neural.step(data, work, notes, **neural.QUICK)
         return write(out_dir, read_rows(notes), quick=True)
+
+
+def _page_in_new_process() -> None:
+    """The page again by ``python -m benchmarks.large_vocab page`` in a new process: the page code as it is on disk
+    now, not as it was when a step of many hours started."""
+    subprocess.run([sys.executable, "-m", "benchmarks.large_vocab", "page"], cwd=REPO_DIR, check=False)
 
 
 # --- the step command -----------------------------------------------------------------------------------------
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.large_vocab", description=__doc__.split("\n\n")[0])
-    ap.add_argument("step", choices=("corpus", "kn5", "speed", "page"))
+    ap.add_argument("step", choices=("corpus", "kn5", "speed", "neural", "page"))
     ap.add_argument("--source", help="corpus: the folder holding the snapshots (see benchmarks/wiki_corpus.py)")
     ap.add_argument("--data", help="the corpus folder (train/valid/test.txt, 100k/)")
     ap.add_argument("--work", help="scratch folder for models and spills (outside the repository)")
     ap.add_argument("--prefix", default="all", help="kn5: train on the first N tokens (20M, 500k) or 'all'")
     ap.add_argument("--keep-arpa", action="store_true", help="kn5: keep the ARPA files")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="neural: CPU seconds per row on one thread (default 7200: 2 CPU-hours)")
+    ap.add_argument("--epochs", type=int, default=None, help="neural: epochs each row's budget is cut into (default 4)")
+    ap.add_argument("--rows", default=None, help="neural: the rows to run, comma-separated, in order (default all: "
+                    "nce,is,blackout,css-is,class,hsm,adaptive,transformer,softmax)")
+    ap.add_argument("--memory-cap", type=float, default=None,
+                    help="neural: kill a training process above this resident size in MB (default 14000)")
     a = ap.parse_args(argv)
     if a.step == "corpus":
         from . import wiki_corpus
@@ -773,6 +801,25 @@ def main(argv=None) -> None:
         if not (a.data and a.work):
             ap.error("speed needs --data and --work")
         speed_step(a.data, a.work)
+    elif a.step == "neural":
+        from . import large_vocab_neural as ln
+
+        if not (a.data and a.work):
+            ap.error("neural needs --data and --work")
+        ln.install_signal_handlers()
+        wanted = tuple(a.rows.split(",")) if a.rows else ln.ROWS
+        unknown = sorted(set(wanted) - set(ln.ROWS))
+        if unknown:
+            ap.error(f"--rows: unknown {', '.join(unknown)} (rows: {', '.join(ln.ROWS)})")
+        try:
+            ln.step(a.data, a.work, NOTES, budget=a.budget or ln.BUDGET_CPU_S, epochs=a.epochs or ln.EPOCHS,
+                    rows_wanted=wanted, cap_mb=a.memory_cap or ln.MEMORY_CAP_MB, after_each=_page_in_new_process)
+        except ln.Stopped as e:
+            print(f"[neural] stopped during row {e}; its checkpoint is written: run the step again to resume",
+                  file=sys.stderr)
+            sys.exit(1)
+        _page_in_new_process()
+        return
     write(os.path.join(REPO_DIR, "docs", "results"), read_rows(), quick=False)
 
 

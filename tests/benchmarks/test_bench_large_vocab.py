@@ -1,14 +1,177 @@
-"""The large-vocab experiment's smoke test: a tiny corpus of generated ``<doc>`` files through the recipe, KN5 (ours;
-lmplz only where it is installed) and the page, never into docs/results or the committed records."""
+"""The large-vocab experiment: a tiny corpus of generated ``<doc>`` files through the recipe, KN5 (ours; lmplz only
+where it is installed), the neural step (two rows under a budget of seconds, the softmax's projection, KN5 + the
+best interpolated) and the page, never into docs/results or the committed records; and the neural step's parts
+(data subsets, plans, skips, the memory watchdog, the page's section) on their own."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import os
+import sys
 
+import pytest
 from helpers import run_quick
+
+from benchmarks import large_vocab as lv
+from benchmarks import large_vocab_neural as ln
 
 
 @pytest.mark.slow
 def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     data = run_quick("large-vocab", tmp_path / "out", against="Against the issue's targets")
-    assert data
+    rows = data["rows"]
+    nce = rows["neural/nce"]
+    assert nce["rc"] == 0 and nce["epochs"] == 2 and len(nce["curve"]) == 2
+    assert all(c["cpu_s"] > 0 and c["valid_ppl"] > 1 for c in nce["curve"])
+    assert nce["test"]["ppl"] > 1 and nce["test"]["predictions"] > 0 and nce["peak_mb"] > 0
+    assert "--max-time 20 --time-clock cpu" in nce["command"] and nce["invocations"][0]["rc"] == 0
+    assert rows["neural/transformer"]["objective"] == "nce"  # the best finished GRU row's output
+    assert rows["neural/softmax"]["projected"] and rows["neural/softmax"]["words_per_cpu_s"] > 0
+    mix = rows["neural-interp"]
+    assert mix["rc"] == 0 and 0 < mix["weight_neural"] < 1
+    page = (tmp_path / "out" / "large-vocab.md").read_text()
+    assert "## Neural rows at V =" in page and "projected" in page and "KN5 + GRU, NCE interpolated" in page
+    assert "Learning rates are not tuned at this scale" in page
+
+
+def test_strided_subset_is_every_kth_line_in_order(tmp_path):
+    src = tmp_path / "valid.txt"
+    src.write_text("".join(f"w{i} x y z\n" for i in range(100)))  # 400 tokens
+    dst = tmp_path / "sub.txt"
+    ln.strided_file(str(src), str(dst), 40)
+    lines = dst.read_text().splitlines()
+    assert lines == [f"w{i} x y z" for i in range(0, 100, 10)]
+    assert ln.count_predictions(str(dst)) == 50  # 40 tokens + 10 </s>
+
+
+def test_prefix_is_whole_lines_up_to_the_count(tmp_path):
+    src = tmp_path / "train.txt"
+    src.write_text("a b c\nd e\nf g h i\nj\n")
+    dst = tmp_path / "p.txt"
+    ln.prefix_file(str(src), str(dst), 4)
+    assert dst.read_text() == "a b c\nd e\n"
+
+
+def test_a_row_killed_for_memory_in_its_speed_run_is_skipped():
+    rows = {"speed/adaptive/full": {"rc": -9, "tokens": 304345, "process": {"peak_mb": 22762.4}},
+            "speed/hsm/full": {"rc": 0, "process": {"peak_mb": 12740.5}},
+            "speed/class/full": {"rc": 0, "process": {"peak_mb": 15000.0}}}
+    assert "killed by the kernel for memory" in ln.skip_reason("adaptive", rows, 14000)
+    assert ln.skip_reason("hsm", rows, 14000) is None
+    assert "above the 14,000 MB cap" in ln.skip_reason("class", rows, 14000)
+    assert ln.skip_reason("transformer", rows, 14000) is None and ln.skip_reason("nce", rows, 14000) is None
+
+
+def _files(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_text("".join("a b c d e f g h i\n" for _ in range(2000)))  # 9 tokens a line
+    valid = tmp_path / "valid.txt"
+    valid.write_text("a b c\n" * 10)
+    return {"train": str(train), "valid": str(valid), "test": str(valid), "vocab": "v.txt", "valid_sub": str(valid)}
+
+
+def test_a_plan_sizes_the_epochs_from_the_measured_speed_and_is_kept(tmp_path):
+    files = _files(tmp_path)
+    rows = {"speed/nce/full": {"rc": 0, "words_per_cpu_s": 100.0}}
+    work = str(tmp_path / "work")
+    os.makedirs(os.path.join(work, "neural", "data"))
+    plan = ln.make_plan("nce", rows, str(tmp_path / "rows.jsonl"), work, files, budget=100.0, epochs=2,
+                        cap_mb=14000, quick=False)
+    valid_cost = 2 * 40 * ln.EVAL_CPU_S_PER_TOKEN
+    assert plan["epoch_tokens_planned"] == int(100.0 * (100.0 - valid_cost) * ln.SAFETY / 2)
+    assert plan["speed_source"] == "speed/nce/full" and plan["valid_predictions"] == 40
+    assert "--max-time" in plan["options"] and plan["options"][plan["options"].index("--max-time") + 1] == "100"
+    with open(plan["train"]) as f:
+        assert sum(len(line.split()) for line in f) >= plan["epoch_tokens_planned"]
+    # a second start reads the plan it began with, whatever the speed rows say now
+    rows["speed/nce/full"]["words_per_cpu_s"] = 1e6
+    again = ln.make_plan("nce", rows, "unused", work, files, 100.0, 2, 14000, False)
+    assert again == json.loads(json.dumps(plan))
+    with pytest.raises(SystemExit, match="--budget 100"):
+        ln.make_plan("nce", rows, "unused", work, files, 200.0, 2, 14000, False)
+
+
+def test_the_transformer_waits_for_a_finished_gru_row(tmp_path):
+    files = _files(tmp_path)
+    assert "wait" in ln.make_plan("transformer", {}, "x", str(tmp_path), files, 10.0, 2, 14000, True)
+    rows = {"neural/nce": {"rc": 0, "model": "gru", "objective": "nce", "test": {"ppl": 150.0}},
+            "neural/is": {"rc": 0, "model": "gru", "objective": "is", "test": {"ppl": 140.0}},
+            "neural/class": {"rc": 1, "model": "gru", "objective": "class"}}
+    assert ln.best_gru_row(rows) == "is"
+
+
+def test_the_watchdog_kills_a_process_over_the_memory_cap(tmp_path):
+    grow = "import time\nx = []\nfor _ in range(400):\n    x.append(bytearray(8 << 20)); time.sleep(0.02)\n"
+    r = ln.run_watched([sys.executable, "-c", grow], str(tmp_path / "log"), cap_mb=300)
+    assert r["killed_for_memory"] and r["rc"] == -9 and r["killed_at_mb"] > 300
+    ok = ln.run_watched([sys.executable, "-c", "print('hi')"], str(tmp_path / "log"), cap_mb=300)
+    assert ok["rc"] == 0 and not ok["killed_for_memory"] and ok["cpu_s"] >= 0 and ok["peak_mb"] > 0
+    assert "print('hi')" in (tmp_path / "log").read_text()
+
+
+def _finished(row, ppl, objective=None):
+    return {"key": f"neural/{row}", "row": row, "model": "gru", "objective": objective or row, "rc": 0,
+            "plan": {"budget": 7200.0, "epochs": 4, "valid_predictions": 10956, "epoch_predictions": 1000},
+            "curve": [{"epoch": 1, "cpu_s": 100.0, "valid_ppl": 2 * ppl},
+                      {"epoch": 2, "cpu_s": 200.0, "valid_ppl": ppl}],
+            "epochs": 2, "valid_ppl": ppl, "train_cpu_s": 200.0, "process_cpu_s": 230.0, "words_per_cpu_s": 10.0,
+            "peak_mb": 4000.0, "test": {"ppl": ppl, "predictions": 227332, "cpu_s": 1500.0, "wall_s": 1600.0},
+            "invocations": [{"rc": 0}]}
+
+
+def test_the_section_and_the_target_from_recorded_rows():
+    recorded = {k: v for k, v in lv.read_rows().items() if not k.startswith("neural")}  # corpus, KN5, speed
+    kn5 = {"rc": 0, "query": {"ppl": 128.66}, "train_tokens": 165471322, "ngrams": [1], "arpa_mb": 1.0,
+           "train": {"rc": 0, "wall_s": 1.0, "cpu_s": 1.0, "peak_mb": 1.0, "stderr": ""}}
+    rows = {**recorded, "kn5/ours/all": recorded.get("kn5/ours/all") or kn5,
+            "neural/nce": _finished("nce", 120.0), "neural/class": _finished("class", 90.0),
+            "neural/adaptive": {"key": "neural/adaptive", "row": "adaptive", "rc": None, "skipped": "too big"}}
+    text, missing = ln.section(rows)
+    assert "2 CPU-hours each" in text and "| GRU, class |" in text and "-30.0 %" in text
+    assert "**GRU, adaptive: skipped**: too big." in text
+    assert any("is, blackout, css-is, hsm, transformer, softmax" in m for m in missing)
+    assert any("Learning rates chosen on validation" in m for m in missing)
+    line = ln.target_line(rows)
+    assert "GRU, class 90.00" in line and "30.0 % lower: met" in line and "interpolated: not yet run" in line
+    rows["neural-interp"] = {"rc": 0, "row": "class", "ppl": 85.0, "neural_ppl": 90.0, "weight_neural": 0.6,
+                             "cpu_s": 10.0}
+    assert "85.00: met" in ln.target_line(rows)
+    page = lv.markdown(rows, quick=False)
+    assert "## Neural rows at V =" in page and "KN5 + GRU, class interpolated" in page
+    fig = lv.plot(rows)
+    assert len(fig.axes) == 3
+
+
+def _checkpoint(rd, epoch, step, predictions, cpu_s):
+    ck = rd / "checkpoints" / f"ckpt-{step:09d}"
+    ck.mkdir(parents=True)
+    (ck / "trainer_state.json").write_text(json.dumps({"epoch": epoch, "step": step, "epoch_tokens": predictions,
+                                                       "cpu_seconds": cpu_s}))
+    (rd / "checkpoint.json").write_text(json.dumps({"path": f"checkpoints/ckpt-{step:09d}"}))
+
+
+def test_a_row_off_its_planned_speed_starts_again_sized_from_its_first_stretch(tmp_path):
+    files = _files(tmp_path)
+    work = tmp_path / "work"
+    (work / "neural" / "data").mkdir(parents=True)
+    rows = {"speed/nce/full": {"rc": 0, "words_per_cpu_s": 100.0}}
+    plan = ln.make_plan("nce", rows, "unused", str(work), files, 100.0, 2, 14000, False)
+    d = work / "neural" / "nce"
+    (d / "invocations.jsonl").write_text(json.dumps({"cpu_s": 7.0, "wall_s": 9.0}) + "\n")
+    _checkpoint(d / "run", 0, 300, 1300, 10.0)  # 130 words per CPU second: 1.3x the plan
+    new = ln.calibrate(plan, str(work), files, rows, "unused", 14000, False)
+    assert new["calibration"]["discarded"] and new["calibration"]["ratio"] == 1.3
+    assert new["calibration"]["discarded_process_cpu_s"] == 7.0
+    assert new["words_per_cpu_s_planned"] == 130.0 and "its own first 300 steps" in new["speed_source"]
+    assert new["epoch_tokens_planned"] == int(130.0 * (100.0 - 2 * 40 * ln.EVAL_CPU_S_PER_TOKEN) * ln.SAFETY / 2)
+    assert not (d / "run").exists() and (d / "plan-discarded.json").exists()
+    assert (d / "invocations-discarded.jsonl").exists() and not (d / "invocations.jsonl").exists()
+    assert json.loads((d / "plan.json").read_text())["calibration"]["discarded"]
+    # within the tolerance the run goes on, its calibration noted
+    _checkpoint(d / "run", 0, 300, 1350, 10.0)
+    kept = ln.calibrate(new, str(work), files, rows, "unused", 14000, False)
+    assert not kept["calibration"]["discarded"] and (d / "run").exists()
+    # past the first epoch (validation in its CPU seconds) nothing is measured
+    assert ln.first_stretch(str(d / "run")) is not None
+    _checkpoint(d / "run", 1, 600, 10, 20.0)
+    assert ln.first_stretch(str(d / "run")) is None
