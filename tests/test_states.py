@@ -164,3 +164,16 @@ def test_the_use_functions_take_what_load_returns(four_models):
     add_lm_scores(lm, lists)
     assert lists[0].hyps[0].lm_new == pytest.approx(lm.logprob(line))
     assert generate(lm, [], n=2, seed=1) == generate(lm.lm, [], n=2, seed=1)
+
+
+def test_lattice_rescoring_takes_what_load_returns(four_models, tmp_path):
+    from sampledlm.use.lattice import expand, rescore_all
+    from sampledlm.use.slf import Lattice, Link
+
+    model = sampledlm.load(four_models / "kn3.arpa")
+    words = (four_models / "test.txt").read_text().splitlines()[0].split()[:3]
+    lat = Lattice("u", 4, [Link(i, i + 1, w, -1.0, 0.0) for i, w in enumerate(words)])
+    assert model.context_length == 2
+    best = rescore_all([lat], model)[0]  # exact for an n-gram: its own context length, no k to give
+    assert best.words == words and best.lm_new == pytest.approx(model.logprob(words))
+    assert len(expand(lat, model).links) == len(lat.links)

@@ -30,14 +30,25 @@ except PackageNotFoundError:  # run from a checkout's src/ without installing
 __all__ = ["load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings", "UserError", "__version__"]
 
 
+#: what :func:`__getattr__` serves from :mod:`sampledlm.api`, and the subpackages it imports on first use
+_API = ("load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings")
+_LAZY_MODULES = ("ngram", "neural", "maxent", "embed", "api", "lm")
+
+
 def __getattr__(name: str):
     """``sampledlm.load``, ``sampledlm.Model`` (:mod:`sampledlm.api`) and the family packages, imported on first
     use so that the command line starts without numpy."""
     import importlib
 
     # by name, as maxent/__init__.py does: the package root depends on no layer (every module imports it first)
-    if name in ("load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings"):
+    if name in _API:
         return getattr(importlib.import_module(".api", __name__), name)
-    if name in ("ngram", "neural", "maxent", "embed", "api", "lm"):  # sampledlm.ngram.X without an import
+    if name in _LAZY_MODULES:  # sampledlm.ngram.X without an import
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'sampledlm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """What the package offers, the names :func:`__getattr__` imports on first use included (``dir(sampledlm)``
+    and tab completion list ``load`` and ``Model`` before they are imported)."""
+    return sorted(set(globals()) | set(_API) | set(_LAZY_MODULES))

@@ -98,6 +98,12 @@ class Model:
     def __repr__(self) -> str:
         return f"<sampledlm.Model {self.lm.describe()}>"
 
+    @property
+    def context_length(self) -> int | None:
+        """How many previous words the probabilities depend on (n - 1 for n-gram and feed-forward models; None when
+        the whole history counts): :attr:`sampledlm.lm.LanguageModel.context_length`."""
+        return self.lm.context_length
+
     # --- words ---------------------------------------------------------------------------------------------------
     def words(self, sentence: Sentence) -> list[str]:
         """The words the model reads in ``sentence`` (a string is tokenised with the model's text options; literal

@@ -18,7 +18,7 @@ from sampledlm.ngram import read_arpa, train_ngram, write_arpa
 from sampledlm.ngram import mapped
 from sampledlm.ngram.mapped import lock_directory, open_binary, verify_binary, write_binary
 
-MODEL_FILES = sorted(["config.json", "words.json"] + [f"{a}_{k}.npy" for a in ("keys", "logp", "bow") for k in (1, 2, 3)])
+MODEL_FILES = sorted(["config.json", "words.json", "README.md", "provenance.json"] + [f"{a}_{k}.npy" for a in ("keys", "logp", "bow") for k in (1, 2, 3)])
 
 
 @pytest.fixture(scope="module")

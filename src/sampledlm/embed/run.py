@@ -24,7 +24,7 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
     ``check_source(init_dir, what, theirs)`` may refuse a given setting that differs from ``theirs``).
     ``out_dir`` must be new, empty, what a killed training left, or (with ``force``) word embeddings; it is locked
     while written. ``log`` receives the progress lines."""
-    from .. import store
+    from .. import provenance, store
     from ..config import check
     from ..outputs import writing_directory
     from .formats import write_directory
@@ -47,6 +47,7 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
     check_output(out_dir, force)
     with writing_directory(out_dir, store.lock_directory):  # held to the end: a second writer of out_dir stops at once
         check_output(out_dir, force)  # again, now that no other process can write here
+        texts = provenance.data_records({"corpus": list(corpus)})  # hashed once, a block at a time
         t0 = time.perf_counter()
         same_words = source is not None and "min_count" not in given
         vocab, data = read_corpus([(p, text_options) for p in corpus], min_count=cfg.min_count,
@@ -70,7 +71,14 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
                  "training": {"seconds": round(result.seconds, 3),
                               "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
         out_name = "output" if cfg.objective == "neg" else "nodes"
+        provenance.remove(out_dir)  # a model replaced (--force): never its card beside the new vectors
         write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True)
+        prov = provenance.new("embeddings", f"Word vectors: word2vec {cfg.model} with {cfg.objective}, "
+                              f"{len(vocab):,} words x {cfg.dim} dimensions", texts, "cpu",
+                              figures={"words_per_second": round(result.words_per_second),
+                                       "train_seconds": round(result.seconds, 1)})
+        prov["finished"] = prov["created"]
+        provenance.write(out_dir, prov)
     log(f"trained {len(vocab):,} x {cfg.dim} vectors: {result.words_per_second:,.0f} words/s "
         f"({result.seconds:.1f} s training, {time.perf_counter() - t0:.1f} s in all) -> {out_dir}")
     return wv

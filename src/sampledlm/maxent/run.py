@@ -53,7 +53,7 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
     processes (vocabulary shards); ``distributed``: one rank of a torchrun job."""
     import numpy as np
 
-    from .. import store
+    from .. import provenance, store
     from ..data.corpus import build_vocab, load_ids
     from ..data.vocab import Vocab
     from ..outputs import writing_directory
@@ -100,11 +100,20 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
         return None
     with writing_directory(out_dir, store.lock_directory):
         check_output(out_dir, force, clean=True)  # again, now that no other process can write here
+        provenance.remove(out_dir)  # a model replaced (--force): never its card beside the new model
+        data = provenance.data_records({"train": train_path, "valid": valid_path})
         if distributed:
             run_from_env(job)
         else:
             train_sharded(job, ranks)
-    config = store.read_json(os.path.join(out_dir, "config.json"))
+        config = store.read_json(os.path.join(out_dir, "config.json"))
+        world = int(os.environ.get("WORLD_SIZE", "1")) if distributed else ranks
+        prov = provenance.new("maxent", f"A maximum-entropy language model: features {','.join(spec.names)}, "
+                              f"{objective} objective, vocabulary of {len(vocab):,} words", data,
+                              "cpu" + (f", {world} processes" if world > 1 else ""),
+                              figures={"valid_ppl": config["training"]["best_valid_ppl"]})
+        prov["finished"] = prov["created"]
+        provenance.write(out_dir, prov)
     log(f"features: {', '.join(f'{k} {v:,}' for k, v in config['feature_counts'].items())}")
     log(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}")
     return config

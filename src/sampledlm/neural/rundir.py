@@ -15,6 +15,9 @@ Layout of ``RUN_DIR``::
     learning_curve.png       train loss and valid perplexity per epoch
     checkpoint.json          {"path": "checkpoints/ckpt-000001234"}: the latest complete training checkpoint
     checkpoints/ckpt-*/      model, objective, optimizer (safetensors + json), rng.safetensors, trainer_state.json
+    provenance.json          versions, the device used, the date, each data file's size and SHA-256, the final
+    README.md                figures; and the model card generated from them (:mod:`sampledlm.provenance`:
+                             informative only, never read when the run loads; runs before 0.2.0 have none)
 
 Every file is written through :func:`sampledlm.data.textio.atomic_write`. A checkpoint is a *new*
 directory; only when all its files are on disk does ``checkpoint.json`` (atomically) point to it,
@@ -38,6 +41,7 @@ import torch
 
 from ..data.vocab import Vocab
 from ..errors import UserError
+from .. import provenance
 from ..store import (load_state_into, load_tensors, load_vocab_checked, read_json, save_tensors,  # noqa: F401
                      write_json)
 from .. import store
@@ -55,6 +59,27 @@ def make_config(model_spec: dict, objective: str, objective_options: dict, train
         "train": train,
         "data": data,
     }
+
+
+def describe(config: dict) -> str:
+    """One line saying what a run's model is (the model card's first line)."""
+    model, obj = config.get("model", {}), config.get("objective", {})
+    options = {k: v for k, v in obj.get("options", {}).items() if k in ("samples", "classes", "arity", "cutoffs")}
+    said = f" ({', '.join(f'{k} {v}' for k, v in options.items())})" if options else ""
+    return (f"A neural language model: {_sizes(model)}; output objective {obj.get('name')}{said}; vocabulary of "
+            f"{config.get('vocab', {}).get('size', 0):,} words")
+
+
+def write_provenance(run_dir: str, config: dict, device: str, resumed: bool = False) -> None:
+    """``provenance.json`` and the model card of a new run (its data files hashed now), or, ``resumed``, a new
+    session's entry (a run begun before provenance was recorded gets it now, the data hashed as they are now)."""
+    if resumed and provenance.read(run_dir) is not None:
+        provenance.resumed(run_dir, device)
+        return
+    data = config.get("data", {})
+    records = provenance.data_records({"train": data.get("train"), "valid": data.get("valid")})
+    more = {"recorded": "when the run was resumed (it began before provenance was recorded)"} if resumed else {}
+    provenance.write(run_dir, provenance.new("neural", describe(config), records, device, **more))
 
 
 def check_config(config, path: str) -> dict:

@@ -10,7 +10,7 @@ import os
 import torch
 
 from . import rundir as runs
-from .. import store
+from .. import provenance, store
 from ..errors import UserError
 from .distributed import Ranks
 
@@ -60,7 +60,8 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     vocab.save(os.path.join(run_dir, "vocab.txt"))
     runs.write_json(os.path.join(run_dir, "config.json"), config)
     try:
-        trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
+        trainer = RunTrainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
+        runs.write_provenance(run_dir, config, _device_used(trainer))
     except BaseException:
         lock.__exit__(None, None, None)
         raise
@@ -68,9 +69,33 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     return trainer
 
 
-#: what a run directory holds (``.``-names: its lock and the temporary files of atomic writes)
+class RunTrainer(Trainer):
+    """The :class:`~.loop.Trainer` of a run directory: when training finishes, the run's ``provenance.json`` and
+    model card (:mod:`sampledlm.provenance`) get its final figures."""
+
+    def finish(self) -> None:
+        finished = self.state.finalized
+        super().finish()
+        if not finished and self.ranks.is_main:
+            st = self.state
+            valid = [m.get("valid_ppl") for m in st.metrics]
+            best = min(range(len(valid)), key=lambda i: valid[i]) + 1 if valid else None
+            provenance.finish(self.run_dir, {"valid_ppl": st.best_valid if valid else None, "best_epoch": best,
+                                             "epochs": st.epoch, "steps": st.step})
+
+
+def _device_used(trainer: Trainer) -> str:
+    """The device the trainer resolved (never "auto"), with its ranks under torchrun."""
+    from .device import device_name
+
+    where = device_name(trainer.device)
+    return where + (f", {trainer.ranks.world} ranks" if trainer.ranks.active else "")
+
+
+#: what a run directory holds (``.``-names: its lock and the temporary files of atomic writes; provenance.json and
+#: README.md, the model card, since 0.2.0)
 RUN_FILES = frozenset({"config.json", "config.toml", "vocab.txt", "model.safetensors", "objective.safetensors",
-                       "metrics.jsonl", "learning_curve.png", "checkpoint.json", "checkpoints"})
+                       "metrics.jsonl", "learning_curve.png", "checkpoint.json", "checkpoints", *provenance.NAMES})
 
 
 def _check_new_run_dir(run_dir: str) -> None:
@@ -158,7 +183,7 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
     opts = TrainOptions.from_dict(config["train"], cfg_path)
     model, objective = runs.build_from_config(config, vocab)
     train_ids, valid_ids = _load_streams(config, vocab)
-    trainer = Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
+    trainer = RunTrainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
     ckpt = runs.latest_checkpoint(run_dir)
     if ckpt is None:
         raise UserError(f"{run_dir}: no checkpoint to resume from (checkpoint.json missing)")
@@ -169,6 +194,8 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
         raise UserError(f"{run_dir}: training already finished after {trainer.state.epoch} epochs (best valid ppl "
                         f"{trainer.state.best_valid:.2f}); give a larger --epochs to train it further, or start "
                         f"another run from it with --init-from {run_dir}")
+    if ranks.is_main:  # a new session of training: its date and device (a run from before 0.2.0: begun now)
+        runs.write_provenance(run_dir, config, _device_used(trainer), resumed=True)
     if trainer.state.finalized and more:
         # a finished run trained further: from its final (best) weights, its optimiser's last state, the
         # learning rate it ended with; finishing is undone (binary's calibration), and done again at the end

@@ -8,6 +8,8 @@
     DIR/keys_K.npy     int64 [M_K]   sorted keys ctx * W + word (:mod:`.tables`; order 1: arange(W))
     DIR/logp_K.npy     float64 [M_K] log10 p of each stored n-gram
     DIR/bow_K.npy      float64 [M_K] log10 back-off weight (0 where the n-gram is no context)
+    DIR/provenance.json, DIR/README.md   versions, date, and the model card (:mod:`sampledlm.provenance`;
+                       informative only: never read when the model loads, absent from directories before 0.2.0)
 
 the very arrays of :class:`~.model.NgramLM` (KenLM's sorted-array layout, searched by bisection),
 so a query needs nothing rebuilt: :func:`open_binary` maps the ``.npy`` files read-only
@@ -23,7 +25,7 @@ A query checks what it returns (:class:`MappedNgramLM`): a log10 probability tha
 number <= 0 comes from a damaged file, reported as such (a :class:`UserError`), not a silent ``nan``
 perplexity.
 
-Every file is written atomically and ``config.json`` last, so a directory whose writer was
+Every file is written atomically and ``config.json`` last (then the informative provenance files), so a directory whose writer was
 killed has no ``config.json`` and is refused as incomplete; the next ``build-binary`` (or ``prune
 --binary``) into it writes it again (:func:`interrupted_write`) without asking for ``--force``.
 A write that fails with an exception (a full disk, an interrupt) removes what it wrote before the
@@ -58,12 +60,14 @@ def _file_hash(path: str) -> str:
     return h.hexdigest()
 
 
-#: The files :func:`write_binary` writes before config.json (keys_1.npy first), and their hidden temporaries.
-_WRITTEN = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|\..+\.tmp|\.replaced)$")
+#: The files :func:`write_binary` writes before config.json (keys_1.npy first), and their hidden temporaries (and
+#: the provenance files of a model a killed write was replacing).
+_WRITTEN = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|\..+\.tmp|\.replaced|provenance\.json|README\.md)$")
 #: Where the files of the model being replaced wait until the new one is complete (restored if it fails).
 REPLACED = ".replaced"
-#: The files of a model (less config.json).
-_MODEL_FILE = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json)$")
+#: The files of a model (less config.json): its arrays, its words, and after config.json its provenance and model
+#: card (:mod:`sampledlm.provenance`: informative, never read by a loader).
+_MODEL_FILE = re.compile(r"^((keys|logp|bow)_[0-9]+\.npy|words\.json|provenance\.json|README\.md)$")
 
 
 def interrupted_write(names: list[str]) -> bool:
@@ -182,6 +186,10 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
         with atomic_write(old) as f:
             json.dump(config, f, indent=2)
             f.write("\n")
+        from .. import provenance
+
+        written += sorted(provenance.NAMES)
+        provenance.write(out_dir, provenance.new("ngram", describe(config), {}, "cpu"))
     except (Exception, KeyboardInterrupt):  # not a kill (nor a BaseException standing for one): undo, go on
         for name in written:  # atomic_write has removed its own temporary
             with contextlib.suppress(OSError):
@@ -194,6 +202,16 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
         raise
     if kept:
         shutil.rmtree(backup, ignore_errors=True)
+
+
+def describe(config: dict) -> str:
+    """One line saying what a binary directory's model is (its model card's first line)."""
+    ng = config["ngram"]
+    info = ng.get("info") or {}
+    how = f", {info['smoothing']} smoothing" if isinstance(info.get("smoothing"), str) else ""
+    pruned = ", entropy-pruned" if isinstance(info.get("pruned"), dict) else ""
+    return (f"A back-off n-gram model (binary directory): order {ng['order']}{how}{pruned}, "
+            f"{ng['words']:,} words, n-grams {', '.join(f'{c:,}' for c in ng['counts'])}")
 
 
 def _write_npy(path: str, parts, length: int, dtype) -> str:

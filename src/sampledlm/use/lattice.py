@@ -27,6 +27,7 @@ import numpy as np
 
 from ..data.vocab import EOS_ID, UNK_ID
 from ..errors import UserError
+from ..lm import language_model
 from .nbest import Hypothesis, NBest, Weights
 # EPSILON, is_slf, read_lattices, read_slf, write_slf: SLF's, imported from here too (as before they had a module)
 from .slf import EPSILON, Lattice, Link, is_slf, read_lattices, read_slf, write_slf  # noqa: F401
@@ -117,6 +118,7 @@ def expand(lat: Lattice, lm, k: int | None = None, first_pass_weight: float = 0.
     models). ``l`` on each link becomes ``(1 - b) ln P(word | its k-word history) + b l_first``; the
     ``</s>`` probability goes on the links into the (single) end node.
     """
+    lm = language_model(lm)
     k = lm.context_length if k is None else k
     if k is None:
         raise UserError("this model's probabilities depend on the whole history: give the approximation's k")
@@ -189,6 +191,7 @@ def rescore_all(lats: list[Lattice], lm, weights: Weights = Weights(), k: int | 
     with its acoustic, new and first-pass LM scores), as ``(hypotheses, expansions)``; weights can then be
     tuned on it without calling the model again (:func:`tune_lattices`).
     """
+    lm = language_model(lm)
     k = lm.context_length if k is None else k
     if k is None:
         raise UserError("this model's probabilities depend on the whole history: give the approximation's k")

@@ -29,7 +29,28 @@ def model_output(output: str, binary: bool, force: bool, inputs):
     refuse_existing_dir(output, force, "a binary n-gram model")
     with writing_directory(output, lock_directory):
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
+        data = _data_records(inputs)
         yield
+        _record_data(output, data)
+
+
+def _data_records(inputs) -> dict:
+    """The provenance records (size, SHA-256) of the texts an n-gram model is estimated from: ``inputs`` is
+    ``[train, vocab, valid]`` (None where not given), hashed once, before the estimate, a block at a time."""
+    from ... import provenance
+
+    roles = dict(zip(("train", "vocab", "valid"), inputs))
+    return provenance.data_records({r: p for r, p in roles.items() if isinstance(p, (str, os.PathLike)) and p != "-"})
+
+
+def _record_data(out_dir: str, data: dict) -> None:
+    """Add the texts' records to the provenance the binary writer wrote (and to its model card)."""
+    from ... import provenance
+
+    prov = provenance.read(out_dir)
+    if prov is not None and data:
+        prov["data"] = {**prov.get("data", {}), **data}
+        provenance.write(out_dir, prov)
 
 
 def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
