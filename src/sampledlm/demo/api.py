@@ -29,6 +29,23 @@ def api_step(data: DemoData) -> list[Result]:
         name = " + ".join(os.path.basename(x) for x in p)
         top = ", ".join(f"{w} {v:.2f}" for w, v in lm.next_logprobs("the", top_k=3).items())
         say(f"{name}: perplexity of the test text, sentence by sentence {lm.perplexity(lines):.2f}; "
-                   f"log10 P({lines[0][:30]!r}...) {lm.score(lines[0]):.2f}; after 'the': {top}")
+                   f"log10 P({lines[0][:30]!r}...) {lm.log10_prob(lines[0]):.2f}; after 'the': {top}")
+    _decoder_line(lm, name, lines[0])
     say(f"({time.perf_counter() - t0:.1f} s)")
     return []
+
+
+def _decoder_line(lm, name: str, sentence: str) -> None:
+    """A decoder's use: the sentence word by word through a carried state (Model.advance), its sum against the
+    whole sentence's ln P, and three continuations of one state scored in one call."""
+    state, total = lm.begin_sentence(), 0.0
+    words = lm.words(sentence)
+    for word in words + ["</s>"]:
+        logp, state = lm.advance(state, word)
+        total += logp
+    after = lm.advance(lm.begin_sentence(), words[0])[1]
+    branches = list(lm.next_logprobs(words[:1], top_k=3))
+    logps, _ = lm.advance_many([after] * len(branches), branches)
+    shown = ", ".join(f"{w} {v:.2f}" for w, v in zip(branches, logps.tolist()))
+    say(f"{name}, word by word (begin_sentence, advance): ln P {total:.4f} against the whole sentence's "
+        f"{lm.logprob(sentence):.4f}; three branches after {words[0]!r} in one call: {shown}")
