@@ -107,7 +107,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
     """
     import torch
 
-    from ..neural.trainer import new_run, resume_run
+    from ..neural.trainer import resume_run
 
     from ..neural.device import resolve_device
     from ..neural.distributed import Ranks
@@ -137,36 +137,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
         trainer = resume_run(resume_dir, over, log=say, refuse_finished=True, ranks=ranks)
         say(f"resuming {resume_dir} at epoch {trainer.state.epoch + 1}, step {trainer.state.step}")
     else:
-        for flag, val in (("--train", train_path), ("--valid", valid_path), ("-o/--output", run_dir)):
-            if not val:
-                raise UserError(f"{flag} is required (or --resume RUN_DIR)")
-        if init_dir:
-            source, config, vocab = init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count,
-                                                max_size, flags)
-            from ..data.vocabmap import announce
-
-            say(announce(init_dir, config["data"]["init_from"]))
-        else:
-            notes: list[str] = []
-            sources: dict[str, str] = {}
-            try:
-                config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size,
-                                             model_type, context_size, objective, flags, notes, sources)
-            finally:  # what was settled before a refusal is said too, as before
-                for note in notes:
-                    _echo(note)
-        created = ranks.is_main and not os.path.exists(run_dir)
-        try:
-            trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
-            if init_dir:
-                from ..neural.finetune import copy_weights
-
-                copy_weights(source, trainer.model, trainer.objective, vocab, init_dir)
-            if ranks.is_main:
-                _store_settings(ctx, run_dir, init_dir, config, None if init_dir else sources)
-        except Exception:
-            _remove_unstarted(run_dir, created)
-            raise
+        trainer, created = _start_run(ctx, opts, flags, say, ranks)
         resume_dir = run_dir
     try:
         state = trainer.train()
@@ -177,6 +148,48 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
         raise
     ranks.close()
     say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
+
+
+def _start_run(ctx, opts, flags: dict, say, ranks):
+    """``(trainer, created)`` of a new run (``-o``), from its settings or ``--init-from`` another run: its config
+    resolved (the notes said), its directory made and its settings stored in ``config.toml``."""
+    p = ctx.params
+    train_path, valid_path, run_dir, init_dir = p["train_path"], p["valid_path"], p["run_dir"], p["init_dir"]
+    vocab_path, min_count, max_size = p["vocab_path"], p["min_count"], p["max_size"]
+    model_type, context_size, objective = p["model_type"], p["context_size"], p["objective"]
+    from ..neural.trainer import new_run
+
+    for flag, val in (("--train", train_path), ("--valid", valid_path), ("-o/--output", run_dir)):
+        if not val:
+            raise UserError(f"{flag} is required (or --resume RUN_DIR)")
+    if init_dir:
+        source, config, vocab = init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count,
+                                            max_size, flags)
+        from ..data.vocabmap import announce
+
+        say(announce(init_dir, config["data"]["init_from"]))
+    else:
+        notes: list[str] = []
+        sources: dict[str, str] = {}
+        try:
+            config, vocab = build_config(opts, train_path, valid_path, vocab_path, min_count, max_size,
+                                         model_type, context_size, objective, flags, notes, sources)
+        finally:  # what was settled before a refusal is said too, as before
+            for note in notes:
+                _echo(note)
+    created = ranks.is_main and not os.path.exists(run_dir)
+    try:
+        trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
+        if init_dir:
+            from ..neural.finetune import copy_weights
+
+            copy_weights(source, trainer.model, trainer.objective, vocab, init_dir)
+        if ranks.is_main:
+            _store_settings(ctx, run_dir, init_dir, config, None if init_dir else sources)
+    except Exception:
+        _remove_unstarted(run_dir, created)
+        raise
+    return trainer, created
 
 
 def _store_settings(ctx, run_dir: str, init_dir: str | None, config: dict, sources: dict | None = None) -> None:
