@@ -177,3 +177,19 @@ def test_lattice_rescoring_takes_what_load_returns(four_models, tmp_path):
     best = rescore_all([lat], model)[0]  # exact for an n-gram: its own context length, no k to give
     assert best.words == words and best.lm_new == pytest.approx(model.logprob(words))
     assert len(expand(lat, model).links) == len(lat.links)
+
+
+def test_a_server_serves_what_load_returns(four_models):
+    pytest.importorskip("aiohttp", reason="the serve extra is not installed")
+    from sampledlm.serve.app import Server
+    from sampledlm.serve.client import Client
+
+    model = sampledlm.load(four_models / "kn3.arpa")
+    server = Server(model)  # 127.0.0.1 on a free port
+    server.start()
+    try:
+        line = (four_models / "test.txt").read_text().splitlines()[0]
+        got = Client(server.url).score([line])
+        assert got["sentences"][0]["ln"] == pytest.approx(model.logprob(line), rel=1e-9)
+    finally:
+        server.stop()

@@ -172,7 +172,11 @@ def answer_protocol_errors_in_json(runner: web.AppRunner) -> bool:
 
 
 def make_app(lm: LanguageModel, limits: Limits = Limits(), batching: Batching = Batching()) -> web.Application:
-    """The aiohttp application serving ``lm`` (module docstring); its batcher starts with the app."""
+    """The aiohttp application serving ``lm`` (what :func:`sampledlm.load` returns, or its ``lm``; module
+    docstring); its batcher starts with the app."""
+    from ..lm import language_model
+
+    lm = language_model(lm)
     engine = Engine(lm)
     reader = Reader(lm.vocab, lm.text_options, limits)
     batcher = Batcher(engine.run, wait_ms=batching.wait_ms, max_batch=batching.max_batch, enabled=batching.enabled)
@@ -305,6 +309,9 @@ class Server:
 
     def __init__(self, lm: LanguageModel, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits(),
                  batching: Batching = Batching(), shutdown_timeout: float = 30.0):
+        from ..lm import language_model
+
+        lm = language_model(lm)  # what sampledlm.load returns, or its lm
         self.lm, self.host, self.port, self.limits, self.batching = lm, host, port, limits, batching
         self.shutdown_timeout = shutdown_timeout
         self.loop: asyncio.AbstractEventLoop | None = None
