@@ -25,15 +25,15 @@ NO_RECURRENT_DEFAULT = object()
 
 
 def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
-           min_open: bool = False, choices: tuple | None = None, flag: str | None = None, short: str | None = None,
+           min_open: bool = False, max_open: bool = False, choices: tuple | None = None, flag: str | None = None, short: str | None = None,
            multiple: bool = False, negatable: str | None = None, recurrent: Any = NO_RECURRENT_DEFAULT,
            recurrent_unless: tuple[str, ...] = ()):
-    """A dataclass field with its help text and range (``min``/``max`` inclusive unless ``min_open``).
+    """A dataclass field with its help text and range (``min``/``max`` inclusive unless ``min_open``/``max_open``).
 
     ``negatable``: a boolean's "off" flag when not ``--no-NAME``. ``recurrent``: the default on a recurrent trunk
     (an objective's option measured there to want another value), left out when the user gave one of the options
     named in ``recurrent_unless``."""
-    meta = {"help": help, "min": min, "max": max, "min_open": min_open, "choices": choices, "flag": flag,
+    meta = {"help": help, "min": min, "max": max, "min_open": min_open, "max_open": max_open, "choices": choices, "flag": flag,
             "short": short, "multiple": multiple, "negatable": negatable}
     if recurrent is not NO_RECURRENT_DEFAULT:
         meta |= {"recurrent": recurrent, "recurrent_unless": tuple(recurrent_unless)}
@@ -63,8 +63,8 @@ def check_value(name: str, value: Any, meta: dict) -> None:
             lo, hi = meta.get("min"), meta.get("max")
             if lo is not None and (v < lo or (meta.get("min_open") and v == lo)):
                 raise UserError(f"{flag} {v}: must be {'>' if meta.get('min_open') else '>='} {lo:g}")
-            if hi is not None and v > hi:
-                raise UserError(f"{flag} {v}: must be <= {hi:g}")
+            if hi is not None and (v > hi or (meta.get("max_open") and v == hi)):
+                raise UserError(f"{flag} {v}: must be {'<' if meta.get('max_open') else '<='} {hi:g}")
         choices = meta.get("choices")
         if choices and v not in choices:
             raise UserError(f"{flag} {v!r}: choose from {', '.join(map(str, choices))}")

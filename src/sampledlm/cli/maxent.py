@@ -6,13 +6,13 @@ import os
 
 import click
 
-from .common import CONTEXT, SEED, FiniteFloat, deprecated, given, text_options
+from .common import CONTEXT, FiniteFloat, deprecated, text_options
 from ..errors import UserError
-from ..maxent.config import AVERAGES, TrainConfig
-from ..maxent.run import TRIGGER_DEFAULTS
+from ..maxent.run import MaxentRun
 from .configfile import config_option
+from .options import dataclass_options
 
-DEFAULTS = TrainConfig()  # every training flag's default is this dataclass's
+MAXENT_OPTIONS, _ = dataclass_options({"maxent": MaxentRun})  # every training flag, from its one declaration
 
 
 @click.group(context_settings=CONTEXT)
@@ -37,47 +37,14 @@ def maxent():
                    "command's training settings and text): domain adaptation. The text is read with MODEL's "
                    "vocabulary unless --vocab gives a new one (shared words keep their weights).")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file [default: built from --train].")
-@click.option("--features", default="feat-i", show_default=True,
-              help="Comma-separated: unigram, bigram, trigram, 4gram.., skip-bigram, skip-trigram, trigger; "
-                   "or feat-i (n-grams to 3) / feat-ii (+ skip and trigger).")
-@click.option("--objective", type=click.Choice(["binary", "softmax"]), default=DEFAULTS.objective, show_default=True,
-              help="binary: independent logistic classifiers (renormalised, eq. 8). softmax: standard MELM.")
-@click.option("--neg-rate", "alpha", type=FiniteFloat(0, 1, min_open=True), default=DEFAULTS.alpha, show_default=True,
-              help="binary: fraction alpha of negatives kept. softmax: fraction of training positions used.")
-@click.option("--neg-subset", type=click.Choice(["fixed", "variable"]),
-              default="fixed" if DEFAULTS.fixed_negatives else "variable", show_default=True,
-              help="binary: draw new negatives every epoch, or keep the same ones (the paper's MELM runs; worse on "
-                   "PTB at small rates, see docs/results/xu-melm.md).")
-@click.option("--lr", type=FiniteFloat(0, min_open=True), default=DEFAULTS.lr, show_default=True, help="Initial learning rate.")
-@click.option("--optimizer", type=click.Choice(["adagrad", "sgd"]), default="adagrad" if DEFAULTS.adagrad else "sgd",
-              show_default=True,
-              help="adagrad: per-weight steps lr g / sqrt(1 + sum g^2). sgd: plain SGD (the paper: lr 0.1).")
-@click.option("--average", type=click.Choice(list(AVERAGES)), default=DEFAULTS.average, show_default=True,
-              help="Evaluate and keep averaged weights: none (the last weights, as the paper); the mean over each "
-                   "epoch; over every epoch from the 2nd (run); or (auto) since the last epoch at which the last "
-                   "weights did better on --valid.")
-@click.option("--epochs", type=click.IntRange(min=1), default=DEFAULTS.epochs, show_default=True, help="Most epochs.")
-@click.option("--min-improvement", type=FiniteFloat(min=0, max=1, max_open=True), default=None,
-              help="Relative valid-ppl gain that counts as improving: below it lr is halved, and training stops "
-                   f"at the next such epoch.  [default: {DEFAULTS.min_gain}]")
+@MAXENT_OPTIONS
 @click.option("--min-gain", "min_gain_deprecated", type=FiniteFloat(max=1, max_open=True), default=None, hidden=True)
-@click.option("--l2", type=FiniteFloat(min=0), default=DEFAULTS.l2, show_default=True,
-              help="L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.")
-@click.option("--hash-size", type=click.IntRange(min=1), default=None, help="Hash feature weights into this many slots.")
-@click.option("--trigger-window", type=click.IntRange(min=2), default=TRIGGER_DEFAULTS["trigger_window"], show_default=True, help="Trigger words up to this many tokens back.")
-@click.option("--trigger-gap", type=click.IntRange(min=0), default=TRIGGER_DEFAULTS["trigger_gap"], show_default=True, help="Ignore the last this many tokens as triggers.")
-@click.option("--trigger-pairs", type=click.IntRange(min=1), default=TRIGGER_DEFAULTS["trigger_pairs"], show_default=True, help="Trigger pairs kept (by mutual information).")
-@click.option("--trigger-min-count", type=click.IntRange(min=1), default=TRIGGER_DEFAULTS["trigger_min_count"], show_default=True, help="Least count of a trigger pair.")
-@click.option("--trigger-min-lift", type=FiniteFloat(min=1), default=TRIGGER_DEFAULTS["trigger_min_lift"], show_default=True,
-              help="Keep a trigger pair (v, w) only when v in the window makes w more than this many times likelier.")
 @click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
-@click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True, help="Random seed.")
 @config_option
 @text_options
-def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_path, features, objective, alpha, neg_subset, lr,
-          optimizer, average, epochs, min_improvement, min_gain_deprecated, l2, hash_size, trigger_window, trigger_gap,
-          trigger_pairs, trigger_min_count, trigger_min_lift, ranks, distributed, seed, opts):
+def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_path, min_gain_deprecated, ranks,
+          distributed, opts, **settings):
     """Train a maximum-entropy LM on --train, with lr halving on --valid perplexity.
 
     \b
@@ -98,19 +65,12 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
 
     train_path, valid_path = _train_files(positional, train_path, valid_path)
     if min_gain_deprecated is not None:
-        if min_improvement is not None:
+        if settings["min_improvement"] is not None:
             raise UserError("--min-gain is the old name of --min-improvement: give only one of them")
         deprecated("--min-gain is deprecated; use --min-improvement")
-        min_improvement = min_gain_deprecated
-    values = dict(features=features, objective=objective, alpha=alpha, neg_subset=neg_subset, lr=lr,
-                  optimizer=optimizer, average=average, epochs=epochs, min_improvement=min_improvement, l2=l2,
-                  hash_size=hash_size, trigger_window=trigger_window, trigger_gap=trigger_gap,
-                  trigger_pairs=trigger_pairs, trigger_min_count=trigger_min_count,
-                  trigger_min_lift=trigger_min_lift, seed=seed)
-    for name in ("alpha", "neg_subset", "trigger_window", "trigger_gap", "trigger_pairs", "trigger_min_count",
-                 "trigger_min_lift"):  # None = not given: the library knows which default applies
-        if not given(name):
-            values[name] = None
+        settings["min_improvement"] = min_gain_deprecated
+    # None = not given: MaxentRun's default, or the library's (the objective's, the source model's with --init-from)
+    values = {k: v for k, v in settings.items() if v is not None}
     train_directory(train_path, valid_path, out_dir, MaxentRun(**values), opts, force=force, init_dir=init_dir,
                     vocab_path=vocab_path, ranks=ranks, distributed=distributed,
                     check_source=lambda where, what, theirs, here: keep_source_settings(where, what, theirs, here),

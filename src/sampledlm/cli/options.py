@@ -22,7 +22,7 @@ def _click_type(kind, meta):
     if kind is int:
         return click.IntRange(min=None if lo is None else int(lo), max=None if hi is None else int(hi))
     if kind is float:
-        return FiniteFloat(min=lo, max=hi, min_open=bool(meta.get("min_open")))
+        return FiniteFloat(min=lo, max=hi, min_open=bool(meta.get("min_open")), max_open=bool(meta.get("max_open")))
     return click.STRING
 
 

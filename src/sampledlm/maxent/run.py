@@ -8,37 +8,66 @@ import os
 import re
 from typing import Callable
 
+from ..config import option
 from ..errors import UserError
-from .config import TrainConfig
+from .config import AVERAGES, TrainConfig
 from .features import FeatureSpec
 
 #: the trigger features' settings and their defaults (None given: these), from :class:`.features.FeatureSpec`
 TRIGGER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FeatureSpec) if f.name.startswith("trigger_")}
 
 
+_TRAIN = TrainConfig()
+
+
+def _default(text) -> str:
+    return f" [default: {text}]"
+
+
 @dataclasses.dataclass
 class MaxentRun:
-    """What ``maxent train`` is given; None = not given (the default then applies: :class:`.config.TrainConfig`'s,
+    """What ``maxent train`` is given, each setting declared once with its help and range (the command line makes
+    its flags from these fields); None = not given (the default then applies: :class:`.config.TrainConfig`'s,
     :data:`TRIGGER_DEFAULTS`, or the source model's with ``init_dir``). A setting that does not apply is refused
     only when given."""
 
-    features: str = "feat-i"
-    objective: str = TrainConfig.objective
-    alpha: float | None = None  # --neg-rate
-    neg_subset: str | None = None  # fixed | variable (default variable)
-    lr: float = TrainConfig.lr
-    optimizer: str = "adagrad" if TrainConfig.adagrad else "sgd"
-    average: str = TrainConfig.average
-    epochs: int = TrainConfig.epochs
-    min_improvement: float | None = None
-    l2: float = TrainConfig.l2
-    hash_size: int | None = None
-    trigger_window: int | None = None
-    trigger_gap: int | None = None
-    trigger_pairs: int | None = None
-    trigger_min_count: int | None = None
-    trigger_min_lift: float | None = None
-    seed: int = TrainConfig.seed
+    features: str = option("feat-i", "Comma-separated: unigram, bigram, trigram, 4gram.., skip-bigram, skip-trigram, "
+                                     "trigger; or feat-i (n-grams to 3) / feat-ii (+ skip and trigger).")
+    objective: str = option(_TRAIN.objective, "binary: independent logistic classifiers (renormalised, eq. 8). "
+                                              "softmax: standard MELM.", choices=("binary", "softmax"))
+    alpha: float | None = option(None, "binary: fraction alpha of negatives kept. softmax: fraction of training "
+                                       "positions used." + _default(_TRAIN.alpha),
+                                 min=0.0, max=1.0, min_open=True, flag="--neg-rate")
+    neg_subset: str | None = option(None, "binary: draw new negatives every epoch, or keep the same ones (the paper's "
+                                          "MELM runs; worse on PTB at small rates, see docs/results/xu-melm.md)."
+                                    + _default("fixed" if _TRAIN.fixed_negatives else "variable"),
+                                    choices=("fixed", "variable"))
+    lr: float = option(_TRAIN.lr, "Initial learning rate.", min=0.0, min_open=True)
+    optimizer: str = option("adagrad" if _TRAIN.adagrad else "sgd", "adagrad: per-weight steps lr g / sqrt(1 + sum "
+                            "g^2). sgd: plain SGD (the paper: lr 0.1).", choices=("adagrad", "sgd"))
+    average: str = option(_TRAIN.average, "Evaluate and keep averaged weights: none (the last weights, as the paper); "
+                                          "the mean over each epoch; over every epoch from the 2nd (run); or (auto) "
+                                          "since the last epoch at which the last weights did better on --valid.",
+                          choices=tuple(AVERAGES))
+    epochs: int = option(_TRAIN.epochs, "Most epochs.", min=1)
+    min_improvement: float | None = option(None, "Relative valid-ppl gain that counts as improving: below it lr is "
+                                                 "halved, and training stops at the next such epoch."
+                                           + _default(_TRAIN.min_gain), min=0.0, max=1.0, max_open=True)
+    l2: float = option(_TRAIN.l2, "L2 (Gaussian prior) l2/2 |theta|^2 on feature weights, over the training set.",
+                       min=0.0)
+    hash_size: int | None = option(None, "Hash feature weights into this many slots." + _default("no hashing"), min=1)
+    trigger_window: int | None = option(None, "Trigger words up to this many tokens back."
+                                        + _default(TRIGGER_DEFAULTS["trigger_window"]), min=2)
+    trigger_gap: int | None = option(None, "Ignore the last this many tokens as triggers."
+                                     + _default(TRIGGER_DEFAULTS["trigger_gap"]), min=0)
+    trigger_pairs: int | None = option(None, "Trigger pairs kept (by mutual information)."
+                                       + _default(TRIGGER_DEFAULTS["trigger_pairs"]), min=1)
+    trigger_min_count: int | None = option(None, "Least count of a trigger pair."
+                                           + _default(TRIGGER_DEFAULTS["trigger_min_count"]), min=1)
+    trigger_min_lift: float | None = option(None, "Keep a trigger pair (v, w) only when v in the window makes w more "
+                                                  "than this many times likelier."
+                                            + _default(TRIGGER_DEFAULTS["trigger_min_lift"]), min=1.0)
+    seed: int = option(_TRAIN.seed, "Random seed.", min=0, max=2**32 - 1)
 
 
 def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentRun, text_options, *,
