@@ -56,10 +56,10 @@ def test_reads_another_tools_file_and_adds_unk(tmp_path):
     path.write_text(OTHER_TOOL)
     lm = read_arpa(str(path))
     assert "<unk>" in lm.added if hasattr(lm, "added") else "<unk>" in lm.info["added"]
-    assert lm.logprob(["<s>"], "a") == pytest.approx(-0.1)
-    assert lm.logprob(["a"], "a") == pytest.approx(-0.2 - 0.6)  # back-off: b(a) + p(a)
-    assert lm.logprob(["b"], "a") == pytest.approx(-0.6)  # b is not a context: weight 1
-    assert lm.logprob(["a"], "zzz") == pytest.approx(-0.2 - 100.0)  # unknown word -> <unk> at -100
+    assert lm.log10_prob(["<s>"], "a") == pytest.approx(-0.1)
+    assert lm.log10_prob(["a"], "a") == pytest.approx(-0.2 - 0.6)  # back-off: b(a) + p(a)
+    assert lm.log10_prob(["b"], "a") == pytest.approx(-0.6)  # b is not a context: weight 1
+    assert lm.log10_prob(["a"], "zzz") == pytest.approx(-0.2 - 100.0)  # unknown word -> <unk> at -100
     assert lm.score("a b") == pytest.approx(-0.1 - 0.4 - 0.2)
 
 
@@ -69,8 +69,8 @@ def test_missing_prefixes_are_added_with_back_off_probabilities(tmp_path):
                     "-0.5\ta\t-0.25\n\n\\2-grams:\n-0.3\t<s> a\n\n\\3-grams:\n-0.1\ta a a\n\n\\end\\\n")
     lm = read_arpa(str(path))
     assert lm.counts() == [4, 2, 1]  # 'a a' was added
-    assert lm.logprob(["a"], "a") == pytest.approx(-0.25 - 0.5)
-    assert lm.logprob(["a", "a"], "a") == pytest.approx(-0.1)
+    assert lm.log10_prob(["a"], "a") == pytest.approx(-0.25 - 0.5)
+    assert lm.log10_prob(["a", "a"], "a") == pytest.approx(-0.1)
 
 
 GOOD = "\n\\data\\\nngram 1=3\nngram 2=1\n\n\\1-grams:\n-1\t</s>\n-99\t<s>\t-0.5\n-1\t<unk>\n\n\\2-grams:\n-0.3\t<s> </s>\n\n\\end\\\n"
@@ -147,3 +147,12 @@ def test_parsed_files_are_cached_until_they_change(arpa_corpus, tmp_path):
     np.testing.assert_array_equal(again.stream_logprobs(valid, vocab), first.stream_logprobs(valid, vocab))
     write_arpa(train_ngram(train, vocab, 2), str(path))  # a different model at the same path
     assert read_arpa(str(path)).order == 2
+
+
+def test_the_old_logprob_name_warns_and_keeps_its_base(tmp_path):
+    path = tmp_path / "srilm.arpa"
+    path.write_text(OTHER_TOOL)
+    lm = read_arpa(str(path))
+    with pytest.warns(DeprecationWarning, match="log10_prob"):
+        old = lm.logprob(["a"], "b")
+    assert old == lm.log10_prob(["a"], "b")  # log10 still: no caller's numbers change base silently

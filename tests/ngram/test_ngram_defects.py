@@ -291,7 +291,7 @@ def test_irstlm_padding_ngrams_are_scored_as_kenlm_does(tmp_path):
     ids = load_ids(str(tmp_path / "t.txt"), lm.vocab)
     np.testing.assert_allclose(lm.logprobs(ids) / LN10, ref, atol=1e-6)
     ng = lm.ngram
-    assert ng.logprob(["<s>", "<s>"], "a") == pytest.approx(-0.3)  # '<s> <s> a' is never used
+    assert ng.log10_prob(["<s>", "<s>"], "a") == pytest.approx(-0.3)  # '<s> <s> a' is never used
     assert ng.score("a b") == pytest.approx(-0.3 - 0.2 - 0.35)
     assert ng.score("b") == pytest.approx(ref[9] + ref[10])
 
@@ -300,12 +300,12 @@ def test_irstlm_padding_ngrams_are_scored_as_kenlm_does(tmp_path):
 def test_arpa_cache_sees_a_same_size_same_mtime_rewrite(tmp_path):
     path = tmp_path / "m.arpa"
     path.write_text(IRSTLM)
-    assert read_arpa(str(path)).logprob(["a"], "b") == pytest.approx(-0.5)
+    assert read_arpa(str(path)).log10_prob(["a"], "b") == pytest.approx(-0.5)
     st = os.stat(path)
     path.write_text(IRSTLM.replace("-0.5\ta b", "-0.6\ta b"))  # same size
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert os.stat(path).st_size == st.st_size and os.stat(path).st_mtime_ns == st.st_mtime_ns
-    assert read_arpa(str(path)).logprob(["a"], "b") == pytest.approx(-0.6)
+    assert read_arpa(str(path)).log10_prob(["a"], "b") == pytest.approx(-0.6)
     assert read_arpa(str(path)).info["source"] == str(path)
 
 

@@ -256,10 +256,19 @@ class NgramLM:
     def encode(self, words: list[str]) -> np.ndarray:
         return np.array([self.index.get(w, self.unk) for w in words], dtype=np.int64)
 
-    def logprob(self, history: list[str], word: str) -> float:
-        """log10 p(word | history); ``history`` is a list of words, oldest first (may start with ``<s>``)."""
+    def log10_prob(self, history: list[str], word: str) -> float:
+        """log10 p(word | history), as the ARPA file holds it; ``history`` is a list of words, oldest first (may start
+        with ``<s>``)."""
         h = self.encode(list(history)[-(self.order - 1):] if self.order > 1 else [])
         return float(self.logprob10_ids(h.reshape(1, -1), self.encode([word]))[0])
+
+    def logprob(self, history: list[str], word: str) -> float:
+        """Deprecated: :meth:`log10_prob` (this name returned log10 where the rest of the API's ``logprob`` is ln; it
+        still returns log10, so that no caller's numbers change base silently)."""
+        import warnings
+
+        warnings.warn("NgramLM.logprob is deprecated (it is log10): use log10_prob", DeprecationWarning, stacklevel=2)
+        return self.log10_prob(history, word)
 
     def score(self, sentence: str | list[str], eos: bool = True) -> float:
         """Total log10 probability of one sentence after ``<s>`` (and its ``</s>``), like KenLM's ``score``."""
