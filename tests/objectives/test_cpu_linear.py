@@ -104,3 +104,34 @@ def test_segment_gru_with_onednn_products_matches_torchs_gru(identity):
         results.append([out.detach(), x.grad.clone()] + grads)
     for got, want in zip(*results):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_operands_of_many_rows_stay_with_torch():
+    """PyTorch caches each oneDNN product by shape with buffers the size of its operands: a vocabulary-sized operand
+    whose other side changes every step would add one per step, so such products go through torch."""
+    import torch
+
+    from sampledlm.objectives import cpu_linear
+
+    x = torch.randn(64, 32)
+    small, large = torch.randn(4096, 32), torch.randn(cpu_linear._MAX_ROWS + 1, 32)
+    if cpu_linear.enabled():
+        assert cpu_linear.goes_to_onednn(x, small)
+    assert not cpu_linear.goes_to_onednn(x, large)
+    assert torch.allclose(cpu_linear.linear(x, large), x @ large.t(), atol=1e-4)
+
+
+def test_an_adaptive_softmax_tail_table_is_a_plain_linear_layer():
+    import torch
+
+    from sampledlm.objectives import make_objective
+    from sampledlm.objectives.cpu_linear import FastLinear
+
+    counts = torch.arange(2000, 0, -1).numpy()
+    obj = make_objective("adaptive", counts=counts, cutoffs=[100, 500])
+
+    class Scorer:
+        num_words, hidden_size = 2000, 16
+
+    obj.bind(Scorer())
+    assert all(type(t[1]) is torch.nn.Linear and isinstance(t[0], FastLinear) for t in obj.tail)

@@ -125,8 +125,10 @@ class AdaptiveSoftmax(OutputObjective):
         tails = []
         for i in range(k):
             hsz = max(1, int(h // (self.div_value ** (i + 1))))
+            # a tail's rows: those of the step's targets in it, a number that changes every step; its word table
+            # goes through torch, whose products keep nothing per shape (cpu_linear's _MAX_ROWS note)
             tail = nn.Sequential(FastLinear(h, hsz, bias=False),
-                                 FastLinear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False))
+                                 nn.Linear(hsz, self.cutoffs[i + 1] - self.cutoffs[i], bias=False))
             if shared is not None:  # tail i is the input's band i + 1: P_i = Q_{i+1}^T, T_i = E_{i+1}
                 proj, table = shared[i]
                 if tuple(proj.shape) != (hsz, h) or tuple(table.shape) != tuple(tail[1].weight.shape):

@@ -48,11 +48,20 @@ def enabled() -> bool:
 _MIN_MACS = 1 << 21
 
 
+# PyTorch keeps each oneDNN product it has run in an LRU cache of up to 1,024 entries, one per shape, each holding
+# buffers the size of its operands. An operand of a vocabulary's rows whose other side varies from step to step (an
+# adaptive softmax's tail: as many rows as the step's targets in it) then adds a new entry every step: at V = 240k a
+# GRU's adaptive softmax grew from 2.5 to 6.6 GB in 66 steps (1.7 GB flat through torch), and at V = 485k it was
+# killed at 22.7 GB. Operands of more than _MAX_ROWS rows stay with torch (the PTB pages' V = 10k and 22k do not).
+_MAX_ROWS = 1 << 16
+
+
 def goes_to_onednn(x: torch.Tensor, w: torch.Tensor) -> bool:
     """Whether ``x [m, k] @ w [n, k]^T`` goes to oneDNN."""
     return (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 2
             and w.device.type == "cpu" and w.dtype == torch.float32 and w.dim() == 2
-            and x.shape[0] * w.shape[0] * w.shape[1] >= _MIN_MACS and enabled())
+            and x.shape[0] * w.shape[0] * w.shape[1] >= _MIN_MACS
+            and x.shape[0] <= _MAX_ROWS and w.shape[0] <= _MAX_ROWS and enabled())
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -105,7 +114,7 @@ def fast_linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
     at least ``_MIN_MACS`` multiply-adds outside autocast, tracing, export and ``torch.compile``; otherwise exactly
     ``torch.nn.functional.linear``."""
     if (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() >= 1 and w.dim() == 2
-            and x.numel() * w.shape[0] >= _MIN_MACS and w.dtype == torch.float32
+            and x.numel() * w.shape[0] >= _MIN_MACS and w.dtype == torch.float32 and w.shape[0] <= _MAX_ROWS
             and not torch.is_autocast_enabled("cpu") and not torch.jit.is_tracing()
             and not torch.onnx.is_in_onnx_export() and not _compiling() and enabled()):
         return LinearFunction.apply(x, w, bias)
