@@ -47,12 +47,12 @@ from ... import progress
 from ...data.vocab import BOS, Vocab
 from ...errors import UserError
 from .arpa_stream import PYTHON_BYTES_PER_LINE, PYTHON_LINES, write_arpa_held, write_arpa_streaming
-from .budget import (ARPA_KERNELS, MIN_WINDOW, check_budget, fit_window, held_while_reading, text_chunk_bytes,
-                     window_for, working_bytes)
+from .budget import (ARPA_KERNELS, MIN_WINDOW, check_budget, fit_window, held_while_reading, spill_need,
+                     text_chunk_bytes, window_for, working_bytes)
 from .count_stream import count_order, pad
 from .counts import check_order_supported
 from .estimate import _log10
-from .id_stream import read_text, rechunk
+from .id_stream import TokenMeter, read_text, rechunk
 from .kn_stream import adjusted, context_weights, counts_of_counts, interpolate_order
 from .kneser_ney import discounts_from_n
 from .prune import parse_thresholds
@@ -71,7 +71,7 @@ def check_streaming(smoothing: str) -> None:
 def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: int, temp_dir: str | None = None,
                   smoothing: str = "mkn", prune: list[int] | None = None, text: tuple | None = None,
                   binary: bool = False, locked: bool = False, dask: tuple | None = None,
-                  window: int | None = None, ram: int | None = None) -> dict:
+                  window: int | None = None, ram: int | None = None, meter: TokenMeter | None = None) -> dict:
     """Estimate an order-``order`` Kneser-Ney model from the id stream windows ``chunks`` into the ARPA ``output``.
 
     ``memory``: the byte budget for the whole process (module docstring). ``text``: instead of
@@ -82,7 +82,9 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     same model). ``window``: elements per window instead of what the budget leaves, the budget then
     unchecked (tests and the demo: many sorted runs from a small corpus). ``ram``: bytes of spill files held
     in memory instead of on disk (``None``: what the budget leaves beside the window, all of them when the
-    corpus fits in one window; 0 with ``window`` given).
+    corpus fits in one window; 0 with ``window`` given). ``meter``: counts the tokens ``chunks`` reads from
+    its text (:class:`.id_stream.TokenMeter`), for the check of the temporary directory's free space before the
+    first spill (:meth:`.spill.Spill.check_room`; without it the check waits until the stream's length is known).
     Returns a report: n-grams per order, vocabulary size, discounts, the window, bytes spilled,
     seconds per stage.
     """
@@ -97,10 +99,13 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     if window is None:
         check_budget(memory, reserve)
     ram = (ram or 0) if fixed else held_while_reading(memory, reserve, text[0] if text is not None else None)
+    if text is not None:
+        meter = TokenMeter(text_size(text[0]))
     with Spill(temp_dir, MIN_WINDOW, ram) as sp, heap_kept(memory):
+        sp.estimate = lambda: spill_need(meter.expected() if meter is not None else None, order)
         if text is not None:
             vocab, chunks = read_text(sp, *text, chunk_bytes=text_chunk_bytes(memory, reserve) if window is None
-                                      else 1 << 20)
+                                      else 1 << 20, meter=meter)
         # sized after reading the text: what its strings leave resident (the allocator keeps freed arenas)
         # counts against the budget
         sp.window = info["window"] = window_for(memory, reserve) if window is None else int(window)
@@ -111,7 +116,7 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
         modified = smoothing == "mkn"
         _unigrams(sp, uni, order, vocab.bos_id, modified, info)
         t = time.perf_counter()
-        ds = _adjust(sp, order, vocab.bos_id, modified, info)
+        ds = _adjust(sp, order, vocab.bos_id, modified, sizes, info)
         info["seconds"]["adjust"] = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         kept = _interpolate(sp, order, ds, thresholds, sizes)
@@ -124,6 +129,28 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
         if any(thresholds[1:]):
             info["prune"] = thresholds
     return info
+
+
+def text_size(path: str) -> int | None:
+    """Bytes of the text ``path`` once decompressed: its size, 4x for a compressed one (about what text
+    compresses by; the check after reading has the exact length); None for standard input."""
+    from ...data.textio import COMPRESSED_SUFFIXES, file_size
+
+    size = file_size(path)
+    return size * 4 if size is not None and path.endswith(COMPRESSED_SUFFIXES) else size
+
+
+def _counted(chunks, bar):
+    """The windows ``chunks``, each one's length added to the progress ``bar`` as it is taken."""
+    for c in chunks:
+        bar.update(len(c))
+        yield c
+
+
+def _room_known(sp: Spill, tokens: int, order: int) -> None:
+    """Once the stream's length is known (and the window fitted to it): the free-space check again, exact."""
+    sp.estimate = lambda: spill_need(tokens, order)
+    sp.check_room()
 
 
 def _count(sp: Spill, chunks, order: int, bos: int, dask: tuple | None, budget: tuple | None,
@@ -142,14 +169,15 @@ def _count(sp: Spill, chunks, order: int, bos: int, dask: tuple | None, budget: 
         check_order_supported(sizes, order)
         if budget is not None:
             fit_window(sp, *budget, max(sizes))
+        _room_known(sp, tokens, order)
     else:
-        with progress.bar(desc="pad", unit="tok") as bar:
-            uni, tokens = pad(sp, rechunk(chunks, sp.window), W, bos)
-            bar.update(tokens)
+        with progress.bar(total=sp.length("raw") or None, desc="pad", unit="tok") as bar:  # raw: a text's ids
+            uni, tokens = pad(sp, _counted(rechunk(chunks, sp.window), bar), W, bos)
         sp.remove("raw")
         positions = sp.length("padded")
         if budget is not None:
             fit_window(sp, *budget, max(positions, W))
+        _room_known(sp, tokens, order)
         sizes = [W]
         for k in range(2, order + 1):
             with progress.bar(total=positions, desc=f"count {k}-grams", unit="pos") as bar:
@@ -188,16 +216,18 @@ def _unigrams(sp: Spill, uni: np.ndarray, order: int, bos: int, modified: bool, 
     sp.append("logp_1", _log10(p1))
 
 
-def _adjust(sp: Spill, order: int, bos: int, modified: bool, info: dict) -> dict[int, np.ndarray]:
+def _adjust(sp: Spill, order: int, bos: int, modified: bool, sizes: list[int], info: dict) -> dict[int, np.ndarray]:
     """Stage 3 for orders 2..n: adjusted counts and their discounts (recorded in ``info``), by order."""
     ds = {}
-    for k in range(2, order + 1):
-        adjusted(sp, k, order, bos)
-        dk, fb = discounts_from_n(counts_of_counts(sp, f"a_{k}"), modified)
-        ds[k] = dk
-        info["discounts"].append([round(float(x), 6) for x in dk[1:]])
-        if fb:
-            info["fallback_orders"].append(k)
+    with progress.bar(total=sum(sizes[1:]), desc="adjust", unit="ngram") as bar:
+        for k in range(2, order + 1):
+            adjusted(sp, k, order, bos)
+            dk, fb = discounts_from_n(counts_of_counts(sp, f"a_{k}"), modified)
+            ds[k] = dk
+            info["discounts"].append([round(float(x), 6) for x in dk[1:]])
+            if fb:
+                info["fallback_orders"].append(k)
+            bar.update(sizes[k - 1])
     return ds
 
 

@@ -26,8 +26,28 @@ def array_chunks(ids: np.ndarray, size: int):
             yield np.asarray(ids[s : s + size])
 
 
-def text_chunks(path: str, vocab: Vocab, opts):
-    """Windows of the id stream of a text file, encoded as :func:`sampledlm.data.corpus.encode_file` does."""
+class TokenMeter:
+    """Tokens read so far from a text of ``size`` bytes (None: unknown, e.g. standard input) and the bytes they
+    came from: :meth:`expected` extrapolates the stream's length (for :func:`.budget.spill_need`)."""
+
+    def __init__(self, size: int | None):
+        self.size, self.bytes, self.tokens = size, 0, 0
+
+    def add(self, tokens: int, nbytes: int) -> None:
+        self.tokens += int(tokens)
+        self.bytes += int(nbytes)
+
+    def expected(self) -> int | None:
+        """Tokens of the whole text at the rate read so far; None before anything is read, or when the text's
+        size is unknown (until the caller knows the length)."""
+        if not self.size or not self.bytes or not self.tokens:
+            return None
+        return int(self.tokens * max(1.0, self.size / self.bytes))
+
+
+def text_chunks(path: str, vocab: Vocab, opts, meter: TokenMeter | None = None):
+    """Windows of the id stream of a text file, encoded as :func:`sampledlm.data.corpus.encode_file` does
+    (``meter``: counts them as they are read)."""
     from itertools import repeat
 
     from ...data.corpus import with_ends
@@ -35,8 +55,10 @@ def text_chunks(path: str, vocab: Vocab, opts):
     from ...data.vocab import UNK_ID
 
     get = vocab.index.get
-    for sents, _ in iter_sentence_chunks(path, opts):
+    for sents, nbytes in iter_sentence_chunks(path, opts):
         flat = with_ends(sents)
+        if meter is not None:
+            meter.add(len(flat), nbytes)
         if flat:
             yield np.fromiter(map(get, flat, repeat(UNK_ID)), dtype=np.int32, count=len(flat))
 
@@ -71,7 +93,8 @@ def _plain_sentences(path: str, opts, chunk_bytes: int):
         del toks  # nothing of this chunk stays while the next one is read
 
 
-def read_text(sp: Spill, path: str, opts, chunk_bytes: int | None = None) -> tuple[Vocab, object]:
+def read_text(sp: Spill, path: str, opts, chunk_bytes: int | None = None,
+              meter: TokenMeter | None = None) -> tuple[Vocab, object]:
     """One pass over a text file for both its vocabulary and its id stream: the :class:`Vocab` that
     :func:`sampledlm.data.corpus.build_vocab` builds, and windows of the id stream that
     :func:`text_chunks` yields with it (the same ids), read back from the spill file ``raw``.
@@ -79,7 +102,8 @@ def read_text(sp: Spill, path: str, opts, chunk_bytes: int | None = None) -> tup
     Words get provisional ids in order of first appearance while the text is read (the dictionary
     lookups of the ids already seen run at C speed; only a window's new words take a Python step),
     their counts by ``bincount``; once the vocabulary is known, a table maps provisional ids to its
-    ids as each window is read back. The text is read once (``--train -`` works), not twice."""
+    ids as each window is read back. The text is read once (``--train -`` works), not twice. ``meter``: counts
+    the tokens and bytes read, each chunk's before its ids are spilled."""
     from collections import Counter
     from itertools import repeat
 
@@ -134,6 +158,8 @@ def read_text(sp: Spill, path: str, opts, chunk_bytes: int | None = None) -> tup
                 ids, mark = ids[~(mark & after_mark)], mark[~(mark & after_mark)]
                 ids[mark] = provisional([EOS])[0]
             n_sent += int(np.count_nonzero(ids == get(EOS, -1)))
+            if meter is not None:
+                meter.add(len(ids), nbytes)
             if len(ids):
                 c = np.bincount(ids, minlength=len(words))
                 c[: len(counts)] += counts

@@ -112,13 +112,14 @@ def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, loc
 
 
 def _run_bounded(config, budget, train, output, vocab_path, opts, common) -> dict:
-    from .external import train_bounded
-    from .id_stream import text_chunks
+    from .external import text_size, train_bounded
+    from .id_stream import TokenMeter, text_chunks
 
     if vocab_path:
         vocab = Vocab.load(vocab_path)
-        info = train_bounded(text_chunks(train, vocab, opts), vocab, config.order, output, budget, config.temp_dir,
-                             config.smoothing, config.thresholds, **common)
+        meter = TokenMeter(text_size(train))
+        info = train_bounded(text_chunks(train, vocab, opts, meter), vocab, config.order, output, budget,
+                             config.temp_dir, config.smoothing, config.thresholds, meter=meter, **common)
     else:  # one pass over the text for the vocabulary and the ids
         info = train_bounded(None, None, config.order, output, budget, config.temp_dir, config.smoothing,
                              config.thresholds, text=(train, opts), **common)

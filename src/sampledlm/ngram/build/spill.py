@@ -6,6 +6,11 @@ binary files (one dtype each, no header). It holds an OS lock on its ``.lock`` f
 up; one not locked yet only when the process named in it is gone -- and every run calls it when it
 starts. The directory is removed on success and on error.
 
+Before the first byte goes to disk the run checks that ``--temp-dir`` has room for what it will spill
+(:meth:`Spill.check_room`, from the estimate the pipeline gives: :func:`.budget.spill_need`), and a disk that
+fills up anyway (``ENOSPC``, ``EDQUOT``) ends the run with one line naming the directory (:func:`spill_error`);
+either way nothing of the run stays there.
+
 Files are read by explicit ``np.fromfile`` calls, never memory-mapped, so the pages read do not stay in
 the process's resident set. A file may instead be held in memory (its arrays as appended), while all the files
 held stay within ``ram`` bytes: when the budget leaves room, nothing is written to disk (as lmplz keeps its sorted
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import os
 import shutil
 import socket
@@ -120,6 +126,39 @@ def sweep(parent: str) -> list[str]:
     return removed
 
 
+def disk_free(path: str) -> int | None:
+    """Bytes free to this user on the file system of ``path`` (``shutil.disk_usage``), None when unknown."""
+    try:
+        return int(shutil.disk_usage(path).free)
+    except (OSError, ValueError):
+        return None
+
+
+def gigabytes(n: float) -> str:
+    """``12.3 GB``, ``456 MB`` or ``789 KB`` (powers of 1000, as ``df -H``)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n < 100 * size else f"{n / size:.0f} {unit}"
+    return f"{max(n, 0) / 1e3:.0f} KB"
+
+
+def no_room(parent: str, need: int, free: int) -> UserError:
+    """The one-line refusal of a run whose spill files would not fit in ``--temp-dir`` ``parent``."""
+    return UserError(f"--temp-dir {parent}: not enough free space for bounded estimation's temporary files: it "
+                     f"needs about {gigabytes(need)} there and {gigabytes(free)} is free; give a --temp-dir "
+                     f"on a disk with more room")
+
+
+def spill_error(parent: str, e: OSError, written: int) -> UserError:
+    """The one-line error for a write to the spill directory under ``parent`` that failed with ``e``."""
+    reason = (e.strerror or os.strerror(e.errno)) if e.errno else str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UserError(f"--temp-dir {parent}: cannot write bounded estimation's temporary files ({reason}) after "
+                         f"{gigabytes(written)} written; give a --temp-dir on a disk with more room")
+    return UserError(f"--temp-dir {parent}: cannot write bounded estimation's temporary files ({reason}); "
+                     f"give a --temp-dir with more room")
+
+
 def check_temp_dir(parent: str) -> None:
     """A :class:`UserError` unless ``parent`` (``--temp-dir``) is a directory."""
     if not os.path.isdir(parent):
@@ -130,7 +169,7 @@ class Spill:
     """One run's temporary directory of flat arrays (module docstring); use as a context manager."""
 
     def __init__(self, parent: str | None, window: int, ram: int = 0):
-        parent = parent or tempfile.gettempdir()
+        self.parent = parent = parent or tempfile.gettempdir()
         check_temp_dir(parent)
         sweep(parent)
         host = socket.gethostname().replace(".", "_")
@@ -145,6 +184,9 @@ class Spill:
         self._mem: dict[str, _MemFile] = {}
         self.dtypes: dict[str, np.dtype] = {}
         self.spilled = 0  # bytes written to disk, for the report
+        # () -> bytes the run's files will take at their peak, or None while unknown (:meth:`check_room`)
+        self.estimate = None
+        self._room_checked = False
 
     def __enter__(self):
         return self
@@ -186,13 +228,52 @@ class Spill:
         if not any(g is f for g in self._mem.values()):
             self.held -= f.nbytes
 
-    def _write(self, name: str, data: np.ndarray) -> None:
+    def on_disk(self) -> int:
+        """Bytes this run's files take on disk now (hard links counted once)."""
+        seen, total = set(), 0
+        with contextlib.suppress(OSError), os.scandir(self.dir) as it:
+            for e in it:
+                with contextlib.suppress(OSError):
+                    st = e.stat()
+                    if st.st_ino not in seen:
+                        seen.add(st.st_ino)
+                        total += st.st_size
+        return total
+
+    def check_room(self) -> None:
+        """A :class:`UserError` (:func:`no_room`) when the free space of ``--temp-dir`` and what this run has there
+        already fall short of :attr:`estimate` less the bytes held in memory (``ram``). Called before the first
+        write to disk, and by the pipeline again once the stream's length is known."""
+        need = self.estimate() if self.estimate is not None else None
+        if need is None:
+            return
+        self._room_checked = True
+        free = disk_free(self.parent)
+        have = self.on_disk()
+        need = int(need) - self.ram - have
+        if free is not None and need > free:
+            raise no_room(self.parent, need, free)
+
+    def _open(self, name: str, mode: str):
+        if not self._room_checked:
+            self.check_room()
         try:
-            with open(self.path(name), "ab") as f:
-                f.write(data)  # the array's own buffer: no copy
+            return open(self.path(name), mode)
         except OSError as e:
-            raise UserError(f"--temp-dir {self.dir}: cannot write ({e.strerror or e}); give a --temp-dir with more room") from None
+            raise spill_error(self.parent, e, self.spilled) from None
+
+    def _write(self, name: str, data: np.ndarray) -> None:
+        with self._failing(), self._open(name, "ab") as f:
+            f.write(data)  # the array's own buffer: no copy
         self.spilled += data.nbytes
+
+    @contextlib.contextmanager
+    def _failing(self):
+        """An :class:`OSError` of a write (a full disk, a quota) as the one-line :func:`spill_error`."""
+        try:
+            yield
+        except OSError as e:
+            raise spill_error(self.parent, e, self.spilled) from None
 
     def create(self, name: str, dtype, length: int = 0, fill=0) -> None:
         """A new file of ``length`` elements set to ``fill`` (on disk: written in windows)."""
@@ -203,7 +284,7 @@ class Spill:
             f.append(np.full(length, fill, dtype=dtype))
             self.held += f.nbytes
             return
-        with open(self.path(name), "wb") as f:
+        with self._failing(), self._open(name, "wb") as f:  # a failing close (flush) too
             block = np.full(min(length, self.window), fill, dtype=dtype)
             left = length
             while left > 0:
@@ -238,7 +319,7 @@ class Spill:
         if name in self._mem:
             self._mem[name].write_at(start, data)
             return
-        with open(self.path(name), "r+b") as f:
+        with self._failing(), self._open(name, "r+b") as f:
             f.seek(start * data.itemsize)
             f.write(data)  # the array's own buffer: no copy
 
