@@ -135,3 +135,16 @@ def test_ngram_maxent_and_embedding_directories_have_provenance(tiny_corpus, tmp
     prov = _prov(vec)
     assert prov["family"] == "embeddings" and prov["data"]["corpus"][0]["sha256"] == _sha(train)
     assert "embed neighbors" in (vec / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_pipe_is_not_read_to_hash_it(tmp_path):
+    """Training reads a FIFO or standard input once: provenance must not consume it first."""
+    import os
+
+    from sampledlm import provenance
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    record = provenance.file_record(str(fifo))  # would block forever if it opened the FIFO
+    assert record["error"] == "not a regular file: not hashed" and "sha256" not in record
+    assert provenance.file_record("-")["path"] == "standard input"

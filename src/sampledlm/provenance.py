@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import platform
+import stat
 from typing import Iterable
 
 from .data.textio import atomic_write
@@ -63,8 +64,12 @@ def environment() -> dict:
 def file_record(path: str) -> dict:
     """``{"path", "bytes", "sha256"}`` of a file, hashed a block at a time (bounded memory for any size); a
     path that cannot be read (a pipe, a file gone) is recorded with its error instead."""
-    record: dict = {"path": os.path.abspath(path)}
+    record: dict = {"path": os.path.abspath(path) if path != "-" else "standard input"}
     try:
+        if path == "-" or not stat.S_ISREG(os.stat(path).st_mode):
+            # a pipe, a FIFO or standard input is read once, by training: hashing it here would consume it
+            record["error"] = "not a regular file: not hashed"
+            return record
         h = hashlib.sha256()
         size = 0
         with open(path, "rb") as f:
