@@ -45,10 +45,9 @@ from torch import nn
 from ..config import option
 from ..errors import UserError
 from .cpu_linear import FastLinear
-from .base import OutputObjective, Scorer
+from .base import Scorer
 from .options import WordClassOptions, like
-from .structure import (NO_CLASSES, attach_word_classes, concat_ranges, frequency_order, hidden_width,
-                        settle_word_classes, word_classes_path)
+from .structure import NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width
 
 
 BINNINGS = ("sqrt", "mass")
@@ -96,7 +95,7 @@ class ClassOptions(WordClassOptions):
             raise UserError("--classes and --word-classes: give one (the file decides the number of classes)")
 
 
-class ClassSoftmax(OutputObjective):
+class ClassSoftmax(WordClassObjective):
     """Two-level class-factored softmax (see the module docstring).
 
     Options ``classes``: C (default ``round(2 sqrt(V))``); ``binning``: ``sqrt`` (default) or ``mass``
@@ -118,14 +117,8 @@ class ClassSoftmax(OutputObjective):
 
     def __init__(self, counts=None, **options):
         super().__init__(counts, **options)
-        o = self.options
-        classes, binning, word_classes, components = o.classes, o.binning, o.word_classes, o.components
-        self.components = int(components)
-        self.counts = None if counts is None else np.asarray(counts)
-        self.classes_option = classes
-        self.binning = binning
-        self.word_classes_path = word_classes_path(word_classes)  # read in attach (set_word_classes), not here
-        self.bound = False
+        self.classes_option = self.options.classes
+        self.binning = self.options.binning
 
     def bind(self, scorer: Scorer) -> None:
         v, h = int(scorer.num_words), hidden_width(scorer)
@@ -135,13 +128,6 @@ class ClassSoftmax(OutputObjective):
         if c > v:
             raise UserError(f"--classes {c}: at most V = {v}")
         self._set_classes(frequency_classes(self.counts, v, c, self.binning), h)
-
-    @classmethod
-    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
-        return settle_word_classes(options, vocab)
-
-    def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
-        attach_word_classes(self, vocab, fresh, train_ids)
 
     def set_word_classes(self, cls, labels=None) -> None:
         """Use the classes ``cls [V]`` (e.g. the exchange algorithm's, :mod:`sampledlm.data.clusters`)

@@ -51,11 +51,11 @@ import torch.nn.functional as F
 
 from ..config import option
 from ..errors import UserError
-from .base import OutputObjective, Scorer
+from .base import Scorer
 from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
-from .structure import (attach_word_classes, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
-                        huffman_tree, settle_word_classes, word_classes_path, word_paths)
+from .structure import (WordClassObjective, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
+                        huffman_tree, word_paths)
 
 
 # A parent's children are scored as one block (_sibling_lse) once the batch's steps through it need at least this
@@ -102,7 +102,7 @@ class HSMOptions(WordClassOptions):
                             "or more")
 
 
-class HierarchicalSoftmax(OutputObjective):
+class HierarchicalSoftmax(WordClassObjective):
     """Hierarchical softmax over a Huffman tree (see the module docstring). Needs V >= 2.
 
     Shapes: ``ctx [N, h]``, ``targets [N]`` -> scalar mean ``-log P(y|h)``; per step O(N L h) with L
@@ -122,13 +122,8 @@ class HierarchicalSoftmax(OutputObjective):
 
     def __init__(self, counts=None, **options):
         super().__init__(counts, **options)
-        word_classes, arity, components = self.options.word_classes, self.options.arity, self.options.components
-        self.components = int(components)
-        self.arity = int(arity)
+        self.arity = int(self.options.arity)
         self.bits = self.arity.bit_length() - 1
-        self.counts = None if counts is None else np.asarray(counts)
-        self.word_classes_path = word_classes_path(word_classes)  # read in attach (set_word_classes), not here
-        self.bound = False
 
     def bind(self, scorer: Scorer) -> None:
         v = int(scorer.num_words)
@@ -144,13 +139,6 @@ class HierarchicalSoftmax(OutputObjective):
         self._derive()
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
-
-    @classmethod
-    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
-        return settle_word_classes(options, vocab)
-
-    def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
-        attach_word_classes(self, vocab, fresh, train_ids)
 
     def set_word_classes(self, cls, labels=None) -> None:
         """Rebuild the tree so that each class of ``cls [V]`` is a subtree (:func:`class_huffman_tree`;

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..errors import UserError
+from .base import OutputObjective
 
 
 def frequency_order(counts, num_words: int) -> np.ndarray:
@@ -264,3 +265,23 @@ def attach_word_classes(objective, vocab, fresh: bool, train_ids=None) -> None:
 
     cls, _, labels = read_word_classes(objective.word_classes_path, vocab.words, labels=True)
     objective.set_word_classes(cls, labels)
+
+
+
+class WordClassObjective(OutputObjective):
+    """What class and hsm share: ``components``, the unigram counts, the word classes' path (read in
+    :meth:`attach`, clustered there for ``auto``) and the options' settling."""
+
+    def __init__(self, counts=None, **options):
+        super().__init__(counts, **options)
+        self.components = int(self.options.components)
+        self.counts = None if counts is None else np.asarray(counts)
+        self.word_classes_path = word_classes_path(self.options.word_classes)  # read in attach, not here
+        self.bound = False
+
+    @classmethod
+    def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
+        return settle_word_classes(options, vocab)
+
+    def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
+        attach_word_classes(self, vocab, fresh, train_ids)
