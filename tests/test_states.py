@@ -193,3 +193,15 @@ def test_a_server_serves_what_load_returns(four_models):
         assert got["sentences"][0]["ln"] == pytest.approx(model.logprob(line), rel=1e-9)
     finally:
         server.stop()
+
+
+def test_onnx_export_takes_what_load_returns(four_models, tmp_path):
+    pytest.importorskip("onnx", reason="the onnx extra is not installed")
+    from sampledlm.neural.onnx_export import export_onnx
+
+    model = sampledlm.load(four_models / "gru", device="cpu")
+    from_model = export_onnx(model, str(tmp_path / "a.onnx"))
+    from_dir = export_onnx(str(four_models / "gru"), str(tmp_path / "b.onnx"))
+    assert from_model["vocab"] == from_dir["vocab"] and (tmp_path / "a.onnx").stat().st_size > 0
+    with pytest.raises(sampledlm.UserError, match="neural model"):
+        export_onnx(sampledlm.load(four_models / "kn3.arpa"), str(tmp_path / "c.onnx"))

@@ -61,8 +61,9 @@ def graph_of(model, objective, config: dict):
     return (Graph(model, objective), sig["inputs"], sig["input_names"], ["logprobs", *sig["state_names"]], axes, meta)
 
 
-def export_onnx(run_dir: str, output: str, opset: int = 18) -> dict:
-    """Write ``run_dir``'s model as the ONNX file ``output`` (atomically); returns its metadata."""
+def export_onnx(run_dir, output: str, opset: int = 18) -> dict:
+    """Write ``run_dir``'s model as the ONNX file ``output`` (atomically); returns its metadata. ``run_dir``: a run
+    directory, or a neural model as :func:`sampledlm.load` returns it (or its ``lm``)."""
     try:
         import onnx
     except ImportError:
@@ -72,12 +73,22 @@ def export_onnx(run_dir: str, output: str, opset: int = 18) -> dict:
 
     from .rundir import load_run
 
-    model, objective, vocab, config = load_run(run_dir)
+    if isinstance(run_dir, (str, os.PathLike)):
+        model, objective, vocab, config = load_run(os.fspath(run_dir))
+        source = os.path.abspath(run_dir)
+    else:
+        from ..lm import language_model
+
+        lm = language_model(run_dir)
+        if getattr(lm, "family", None) != "neural":
+            raise UserError(f"export --format onnx: a neural model is needed, got {lm.describe()}")
+        model, objective, vocab, config = lm.model, lm.objective, lm.vocab, lm.config
+        source = "(a model in memory)"
     model, objective = model.cpu().eval(), objective.cpu().eval()
     module, inputs, names_in, names_out, axes, meta = graph_of(model, objective, config)
     meta.update({"vocab": "\n".join(vocab.words), "unk_id": str(UNK_ID), "eos_id": str(EOS_ID),
                  "text_options": json.dumps(config.get("data", {}).get("text_options") or {}),
-                 "objective": config["objective"]["name"], "source": os.path.abspath(run_dir)})
+                 "objective": config["objective"]["name"], "source": source})
     directory = os.path.dirname(os.path.abspath(output))
     try:
         scratch = tempfile.TemporaryDirectory(dir=directory, prefix=".onnx-")
