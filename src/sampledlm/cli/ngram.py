@@ -56,8 +56,9 @@ def ngram():
                    "within it (the other smoothings hold the whole model in memory). [default: half the available "
                    "memory]")
 @click.option("--temp-dir", default=None, help="Where bounded estimation spills its runs, and a local Dask cluster "
-                                               "keeps its scratch space [default: $TMPDIR or /tmp]; removed when "
-                                               "done, and what a killed run left is removed at the next.")
+                                               "keeps its scratch space [default: $TMPDIR or /tmp]; its free space "
+                                               "is checked before the first spill; removed when done, and what a "
+                                               "killed run left is removed at the next.")
 @click.option("--engine", type=click.Choice(ENGINES), default=build_default("engine"), show_default=True,
               help="dask: count n-grams on a Dask cluster (shards of the corpus counted by the workers, merged here; "
                    "the same model as local; with --memory merged and estimated within the budget). Needs pip "
