@@ -246,10 +246,11 @@ class _Run:
 
 
 def _dir_digest(path: str) -> str:
-    """sha1 of a directory's files (names and bytes; not its lock)."""
+    """sha1 of a directory's files (names and bytes; not its lock, nor its provenance and model card, which record
+    the date and time of the write and so differ between two runs of one command)."""
     h = hashlib.sha1()
     for name in sorted(os.listdir(path)):
-        if name == ".lock" or not os.path.isfile(os.path.join(path, name)):
+        if name in (".lock", "provenance.json", "README.md") or not os.path.isfile(os.path.join(path, name)):
             continue
         h.update(name.encode() + b"\0")
         with open(os.path.join(path, name), "rb") as f:
