@@ -175,14 +175,9 @@ def prefix_file(src: str, dst: str, tokens: int) -> None:
     """The first whole lines of ``src`` holding at least ``tokens`` tokens (kept once written)."""
     if os.path.exists(dst):
         return
-    n = 0
-    with open(src, encoding="utf-8") as f, open(dst + ".tmp", "w", encoding="utf-8") as g:
-        for line in f:
-            if n >= tokens:
-                break
-            n += len(line.split())
-            g.write(line)
-    os.replace(dst + ".tmp", dst)
+    from .large_vocab import _prefix_file
+
+    _prefix_file(src, dst, tokens)
 
 
 def strided_file(src: str, dst: str, tokens: int) -> None:
