@@ -131,3 +131,20 @@ def test_the_old_weight_flag_still_works_and_says_it_is_deprecated(tmp_path, cap
     assert json.loads(old)["ppl"] == json.loads(new)["ppl"]
     assert [ln for ln in err.splitlines() if "--weight " in ln] == \
         ["sampledlm: warning: --weight is deprecated; use --weights"]
+
+
+def test_eval_sum_precision_bf16_is_recorded_and_close(trained_ffnn, capsys):
+    """--sum-precision bf16: the normaliser's products in bfloat16, the perplexity close to float32's, the choice in
+    the JSON summary; an unknown precision is refused by the option itself."""
+    run, test = str(trained_ffnn / "run"), str(trained_ffnn / "test.txt")
+    code, out, _ = run_cli(["eval", run, "--test", test, "--json"], capsys)
+    assert code == 0
+    exact = json.loads(out)
+    assert exact["sum_precision"] == "fp32"
+    code, out, _ = run_cli(["eval", run, "--test", test, "--json", "--sum-precision", "bf16"], capsys)
+    assert code == 0
+    low = json.loads(out)
+    assert low["sum_precision"] == "bf16"
+    assert low["ppl"] == pytest.approx(exact["ppl"], rel=2e-2)
+    code, _, err = run_cli(["eval", run, "--test", test, "--sum-precision", "fp8"], capsys)
+    assert code == 2 and "fp8" in err

@@ -783,3 +783,42 @@ def test_wide_hsm_node_components_stay_exact_with_the_exact_gradient(group_min, 
     assert_loss_has_the_exact_gradient(n=40, arity=4, components=3)
     with pytest.raises(UserError, match="binary nodes"):
         make_objective("hsm", COUNTS, components=2)
+
+
+@pytest.mark.parametrize("group_min", [1, 10**9])  # siblings scored as blocks, or gathered one step at a time
+def test_hsm_node_rows_take_row_sparse_gradients_with_sparse_output_rows(group_min, monkeypatch):
+    """With sparse output rows the node layer's weight gets a row-sparse gradient (only the nodes a batch's paths
+    and siblings touch), equal to the dense gradient of the exact rule, and the trainer updates it row-wise."""
+    import sampledlm.objectives.hsm as hsm
+    from sampledlm.neural.optim import make_optimizers, sparse_parameter_ids
+    from sampledlm.neural.row_adam import RowAdam
+    from sampledlm.neural.train_options import TrainOptions
+
+    monkeypatch.setattr(hsm, "GROUP_MIN", group_min)
+    torch.manual_seed(1)
+    out = OutputLayer(V, 6, sparse=True)
+    obj = make_objective("hsm", COUNTS, arity=4, components=2)
+    obj.bind(out)
+    out.double(), obj.double()
+    x = torch.randn(30, 6, dtype=torch.float64)
+    y = torch.from_numpy(zipf_stream(30, seed=4))
+    obj(out, x, y).backward()
+    grad = obj.node_layer.weight.grad
+    assert grad.is_sparse
+    touched = grad.coalesce().indices()[0].unique()
+    assert 0 < len(touched) < obj.node_layer.out_features  # not every row
+    node_w = obj.node_layer.weight
+    want = torch.autograd.grad(-obj.log_prob(out, x).gather(1, y.unsqueeze(1)).mean(), node_w)[0]
+    torch.testing.assert_close(grad.to_dense(), want)
+    assert obj.sparse_parameters() == [node_w]
+
+    model = model_of("gru")
+    obj2 = make_objective("hsm", COUNTS, arity=4, components=2)
+    obj2.bind(model)
+    assert id(obj2.node_layer.weight) in sparse_parameter_ids(model, obj2)
+    opts = make_optimizers(model, obj2, TrainOptions(lr=0.01, optimizer="adam"))
+    row = [o for o in opts if isinstance(o, RowAdam)]
+    assert row and any(p is obj2.node_layer.weight for g in row[0].param_groups for p in g["params"])
+    dense = make_objective("hsm", COUNTS, arity=4)
+    dense.bind(OutputLayer(V, 6))  # dense output rows: a dense node layer, as before
+    assert dense.sparse_parameters() == []

@@ -127,6 +127,10 @@ class NeuralScorer(nn.Module):
     def score_all(self, ctx: torch.Tensor) -> torch.Tensor:
         return self.output.score_all(ctx)
 
+    def normalised_targets(self, ctx: torch.Tensor, targets: torch.Tensor, offset=None,
+                           log_sigmoid: bool = False) -> torch.Tensor | None:
+        return self.output.normalised_targets(ctx, targets, offset=offset, log_sigmoid=log_sigmoid)
+
     def shift_bias(self, delta) -> None:
         self.output.shift_bias(delta)
 

@@ -14,6 +14,7 @@ import torch
 from ..errors import UserError
 from ..data.vocab import EOS_ID
 from ..lm import LanguageModel, perplexity_of
+from ..objectives.normaliser import EVAL_ROWS
 
 
 def history(objective, ids: np.ndarray, positions) -> dict:
@@ -38,9 +39,13 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
         return out
     was_training = model.training
     model.eval()
+    blocks = not getattr(objective, "uses_history", False) and getattr(objective, "scores_in_blocks",
+                                                                         lambda _: False)(model)
     try:
-        for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent,
-                                                                  **kw):
+        chunks = model.eval_contexts(ids, batch_size=batch_size, independent=independent, **kw)
+        if only is None and blocks:
+            chunks = gathered(chunks, EVAL_ROWS)
+        for ctx, targets, positions, *rows in chunks:
             if only is not None:
                 keep = only[np.asarray(positions)]
                 if not keep.any():
@@ -55,8 +60,8 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
             targets = targets.to(ctx.device)
             if rows:
                 rows = [rows[0].to(ctx.device)]
-            if rows and getattr(objective, "uses_history", False):  # its rule reads each prediction's own words
-                ctx, rows = ctx[rows[0]], []
+            if rows and (blocks or getattr(objective, "uses_history", False)):
+                ctx, rows = ctx[rows[0]], []  # its rule reads each prediction's words, or walks V in blocks
             if rows:  # one context serves several predictions: one output distribution for all of them
                 lp = objective.log_prob(model, ctx)[rows[0], targets]
             else:
@@ -65,6 +70,33 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
     finally:
         model.train(was_training)
     return out
+
+
+def gathered(chunks, rows: int):
+    """``eval_contexts``' chunks ``(ctx [n, h], targets [n], positions [n])`` joined into chunks of at least
+    ``rows`` histories (the last one shorter), for an objective that scores them in blocks of output rows: one pass
+    over the output table then serves ``rows`` histories (a recurrent model's running text comes in chunks of 64
+    tokens at V = 485k). Chunks with a fourth member (one context for several predictions) pass as they are."""
+    held: list[tuple] = []
+    size = 0
+    for chunk in chunks:
+        if len(chunk) != 3 or not torch.is_tensor(chunk[0]):
+            yield chunk
+            continue
+        held.append(chunk)
+        size += len(chunk[1])
+        if size >= rows:
+            yield _joined(held)
+            held, size = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(held: list[tuple]) -> tuple:
+    if len(held) == 1:
+        return held[0]
+    return (torch.cat([c[0] for c in held]), torch.cat([c[1] for c in held]),
+            np.concatenate([np.asarray(c[2]) for c in held]))
 
 
 @torch.no_grad()

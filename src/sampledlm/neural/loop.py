@@ -63,7 +63,7 @@ from .distributed import Ranks
 from ..data.textio import atomic_write
 
 from .train_options import TB_EVERY, TrainOptions
-from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr
+from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr, sparse_parameter_ids
 from .reporting import open_tensorboard, plot_learning_curve
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
@@ -167,7 +167,7 @@ class Trainer:
         self.data = model.train_data(self.train_ids, opts)
         self.optimizers = make_optimizers(model, objective, opts)
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
-        self.sparse_ids = {id(p) for p in model.sparse_parameters()}
+        self.sparse_ids = sparse_parameter_ids(model, objective)
         self.scaler = grad_scaler(self.device, opts.precision)
         if self.device.type != "cpu" or self.ranks.active:
             where = device_name(self.device) + (f", {self.ranks.world} ranks" if self.ranks.active else "")

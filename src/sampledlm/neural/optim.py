@@ -14,14 +14,14 @@ from .train_options import TrainOptions
 def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Optimizer]:
     """SGD or Adam; parameters with sparse gradients get SGD without weight decay/momentum, or SparseAdam.
 
-    The sparse ones are ``model.sparse_parameters()``: with an objective that reads a candidate set, the
+    The sparse ones are ``model.sparse_parameters()`` and ``objective.sparse_parameters()``: with an objective that reads a candidate set, the
     output rows and the word embeddings (tied or not). A step's gradient of such a ``[V, d]`` table holds
     only the rows the batch touched, and both SGD (``W_r -= lr g_r``, the same numbers as dense SGD
     without momentum or decay) and SparseAdam (Adam's moments and update for the touched rows only, a
     *lazy* Adam: an untouched row's moments do not decay; :class:`~sampledlm.neural.row_adam.RowAdam`, its
     update through index operations) cost O(rows touched x d), not O(V d).
     """
-    sparse_ids = {id(p) for p in model.sparse_parameters()}
+    sparse_ids = sparse_parameter_ids(model, objective)
     params = list({id(p): p for p in list(model.parameters()) + list(objective.parameters())
                    if p.requires_grad}.values())  # a weight shared by both (tied adaptive bands) once
     dense = [p for p in params if id(p) not in sparse_ids]
@@ -39,6 +39,13 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
     if sparse:
         optimizers.append(RowAdam(sparse, lr=opts.lr))  # SparseAdam's update through index operations
     return optimizers
+
+
+def sparse_parameter_ids(model, objective) -> set[int]:
+    """The ids of the parameters with row-sparse gradients: the model's and the objective's (hsm's node layer)."""
+    found = list(model.sparse_parameters())
+    found += getattr(objective, "sparse_parameters", lambda: [])()
+    return {id(p) for p in found}
 
 
 def scheduled_lr(base: float, schedule: str, step: int, total_steps: int) -> float:

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..config import check
+from .normaliser import scorer_blocks
 from .options import NoOptions
 
 
@@ -137,8 +138,26 @@ class OutputObjective(nn.Module):
         return torch.log_softmax(scorer.score_all(ctx).float(), dim=-1)
 
     def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
-        """Exact ``log P(targets[i] | h_i)``, ``[N]``."""
+        """Exact ``log P(targets[i] | h_i)``, ``[N]``. Default: the softmax's, in blocks of output rows at a large
+        V (the scorer's ``normalised_targets``), else :meth:`log_prob` then the targets' entries."""
+        if type(self).log_prob is OutputObjective.log_prob:
+            found = self.normalised_targets(scorer, ctx, targets)
+            if found is not None:
+                return found
         return self.log_prob(scorer, ctx).gather(1, targets.unsqueeze(1)).squeeze(1)
+
+    def normalised_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor, **rule) -> torch.Tensor | None:
+        """The scorer's blocked exact rule (:mod:`.normaliser`; ``rule``: its ``offset`` and ``log_sigmoid``),
+        or None where the scorer has none or the vocabulary is too small for it to pay."""
+        blocked = getattr(scorer, "normalised_targets", None)
+        return None if blocked is None else blocked(ctx, targets, **rule)
+
+    def scores_in_blocks(self, scorer: Scorer) -> bool:
+        """Whether :meth:`log_prob_targets` walks the vocabulary in blocks (no ``[N, V]`` matrix), so that
+        evaluation may hand it many histories per call."""
+        plain = (type(self).log_prob_targets is OutputObjective.log_prob_targets
+                 and type(self).log_prob is OutputObjective.log_prob)
+        return plain and scorer_blocks(scorer)
 
     def bind(self, scorer: Scorer) -> None:
         """Called once when the objective meets its scorer, fresh or loaded: after the model is built,
@@ -148,6 +167,11 @@ class OutputObjective(nn.Module):
         and tail projections of ``adaptive``) create them here, sized by ``scorer.hidden_size``
         (``h``: the width of ``ctx``); the others need nothing.
         """
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """This objective's parameters that take row-sparse gradients (hsm's node layer, when the model's output
+        rows do); the trainer updates them row-wise. Default: none."""
+        return []
 
     def log_normaliser(self, scorer: Scorer, ctx: Any) -> torch.Tensor | None:
         """``[N]`` the log normaliser ``log Z(h) = log sum_w exp a_w(h)`` when the objective offers an

@@ -55,6 +55,7 @@ import torch.nn.functional as F
 from ..config import option
 from .sampling import BernoulliSampler
 from .base import OutputObjective, Scorer, score_true_and_candidates
+from .normaliser import scorer_blocks
 from .sampled import Candidates, masked_fill, unigram_bias
 
 
@@ -198,6 +199,15 @@ class Binary(OutputObjective):
             a = a + self.log_alpha
         lp = F.logsigmoid(a)
         return lp - torch.logsumexp(lp, dim=1, keepdim=True)
+
+    def log_prob_targets(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
+        """The rule of :meth:`log_prob` for the targets alone, in blocks of output rows at a large V."""
+        off = None if bool(self.calibrated) else self.log_alpha
+        found = self.normalised_targets(scorer, ctx, targets, offset=off, log_sigmoid=True)
+        return found if found is not None else super().log_prob_targets(scorer, ctx, targets)
+
+    def scores_in_blocks(self, scorer: Scorer) -> bool:
+        return scorer_blocks(scorer)
 
     def finalize(self, scorer: Scorer) -> None:
         """Calibration (§2.1): add log α to every classifier's bias, exactly once."""

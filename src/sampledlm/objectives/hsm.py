@@ -54,6 +54,7 @@ from ..errors import UserError
 from .base import Scorer
 from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
+from .output import OutputLayer
 from .structure import (WordClassObjective, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
                         huffman_tree, word_paths)
 
@@ -124,6 +125,7 @@ class HierarchicalSoftmax(WordClassObjective):
         super().__init__(counts, **options)
         self.arity = int(self.options.arity)
         self.bits = self.arity.bit_length() - 1
+        self.sparse_nodes = False
 
     def bind(self, scorer: Scorer) -> None:
         v = int(scorer.num_words)
@@ -136,6 +138,11 @@ class HierarchicalSoftmax(WordClassObjective):
         self.register_buffer("parent", torch.from_numpy(parent))
         self.register_buffer("side", torch.from_numpy(side))
         self.hidden = hidden_width(scorer) if self.arity > 2 else None
+        # the node layer takes row-sparse gradients when the model's output rows do (the trainer then updates the
+        # touched rows only): at V = 485k it has 252,916 rows, and a dense gradient, its clipping and Adam's update
+        # over all of them took about half of each training step
+        output = scorer if isinstance(scorer, OutputLayer) else getattr(scorer, "output", None)
+        self.sparse_nodes = bool(getattr(output, "sparse", False))
         self._derive()
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
@@ -250,8 +257,8 @@ class HierarchicalSoftmax(WordClassObjective):
         word_at, node_at = is_word.nonzero().squeeze(1), (~is_word).nonzero().squeeze(1)
         a_word = scorer.score_targets(ctx[tok[word_at]], code[word_at]).float()
         node = code[node_at] - v
-        w, b = self._node_rows()
-        a_node = ((w[node] * ctx[tok[node_at]].unsqueeze(1)).sum(-1) + b[node]).float().logsumexp(-1)
+        w, b = self._node_rows_at(node)
+        a_node = ((w * ctx[tok[node_at]].unsqueeze(1)).sum(-1) + b).float().logsumexp(-1)
         return torch.cat([a_word, a_node])[torch.argsort(torch.cat([word_at, node_at]))]
 
     def _sibling_lse(self, scorer: Scorer, ctx: torch.Tensor, tok: torch.Tensor, par: torch.Tensor) -> torch.Tensor:
@@ -279,9 +286,9 @@ class HierarchicalSoftmax(WordClassObjective):
             h = ctx[tok[order]]
             word_blocks = scorer.score_blocks(h, sizes, words, word_sizes)
             # a node's score is the log-sum-exp of its components', so the siblings' is over every component's
-            w, b = self._node_rows()
             m = self.components
-            node_w, node_b = w[nodes].reshape(-1, w.shape[-1]), b[nodes].reshape(-1)
+            node_w, node_b = self._node_rows_at(nodes)
+            node_w, node_b = node_w.reshape(-1, node_w.shape[-1]), node_b.reshape(-1)
             lses = [torch.logsumexp(torch.cat([wb.float(), fast_linear(hg, nw, nb).float()], 1), 1)
                     for hg, wb, nw, nb in zip(h.split(sizes), word_blocks,
                                               node_w.split([k * m for k in node_sizes]),
@@ -290,10 +297,18 @@ class HierarchicalSoftmax(WordClassObjective):
             where.append(order)
         return torch.cat(pieces)[torch.argsort(torch.cat(where))]
 
-    def _node_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The node layer as ``(weight [I, M, h], bias [I, M])``: each node's M components."""
+    def _node_rows_at(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The node layer's rows of ``nodes [P]``: ``(weight [P, M, h], bias [P, M])``, each node's M components;
+        the weight's gradient row-sparse when :attr:`sparse_nodes` (the bias's, ``[I M]`` floats, stays dense)."""
         layer, m = self.node_layer, self.components
-        return layer.weight.view(-1, m, layer.in_features), layer.bias.view(-1, m)
+        rows = nodes.unsqueeze(1) * m + torch.arange(m, device=nodes.device)  # [P, M]
+        return F.embedding(rows, layer.weight, sparse=self.sparse_nodes), layer.bias[rows]
+
+    def sparse_parameters(self) -> list[torch.nn.Parameter]:
+        """The node layer's weight when it takes row-sparse gradients (:meth:`_node_rows_at`); the trainer gives
+        it a row-wise optimiser (:func:`sampledlm.neural.optim.make_optimizers`)."""
+        layer = self._modules.get("node_layer")
+        return [layer.weight] if layer is not None and self.sparse_nodes else []
 
     def _kids(self, kind: str, parents: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
         """The children of one kind (``word``: word ids, ``node``: node-layer rows) of each of ``parents``, one

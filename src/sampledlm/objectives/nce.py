@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..config import option
 from .base import Scorer
+from .normaliser import scorer_blocks
 from .options import NegativesOptions, SampledOptions, like
 from .sampled import NegativesObjective, SampledObjective, count_kept, masked_fill
 
@@ -103,6 +104,15 @@ class NegativeSampling(NegativesObjective):
         rule is exact at the optimum only for words of small probability.)"""
         self._ensure_noise(scorer.num_words)
         return torch.log_softmax(scorer.score_all(ctx).float() + self.log_noise.to(ctx.device), dim=-1)
+
+    def log_prob_targets(self, scorer: Scorer, ctx, targets: torch.Tensor) -> torch.Tensor:
+        """The rule of :meth:`log_prob` for the targets alone, in blocks of output rows at a large V."""
+        self._ensure_noise(scorer.num_words)
+        found = self.normalised_targets(scorer, ctx, targets, offset=self.log_noise.to(ctx.device))
+        return found if found is not None else super().log_prob_targets(scorer, ctx, targets)
+
+    def scores_in_blocks(self, scorer: Scorer) -> bool:
+        return scorer_blocks(scorer)
 
     def loss(self, true, logq_true, scores, logq, keep):
         n = count_kept(keep, *scores.shape, scores.device)
