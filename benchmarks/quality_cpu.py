@@ -41,7 +41,7 @@ QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
 VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
             "class": "auto-classes-by-class-components-4",
-            "hsm": "auto-classes-arity-128-components-4"}
+            "hsm": "auto-classes-arity-128-components-4-sparse-nodes"}
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
 #: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
