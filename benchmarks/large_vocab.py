@@ -618,6 +618,9 @@ def speed_section(rows: dict) -> tuple[str, list[str]]:
     else:
         missing.append(f"Exact evaluation over V = {vfull}, time per 1,000 tokens: part of the speed step")
     lines += normaliser_lines(rows, vfull)
+    from . import large_vocab_datapath
+
+    lines += large_vocab_datapath.lines(rows)
     if "normaliser/full" not in rows:
         missing.append("The normaliser's three ways and the whole test text in float32 and bfloat16: `python -m "
                        "benchmarks.large_vocab normaliser --data DATA --work WORK`")
@@ -734,8 +737,6 @@ def targets(rows: dict) -> list[str]:
 
 
 NEURAL_TODO = [
-    "The data path at 165M tokens (deliverable 6): a neural run over the whole training text (vocabulary, encoding, "
-    "a memory-mapped id stream), with its time and peak memory per step.",
     "faster-rnnlm on the same text (deliverable 4): NCE and hierarchical softmax, 1 and 2 threads, beside ours; needs "
     "faster-rnnlm built from source and the `<unk>`-substituted text (the corpus's train.txt already is).",
 ]
@@ -755,6 +756,9 @@ def markdown(rows: dict, quick: bool) -> str:
              "measured it; `python -m benchmarks large-vocab` rebuilds this page from them."
              + (" **--quick: a tiny generated corpus, not the figures.**" if quick else ""), "",
              "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, nsec, "## Not yet run", ""]
+    if not all(rows.get(f"datapath/{k}", {}).get("rc") == 0 for k in ("cold", "warm")):
+        missing.append("The data path at 165M tokens (deliverable 6): `python -m benchmarks.large_vocab datapath --data "
+                       "DATA --work WORK` (a run over the whole training text, cold and warm id cache)")
     parts += [f"- {m}" for m in missing + NEURAL_TODO]
     return "\n".join(parts) + "\n"
 
@@ -824,7 +828,7 @@ def _page_in_new_process() -> None:
 # --- the step command -----------------------------------------------------------------------------------------
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.large_vocab", description=__doc__.split("\n\n")[0])
-    ap.add_argument("step", choices=("corpus", "kn5", "speed", "normaliser", "neural", "page"))
+    ap.add_argument("step", choices=("corpus", "kn5", "speed", "normaliser", "datapath", "neural", "page"))
     ap.add_argument("--source", help="corpus: the folder holding the snapshots (see benchmarks/wiki_corpus.py)")
     ap.add_argument("--data", help="the corpus folder (train/valid/test.txt, 100k/)")
     ap.add_argument("--work", help="scratch folder for models and spills (outside the repository)")
@@ -867,6 +871,12 @@ def main(argv=None) -> None:
         if not (a.data and a.work):
             ap.error("normaliser needs --data and --work")
         large_vocab_normaliser.step(a.data, a.work, NOTES)
+    elif a.step == "datapath":
+        from . import large_vocab_datapath
+
+        if not (a.data and a.work):
+            ap.error("datapath needs --data and --work")
+        large_vocab_datapath.step(a.data, a.work, NOTES)
     elif a.step == "neural":
         from . import large_vocab_neural as ln
 

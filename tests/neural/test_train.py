@@ -1,6 +1,7 @@
 """The trainer: exact resume, atomic checkpoints, learning-rate schedule, RNN state handling, sparse gradients."""
 
 import json
+import math
 import os
 
 import numpy as np
@@ -252,3 +253,31 @@ def test_max_time_stops_at_the_end_of_the_epoch_that_passes_it(words_corpus, clo
     assert m["wall_s"] > 0 and m["cpu_s"] > 0
     config, vocab = config_for(words_corpus, "ffnn", epochs=2, max_time=1e6, time_clock=clock)
     assert len(new_run(str(words_corpus / f"{clock}-long"), config, vocab).train().metrics) == 2
+
+
+@pytest.mark.parametrize("model", ["gru", "ffnn"])
+def test_max_steps_stops_within_the_epoch_and_ends_the_schedule_there(words_corpus, model):
+    """--max-steps: the run stops after that many steps, within its first epoch; the partial epoch is validated,
+    recorded with its share and finalised; the cosine rate reaches 0 at that step; an interrupted run resumed goes
+    on to the same step and the same numbers."""
+    config, vocab = config_for(words_corpus, model, epochs=3, max_steps=3, lr_schedule="cosine")
+    t = new_run(str(words_corpus / f"{model}-steps"), config, vocab)
+    assert t.data.num_batches() > 3
+    state = t.train()
+    assert state.step == 3 and state.finalized and len(state.metrics) == 1
+    m = state.metrics[0]
+    assert m["step"] == 3 and 0 < m["epoch_fraction"] < 1
+    base = config["train"]["lr"]  # the last step's rate is that of step 3 of 3 on the cosine (not of 3 epochs)
+    assert m["lr"] == pytest.approx(base * 0.5 * (1 + math.cos(math.pi * 2 / 3)))
+    assert os.path.exists(words_corpus / f"{model}-steps" / "model.safetensors")
+    want_w, _ = final_numbers(words_corpus / f"{model}-steps")
+
+    t = new_run(str(words_corpus / f"{model}-steps-b"), config, vocab)
+    t.stop_when = lambda st: st.step >= 2
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    state = resume_run(str(words_corpus / f"{model}-steps-b")).train()
+    assert state.step == 3 and state.finalized
+    got_w, _ = final_numbers(words_corpus / f"{model}-steps-b")
+    for k in want_w:
+        torch.testing.assert_close(got_w[k], want_w[k])

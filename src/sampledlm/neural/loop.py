@@ -334,7 +334,7 @@ class Trainer:
                          disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
                         if cosine:
-                            set_lr(self.optimizers, scheduled_lr(st.lr, opts.lr_schedule, st.step, opts.epochs * nb))
+                            set_lr(self.optimizers, scheduled_lr(st.lr, opts.lr_schedule, st.step, self.total_steps()))
                         loss, n = self.step(self.data.batch(st.epoch, st.batch))
                         if diverged(loss):
                             raise UserError(self.diverged_message(loss))
@@ -354,7 +354,7 @@ class Trainer:
                         if self.tb is not None and st.step % TB_EVERY == 0:
                             self.tb.add_scalar("train/loss", st.loss_sum / max(st.loss_count, 1), st.step)
                             self.tb.add_scalar("train/lr", scheduled_lr(st.lr, opts.lr_schedule, st.step - 1,
-                                                                        opts.epochs * nb), st.step)
+                                                                        self.total_steps()), st.step)
                             self.tb.add_scalar("train/tokens_per_s",
                                                st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
                         if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
@@ -371,6 +371,8 @@ class Trainer:
                             raise TrainingInterrupted(f"interrupted at step {st.step}; resume with --resume {self.run_dir}")
                         if opts.checkpoint_every and st.step % opts.checkpoint_every == 0 and st.batch < nb:
                             self.save_checkpoint()
+                        if opts.max_steps and st.step >= opts.max_steps:
+                            break  # the step budget: this (partial) epoch ends here
                 self.end_epoch()
                 t_last = time.perf_counter()
         self.finish()
@@ -405,12 +407,14 @@ class Trainer:
         record = {
             "epoch": st.epoch + 1, "step": st.step, "train_loss": st.loss_sum / max(st.loss_count, 1),
             "valid_ppl": valid,
-            "lr": scheduled_lr(st.lr, opts.lr_schedule, max(st.step - 1, 0), opts.epochs * self.data.num_batches()),
+            "lr": scheduled_lr(st.lr, opts.lr_schedule, max(st.step - 1, 0), self.total_steps()),
             "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
             "wall_s": st.wall_seconds, "cpu_s": st.cpu_seconds,
         }
         if train_ppl is not None:
             record["train_ppl"] = train_ppl
+        if 0 < st.batch < self.data.num_batches():  # stopped within the epoch (--max-steps)
+            record["epoch_fraction"] = st.batch / self.data.num_batches()
         st.metrics.append(record)
         if self.tb is not None:
             for key in ("valid_ppl", "train_loss", "lr", "tokens_per_s", "train_ppl"):
@@ -429,10 +433,16 @@ class Trainer:
         st.epoch += 1
         st.batch = 0
         spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
-        if st.epoch >= opts.epochs or (opts.max_time > 0 and spent >= opts.max_time):
+        if (st.epoch >= opts.epochs or (opts.max_time > 0 and spent >= opts.max_time)
+                or (opts.max_steps and st.step >= opts.max_steps)):
             st.done = True
         self.save_checkpoint()
         self.write_metrics()
+
+    def total_steps(self) -> int:
+        """The steps the cosine schedule decays over: every epoch's, or ``--max-steps`` when that comes first."""
+        total = self.opts.epochs * self.data.num_batches()
+        return min(total, self.opts.max_steps) if self.opts.max_steps else total
 
     def write_metrics(self) -> None:
         """``metrics.jsonl`` every epoch; the plot at the end and otherwise at most every :data:`PLOT_EVERY_S`

@@ -30,6 +30,9 @@ class TrainOptions:
     max_time: float = option(0.0, "stop at the end of the epoch that passes this many seconds of training, validation "
                                   "included (0: no limit); with --data-fraction for short epochs, a time budget "
                                   "(Chen et al. 2016 compare output layers this way)", min=0.0)
+    max_steps: int = option(0, "stop after this many optimiser steps, within an epoch if need be (0: no limit): a "
+                               "budget for a corpus whose epoch is long; the partial epoch is validated and kept as a "
+                               "whole one is, and the cosine schedule decays to 0 by that step", min=0)
     time_clock: str = option("wall", "the clock of --max-time: wall seconds, or cpu (the training process's CPU "
                                      "seconds, fairer on a shared machine)", choices=("wall", "cpu"))
     lr_schedule: str = option("plateau", "plateau: halve the rate when validation stalls (--min-improvement, "
