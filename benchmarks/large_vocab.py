@@ -333,13 +333,21 @@ def _prefix_file(src: str, dst: str, tokens: int) -> int:
 
 
 def _vocab_file(data: str, sub: str, dst: str, unk_count: int) -> str:
-    """The corpus vocabulary as ``sampledlm train --vocab`` reads it (``<unk>`` with its training count)."""
-    if not os.path.exists(dst):
-        with open(os.path.join(data, sub, "vocab.txt"), encoding="utf-8") as f, \
-                open(dst + ".tmp", "w", encoding="utf-8") as g:
-            g.write(f"<unk>\t{unk_count}\n")
-            g.writelines(f)
-        os.replace(dst + ".tmp", dst)
+    """The corpus vocabulary as ``sampledlm train --vocab`` reads it: ``</s>`` with the training text's line count
+    (each line is a sentence of the id stream) and ``<unk>`` with its training count, then the words. Written again
+    when an older copy lacks ``</s>`` (its count 0 kept NCE from ever drawing ``</s>`` as a noise word:
+    benchmarks/notes/large-vocab-findings.md)."""
+    if os.path.exists(dst):
+        with open(dst, encoding="utf-8") as f:
+            if f.readline().startswith("</s>\t"):
+                return dst
+    with open(os.path.join(data, sub, "train.txt"), "rb") as f:
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
+    with open(os.path.join(data, sub, "vocab.txt"), encoding="utf-8") as f, \
+            open(dst + ".tmp", "w", encoding="utf-8") as g:
+        g.write(f"</s>\t{lines}\n<unk>\t{unk_count}\n")
+        g.writelines(f)
+    os.replace(dst + ".tmp", dst)
     return dst
 
 

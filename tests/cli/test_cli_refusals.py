@@ -167,3 +167,28 @@ def test_the_old_bf16_flag_still_works_and_says_it_is_deprecated(tiny_corpus, tm
     import json
 
     assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["precision"] == "bf16"
+
+
+def test_vocab_file_words_without_counts_take_the_training_texts(tiny_corpus, tmp_path, capsys):
+    """A --vocab file without </s> (or a plain word list) gave those entries count 0, so NCE never drew </s> as a
+    noise word; they are now counted in the training text, said in one line, and the run's vocab.txt holds them."""
+    from collections import Counter
+
+    from helpers import run_cli
+
+    from sampledlm.data.vocab import Vocab
+
+    text = tiny_corpus["train"].read_text().split("\n")
+    sents = [line.split() for line in text if line.strip()]
+    counts = Counter(w for s in sents for w in s)
+    (tmp_path / "counted.txt").write_text("".join(f"{w}\t{c}\n" for w, c in counts.items()))  # no </s>, no <unk>
+    (tmp_path / "plain.txt").write_text("".join(f"{w}\n" for w in counts))  # a plain word list
+    for name in ("counted", "plain"):
+        code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                                "--vocab", str(tmp_path / f"{name}.txt"), "--objective", "nce", "--epochs", "1",
+                                "-d", "8", "--hidden", "16", "-o", str(tmp_path / name)], capsys)
+        assert code == 0, err
+        assert "counted in the training text" in err and "</s>" in err
+        v = Vocab.load(str(tmp_path / name / "vocab.txt"))
+        assert v.counts[v.index["</s>"]] == len(sents)
+        assert all(v.counts[v.index[w]] == c for w, c in counts.items())

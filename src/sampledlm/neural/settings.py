@@ -35,6 +35,31 @@ TRAIN_FIELDS = _field_names([TrainOptions])
 OBJECTIVE_FIELDS = sorted({k for cls in OBJECTIVES.values() for k in objective_options(cls)})
 
 
+def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[str] | None = None):
+    """``vocab`` with each word the file gave no count (or count 0) counted in the training text instead.
+
+    The counts feed the output objectives (noise distributions, initial biases, Huffman trees, class and head
+    sizes). A vocabulary file rarely lists ``</s>``, and a plain word list gives every word count 0: with ``</s>``
+    at count 0 NCE never drew it as a noise word and its score drifted up unchecked (a GRU at V = 485k gave it a
+    probability of 12.6 % where it is 1.6 % of the text, and its exact validation perplexity rose from 315 to 1,575
+    over four epochs). The training text is encoded here once (the id stream is cached for training)."""
+    import numpy as np
+
+    from ..data.corpus import load_ids
+    from ..data.vocab import Vocab
+
+    missing = np.flatnonzero(vocab.counts == 0)
+    if len(missing) == 0:
+        return vocab
+    seen = np.bincount(np.asarray(load_ids(train_path, vocab, opts)), minlength=len(vocab))
+    counts = vocab.counts.copy()
+    counts[missing] = seen[missing]
+    named = [vocab.words[i] for i in missing[:3]]
+    _note(notes, f"--vocab {vocab_path}: {len(missing):,} word(s) without a count there ({', '.join(named)}"
+                 f"{', ...' if len(missing) > 3 else ''}) counted in the training text")
+    return Vocab(vocab.words, counts)
+
+
 def _note(notes: list[str] | None, line: str) -> None:
     if notes is not None:
         notes.append(line)
@@ -124,7 +149,10 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
-    vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+    if vocab_path:
+        vocab = counts_from_text(Vocab.load(vocab_path), vocab_path, train_path, opts, notes)
+    else:
+        vocab = build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
     if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
@@ -172,7 +200,7 @@ def init_config(init_dir: str, train_path: str, valid_path: str, vocab_path: str
     _, _, src_vocab, src_config = source
     text = TextOptions.from_dict(src_config["data"].get("text_options"), init_dir)
     if vocab_path:
-        vocab = Vocab.load(vocab_path)
+        vocab = counts_from_text(Vocab.load(vocab_path), vocab_path, train_path, text, notes)
     elif min_count is not None or max_size is not None:
         vocab = build_vocab(train_path, text, min_count=min_count or 1, max_size=max_size)
     else:
