@@ -86,6 +86,10 @@ OURS_FLAGS = {
     "nce": ["--objective", "nce"],
     "hsm2": ["--objective", "hsm", "--word-classes", "none", "--arity", "2", "--components", "1"],
     "hsmdefault": ["--objective", "hsm"],
+    # faster-rnnlm's own model (the PTB quality page's row): embeddings as wide as the state, no input matrices
+    "ncefr": ["--objective", "nce", "-d", "256", "--no-input-weights"],
+    "hsm2fr": ["--objective", "hsm", "--word-classes", "none", "--arity", "2", "--components", "1", "-d", "256",
+               "--no-input-weights"],
 }
 RUNS = (
     "theirs-nce-1,ours-nce-1,theirs-hs-1,ours-hsm2-1,theirs-nce-2,ours-nce-2,theirs-hs-2,ours-hsm2-2,"
