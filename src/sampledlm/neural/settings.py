@@ -55,7 +55,7 @@ def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[
     counts = vocab.counts.copy()
     counts[missing] = seen[missing]
     named = [vocab.words[i] for i in missing[:3]]
-    _note(notes, f"--vocab {vocab_path}: {len(missing):,} word(s) without a count there ({', '.join(named)}"
+    _note(notes, f"--vocab {vocab_path}: {len(missing):,} word(s) with no count (or count 0) there ({', '.join(named)}"
                  f"{', ...' if len(missing) > 3 else ''}) counted in the training text")
     return Vocab(vocab.words, counts)
 
