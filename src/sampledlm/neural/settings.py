@@ -60,6 +60,17 @@ def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[
     return Vocab(vocab.words, counts)
 
 
+def _vocabulary(train_path: str, vocab_path: str | None, opts, min_count: int, max_size: int | None,
+                notes: list[str] | None):
+    """A new run's vocabulary: the ``--vocab`` file's (its missing counts from the text), else the text's own."""
+    from ..data.corpus import build_vocab
+    from ..data.vocab import Vocab
+
+    if vocab_path:
+        return counts_from_text(Vocab.load(vocab_path), vocab_path, train_path, opts, notes)
+    return build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+
+
 def _note(notes: list[str] | None, line: str) -> None:
     if notes is not None:
         notes.append(line)
@@ -104,8 +115,6 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     them, the Python API hands them to its ``log``. ``sources``, when given, receives where each setting came from
     (``{name: "given" | "--objective nce on a gru" | "--model gru" | "default" | ...}``), the first rule that set it
     winning: what ``RUN/config.toml`` records beside each value."""
-    from ..data.corpus import build_vocab
-    from ..data.vocab import Vocab
     from .registry import complete_spec, model_class, model_spec
     from .rundir import make_config
     from .trainer import train_options_for
@@ -149,10 +158,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         spec["input_cutoffs"] = list(flags["cutoffs"])  # one --cutoffs for the input bands and the adaptive softmax
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
-    if vocab_path:
-        vocab = counts_from_text(Vocab.load(vocab_path), vocab_path, train_path, opts, notes)
-    else:
-        vocab = build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+    vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
     if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
