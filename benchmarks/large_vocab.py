@@ -23,7 +23,8 @@ our binary directory (``ngram train --binary``), and adds count-pruned models (`
 renamed to the ordinary word ``<unk-word>`` (as on the ngram-scale page): it is then predicted and counted like
 any word, which is how WikiText-103's papers count ``<unk>``. ``speed`` measures training words per CPU second at
 V = 485k (the count >= 3 vocabulary; "full" in the rows' keys), 100k and 10k (PTB) for sampled and structured
-objectives over a few hundred steps, and exact evaluation time per 1,000 tokens at V = 485k.
+objectives over a few hundred steps, and exact evaluation time per 1,000 tokens at V = 485k; ``steady`` the same
+runs for two epochs, the second's speed (:mod:`benchmarks.large_vocab_steady` says why).
 
 lmplz, query and build_binary: ``$LMPLZ`` (their folder is taken from it), or on PATH, or ``/work/kenlm-build/bin``
 (KenLM built from github:kpu/kenlm with cmake: ``cmake -S kenlm -B kenlm-build -DCMAKE_BUILD_TYPE=Release
@@ -625,8 +626,10 @@ def speed_section(rows: dict) -> tuple[str, list[str]]:
                   f"projected at {250 * e['wall_per_1000'] / 60:.1f} minutes wall (projected, labelled so)."]
     else:
         missing.append(f"Exact evaluation over V = {vfull}, time per 1,000 tokens: part of the speed step")
+    from . import large_vocab_datapath, large_vocab_steady
+
+    lines += large_vocab_steady.lines(rows, vfull)
     lines += normaliser_lines(rows, vfull)
-    from . import large_vocab_datapath
 
     lines += large_vocab_datapath.lines(rows)
     lines += faster_rnnlm_lines()
@@ -719,6 +722,13 @@ def targets(rows: dict) -> list[str]:
     else:
         out.append("- Each sampled/structured objective's words per CPU second at V = 600k >= 0.7x its own at "
                    "V = 10k: not yet run.")
+    from . import large_vocab_steady
+
+    steady = large_vocab_steady.ratios(rows)
+    if steady:
+        met = [o for o, x in steady.items() if x >= 0.7]
+        out.append(f"- The same in steady state (second epoch of the same runs): "
+                   + ", ".join(f"{o} {x:.2f}x" for o, x in steady.items()) + f": {len(met)} of {len(steady)} met.")
     whole = [(p, rows.get(f"eval-full/{p}")) for p in ("fp32", "bf16")]
     whole = [(p, e) for p, e in whole if e and e.get("rc") == 0]
     e = rows.get("eval-speed/full")
@@ -904,7 +914,7 @@ def _page_in_new_process() -> None:
 # --- the step command -----------------------------------------------------------------------------------------
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.large_vocab", description=__doc__.split("\n\n")[0])
-    ap.add_argument("step", choices=("corpus", "kn5", "speed", "normaliser", "datapath", "neural", "page"))
+    ap.add_argument("step", choices=("corpus", "kn5", "speed", "steady", "normaliser", "datapath", "neural", "page"))
     ap.add_argument("--source", help="corpus: the folder holding the snapshots (see benchmarks/wiki_corpus.py)")
     ap.add_argument("--data", help="the corpus folder (train/valid/test.txt, 100k/)")
     ap.add_argument("--work", help="scratch folder for models and spills (outside the repository)")
@@ -916,9 +926,9 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", default=None, help="neural: the rows to run, comma-separated, in order (default all: "
                     "nce,is,blackout,css-is,class,hsm,adaptive,transformer,softmax)")
     ap.add_argument("--objectives", default=None,
-                    help="speed: the objectives to run, comma-separated (default all: " + ",".join(SPEED_OBJECTIVES) + ")")
+                    help="speed, steady: the objectives to run, comma-separated (default all: " + ",".join(SPEED_OBJECTIVES) + ")")
     ap.add_argument("--again", default=None,
-                    help="speed: objectives whose recorded rows are measured anew (after a change to them)")
+                    help="speed, steady: objectives whose recorded rows are measured anew (after a change to them)")
     ap.add_argument("--memory-cap", type=float, default=None,
                     help="neural: kill a training process above this resident size in MB (default 14000)")
     a = ap.parse_args(argv)
@@ -941,6 +951,13 @@ def main(argv=None) -> None:
             ap.error("speed needs --data and --work")
         speed_step(a.data, a.work, objectives=tuple(a.objectives.split(",")) if a.objectives else SPEED_OBJECTIVES,
                    again=tuple(a.again.split(",")) if a.again else ())
+    elif a.step == "steady":
+        from . import large_vocab_steady
+
+        if not a.work:
+            ap.error("steady needs --work")
+        large_vocab_steady.step(a.work, NOTES, tuple(a.objectives.split(",")) if a.objectives else SPEED_OBJECTIVES,
+                                again=tuple(a.again.split(",")) if a.again else ())
     elif a.step == "normaliser":
         from . import large_vocab_normaliser
 

@@ -175,3 +175,19 @@ def test_a_row_off_its_planned_speed_starts_again_sized_from_its_first_stretch(t
     assert ln.first_stretch(str(d / "run")) is not None
     _checkpoint(d / "run", 1, 600, 10, 20.0)
     assert ln.first_stretch(str(d / "run")) is None
+
+
+def test_steady_state_speed_is_the_second_epochs_and_its_ratio_to_v_10k():
+    from benchmarks import large_vocab_steady as steady
+
+    def row(obj, v, first, second):
+        return {"key": f"steady/{obj}/{v}", "objective": obj, "V": v, "rc": 0, "words_per_cpu_s": [first, second]}
+
+    rows = {r["key"]: r for r in (row("nce", "10k", 15000, 18000), row("nce", "full", 10000, 14400),
+                                  row("hsm", "10k", 8000, 9000), row("hsm", "full", 4000, 4500),
+                                  row("is", "full", 1, 2))}  # no V = 10k row: no ratio
+    assert steady.ratios(rows) == {"nce": 0.8, "hsm": 0.5}
+    text = "\n".join(steady.lines(rows, "485k"))
+    assert "| nce | 18,000 (15,000) | - | 14,400 (10,000) | 0.80 | met |" in text
+    assert "| hsm | 9,000 (8,000) | - | 4,500 (4,000) | 0.50 | missed |" in text
+    assert steady.lines({}, "485k") == []

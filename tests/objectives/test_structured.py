@@ -618,6 +618,27 @@ def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_proc
         assert (run / "model.safetensors").read_bytes() == kept
 
 
+def test_adaptive_default_cutoffs_split_a_large_vocabularys_rare_words():
+    """Past MAX_TAIL words after the last cut, more clusters end at 95 %, 99 %, 99.9 % of the mass (none that
+    would leave fewer than MAX_TAIL / 2 words); small vocabularies keep their cuts."""
+    from sampledlm.objectives.adaptive import MAX_TAIL, default_cutoffs
+
+    v = 300_000
+    counts = 1e7 / np.arange(1, v + 1)  # Zipf(1): the rare words hold a large share of the mass
+    r95, r99, r999 = (rank_of(counts, s) for s in (0.95, 0.99, 0.999))
+    assert 5000 < r95 < r99 < v - MAX_TAIL < v - MAX_TAIL // 2 < r999  # the case this test is about
+    assert default_cutoffs(counts, v, 0.95, 5000) == [5000, r95, r99]  # 99.9 % would leave < MAX_TAIL / 2 words
+    assert default_cutoffs(counts, v) == [4000, r95, r99]  # the 80 % head capped at 4,000 words
+    small = 1e5 / np.arange(1, 10_001)  # V = 10k: nothing added
+    assert default_cutoffs(small, 10_000, 0.95, 5000) == [min(rank_of(small, 0.95), 5000)]
+    assert default_cutoffs(small, 10_000) == [rank_of(small, 0.8), rank_of(small, 0.95)]
+
+
+def rank_of(counts, share):
+    cum = np.cumsum(counts) / counts.sum()
+    return int(np.searchsorted(cum, share) + 1)
+
+
 def test_adaptive_head_coverage_sets_the_default_head_and_sequence_models_take_ninety_percent(tmp_path, capsys):
     from helpers import run_cli, synthetic_sentences, write_corpus
 
