@@ -222,6 +222,31 @@ def test_class_term_is_the_same_per_class_or_against_the_batchs_union(monkeypatc
         assert torch.allclose(a.to_dense(), b.to_dense(), atol=1e-10)
 
 
+def test_class_term_per_example_equals_per_class_in_float32(monkeypatch):
+    """A float32 CPU output layer with row-sparse gradients scores each example against its own class (padded
+    to the batch's largest, compiled rows read in place): the per-class path's log-probabilities and gradients."""
+    from sampledlm.objectives import classes
+
+    torch.manual_seed(3)
+    out = OutputLayer(V, 6, sparse=True)
+    obj = make_objective("class", COUNTS, classes=7)
+    obj.bind(out)
+    scaled(out, obj)
+    x = torch.randn(300, 6)
+    y = torch.from_numpy(zipf_stream(300, seed=6))
+    params = list(out.parameters()) + list(obj.parameters())
+    assert obj._rows_in_place(out, x) and not obj._rows_in_place(OutputLayer(V, 6, sparse=False), x)
+    results = []
+    for factor in (0, 10**9):  # force per example, then per class (or the union)
+        monkeypatch.setattr(classes, "PER_EXAMPLE_FACTOR", factor)
+        lp = obj.log_prob_targets(out, x, y)
+        results.append((lp.detach(), torch.autograd.grad(-lp.mean(), params)))
+    (lp1, g1), (lp2, g2) = results
+    assert torch.allclose(lp1, lp2, atol=1e-5)
+    for a, b in zip(g1, g2):
+        assert torch.allclose(a.to_dense(), b.to_dense(), atol=1e-6)
+
+
 def test_huffman_tree_paths_are_short_for_frequent_words():
     counts = np.array([50, 20, 10, 10, 5, 3, 1, 1])
     parent, side = huffman_tree(counts)
