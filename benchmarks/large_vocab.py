@@ -608,12 +608,12 @@ def speed_section(rows: dict) -> tuple[str, list[str]]:
               "factorisation costs O(sqrt V) a word by design (Goodman 2001), not O(1). With 2 sqrt(V) classes the "
               "class layer holds 192 classes at V = 10k and 1,393 at 485k, and a target's class 43 words (token-"
               "weighted mean) against 343 (the exchange algorithm on the speed runs' 300k-token prefix; "
-              "`benchmarks/notes/large-vocab-findings.md`): 235 against 1,736 output rows a word, 7.4x. A batch "
-              "of 1,120 targets then touches about 700 classes, so the within-class softmaxes run as about 700 "
-              "small products a step (one per class, each with its backward) and read about 240k of the 485k "
-              "output rows: the step is bound by that loop and by memory, not by multiply-adds. hsm's two levels "
-              "(arity 128) follow the same law. The adaptive softmax (Grave et al. 2017) pays a softmax over a "
-              "whole tail cluster for each target in it: its default cutoffs now add clusters for a large "
+              "`benchmarks/notes/large-vocab-findings.md`), and each class is scored by 4 components: the class "
+              "layer alone is 5,572 x 256 multiply-adds a position at V = 485k (192 x 4 x 256 at 10k), more than "
+              "the GRU's own 0.39M. Scoring each example's class in one compiled pass instead of a product per "
+              "class (about 700 a batch) saved 6 % at V = 10k and nothing at 485k: the loop was not the cost. "
+              "hsm's two levels (arity 128, 4 components) follow the same law. The adaptive softmax (Grave et al. "
+              "2017) pays a softmax over a whole tail cluster for each target in it: its default cutoffs now add clusters for a large "
               "vocabulary (docs/neural.md), which took it from 629 to about 3,500 words per CPU second at V = 485k; "
               "its head of 5,000 words and first tail of 29k words still cost about 5x the output of V = 10k."]
     failed = [v for k, v in rows.items() if k.startswith("speed/") and v.get("rc") not in (0, None)]
