@@ -472,8 +472,11 @@ def record_row(plan: dict, work: str, files: dict, notes: str) -> dict:
              for m in recs]
     best = min(recs, key=lambda m: m["valid_ppl"])
     train_cpu = recs[-1]["cpu_s"]
+    with open(os.path.join(rd, "config.json"), encoding="utf-8") as f:
+        options = json.load(f).get("objective", {}).get("options", {})  # the defaults the run started with
     row = {"key": f"neural/{plan['row']}", "row": plan["row"], "model": plan["model"],
-           "objective": plan["objective"], "plan": {k: v for k, v in plan.items() if k != "options"},
+           "objective": plan["objective"], "objective_options": options,
+           "plan": {k: v for k, v in plan.items() if k != "options"},
            "command": " ".join(lmruns_cmd("train", "--train", plan["train"], "--valid", plan["valid"],
                                           *plan["options"], "-o", rd)),
            "invocations": [{k: v for k, v in r.items() if k != "argv"} | {"resume": "--resume" in r["argv"]}
@@ -629,9 +632,13 @@ LABELS = {"nce": "GRU, NCE", "is": "GRU, IS", "blackout": "GRU, BlackOut", "css-
 
 
 def label(r: dict) -> str:
+    """The row's name, with the sampled objectives' draws (the defaults it ran with: they changed over time)."""
     if r.get("row") == "transformer":
         return f"Transformer, {r.get('objective') or '?'}"
-    return LABELS.get(r.get("row"), r.get("row", "?"))
+    o = r.get("objective_options") or {}
+    draws = f" ({o['samples']:,} {'per position' if o.get('sample_mode') == 'each' else 'shared'})" \
+        if "samples" in o else ""
+    return LABELS.get(r.get("row"), r.get("row", "?")) + draws
 
 
 def _f(x, digits=0) -> str:

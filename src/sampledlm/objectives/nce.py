@@ -35,9 +35,8 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class NCEOptions(SampledOptions):
-    samples: int = like(SampledOptions, "samples", recurrent=20)
+    samples: int = like(SampledOptions, "samples", recurrent=1000)
     noise_power: float = like(SampledOptions, "noise_power", 1.0)
-    sample_mode: str = like(SampledOptions, "sample_mode", recurrent="each")
     learn_norm: bool = option(False, "NCE: learn the log normaliser instead of fixing it to 0")
 
 
@@ -64,9 +63,9 @@ class NCE(SampledObjective):
     name = "nce"
     Options = NCEOptions
     sequence_train = {"lr": 0.004}
-    sequence_why = ("a recurrent batch of 32 x 35 positions sharing one bag pushes down only k rows a step (PTB GRU-256: "
-                    "valid 259 after 2 epochs, against 150 with 20 words per position and 143 for the softmax), and lr "
-                    "0.004 gains 3 % over the softmax's 0.002 by then")
+    sequence_why = ("PTB GRU-256, 8 epochs, lr 0.008: one bag of 1,000 noise words shared by the batch gives test 94.33, "
+                    "against 99.72 with 20 per position and 95.35 with 100 per position (the softmax at its best rate: "
+                    "92.01); a shared bag of 20 pushes down too few rows a step (valid 259 after 2 epochs)")
 
     def __init__(self, counts=None, **options):
         super().__init__(counts, **options)
