@@ -21,7 +21,8 @@ def test_a_run_repeated_from_its_stored_config_gives_the_same_metrics(tiny_corpu
                             "--valid", str(tiny_corpus["valid"]), "-o", str(tmp_path / "a")], capsys)
     assert code == 0, err
     stored = (tmp_path / "a" / "config.toml").read_text()
-    assert 'lr = 0.004' in stored and 'samples = 20' in stored and 'lr-schedule = "cosine"' in stored  # resolved
+    assert 'lr = 0.004' in stored and 'lr-schedule = "cosine"' in stored  # resolved
+    assert 'samples = 26  # --objective nce on a gru' in stored  # 1,000 on a recurrent model, at most V - 1 = 26
     assert str(tiny_corpus["train"]) in stored  # absolute paths: repeatable from anywhere
     code, _, err = run_cli(["train", "--config", str(tmp_path / "a" / "config.toml"), "-o", str(tmp_path / "b")],
                            capsys)
@@ -40,7 +41,8 @@ def test_the_stored_config_says_where_each_setting_came_from(tiny_corpus, tmp_pa
                  if " = " in line and not line.startswith("#"))
     assert lines["hidden"] == "16  # given"
     assert lines["lr"] == "0.004  # --objective nce on a gru"  # the objective's default on this trunk
-    assert lines["samples"] == "20  # --objective nce on a gru"
+    assert lines["samples"] == "26  # --objective nce on a gru"  # 1,000, at most V - 1 = 26 on this corpus
+    assert lines["sample-mode"] == '"shared"  # --objective nce'
     assert lines["noise-power"] == "1.0  # --objective nce"  # the objective's own default
     assert lines["batch-size"] == "32  # --model gru"  # the model kind's training default
     assert lines["seed"] == "1  # default"  # the training options' own
