@@ -52,7 +52,10 @@ def step(work: str, rows_path: str, objectives: tuple[str, ...], again: tuple[st
                 with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
                     m = [json.loads(line) for line in f if line.strip()]
                 cpu = [m[0]["cpu_s"], m[-1]["cpu_s"] - m[-2]["cpu_s"]]
-                row.update(epoch_cpu_s=cpu, words_per_cpu_s=[base["tokens"] / c for c in cpu])
+                with open(os.path.join(run_dir, "config.json"), encoding="utf-8") as f:
+                    options = json.load(f).get("objective", {}).get("options", {})  # defaults change over time
+                row.update(epoch_cpu_s=cpu, words_per_cpu_s=[base["tokens"] / c for c in cpu],
+                           objective_options=options)
             rows[key] = append_row(row, rows_path)
             shutil.rmtree(run_dir, ignore_errors=True)  # a run at V = 485k holds GBs of weights and Adam state
 
@@ -82,6 +85,9 @@ def lines(rows: dict, vfull: str) -> list[str]:
         ratio = w["full"] / w["10k"] if "full" in w and "10k" in w else None
         tr.append([o, *cells, f"{ratio:.2f}" if ratio else "-", "met" if ratio and ratio >= 0.7 else "missed"])
     out.append(table(["objective", "V = 10k w/CPU-s", "V = 100k", f"V = {vfull}", f"{vfull} / 10k", ">= 0.7x"], tr))
+    if any(k.startswith("steady/nce/") and "objective_options" not in r for k, r in got.items()):
+        out += ["", "nce's rows above ran its recurrent default before 3099dac: 20 noise words per position (now one "
+                "bag of 1,000 shared by the batch; `steady --objectives nce --again nce` measures it anew)."]
     return out
 
 
