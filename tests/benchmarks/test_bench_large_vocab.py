@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -30,7 +31,8 @@ def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     mix = rows["neural-interp"]
     assert mix["rc"] == 0 and 0 < mix["weight_neural"] < 1
     page = (tmp_path / "out" / "large-vocab.md").read_text()
-    assert "## Neural rows at V =" in page and "projected" in page and "KN5 + GRU, NCE interpolated" in page
+    assert "## Neural rows at V =" in page and "projected" in page
+    assert re.search(r"KN5 \+ GRU, NCE \([\d,]+ shared\) interpolated", page)  # the row's draws in its name
     assert "Learning rates are not tuned at this scale" in page
 
 
