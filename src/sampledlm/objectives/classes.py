@@ -47,7 +47,7 @@ from ..errors import UserError
 from .cpu_linear import FastLinear
 from .base import Scorer
 from .options import WordClassOptions, like
-from .structure import NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width
+from .structure import NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width, output_rows
 
 
 BINNINGS = ("sqrt", "mass")
@@ -224,8 +224,7 @@ class ClassSoftmax(WordClassObjective):
     def _rows_in_place(scorer: Scorer, ctx: Any) -> bool:
         """Whether ``scorer.score_each`` reads the candidate rows in place (an output layer with row-sparse
         gradients, float32 on the CPU: :func:`.row_scores.row_scores`) rather than gathering ``[N, S, h]``."""
-        sparse = getattr(scorer, "sparse", None)  # an OutputLayer itself, else a model holding one as .output
-        layer = scorer if sparse is not None else getattr(scorer, "output", None)
+        layer = output_rows(scorer)
         weight = getattr(layer, "weight", None)
         return (bool(getattr(layer, "sparse", False)) and torch.is_tensor(ctx) and ctx.device.type == "cpu"
                 and weight is not None and weight.dtype == torch.float32)

@@ -54,7 +54,7 @@ from ..errors import UserError
 from .base import Scorer
 from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
-from .structure import (WordClassObjective, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
+from .structure import (WordClassObjective, class_huffman_tree, collapse_tree, concat_ranges, hidden_width, output_rows,
                         huffman_tree, word_paths)
 
 
@@ -140,9 +140,7 @@ class HierarchicalSoftmax(WordClassObjective):
         # the node layer takes row-sparse gradients when the model's output rows do (the trainer then updates the
         # touched rows only): at V = 485k it has 252,916 rows, and a dense gradient, its clipping and Adam's update
         # over all of them took about half of each training step
-        sparse = getattr(scorer, "sparse", None)  # an OutputLayer itself, else a model holding one as .output
-        self.sparse_nodes = bool(sparse if sparse is not None else getattr(getattr(scorer, "output", None), "sparse",
-                                                                           False))
+        self.sparse_nodes = bool(getattr(output_rows(scorer), "sparse", False))
         self._derive()
         self.register_load_state_dict_post_hook(lambda module, keys: module._derive())
         self.bound = True
