@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from sampledlm.neural.lm import stream_logprobs
 from sampledlm.neural.registry import RNNLM
-from sampledlm.objectives import make_objective, normaliser
+from sampledlm.objectives import make_objective, normaliser, output
 
 
 def _float64_rule(w, b, x, t, offset=None, log_sigmoid=False):
@@ -73,7 +73,7 @@ def test_evaluation_in_blocks_equals_the_one_product_path(name, monkeypatch):
     assert obj.scores_in_blocks(m)
     calls = []
     real = normaliser.log_normalised_targets
-    monkeypatch.setattr(normaliser, "log_normalised_targets",
+    monkeypatch.setattr(output, "log_normalised_targets",  # patched where the output layer looks it up
                         lambda *a, **k: calls.append(len(a[2])) or real(*a, **{**k, "block": 128}))
     blocked = stream_logprobs(m, obj, ids, bptt=64)
     assert calls and max(calls) >= 1024  # the 64-token chunks were gathered

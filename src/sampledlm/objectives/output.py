@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import normaliser
+from .normaliser import blocked, log_normalised_targets
 from .cpu_linear import fast_linear
 from .row_scores import row_scores
 
@@ -82,10 +82,10 @@ class OutputLayer(nn.Module):
         """Exact ``log P(targets | ctx)`` ``[N]`` over all V words in blocks of rows, never an ``[N, V]`` matrix
         (:func:`.normaliser.log_normalised_targets`), when the vocabulary is large enough for that to pay
         (:func:`.normaliser.blocked`); None otherwise (the caller takes the one-product path)."""
-        if not normaliser.blocked(self.num_words) or not torch.is_tensor(ctx) or ctx.dim() != 2:
+        if not blocked(self.num_words) or not torch.is_tensor(ctx) or ctx.dim() != 2:
             return None
-        return normaliser.log_normalised_targets(self.weight, self.bias.squeeze(1), ctx, targets, offset=offset,
-                                                 log_sigmoid=log_sigmoid)
+        return log_normalised_targets(self.weight, self.bias.squeeze(1), ctx, targets, offset=offset,
+                                      log_sigmoid=log_sigmoid)
 
     @torch.no_grad()
     def shift_bias(self, delta) -> None:
