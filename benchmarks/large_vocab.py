@@ -56,82 +56,24 @@ import sys
 import tempfile
 import time
 
+from .large_vocab_record import (
+    NOTES,
+    append_row,
+    prefix_file,
+    read_rows,
+    sampledlm,
+    timed,
+    v_full,
+    vocab_file,
+)
 from .report import REPO_DIR, stamp, table, write_page
 
 NAME = "large-vocab"
 TITLE = "Large vocabularies: a 165M-token Wikipedia corpus at V = 485k (count >= 3) and 100k"
-NOTES = os.path.join(REPO_DIR, "benchmarks", "notes", "large-vocab.jsonl")
 BUDGET = "4G"
 PREFIXES = ("20M", "all")
 UNK_WORD = "<unk-word>"
 ARPA_PARSE_MB = 1500  # lmplz ARPA files up to this size are also scored by our own reader
-
-
-# --- the record ----------------------------------------------------------------------------------------------
-def read_rows(path: str = NOTES) -> dict[str, dict]:
-    """The latest recorded row of each key."""
-    rows = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    r = json.loads(line)
-                    rows[r["key"]] = r
-    return rows
-
-
-def append_row(row: dict, path: str = NOTES) -> dict:
-    meta = stamp()
-    row = {**row, "date": meta["date"], "commit": meta["commit"], "machine": meta["machine"],
-           "load_average": [round(x, 2) for x in os.getloadavg()], "nice": os.nice(0)}
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    print(json.dumps({k: v for k, v in row.items() if k not in ("stderr",)})[:600], file=sys.stderr, flush=True)
-    return row
-
-
-# --- timing a process ----------------------------------------------------------------------------------------
-# A small parent (its own peak ~10 MB, which a child inherits at fork) that waits for the command with wait4:
-# the command's wall time, CPU time (user + system, its threads and reaped children included) and peak RSS.
-_WAIT4 = r"""
-import json, os, sys, time
-spec = json.loads(sys.argv[1])
-t = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    if spec.get("stdin"):
-        fd = os.open(spec["stdin"], os.O_RDONLY); os.dup2(fd, 0)
-    if spec.get("stdout"):
-        fd = os.open(spec["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); os.dup2(fd, 1)
-    fd = os.open(spec["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); os.dup2(fd, 2)
-    os.execvp(spec["argv"][0], spec["argv"])
-_, status, ru = os.wait4(pid, 0)
-print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "wall_s": round(time.perf_counter() - t, 2),
-                  "cpu_s": round(ru.ru_utime + ru.ru_stime, 2), "peak_mb": round(ru.ru_maxrss / 1024, 1)}))
-"""
-
-
-def timed(argv: list[str], stdin: str | None = None, stdout: str | None = None) -> dict:
-    """Run ``argv`` (stdin/stdout from/to files, stdout captured otherwise); rc, wall_s, cpu_s, peak_mb,
-    stdout (when captured, last 4,000 characters) and stderr (last 2,000)."""
-    with tempfile.TemporaryDirectory() as d:
-        spec = {"argv": argv, "stdin": stdin, "stdout": stdout or os.path.join(d, "out"),
-                "stderr": os.path.join(d, "err")}
-        p = subprocess.run([sys.executable, "-S", "-c", _WAIT4, json.dumps(spec)], capture_output=True, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"timing wrapper failed: {p.stderr[-2000:]}")
-        res = json.loads(p.stdout)
-        res["stderr"] = open(spec["stderr"], encoding="utf-8", errors="replace").read()[-2000:]
-        if stdout is None:
-            res["stdout"] = open(spec["stdout"], encoding="utf-8", errors="replace").read()[-4000:]
-    return res
-
-
-def sampledlm(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sampledlm", *args]
 
 
 def kenlm_bin(tool: str) -> str | None:
@@ -183,7 +125,7 @@ def query_ppl(model: str, test: str) -> dict:
     for key, pat in (("ppl", r"Perplexity including OOVs:\s*([\d.eE+-]+)"),
                      ("ppl_excluding_oov", r"Perplexity excluding OOVs:\s*([\d.eE+-]+)"), ("oov", r"^OOVs:\s*(\d+)"),
                      ("tokens", r"^Tokens:\s*(\d+)")):
-        m = re.search(pat, text, re.M)
+        m = re.search(pat, text, re.MULTILINE)
         if m:
             r[key] = float(m.group(1))
     r["stderr"] = r["stderr"][-300:]
@@ -314,44 +256,6 @@ SPEED_OBJECTIVES = ("nce", "hsm", "adaptive", "css-is", "class", "is", "blackout
 SPEED_TOKENS = 300_000  # training tokens of each speed run (about 270 steps of the default GRU's batches)
 
 
-def _prefix_file(src: str, dst: str, tokens: int) -> int:
-    """The first lines of ``src`` holding ``tokens`` tokens, into ``dst``; tokens + </s> written."""
-    n = lines = 0
-    if not os.path.exists(dst):
-        with open(src, encoding="utf-8") as f, open(dst + ".tmp", "w", encoding="utf-8") as g:
-            for line in f:
-                if n >= tokens:
-                    break
-                n += len(line.split())
-                g.write(line)
-        os.replace(dst + ".tmp", dst)
-    n = 0
-    with open(dst, encoding="utf-8") as f:
-        for line in f:
-            n += len(line.split())
-            lines += 1
-    return n + lines
-
-
-def _vocab_file(data: str, sub: str, dst: str, unk_count: int) -> str:
-    """The corpus vocabulary as ``sampledlm train --vocab`` reads it: ``</s>`` with the training text's line count
-    (each line is a sentence of the id stream) and ``<unk>`` with its training count, then the words. Written again
-    when an older copy lacks ``</s>`` (its count 0 kept NCE from ever drawing ``</s>`` as a noise word:
-    benchmarks/notes/large-vocab-findings.md)."""
-    if os.path.exists(dst):
-        with open(dst, encoding="utf-8") as f:
-            if f.readline().startswith("</s>\t"):
-                return dst
-    with open(os.path.join(data, sub, "train.txt"), "rb") as f:
-        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
-    with open(os.path.join(data, sub, "vocab.txt"), encoding="utf-8") as f, \
-            open(dst + ".tmp", "w", encoding="utf-8") as g:
-        g.write(f"</s>\t{lines}\n<unk>\t{unk_count}\n")
-        g.writelines(f)
-    os.replace(dst + ".tmp", dst)
-    return dst
-
-
 def speed_step(data: str, work: str, rows_path: str = NOTES, tokens: int = SPEED_TOKENS,
                objectives: tuple[str, ...] = SPEED_OBJECTIVES, settings: tuple[str, ...] = ("full", "10k", "100k"),
                eval_tokens: int = 5000, again: tuple[str, ...] = ()) -> None:
@@ -376,14 +280,14 @@ def speed_step(data: str, work: str, rows_path: str = NOTES, tokens: int = SPEED
             if not os.path.isdir(ptb):
                 continue
             train = os.path.join(sp, "train-10k.txt")
-            setups[name] = (train, _prefix_file(os.path.join(ptb, "ptb.train.txt"), train, tokens), [])
+            setups[name] = (train, prefix_file(os.path.join(ptb, "ptb.train.txt"), train, tokens), [])
             continue
         sub = "" if name == "full" else name
         label = next((k for k in stats if (k.startswith("count") if name == "full" else k.endswith(name))), None)
         unk = stats[label]["splits"]["train"]["unk"] if label else 0
-        voc = _vocab_file(data, sub, os.path.join(sp, f"vocab-{name}.txt"), unk)
+        voc = vocab_file(data, sub, os.path.join(sp, f"vocab-{name}.txt"), unk)
         train = os.path.join(sp, f"train-{name}.txt")
-        setups[name] = (train, _prefix_file(os.path.join(data, sub, "train.txt"), train, tokens), ["--vocab", voc])
+        setups[name] = (train, prefix_file(os.path.join(data, sub, "train.txt"), train, tokens), ["--vocab", voc])
 
     def exact_eval():
         """Exact evaluation at the full vocabulary: the NCE run's model over the first test tokens, every core."""
@@ -392,7 +296,7 @@ def speed_step(data: str, work: str, rows_path: str = NOTES, tokens: int = SPEED
         if (key in rows and rows[key].get("rc") == 0) or not os.path.isfile(os.path.join(run_dir, "metrics.jsonl")):
             return
         test = os.path.join(sp, "test-eval.txt")
-        n = _prefix_file(os.path.join(data, "test.txt"), test, eval_tokens)
+        n = prefix_file(os.path.join(data, "test.txt"), test, eval_tokens)
         r = timed(sampledlm("eval", run_dir, "--test", test, "--json", "--device", "cpu"))
         row = {"tokens": n, "process": {k: v for k, v in r.items() if k != "stdout"}, "rc": r["rc"]}
         if r["rc"] == 0:
@@ -562,24 +466,17 @@ def kn_section(rows: dict) -> tuple[str, list[str]]:
     return "\n".join(lines + body) + "\n", missing
 
 
-def _v_full(rows: dict) -> str:
-    """The count >= 3 vocabulary's size, as '485k'."""
-    st = rows.get("corpus", {}).get("stats", {}).get("settings", {})
-    v = next((x["V"] for k, x in st.items() if k.startswith("count")), None)
-    return f"{round(v / 1000)}k" if v else "600k"
-
-
 def speed_section(rows: dict) -> tuple[str, list[str]]:
     got = {k: v for k, v in rows.items() if k.startswith("speed/") and v.get("rc") == 0}
     if not got:
-        vfull = _v_full(rows)
+        vfull = v_full(rows)
         return "", [f"Words per CPU second at V = 10k (PTB), 100k and {vfull} for each sampled and structured "
                     f"objective, and a training run's peak memory at V = {vfull} (deliverable 5): `nice -n 19 python -m "
                     "benchmarks.large_vocab speed --data DIR --work WORK` (about 30 minutes)",
                     f"Exact evaluation over V = {vfull}, time per 1,000 tokens (deliverable 5): part of the speed step"]
     objs = list(dict.fromkeys(v["objective"] for v in got.values()))
     names = ("10k", "100k", "full")
-    vfull = _v_full(rows)
+    vfull = v_full(rows)
     lines = ["## Cost against V on real text (short runs)", "",
              f"The default GRU (`--model gru`, one thread) trained for one pass over the first {SPEED_TOKENS:,} "
              f"training tokens (a few hundred steps) with each objective; V = {vfull} and 100k: the Wikipedia text with "
@@ -725,7 +622,7 @@ def targets(rows: dict) -> list[str]:
                 ratios.append((r["objective"], r["words_per_cpu_s"] / base["words_per_cpu_s"]))
     if ratios:
         met = [o for o, x in ratios if x >= 0.7]
-        out.append(f"- Each sampled/structured objective's words per CPU second at V = {_v_full(rows)} (the issue's "
+        out.append(f"- Each sampled/structured objective's words per CPU second at V = {v_full(rows)} (the issue's "
                    "600k) >= 0.7x its own at V = 10k "
                    "(short runs): " + ", ".join(f"{o} {x:.2f}x" for o, x in ratios)
                    + f": {len(met)} of {len(ratios)} met"
@@ -739,7 +636,7 @@ def targets(rows: dict) -> list[str]:
     steady = large_vocab_steady.ratios(rows)
     if steady:
         met = [o for o, x in steady.items() if x >= 0.7]
-        out.append(f"- The same in steady state (second epoch of the same runs): "
+        out.append("- The same in steady state (second epoch of the same runs): "
                    + ", ".join(f"{o} {x:.2f}x" for o, x in steady.items()) + f": {len(met)} of {len(steady)} met.")
     whole = [(p, rows.get(f"eval-full/{p}")) for p in ("fp32", "bf16")]
     whole = [(p, e) for p, e in whole if e and e.get("rc") == 0]
@@ -749,7 +646,7 @@ def targets(rows: dict) -> list[str]:
         for p, w in whole:
             cpu_min = w["process"]["cpu_s"] * 250_000 / w["tokens"] / 60
             parts.append(f"{p} {cpu_min:.1f} CPU-minutes: {'met' if cpu_min <= 10 else '**missed**'}")
-        out.append(f"- Exact test perplexity over V = {_v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
+        out.append(f"- Exact test perplexity over V = {v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
                    f"250k tokens: the whole test text ({whole[0][1]['tokens']:,} tokens) through `sampledlm eval` on "
                    "one thread, the process's CPU time scaled to 250k tokens: " + "; ".join(parts)
                    + " (bf16: the sum's products in bfloat16, mean ln P error "
@@ -759,13 +656,13 @@ def targets(rows: dict) -> list[str]:
         n = rows["normaliser/full"]
         parts = [f"{mode} {m:.1f} CPU-minutes: {'met' if m <= 10 else '**missed**'}"
                  for mode, m in n["projected_cpu_min_250k"].items()]
-        out.append(f"- Exact test perplexity over V = {_v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
+        out.append(f"- Exact test perplexity over V = {v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
                    f"250k tokens: projected from the scoring of {n['tokens']:,} tokens on one thread (model loading "
                    "left out): " + "; ".join(parts) + " (projected; the whole test text through `sampledlm eval` "
                    "not yet measured).")
     elif e and e.get("rc") == 0:
         cpu_min = e["process"]["cpu_s"] * 250_000 / e["tokens"] / 60
-        out.append(f"- Exact test perplexity over V = {_v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
+        out.append(f"- Exact test perplexity over V = {v_full(rows)} (the issue's 600k) in <= 10 CPU-minutes for "
                    f"250k tokens: projected from "
                    f"{e['tokens']:,} tokens, {cpu_min:.1f} CPU-minutes (the whole process, loading included): "
                    f"{'met' if cpu_min <= 10 else '**missed**'} (projected).")

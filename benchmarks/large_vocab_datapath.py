@@ -25,7 +25,7 @@ STEPS = 300
 
 
 def step(data: str, work: str, rows_path: str, steps: int = STEPS) -> None:
-    from .large_vocab import append_row, read_rows, sampledlm, timed
+    from .large_vocab_record import append_row, read_rows, sampledlm, timed
 
     sp = os.path.join(work, "speed")
     valid, vocab = os.path.join(sp, "valid-tiny.txt"), os.path.join(sp, "vocab-full.txt")

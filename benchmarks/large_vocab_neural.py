@@ -54,8 +54,9 @@ import sys
 import threading
 import time
 
+from . import large_vocab_record as record
 from . import lmruns
-from .large_vocab import _v_full, _vocab_file, append_row, read_rows
+from .large_vocab_record import append_row, read_rows, v_full
 
 ROWS = ("nce", "is", "blackout", "css-is", "class", "hsm", "adaptive", "transformer", "softmax")
 BUDGET_CPU_S = 7200.0  # 2 CPU-hours a row, one thread
@@ -175,9 +176,7 @@ def prefix_file(src: str, dst: str, tokens: int) -> None:
     """The first whole lines of ``src`` holding at least ``tokens`` tokens (kept once written)."""
     if os.path.exists(dst):
         return
-    from .large_vocab import _prefix_file
-
-    _prefix_file(src, dst, tokens)
+    record.prefix_file(src, dst, tokens)
 
 
 def strided_file(src: str, dst: str, tokens: int) -> None:
@@ -195,7 +194,7 @@ def strided_file(src: str, dst: str, tokens: int) -> None:
 
 
 def vocab_file(data: str, dst: str, unk_count: int) -> str:
-    return _vocab_file(data, "", dst, unk_count)
+    return record.vocab_file(data, "", dst, unk_count)
 
 
 # --- plans ---------------------------------------------------------------------------------------------------------
@@ -663,7 +662,7 @@ def section(rows: dict) -> tuple[str, list[str]]:
     epochs = any_plan["epochs"] if any_plan else EPOCHS
     vpred = any_plan.get("valid_predictions") if any_plan else None
     hours = f"{budget / 3600:g} CPU-hours" if budget >= 360 else f"{budget:g} CPU seconds"
-    vfull = _v_full(rows)
+    vfull = v_full(rows)
     tpred = next((r["test"]["predictions"] for r in got.values() if r.get("test", {}).get("predictions")), None)
     lines = [f"## Neural rows at V = {vfull}: {hours} each, one thread", "",
              "The protocol of Chen, Grangier & Auli (2016): every output layer gets the same training time (here CPU "
@@ -804,7 +803,7 @@ def curves(ax, rows: dict) -> None:
         ax.plot(xs, ys, marker="o", ms=3, color=f"C{i % 10}", label=label(r))
     ax.set_xlabel("training CPU seconds (one thread)")
     ax.set_ylabel("valid ppl (subset)")
-    ax.set_title(f"Neural rows at V = {_v_full(rows)}", fontsize=9)
+    ax.set_title(f"Neural rows at V = {v_full(rows)}", fontsize=9)
     if got:
         ax.set_yscale("log")
         ax.legend(fontsize=6)

@@ -77,7 +77,7 @@ def measure(run_dir: str, test: str, sample: int = SAMPLE, rounds: int = ROUNDS)
                 f.update(max_abs_err=float(np.abs(err).max()), mean_err=float(err.mean()),
                          ppl=float(np.exp(-lp.mean())))
     torch.set_num_threads(threads)
-    return {"tokens": int(len(ids)), "sample": int(len(ref)), "V": int(model.num_words),
+    return {"tokens": len(ids), "sample": len(ref), "V": int(model.num_words),
             "hidden": int(model.output.weight.shape[1]), "threads": threads, "rounds": rounds,
             "ppl_float64_sample": float(np.exp(-ref.mean())), "modes": found,
             "projected_cpu_min_250k": {m: f["cpu_s_per_1000"] * 250 / 60 for m, f in found.items()}}
@@ -87,7 +87,7 @@ def step(data: str, work: str, rows_path: str) -> None:
     """The row ``normaliser/full`` (:func:`measure`), then ``eval-full/fp32`` and ``eval-full/bf16``: ``sampledlm
     eval`` of the same model over the whole test text on one thread, the process timed (the issue's target: 250k
     tokens in 10 CPU-minutes). Rows recorded with exit status 0 are not measured again."""
-    from .large_vocab import append_row, read_rows, sampledlm, timed
+    from .large_vocab_record import append_row, read_rows, sampledlm, timed
 
     sp = os.path.join(work, "speed")
     run_dir, test = os.path.join(sp, "nce-full"), os.path.join(sp, "test-eval.txt")

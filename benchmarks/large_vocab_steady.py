@@ -25,7 +25,7 @@ EPOCHS = 2
 
 
 def step(work: str, rows_path: str, objectives: tuple[str, ...], again: tuple[str, ...] = ()) -> None:
-    from .large_vocab import append_row, read_rows, sampledlm, timed
+    from .large_vocab_record import append_row, read_rows, sampledlm, timed
 
     sp = os.path.join(work, "speed")
     valid = os.path.join(sp, "valid-tiny.txt")
@@ -69,7 +69,7 @@ def lines(rows: dict, vfull: str) -> list[str]:
         return []
     objs = list(dict.fromkeys(v["objective"] for v in got.values()))
     out = ["", "### In steady state (second epoch)", "",
-           f"The same runs for two epochs over the same prefixes (`python -m benchmarks.large_vocab steady`; "
+           "The same runs for two epochs over the same prefixes (`python -m benchmarks.large_vocab steady`; "
            "`benchmarks/large_vocab_steady.py` says why and what it leaves out): words per CPU second of the second "
            "epoch, and of the first in brackets; the three V of an objective run one after another.", ""]
     tr = []
