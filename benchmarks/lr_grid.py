@@ -233,7 +233,8 @@ def base_order(grid: list[Row]) -> list[tuple[Row, float]]:
 def pending(grid: list[Row], records: list[dict], skip: set = frozenset()) -> list[tuple[Row, float]]:
     """The cells still to train, in order: the base cells not in ``records`` (:func:`base_order`), with a row's
     extension cell (:func:`next_rate`) first as soon as its finished rates call for one (a row whose best sits at
-    an edge is where the next cell tells most). ``skip``: cells (row name, rate) to leave out (failed here)."""
+    an edge is where the next cell tells most), then the cells beside a row's best so far (:func:`beside_best`),
+    then the rest. ``skip``: cells (row name, rate) to leave out (failed here)."""
     ext = []
     for r in grid:
         res = results(r, records)
@@ -241,7 +242,26 @@ def pending(grid: list[Row], records: list[dict], skip: set = frozenset()) -> li
         if nxt is not None and (r.name, nxt) not in skip:
             ext.append((r, nxt))
     todo = [(r, lr) for r, lr in base_order(grid) if lr not in results(r, records) and (r.name, lr) not in skip]
-    return ext + todo
+    near = {r.name: beside_best(r, results(r, records)) for r in grid}
+    return ext + [c for c in todo if near_best(c, near)] + [c for c in todo if not near_best(c, near)]
+
+
+def beside_best(row: Row, res: dict[float, dict]) -> set[float] | None:
+    """The rates either side of the row's best finished rate, on its base grid with the rates it tried; None for
+    a row with nothing finished (every cell of it tells)."""
+    if not res:
+        return None
+    rates = sorted({norm(r) for r in row.rates} | set(res))
+    i = rates.index(min(res, key=lambda r: (valid_of(res[r]), r)))
+    return set(rates[max(i - 1, 0):i + 2])
+
+
+def near_best(cell: tuple[Row, float], near: dict[str, set[float] | None]) -> bool:
+    """Whether a cell can still change its row's choice at once: a rate beside the best so far (a cell two rates
+    beyond a rate that already lost to the best runs after every such cell, since the grid is complete only with
+    it, but it is the least likely to move the choice)."""
+    rates = near[cell[0].name]
+    return rates is None or cell[1] in rates
 
 
 # --- training a cell ------------------------------------------------------------------------------------------------

@@ -86,6 +86,23 @@ def test_a_start_skips_the_cells_its_records_hold(tmp_path):
     assert todo[0] == ("gru softmax", 0.016) and ("gru softmax", 0.008) not in todo
 
 
+def test_cells_beside_a_rows_best_train_before_those_beyond_a_rate_that_lost(tmp_path):
+    """softmax: 0.004 best, 0.002 and 0.008 lost: its 0.001 cannot move the choice at once, so every cell that
+    can (other rows' neighbours of their best, rows with nothing finished) trains first; the grid still runs it."""
+    grid = lr_grid.rows(quick=False)
+    by = {r.name: r for r in grid}
+    path = tmp_path / "lr-grid.jsonl"
+    for lr, v in {0.002: 103.7, 0.004: 98.2, 0.008: 99.3}.items():
+        lr_grid.append_record(str(path), _record(by["gru softmax"], lr, v))
+    lr_grid.append_record(str(path), _record(by["gru nce"], 0.008, 99.5))
+    todo = [(r.name, lr) for r, lr in lr_grid.pending(grid, lr_grid.load_records(str(path)))]
+    assert len(todo) == 4 * len(grid) - 4
+    assert todo.index(("gru softmax", 0.001)) > todo.index(("transformer softmax", 0.008))
+    assert todo.index(("gru nce", 0.004)) < todo.index(("gru nce", 0.002)) < todo.index(("gru softmax", 0.001))
+    assert todo.index(("gru nce", 0.001)) > todo.index(("ffnn softmax", 0.001))
+    assert set(todo[-3:]) == {("gru softmax", 0.001), ("gru nce", 0.002), ("gru nce", 0.001)}  # nce: 0.008 best
+
+
 def test_the_page_builds_from_the_records_alone(tmp_path):
     grid = lr_grid.rows(quick=False)
     by = {r.name: r for r in grid}
