@@ -100,6 +100,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "lr-grid": Experiment("lr_grid", "one learning-rate grid for every PTB GRU-256 row, the softmax included: "
                           "valid perplexity by rate, test at the chosen rate, gaps against the tuned softmax",
                           trains_lm=True),
+    "equal-cpu": Experiment("equal_cpu", "every sampled and structured PTB GRU-256 row at its lr-grid rate, trained "
+                            "for the tuned softmax's CPU seconds: test perplexity against the softmax, curves by CPU "
+                            "seconds", trains_lm=True),
     "large-vocab": Experiment("large_vocab", "a 165M-token Wikipedia corpus at V = 485k and 100k: corpus "
                               "statistics, KN5 (ours and lmplz), every output objective under one CPU budget, "
                               "cost against V, exact evaluation speed"),

@@ -1,0 +1,80 @@
+"""The equal-CPU experiment without training: its plan from the lr-grid records, its resume, its page."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import equal_cpu, lr_grid
+
+
+def _cell(row, lr, valid, cpu_s, epochs=8, test=None):
+    return {"row": row.name, "lr": lr, "flags": row.cell_flags(lr), "version": row.version, "data": "PTB",
+            "epochs": [{"epoch": i + 1, "valid_ppl": valid + 8 - i, "cpu_s": cpu_s * (i + 1) / epochs}
+                       for i in range(epochs)],
+            "best_valid": valid, "best_epoch": epochs, "test_ppl": test or valid - 6, "cpu_s": cpu_s}
+
+
+def _grid_records(grid):
+    by = {r.name: r for r in grid}
+    return [_cell(by["gru softmax"], 0.004, 98.1, 1760.0), _cell(by["gru softmax"], 0.008, 99.3, 1800.0),
+            _cell(by["gru nce"], 0.008, 99.5, 570.0), _cell(by["gru nce"], 0.002, 106.2, 530.0),
+            _cell(by["gru hsm"], 0.004, 105.3, 960.0),
+            {**_cell(by["gru is"], 0.016, 0, 100.0), "best_valid": None, "failed": "training diverged"}]
+
+
+def test_each_row_gets_the_epochs_that_fit_the_softmaxs_cpu_seconds_at_its_chosen_rate():
+    grid = lr_grid.rows(quick=False)
+    soft, entries = equal_cpu.plan(grid, _grid_records(grid))
+    assert soft["lr"] == 0.004 and soft["cpu_s"] == 1760.0
+    got = {e["row"].name: (e["lr"], e["epochs"]) for e in entries}
+    # nce: 71.25 CPU s an epoch -> 24 epochs in 1,760; hsm: 120 -> 14; a diverged-only row has no chosen rate
+    assert got == {"gru nce": (0.008, 24), "gru hsm": (0.004, 14)}
+    assert equal_cpu.flags(entries[0])[-4:] == ("--lr", "0.008", "--epochs", "24")
+    # nce's 0.008 sits at the grid's top with 0.004 beside it not yet tried: not settled; the softmax's is
+    assert [e["settled"] for e in entries] == [False, False]
+
+
+def test_a_row_slower_than_the_softmax_keeps_its_default_epochs():
+    grid = lr_grid.rows(quick=False)
+    by = {r.name: r for r in grid}
+    recs = [_cell(by["gru softmax"], 0.004, 98.1, 1000.0), _cell(by["gru adaptive"], 0.004, 98.6, 1300.0)]
+    _, entries = equal_cpu.plan(grid, recs)
+    assert [(e["row"].name, e["epochs"]) for e in entries] == [("gru adaptive", 8)]
+
+
+def test_no_softmax_cell_no_budget_and_the_page_says_so(tmp_path):
+    grid = lr_grid.rows(quick=False)
+    assert equal_cpu.plan(grid, []) == (None, [])
+    data = equal_cpu.summarise(grid, [], [])
+    assert "no budget" in equal_cpu.render(data)
+
+
+def test_the_page_reads_a_finished_row_and_judges_it_against_the_tuned_softmax(tmp_path):
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    _, entries = equal_cpu.plan(grid, grid_recs)
+    nce = next(e for e in entries if e["row"].name == "gru nce")
+    path = tmp_path / "equal-cpu.jsonl"
+    rec = {"row": "gru nce", "lr": 0.008, "flags": " ".join(equal_cpu.flags(nce)), "version": nce["row"].version,
+           "epochs": [{"epoch": 24, "valid_ppl": 95.0, "cpu_s": 1700.0}], "best_valid": 95.0, "best_epoch": 24,
+           "cpu_s": 1700.0, "test_ppl": 90.0}
+    lr_grid.append_record(str(path), {**rec, "flags": rec["flags"].replace("24", "23")})  # another plan: ignored
+    lr_grid.append_record(str(path), rec)
+    records = lr_grid.load_records(str(path))
+    assert equal_cpu.record_of(nce, records)["test_ppl"] == 90.0
+    data = equal_cpu.summarise(grid, grid_recs, records)
+    row = next(x for x in data["rows"] if x["name"] == "gru nce")
+    assert row["vs_softmax"] == pytest.approx(90.0 / 92.1 - 1)
+    page = equal_cpu.render(data)
+    assert "1,760 CPU s" in page and "| gru nce | 0.008 | 24 |" in page and "met" in page
+    assert "| gru hsm | 0.004 | 14 |" in page and "waits for its rate" in page
+    equal_cpu.figure(data)
+
+
+@pytest.mark.slow
+def test_quick_equal_cpu_runs_its_own_grid_then_its_rows(tmp_path):
+    from helpers import run_quick
+
+    data = run_quick("equal-cpu", tmp_path / "out", against="At the softmax's CPU seconds")
+    assert data["softmax"] and data["rows"] and data["rows"][0]["run"]["test_ppl"] > 1
+    assert (tmp_path / "out" / "equal-cpu.jsonl").stat().st_size > 0 and (tmp_path / "out" / "lr-grid.jsonl").exists()
