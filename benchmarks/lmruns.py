@@ -68,9 +68,38 @@ class Run:
     #: a second pass: ``(first Run, sampledlm classes flags)``; before this run trains, ``sampledlm classes TRAIN
     #: --from-model FIRST FLAGS`` writes a word-classes file, which ``{classes}`` in ``options`` names
     classes_from: tuple = ()
+    #: other runs of exactly the same training (e.g. the lr grid's cell at this run's default rate): the first of
+    #: them that is finished is taken instead of training this one
+    same_as: tuple = ()
 
 
 CLASSES = "{classes}"
+
+
+def rate_run(key: str, flags: tuple[str, ...], lr: str, version: str = "") -> Run:
+    """The lr grid's run of the row ``key`` (its ``flags``) at the rate ``lr`` (as the flag writes it)."""
+    return Run(f"lr-{key}-{lr}", (*flags, "--lr", lr), version=version)
+
+
+def defaults(model: str, objective: str, epochs: int | None = None) -> tuple[float, str]:
+    """``(default rate, the epochs and schedule in words)`` of ``sampledlm train --model MODEL --objective X``
+    (``epochs``: given by the row's flags instead of the default)."""
+    from sampledlm.neural.registry import model_class
+    from sampledlm.neural.trainer import TrainOptions
+    from sampledlm.objectives.registry import OBJECTIVES as OBJ
+
+    cls = model_class(model)
+    t = {**{k: getattr(TrainOptions(), k) for k in ("lr_schedule", "max_halvings", "min_improvement")},
+         **cls.train_defaults, **({"epochs": epochs} if epochs else {})}
+    lr = t["lr"]
+    if getattr(cls, "sequence_model", False):
+        lr = OBJ[objective].sequence_defaults.get("lr", lr)
+    if t["lr_schedule"] == "cosine":
+        schedule = f"{t['epochs']} epoch{'s' if t['epochs'] != 1 else ''}, cosine decay"
+    else:
+        schedule = (f"up to {t['epochs']} epochs, the rate halved when validation gains less than "
+                    f"{100 * t['min_improvement']:g} %, stopping after {t['max_halvings']} halvings")
+    return float(f"{lr:g}"), schedule
 
 
 def classes_file(work: str, files: dict, run: Run) -> str:
@@ -137,9 +166,10 @@ def finished(rd: str) -> bool:
 def train(work: str, files: dict, run: Run) -> str:
     """Train ``run`` to completion (or reuse/resume it); returns its directory."""
     rd = run_dir(work, files, run)
-    if finished(rd):
-        click.echo(f"  {run.name}: finished run reused ({rd})", err=True)
-        return rd
+    for alt in (rd, *(run_dir(work, files, r) for r in run.same_as)):
+        if finished(alt):
+            click.echo(f"  {run.name}: finished run reused ({alt})", err=True)
+            return alt
     options = run.options
     if run.classes_from:
         path = make_classes_file(work, files, run)

@@ -28,7 +28,9 @@ import click
 from sampledlm.errors import UserError
 
 from . import lmruns
+from .lmruns import defaults
 from .quality_cpu import BASE, OBJECTIVES, QUICK, TRUNKS, VERSIONS, row_name
+from .quality_cpu import run_version as quality_run_version
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "lr-grid"
@@ -69,35 +71,14 @@ class Row:
         return " ".join((*self.flags, "--lr", fmt(lr)))
 
     def run(self, lr: float) -> lmruns.Run:
-        return lmruns.Run(f"lr-{self.key}-{fmt(lr)}", (*self.flags, "--lr", fmt(lr)), version=self.version)
+        return lmruns.rate_run(self.key, self.flags, fmt(lr), self.version)
 
     def default_run(self) -> lmruns.Run:
         """The row's run without ``--lr`` (quality-cpu's run): the same training as the cell at the default rate."""
-        return lmruns.Run(self.key, self.flags, version=self.version)
+        return lmruns.Run(self.key, self.flags, version=quality_run_version(self.key, self.model, self.version))
 
     def __repr__(self):
         return f"Row({self.name!r})"
-
-
-def defaults(model: str, objective: str, epochs: int | None = None) -> tuple[float, str]:
-    """``(default rate, the epochs and schedule in words)`` of ``sampledlm train --model MODEL --objective X``
-    (``epochs``: given by the row's flags instead of the default)."""
-    from sampledlm.neural.registry import model_class
-    from sampledlm.neural.trainer import TrainOptions
-    from sampledlm.objectives.registry import OBJECTIVES as OBJ
-
-    cls = model_class(model)
-    t = {**{k: getattr(TrainOptions(), k) for k in ("lr_schedule", "max_halvings", "min_improvement")},
-         **cls.train_defaults, **({"epochs": epochs} if epochs else {})}
-    lr = t["lr"]
-    if getattr(cls, "sequence_model", False):
-        lr = OBJ[objective].sequence_defaults.get("lr", lr)
-    if t["lr_schedule"] == "cosine":
-        schedule = f"{t['epochs']} epoch{'s' if t['epochs'] != 1 else ''}, cosine decay"
-    else:
-        schedule = (f"up to {t['epochs']} epochs, the rate halved when validation gains less than "
-                    f"{100 * t['min_improvement']:g} %, stopping after {t['max_halvings']} halvings")
-    return norm(lr), schedule
 
 
 def rows(quick: bool) -> list[Row]:

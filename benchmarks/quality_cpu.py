@@ -101,18 +101,38 @@ TRUNKS = {"ffnn": ("--model", "ffnn", "--device", "cpu", "--threads", "1"),
           "transformer": ("--model", "transformer", "--device", "cpu", "--threads", "1")}
 
 
+#: the GRU's training defaults as the lr grid chose them (its rate 0.004, IS and CSS-IS 0.008): part of every GRU
+#: run's version here, so that no run trained at the former defaults (0.002) is taken for one at these
+GRU_DEFAULTS = "lr-grid-2026-11-28"
+
+
+def run_version(name: str, model: str = "gru", version: str | None = None) -> str:
+    """The version of this page's run ``name`` (an objective, a variant, a seed replicate): the objective's
+    :data:`VERSIONS` entry (or ``version``) and, on the GRU, :data:`GRU_DEFAULTS`."""
+    v = VERSIONS.get(name, "") if version is None else version
+    return "+".join(x for x in (v, GRU_DEFAULTS if model == "gru" else "") if x)
+
+
 def plan(quick: bool) -> list[lmruns.Run]:
-    runs = [lmruns.Run(o, (*BASE, *(QUICK if quick else ()), "--objective", o), version=VERSIONS.get(o, ""))
-            for o in (["softmax", "nce", "adaptive"] if quick else OBJECTIVES)]
+    """Every run of the page; a default row also takes the lr grid's finished cell at its default rate (the same
+    training, ``--lr`` given: :attr:`lmruns.Run.same_as`)."""
+    objectives = ["softmax", "nce", "adaptive"] if quick else OBJECTIVES
+    runs = []
+    for o in objectives:
+        flags = (*BASE, *(QUICK if quick else ()), "--objective", o)
+        epochs = int(QUICK[QUICK.index("--epochs") + 1]) if quick else None
+        lr = f"{lmruns.defaults('gru', o, epochs)[0]:g}"
+        runs.append(lmruns.Run(o, flags, version=run_version(o),
+                               same_as=(lmruns.rate_run(o, flags, lr, VERSIONS.get(o, "")),)))
     if not quick:
-        runs += [lmruns.Run(name, (*BASE, *flags)) for name, flags in VARIANTS.items()]
+        runs += [lmruns.Run(name, (*BASE, *flags), version=run_version(name)) for name, flags in VARIANTS.items()]
     if not quick:
         first = {r.name: r for r in runs}
-        runs += [lmruns.Run(name, (*BASE, *flags), classes_from=(first[of], extra))
+        runs += [lmruns.Run(name, (*BASE, *flags), classes_from=(first[of], extra), version=run_version(name))
                  for name, (of, extra, flags) in SECOND_PASSES.items()]
         runs += [lmruns.Run(name, flags) for name, flags in TRUNKS.items()]
         runs += [lmruns.Run(seed_run(o, seed), (*BASE, *(VARIANTS[o] if o in VARIANTS else ("--objective", o)),
-                                                "--seed", str(seed)), version=VERSIONS.get(o, ""))
+                                                "--seed", str(seed)), version=run_version(o))
                  for seed in SEEDS for o in SEEDED]
     return runs
 

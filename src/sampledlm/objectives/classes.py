@@ -115,8 +115,11 @@ class ClassSoftmax(WordClassObjective):
     Options = ClassOptions
     sequence_why = ("PTB's tied GRU-256, 8 epochs, against the softmax's 98.58: 200 frequency bins gave 113.23 "
                     "(+14.9 %), the exchange algorithm's 200 classes of the training text 102.98 (+4.5 %), and with "
-                    "each class scored by the log-sum-exp of 4 linear scores 98.23 (-0.4 %) at 2.5x the softmax's words "
-                    "per CPU second; clustering PTB takes about 17 s before the first epoch")
+                    "each class scored by the log-sum-exp of 4 linear scores 98.23 (-0.4 %) at 2.5x the softmax's "
+                    "words per CPU second; clustering PTB takes about 17 s before the first epoch; lr 0.008: valid "
+                    "97.58, test 92.31 against 98.25 / 92.35 at 0.004, and valid 210 after 6 of 8 epochs at 0.016 "
+                    "(docs/results/lr-grid.md; the softmax at its best rate: 92.01)")
+    sequence_train = {"lr": 0.008}
 
     def __init__(self, counts=None, **options):
         super().__init__(counts, **options)
