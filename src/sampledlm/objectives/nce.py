@@ -42,8 +42,7 @@ class NCEOptions(SampledOptions):
 
 @dataclass
 class BlackOutOptions(NegativesOptions):
-    samples: int = like(NegativesOptions, "samples", recurrent=20)
-    sample_mode: str = like(NegativesOptions, "sample_mode", recurrent="each")
+    samples: int = like(NegativesOptions, "samples", recurrent=1000)
 
 
 class NCE(SampledObjective):
@@ -129,7 +128,9 @@ class BlackOut(NegativesObjective):
     name = "blackout"
     Options = BlackOutOptions
     sequence_train = {"lr": 0.004}
-    sequence_why = "as NCE: one bag shared by a recurrent batch updates too few rows a step"
+    sequence_why = ("as Ji et al. 2016, one set of negatives shared by the batch: PTB GRU-256, 8 epochs, lr 0.008: "
+                    "one bag of 1,000 gives valid 105.70 / test 99.93, 20 per position 106.94 / 100.79; at V = 485k "
+                    "per-position draws read 22,400 scattered output rows a step (0.65x their V = 10k speed)")
 
     def loss(self, true, logq_true, scores, logq, keep):
         l_true = (true - logq_true).unsqueeze(1)
