@@ -42,7 +42,7 @@ QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
             "nce": "shared-1000", "blackout": "shared-1000",
             "class": "auto-classes-by-class-components-4",
-            "hsm": "auto-classes-arity-128-components-4-sparse-nodes"}
+            "hsm": "auto-classes-arity-128-components-4-sparse-nodes-tied"}
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
 #: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
@@ -101,9 +101,10 @@ TRUNKS = {"ffnn": ("--model", "ffnn", "--device", "cpu", "--threads", "1"),
           "transformer": ("--model", "transformer", "--device", "cpu", "--threads", "1")}
 
 
-#: the GRU's training defaults as the lr grid chose them (its rate 0.004, IS and CSS-IS 0.008): part of every GRU
+#: the GRU's training defaults as the lr grid chose them (its rate 0.004, IS, CSS-IS and class 0.008; hsm's wide nodes
+#: tied as the model is): part of every GRU
 #: run's version here, so that no run trained at the former defaults (0.002) is taken for one at these
-GRU_DEFAULTS = "lr-grid-2026-11-28"
+GRU_DEFAULTS = "lr-grid-2026-11-28+hsm-tied"
 
 
 def run_version(name: str, model: str = "gru", version: str | None = None) -> str:

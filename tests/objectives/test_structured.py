@@ -593,19 +593,30 @@ def test_selfnorm_calibration_moves_mean_log_z_to_zero_and_keeps_exact_probabili
     assert np.allclose(lp_cal, lp_raw, atol=1e-5)
 
 
-def test_hsm_unties_a_recurrent_models_embeddings_unless_told(tmp_path, run_in_process):
+def test_hsm_unties_binary_trees_only_unless_told(tmp_path, run_in_process):
+    """Binary nodes score with the output rows as internal nodes (tied, word i's embedding would be node i's
+    vector): untied unless --tie; wider nodes (the recurrent default, 128) score a word by its own row: tied."""
     from helpers import write_word_corpus
 
     write_word_corpus(tmp_path / "train.txt", 40, 1)
     base = ("train", "--train", "train.txt", "--valid", "train.txt", "--model", "gru", "-d", "6", "--hidden", "6",
-            "--proj", "6", "--epochs", "1", "--objective", "hsm", "--threads", "1")
-    r = run_in_process(*base, "-o", "a", cwd=tmp_path)
+            "--proj", "6", "--epochs", "1", "--objective", "hsm", "--threads", "1", "--word-classes", "none")
+
+    def tie(name):
+        return json.loads((tmp_path / name / "config.json").read_text())["model"]["tie"]
+
+    r = run_in_process(*base, "--arity", "2", "-o", "a", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "untied" in r.stderr
-    assert json.loads((tmp_path / "a" / "config.json").read_text())["model"]["tie"] is False
-    r = run_in_process(*base, "--tie", "-o", "b", cwd=tmp_path)
+    assert "untied" in r.stderr and tie("a") is False
+    r = run_in_process(*base, "--arity", "2", "--tie", "-o", "b", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert json.loads((tmp_path / "b" / "config.json").read_text())["model"]["tie"] is True
+    assert tie("b") is True
+    r = run_in_process(*base, "-o", "c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "untied" not in r.stderr and tie("c") is True
+    r = run_in_process(*base, "--arity", "16", "--no-tie", "-o", "d", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert tie("d") is False
 
 
 def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_process):

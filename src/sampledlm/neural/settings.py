@@ -131,8 +131,10 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         model_flags["order"] = context_size + 1
     defaults = model_spec(model_type)
     cls = OBJECTIVES[objective]  # what the objective needs of the model, and takes on a recurrent trunk
-    settings = [(f"--objective {objective}", name, value, why, ()) for name, (value, why) in cls.model_settings.items()]
-    if model_class(model_type).sequence_model:
+    recurrent = model_class(model_type).sequence_model
+    settings = [(f"--objective {objective}", name, value, why, ())
+                for name, (value, why) in cls.model_settings_for(flags, recurrent).items()]
+    if recurrent:
         settings += [(f"--objective {objective} on a {model_type}", name, *rest)
                      for name, rest in cls.sequence_model_settings.items()]
     for where, name, value, why, needs in settings:

@@ -111,6 +111,12 @@ class OutputObjective(nn.Module):
     #: softmax's input bands need tied embeddings and input matrices). The command line says why.
     sequence_model_settings: ClassVar[dict] = {}
 
+    @classmethod
+    def model_settings_for(cls, flags: dict, recurrent: bool) -> dict:
+        """:attr:`model_settings` as they apply to these command-line ``flags`` (an option not given is None) on a
+        recurrent trunk or another: all of them, unless an objective's options decide (hsm's ``arity``)."""
+        return cls.model_settings
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         recurrent = {f.name: f.metadata for f in dataclasses.fields(cls.Options) if "recurrent" in f.metadata}
