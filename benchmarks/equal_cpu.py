@@ -74,9 +74,9 @@ def plan(grid: list[lr_grid.Row], records: list[dict]) -> tuple[dict | None, lis
 def settled(row: lr_grid.Row, res: dict[float, dict]) -> bool:
     """Whether the row's chosen rate can no longer move to a neighbour: both rates beside it tried, and no
     extension beyond the grid's edge called for (:func:`.lr_grid.next_rate`)."""
-    near = lr_grid.beside_best(row, res)
     valid = {lr: lr_grid.valid_of(rec) for lr, rec in res.items()}
-    return bool(near) and near <= set(res) and lr_grid.next_rate(valid, row.rates, row.max_extensions) is None
+    return bool(res) and lr_grid.beside_best(row, res) <= set(res) and \
+        lr_grid.next_rate(valid, row.rates, row.max_extensions) is None
 
 
 def flags(entry: dict) -> tuple[str, ...]:

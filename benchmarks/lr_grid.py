@@ -227,22 +227,20 @@ def pending(grid: list[Row], records: list[dict], skip: set = frozenset()) -> li
     return ext + [c for c in todo if near_best(c, near)] + [c for c in todo if not near_best(c, near)]
 
 
-def beside_best(row: Row, res: dict[float, dict]) -> set[float] | None:
-    """The rates either side of the row's best finished rate, on its base grid with the rates it tried; None for
-    a row with nothing finished (every cell of it tells)."""
-    if not res:
-        return None
-    rates = sorted({norm(r) for r in row.rates} | set(res))
-    i = rates.index(min(res, key=lambda r: (valid_of(res[r]), r)))
+def beside_best(row: Row, res: dict[float, dict]) -> set[float]:
+    """The row's best finished rate and the rates either side of it, on its base grid with the rates it tried; for
+    a row with nothing finished, its default rate (where the best is expected) and the rates either side."""
+    rates = sorted({norm(r) for r in row.rates} | set(res) | {row.default_lr})
+    best = min(res, key=lambda r: (valid_of(res[r]), r)) if res else row.default_lr
+    i = rates.index(best)
     return set(rates[max(i - 1, 0):i + 2])
 
 
-def near_best(cell: tuple[Row, float], near: dict[str, set[float] | None]) -> bool:
+def near_best(cell: tuple[Row, float], near: dict[str, set[float]]) -> bool:
     """Whether a cell can still change its row's choice at once: a rate beside the best so far (a cell two rates
     beyond a rate that already lost to the best runs after every such cell, since the grid is complete only with
     it, but it is the least likely to move the choice)."""
-    rates = near[cell[0].name]
-    return rates is None or cell[1] in rates
+    return cell[1] in near[cell[0].name]
 
 
 # --- training a cell ------------------------------------------------------------------------------------------------
