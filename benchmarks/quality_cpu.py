@@ -340,9 +340,12 @@ def headline(out: list[dict]) -> list[dict]:
     soft = by.get("gru softmax")
     if soft is None:
         return []
-    return [{"method": method, "test_ppl": by[name]["test_ppl"],
+    return [{"method": method + (" (earlier run)" if by[name].get("carried") else ""),
+             "test_ppl": by[name]["test_ppl"],
              "relative_cost": soft["words_per_cpu_s"] / by[name]["words_per_cpu_s"],
-             "note": f"{NAME}: {by[name]['epochs']} epochs, one thread, objective defaults"}
+             "note": f"{NAME}: {by[name]['epochs']} epochs, one thread, objective defaults"
+                     + (f" of commit {by[name]['carried']} (carried: not re-run with today's)"
+                        if by[name].get("carried") else "")}
             for name, method in HEADLINE if name in by]
 
 
