@@ -17,11 +17,11 @@ from ..errors import UserError
 from .base import OutputObjective
 
 
-
 def output_rows(scorer):
     """The scorer's output layer: the scorer itself when it is one (it has ``sparse``), else the model's
     ``.output`` (None when it has neither)."""
     return scorer if getattr(scorer, "sparse", None) is not None else getattr(scorer, "output", None)
+
 
 def frequency_order(counts, num_words: int) -> np.ndarray:
     """Word ids by decreasing count (ties by id), ``int64 [V]``; ids in order without counts."""
