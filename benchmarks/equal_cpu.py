@@ -10,9 +10,15 @@ Protocol, from the lr-grid records alone (:mod:`.lr_grid`, ``benchmarks/notes/lr
   (CPU seconds an epoch from its chosen cell) that fits the budget, never fewer than the row's default epochs; the
   cosine decay spans the E epochs; every other setting is the row's default. The rate is the one chosen at the
   default epochs, not tuned again for E (the page says so);
-- the test perplexity of the kept model (best validation epoch) is measured once; the CPU seconds a run took are
-  reported beside the budget (a run that needs more than the budget is flagged, not cut: cutting a cosine decay
-  short would judge a model trained at a high rate).
+- or it spends the budget on a **wider trunk** at its default epochs: the hidden state and the embedding both
+  scaled by the largest factor in :data:`WIDEN` whose CPU seconds fit the budget, measured by two short probes
+  (``--max-steps``; their difference gives the CPU seconds a step, their remainder the validation's), at its own
+  chosen rate (not tuned again for the width);
+- of the row's candidates that fit the budget (its grid cell at the default epochs, the longer run, the wider
+  run), the one with the lowest validation perplexity is **chosen**, and its test perplexity (best validation
+  epoch, measured once) is the row's figure. The CPU seconds each run took are reported beside the budget; a run
+  above :data:`OVER_BUDGET` of it is flagged and not chosen (cutting a cosine decay short would judge a model
+  trained at a high rate, so runs are not cut).
 
 Resumable across sessions: each finished row appends one JSON line to ``benchmarks/notes/equal-cpu.jsonl``
 (:data:`RECORDS`); a start skips the rows whose rate, epochs and flags are there. A row whose chosen rate changes
@@ -24,19 +30,24 @@ absent, every record in the output folder.
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import tempfile
 
 import click
 
 from sampledlm.errors import UserError
+from sampledlm.store import write_json
 
 from . import lmruns, lr_grid
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
 RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "equal-cpu.jsonl")
-OVER_BUDGET = 1.05  # a run above this share of the budget is flagged
+OVER_BUDGET = 1.05  # a run above this share of the budget is flagged and not chosen
+WIDEN = (1.5, 2.0, 3.0)  # trunk widths tried (hidden and embedding), times the row's own; the widest that fits wins
+PROBE_STEPS = (20, 80)  # the two short runs that measure a wider trunk's CPU seconds a step
 
 
 def chosen_cells(grid: list[lr_grid.Row], records: list[dict]) -> dict[str, dict]:
@@ -86,8 +97,95 @@ def flags(entry: dict) -> tuple[str, ...]:
 def record_of(entry: dict, records: list[dict]) -> dict | None:
     """The latest record of exactly this training (row, flags and objective version)."""
     want = (entry["row"].name, " ".join(flags(entry)), entry["row"].version)
-    found = [rec for rec in records if (rec.get("row"), rec.get("flags"), rec.get("version", "")) == want]
+    found = [rec for rec in records if (rec.get("row"), rec.get("flags"), rec.get("version", "")) == want
+             and rec.get("kind", "longer") == "longer"]
     return found[-1] if found else None
+
+
+def wide_record_of(entry: dict, records: list[dict]) -> dict | None:
+    """The latest record of the row's wider run (or of its probes finding that no width fits) at its rate."""
+    want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
+    found = [rec for rec in records if rec.get("kind") == "wide"
+             and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+    return found[-1] if found else None
+
+
+# --- the wider trunk ------------------------------------------------------------------------------------------------
+
+def _value(flags: tuple[str, ...], names: tuple[str, ...], default):
+    for i, f in enumerate(flags[:-1]):
+        if f in names:
+            return int(flags[i + 1])
+    return default
+
+
+def _without(flags: tuple[str, ...], names: set[str]) -> tuple[str, ...]:
+    out, skip = [], False
+    for f in flags:
+        if skip:
+            skip = False
+        elif f in names:
+            skip = True
+        else:
+            out.append(f)
+    return tuple(out)
+
+
+def own_width(row: lr_grid.Row) -> tuple[int, int]:
+    """``(hidden, embedding)`` of the row's trunk: its flags, else its model's defaults."""
+    from sampledlm.neural.registry import model_class
+
+    cfg = model_class(row.model).Config()
+    return (_value(row.flags, ("--hidden",), cfg.hidden), _value(row.flags, ("-d", "--embed-dim"), cfg.embed_dim))
+
+
+def widths(row: lr_grid.Row) -> list[tuple[int, int]]:
+    """The wider trunks tried, narrowest first (sizes rounded to multiples of 8)."""
+    h, d = own_width(row)
+    return [(8 * max(1, round(h * f / 8)), 8 * max(1, round(d * f / 8))) for f in WIDEN]
+
+
+def wide_flags(entry: dict, width: tuple[int, int]) -> tuple[str, ...]:
+    h, d = width
+    return (*_without(entry["row"].flags, {"--hidden", "-d", "--embed-dim"}), "--hidden", str(h), "--embed-dim", str(d),
+            "--lr", lr_grid.fmt(entry["lr"]))
+
+
+def probe(st: lmruns.Setting, entry: dict, width: tuple[int, int], tokens: int) -> dict:
+    """Estimate the CPU seconds of one epoch of the wider trunk from two short runs (:data:`PROBE_STEPS` steps):
+    ``(cpu_b - cpu_a) / (b - a)`` a step times the steps of an epoch, plus what the shorter run spent besides its
+    steps (start and validation)."""
+    cpu = []
+    base = _without(wide_flags(entry, width), {"--epochs"})
+    for n in PROBE_STEPS:
+        with tempfile.TemporaryDirectory(dir=st.work, prefix="eq-probe-") as tmp:
+            out = os.path.join(tmp, "run")
+            lmruns.cli("train", "--train", st.files["train"], "--valid", st.files["valid"], *base, "--epochs", "1",
+                       "--max-steps", str(n), "-o", out)
+            cpu.append(lmruns.epochs(out)[-1]["cpu_s"])
+            with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+                train = json.load(f)["train"]
+    a, b = PROBE_STEPS
+    per_step = max(cpu[1] - cpu[0], 0.0) / (b - a)
+    steps = math.ceil(tokens / (train["batch_size"] * train["bptt"]))
+    return {"hidden": width[0], "embed": width[1], "probe_cpu_s": cpu, "step_cpu_s": per_step,
+            "epoch_cpu_s": per_step * steps + max(cpu[0] - a * per_step, 0.0)}
+
+
+def choose_width(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> tuple[dict | None, list[dict]]:
+    """The widest trunk of :func:`widths` whose estimated run (its default epochs) fits the budget, and every
+    probe's estimate; narrowest first, stopping at the first that does not fit."""
+    epochs = len(entry["cell"]["epochs"])
+    found, probes = None, []
+    for width in widths(entry["row"]):
+        p = probe(st, entry, width, tokens)
+        p["run_cpu_s"] = p["epoch_cpu_s"] * epochs
+        probes.append(p)
+        click.echo(f"  width {width[0]}/{width[1]}: about {p['run_cpu_s']:,.0f} CPU s for {epochs} epochs", err=True)
+        if p["run_cpu_s"] > budget_s:
+            break
+        found = p
+    return found, probes
 
 
 def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> dict:
@@ -95,11 +193,37 @@ def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> 
     row = entry["row"]
     run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-e{entry['epochs']}", flags(entry),
                      version=row.version)
+    return _record(st, entry, run, budget_s, tokens, {"epochs_planned": entry["epochs"]})
+
+
+def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> dict:
+    """Probe the wider trunks, train the widest that fits at the row's default epochs and return its record (one
+    saying that none fits when even the narrowest would not)."""
+    row = entry["row"]
+    cache = os.path.join(st.work, f"eq-width-{row.key}-{lr_grid.fmt(entry['lr'])}-{row.version or 'v0'}.json")
+    if os.path.exists(cache):  # a resumed run keeps the width its probes chose
+        with open(cache, encoding="utf-8") as f:
+            found, probes = json.load(f)
+    else:
+        found, probes = choose_width(st, entry, budget_s, tokens)
+        write_json(cache, [found, probes])
+    extra = {"kind": "wide", "probes": probes, "epochs_planned": len(entry["cell"]["epochs"])}
+    if found is None:
+        return {"row": row.name, "lr": entry["lr"], "version": row.version, "budget_cpu_s": budget_s,
+                "none_fits": True, **extra}
+    width = (found["hidden"], found["embed"])
+    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-h{width[0]}", wide_flags(entry, width),
+                     version=row.version)
+    return _record(st, entry, run, budget_s, tokens, {**extra, "hidden": width[0], "embed": width[1]})
+
+
+def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, tokens: int, extra: dict) -> dict:
+    row = entry["row"]
     rd = lmruns.train(st.work, st.files, run)
     recs = lmruns.epochs(rd)
     best = min(recs, key=lambda m: m["valid_ppl"])
     meta = stamp()
-    return {"row": row.name, "lr": entry["lr"], "epochs_planned": entry["epochs"], "flags": " ".join(flags(entry)),
+    return {"row": row.name, "lr": entry["lr"], **extra, "flags": " ".join(run.options),
             "version": row.version, "budget_cpu_s": budget_s, "data": st.label, "training_predictions": tokens,
             "commit": meta["commit"], "machine": meta["machine"], "date": meta["date"],
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
@@ -111,26 +235,51 @@ def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> 
 
 def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict]) -> dict:
     soft, entries = plan(grid, grid_records)
+    budget = None if soft is None else soft["cpu_s"]
     rows = []
     for e in entries:
-        rec = record_of(e, records)
+        rec, wide = record_of(e, records), wide_record_of(e, records)
         cell = e["cell"]
-        rows.append({"name": e["row"].name, "lr": e["lr"], "epochs": e["epochs"], "epoch_cpu_s": e["epoch_cpu_s"],
-                     "settled": e["settled"],
-                     "equal_epochs": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
-                                      "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"),
-                                      "curve": _curve(cell)},
-                     "run": None if rec is None else {
-                         "test_ppl": rec["test_ppl"], "best_valid": rec["best_valid"], "cpu_s": rec["cpu_s"],
-                         "best_epoch": rec["best_epoch"], "commit": rec.get("commit"), "date": rec.get("date"),
-                         "curve": _curve(rec)}})
+        x = {"name": e["row"].name, "lr": e["lr"], "epochs": e["epochs"], "epoch_cpu_s": e["epoch_cpu_s"],
+             "settled": e["settled"],
+             "equal_epochs": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
+                              "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"),
+                              "curve": _curve(cell)},
+             "run": None if rec is None else _candidate(rec),
+             "wide": None if wide is None else (
+                 {"none_fits": True, "probes": wide.get("probes", [])} if wide.get("none_fits") else
+                 {**_candidate(wide), "hidden": wide["hidden"], "embed": wide["embed"],
+                  "epochs": wide.get("epochs_planned"), "probes": wide.get("probes", [])})}
+        x["chosen"] = choose(x, budget)
+        rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
                                           "best_valid": soft.get("best_valid"), "cpu_s": soft["cpu_s"],
                                           "epochs": len(soft["epochs"]), "curve": _curve(soft)}
     for x in rows:
-        x["vs_softmax"] = None if soft_out is None or x["run"] is None else \
-            x["run"]["test_ppl"] / soft_out["test_ppl"] - 1
+        c = x["chosen"]
+        x["vs_softmax"] = None if soft_out is None or c is None else \
+            x[c]["test_ppl"] / soft_out["test_ppl"] - 1
     return {"softmax": soft_out, "rows": rows, "data": next((r.get("data") for r in grid_records), None)}
+
+
+def _candidate(rec: dict) -> dict:
+    return {"test_ppl": rec["test_ppl"], "best_valid": rec["best_valid"], "cpu_s": rec["cpu_s"],
+            "best_epoch": rec["best_epoch"], "commit": rec.get("commit"), "date": rec.get("date"),
+            "curve": _curve(rec)}
+
+
+CANDIDATES = ("equal_epochs", "run", "wide")  # the grid's cell, the longer run, the wider trunk
+
+
+def choose(row: dict, budget: float | None) -> str | None:
+    """The candidate (a key of :data:`CANDIDATES`) with the lowest validation perplexity among those finished
+    within the budget; None while the row has neither of its own runs (so that the page does not judge a row
+    on its grid cell alone)."""
+    if budget is None or (row["run"] is None and (row["wide"] is None or "none_fits" in row["wide"])):
+        return None
+    ok = [k for k in CANDIDATES if row[k] and row[k].get("best_valid") is not None
+          and row[k].get("cpu_s") is not None and row[k]["cpu_s"] <= OVER_BUDGET * budget]
+    return min(ok, key=lambda k: row[k]["best_valid"]) if ok else None
 
 
 def _curve(rec: dict) -> list[dict]:
@@ -141,6 +290,18 @@ def _p(v) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
+def _cell_text(c: dict | None, budget: float, pending: str) -> str:
+    if c is None:
+        return pending
+    if c.get("none_fits"):
+        return "no wider trunk fits"
+    over = c["cpu_s"] > OVER_BUDGET * budget
+    return f"{_p(c['best_valid'])} / {_p(c['test_ppl'])} ({c['cpu_s']:,.0f} s{', over budget' if over else ''})"
+
+
+LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider"}
+
+
 def render(data: dict) -> str:
     soft = data["softmax"]
     if soft is None:
@@ -149,31 +310,43 @@ def render(data: dict) -> str:
     lines = ["## Protocol", "",
              f"The budget is the CPU seconds of the softmax GRU-256 at its chosen rate on the lr-grid page "
              f"({lr_grid.fmt(soft['lr'])}, {soft['epochs']} epochs, cosine): **{budget:,.0f} CPU s** (the training "
-             f"process's, validation included; one thread). Each other GRU row trains at its own chosen rate with as "
-             f"many epochs as fit that budget at its own CPU seconds an epoch (from its chosen cell; never fewer than "
-             f"its default epochs), the cosine decay spread over them, every other setting at its default. The rates "
-             f"were chosen at the default epochs and not tuned again for the longer runs. Test perplexity of the model "
-             f"kept (best validation epoch), measured once. Data: {data['data'] or 'PTB'}.", "",
+             f"process's, validation included; one thread). Each other GRU row may spend it two ways, at its own "
+             f"chosen rate and every other setting at its default:", "",
+             "- **longer**: as many epochs as fit the budget at its own CPU seconds an epoch (from its chosen cell; "
+             "never fewer than its default epochs), the cosine decay spread over them;",
+             f"- **wider**: its default epochs on a trunk whose hidden state and embedding are both scaled by the "
+             f"largest of {', '.join(f'{f:g}x' for f in WIDEN)} that fits the budget, as two short probes "
+             f"({' and '.join(str(n) for n in PROBE_STEPS)} steps) measure it.", "",
+             f"Of its candidates that fit (these two and its lr-grid cell at the default epochs; a run above "
+             f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
+             f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
+             f"rates were chosen at the default epochs and width and not tuned again; dropout stays at its default "
+             f"(0.25) for the wider trunks, and the softmax got no tries on its own settings here. "
+             f"Data: {data['data'] or 'PTB'}.", "",
              "## At the softmax's CPU seconds", "",
-             f"Target (issue 55): every row at or below the tuned softmax ({_p(soft['test_ppl'])}).", ""]
+             f"Target (issue 55): every row at or below the tuned softmax ({_p(soft['test_ppl'])}). Each candidate "
+             f"reads *valid / test (training CPU s)*.", ""]
     body = []
     for x in data["rows"]:
-        run, eq = x["run"], x["equal_epochs"]
-        over = run is not None and run["cpu_s"] > OVER_BUDGET * budget
-        body.append([x["name"], lr_grid.fmt(x["lr"]), x["epochs"], f"{x['epoch_cpu_s']:,.0f}",
-                     ("not yet run" if x["settled"] else "waits for its rate") if run is None
-                     else f"{run['cpu_s']:,.0f}" + (" (over budget)" if over else ""),
-                     _p(None if run is None else run["best_valid"]), _p(None if run is None else run["test_ppl"]),
+        pending = "not yet run" if x["settled"] else "waits for its rate"
+        w = x["wide"]
+        c = x["chosen"]
+        body.append([x["name"], lr_grid.fmt(x["lr"]),
+                     _cell_text(x["equal_epochs"], budget, "—") + f" [{x['equal_epochs']['epochs']} ep]",
+                     _cell_text(x["run"], budget, pending) + f" [{x['epochs']} ep]",
+                     _cell_text(w, budget, pending) + ("" if not w or w.get("none_fits")
+                                                        else f" [h {w['hidden']}, d {w['embed']}]"),
+                     "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
-                     "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed"),
-                     f"{_p(eq['test_ppl'])} ({eq['epochs']} ep)"])
-    lines.append(table(["row", "rate", "epochs", "CPU s an epoch", "CPU s (run)", "best valid", "test",
-                        "vs tuned softmax", "verdict", "test at equal epochs"], body))
+                     "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")])
+    lines.append(table(["row", "rate", "default epochs", "longer", "wider", "chosen", "test",
+                        "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
               "factor 2 beyond the grid where the chosen rate sits at its edge): a run at a rate the grid then "
-              "moves would be thrown away.", "",
-              f"Records: `benchmarks/notes/{NAME}.jsonl` (one line per finished row: flags, commit, date, machine, "
-              "per-epoch validation perplexity and CPU seconds)."]
+              "moves would be thrown away. A row is judged once one of its own runs (longer or wider) is finished.",
+              "", f"Records: `benchmarks/notes/{NAME}.jsonl` (one line per finished run: flags, commit, date, "
+              "machine, per-epoch validation perplexity and CPU seconds; a wider run's probes and their "
+              "estimates)."]
     return "\n".join(lines) + "\n"
 
 
@@ -186,10 +359,15 @@ def figure(data: dict):
                 label=f"softmax ({lr_grid.fmt(soft['lr'])}, {soft['epochs']} ep)")
         ax.axvline(soft["cpu_s"], color="black", lw=0.8, ls=":")
     for i, x in enumerate(data["rows"]):
+        name = x["name"].removeprefix("gru ")
         c = (x["run"] or {}).get("curve") or []
         if c:
             ax.plot([m["cpu_s"] for m in c], [m["valid_ppl"] for m in c], marker="o", ms=3, color=f"C{i % 10}",
-                    label=f"{x['name'].removeprefix('gru ')} ({lr_grid.fmt(x['lr'])}, {x['epochs']} ep)")
+                    label=f"{name} ({lr_grid.fmt(x['lr'])}, {x['epochs']} ep)")
+        w = x["wide"] or {}
+        if w.get("curve"):
+            ax.plot([m["cpu_s"] for m in w["curve"]], [m["valid_ppl"] for m in w["curve"]], marker="s", ms=3,
+                    ls="--", color=f"C{i % 10}", label=f"{name} wider (h {w['hidden']}, {w['epochs']} ep)")
     ax.set_xlabel("training CPU seconds (one thread)")
     ax.set_ylabel("validation perplexity")
     ax.set_yscale("log")
@@ -214,18 +392,21 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         with open(st.files["train"], encoding="utf-8") as f:
             tokens = sum(len(line.split()) + 1 for line in f if line.strip())
         soft, entries = plan(grid, lr_grid.load_records(grid_path))
+        # the rows best at the default epochs first: their runs say most about the target
+        entries.sort(key=lambda e: lr_grid.valid_of(e["cell"]))
         for e in entries:
-            if record_of(e, lr_grid.load_records(path)) is not None:
-                continue
             if not e["settled"]:  # its run would be thrown away if the grid moved its rate
                 click.echo(f"[equal-cpu] {e['row'].name}: waits for its lr-grid rate to settle", err=True)
                 continue
-            click.echo(f"[equal-cpu] {e['row'].name} at --lr {lr_grid.fmt(e['lr'])}, {e['epochs']} epochs "
-                       f"(budget {soft['cpu_s']:,.0f} CPU s)", err=True)
-            try:
-                lr_grid.append_record(path, train_row(st, e, soft["cpu_s"], tokens))
-            except UserError as err:
-                click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
+            for what, done, train in (("longer", record_of, train_row), ("wider", wide_record_of, train_wide)):
+                if done(e, lr_grid.load_records(path)) is not None:
+                    continue
+                click.echo(f"[equal-cpu] {e['row'].name} {what}, --lr {lr_grid.fmt(e['lr'])} "
+                           f"(budget {soft['cpu_s']:,.0f} CPU s)", err=True)
+                try:
+                    lr_grid.append_record(path, train(st, e, soft["cpu_s"], tokens))
+                except UserError as err:
+                    click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))

@@ -65,10 +65,73 @@ def test_the_page_reads_a_finished_row_and_judges_it_against_the_tuned_softmax(t
     data = equal_cpu.summarise(grid, grid_recs, records)
     row = next(x for x in data["rows"] if x["name"] == "gru nce")
     assert row["vs_softmax"] == pytest.approx(90.0 / 92.1 - 1)
+    assert row["chosen"] == "run"  # valid 95.0 beats its grid cell's 99.5
     page = equal_cpu.render(data)
-    assert "1,760 CPU s" in page and "| gru nce | 0.008 | 24 |" in page and "met" in page
-    assert "| gru hsm | 0.004 | 14 |" in page and "waits for its rate" in page
+    assert "1,760 CPU s" in page and "| gru nce | 0.008 |" in page and "95.00 / 90.00 (1,700 s) [24 ep]" in page
+    assert "| longer | 90.00 | -2.3 % | met |" in page
+    assert "| gru hsm | 0.004 |" in page and "waits for its rate [14 ep]" in page
     equal_cpu.figure(data)
+
+
+def _nce_entry(grid, grid_recs):
+    _, entries = equal_cpu.plan(grid, grid_recs)
+    return next(e for e in entries if e["row"].name == "gru nce")
+
+
+def test_the_candidate_chosen_is_the_lowest_validation_within_the_budget():
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = _nce_entry(grid, grid_recs)
+    longer = {"row": "gru nce", "lr": 0.008, "flags": " ".join(equal_cpu.flags(nce)), "version": nce["row"].version,
+              "epochs": [], "best_valid": 101.0, "best_epoch": 20, "cpu_s": 1700.0, "test_ppl": 95.0}
+    wide = {**longer, "kind": "wide", "hidden": 512, "embed": 400, "epochs_planned": 8, "flags": "x",
+            "best_valid": 96.0, "test_ppl": 91.0, "cpu_s": 1750.0}
+    row = lambda recs: next(x for x in equal_cpu.summarise(grid, grid_recs, recs)["rows"] if x["name"] == "gru nce")
+    # the longer run is worse than the grid's own cell (99.5): the cell is chosen, and the row judged on it
+    got = row([longer])
+    assert got["chosen"] == "equal_epochs" and got["vs_softmax"] == pytest.approx(93.5 / 92.1 - 1)
+    got = row([longer, wide])
+    assert got["chosen"] == "wide" and got["wide"]["hidden"] == 512
+    assert "| wider | 91.00 | -1.2 % | met |" in equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [longer, wide]))
+    # a wider run far over the budget is shown but not chosen
+    got = row([longer, {**wide, "cpu_s": 2000.0}])
+    assert got["chosen"] == "equal_epochs"
+    assert "over budget" in equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [longer, {**wide, "cpu_s": 2000.0}]))
+    # probes that find no width: the row is judged on its longer run and its cell
+    none = {"row": "gru nce", "lr": 0.008, "version": nce["row"].version, "kind": "wide", "none_fits": True}
+    assert row([none])["chosen"] is None and row([longer, none])["chosen"] == "equal_epochs"
+    assert "no wider trunk fits" in equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [longer, none]))
+
+
+def test_wider_trunks_scale_hidden_and_embedding_and_replace_the_rows_own():
+    grid = lr_grid.rows(quick=False)
+    nce = _nce_entry(grid, _grid_records(grid))
+    assert equal_cpu.own_width(nce["row"]) == (256, 200)
+    assert equal_cpu.widths(nce["row"]) == [(384, 304), (512, 400), (768, 600)]
+    f = equal_cpu.wide_flags(nce, (512, 400))
+    assert f[-6:] == ("--hidden", "512", "--embed-dim", "400", "--lr", "0.008") and f.count("--hidden") == 1
+    quick = lr_grid.rows(quick=True)[1]
+    assert equal_cpu.own_width(quick) == (32, 16)
+    f = equal_cpu.wide_flags({"row": quick, "lr": 0.004}, (48, 24))
+    assert f.count("--hidden") == 1 and f.count("-d") == 0 and "--epochs" in f
+
+
+def test_the_widest_trunk_that_fits_is_chosen_from_the_probes(monkeypatch):
+    grid = lr_grid.rows(quick=False)
+    nce = _nce_entry(grid, _grid_records(grid))
+    cost = {384: 150.0, 512: 210.0, 768: 400.0}  # CPU s an epoch; 8 epochs against a budget of 1,760
+    seen = []
+
+    def fake_probe(st, entry, width, tokens):
+        seen.append(width[0])
+        return {"hidden": width[0], "embed": width[1], "epoch_cpu_s": cost[width[0]]}
+
+    monkeypatch.setattr(equal_cpu, "probe", fake_probe)
+    found, probes = equal_cpu.choose_width(None, nce, 1760.0, 929589)
+    assert found["hidden"] == 512 and seen == [384, 512, 768] and probes[-1]["run_cpu_s"] == 3200.0
+    seen.clear()
+    found, probes = equal_cpu.choose_width(None, nce, 1000.0, 929589)
+    assert found is None and seen == [384]  # stops at the first that does not fit
 
 
 @pytest.mark.slow
