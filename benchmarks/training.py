@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from sampledlm.neural.distributed import free_port
+from sampledlm.neural.distributed import launch_error, local_launch
 from .report import REPO_DIR, stamp, table, write_page
 from .scaling import zipf_counts
 
@@ -72,12 +72,10 @@ def _env() -> dict:
 
 
 def _train(args: list[str], out: str, ranks: int = 1) -> list[dict]:
-    launch = [sys.executable, "-m", "sampledlm"] if ranks == 1 else [
-        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
-        "--master-port", str(free_port()), "-m", "sampledlm"]
+    launch = [sys.executable, "-m", "sampledlm"] if ranks == 1 else [*local_launch(ranks), "-m", "sampledlm"]
     p = subprocess.run(launch + ["train", *args, "-o", out], env=_env(), capture_output=True, text=True)
     if p.returncode != 0:
-        raise RuntimeError(f"sampledlm train {' '.join(args)}: {p.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"sampledlm train {' '.join(args)}:\n{launch_error(p.stderr)}")
     with open(os.path.join(out, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]
 

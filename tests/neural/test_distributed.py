@@ -3,7 +3,6 @@ same global batch; a two-rank run resumes with the very numbers of an uninterrup
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -11,22 +10,15 @@ import textwrap
 import pytest
 from hypothesis import given, strategies as st
 
-from sampledlm.neural.distributed import Ranks
+from sampledlm.neural.distributed import Ranks, local_launch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def torchrun(args, cwd, ranks=2):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr",
-           "127.0.0.1", "--master-port", str(free_port()), *args]
+    cmd = [*local_launch(ranks), *args]
     p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return p
@@ -66,7 +58,7 @@ def test_two_gloo_ranks_take_the_step_of_one_process(tiny_corpus, tmp_path, mode
 SCRIPT = textwrap.dedent("""
     import sys
     from sampledlm.neural.device import resolve_device
-    from sampledlm.neural.distributed import Ranks
+    from sampledlm.neural.distributed import Ranks, local_launch
     from sampledlm.neural.trainer import TrainingInterrupted, new_run, resume_run
     from sampledlm.data.corpus import build_vocab
     from sampledlm.data.tokenizer import TextOptions
@@ -143,3 +135,14 @@ def test_no_rank_leaves_the_group_before_every_rank_has_finished(monkeypatch):
     second.start()
     first.join(20), second.join(20)
     assert events[0] == "rank 1 finished" and sorted(events[1:]) == ["rank 0 left after rank 1's word", "rank 1 left"]
+
+
+def test_a_failed_launch_reports_its_cause_not_the_rule_that_ends_torchruns_summary():
+    from sampledlm.neural.distributed import launch_error
+
+    stderr = "\n".join(["[rank1]: Traceback (most recent call last):", "[rank1]: RuntimeError: Connection reset by peer",
+                        "=" * 60, "sampledlm FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "=" * 60, ""])
+    got = launch_error(stderr)
+    assert "Connection reset by peer" in got and "FAILED" in got and "====" not in got
+    assert launch_error("=" * 10) == "torchrun failed without a message"
+    assert launch_error("\n".join(f"line {i}" for i in range(40)), lines=3) == "line 37\nline 38\nline 39"

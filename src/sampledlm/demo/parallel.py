@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 
 from ..errors import UserError
 from ..loader import load_model
-from ..neural.distributed import free_port
+from ..neural.distributed import launch_error, local_launch
 from ..lm import perplexity_of
 from .common import DemoData, Result
 
@@ -20,16 +19,14 @@ def parallel_step(data: DemoData) -> list[Result]:
     """Two ranks, css-is, one epoch; each rank reads half of every batch and the gradients are averaged."""
     t0 = time.perf_counter()
     out = os.path.join(data.directory, "ffnn-2ranks")
-    port = free_port()
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-           "--master-port", str(port), "-m", "sampledlm", "train", "--train", data.train, "--valid", data.valid,
+    cmd = [*local_launch(2), "-m", "sampledlm", "train", "--train", data.train, "--valid", data.valid,
            "--vocab", os.path.join(data.directory, "vocab.txt"), "--objective", "css-is", "--samples", "100",
            "--epochs", "1", "--threads", "1", "--seed", str(data.seed), "-o", out]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
-        raise UserError("data-parallel demo step: " + (p.stderr.strip().splitlines() or ["torchrun failed"])[-1])
+        raise UserError("data-parallel demo step: torchrun failed:\n" + launch_error(p.stderr))
     lm = load_model(out)
     return [Result("FFNN trigram, css-is, 2 ranks (torchrun)", perplexity_of(lm.logprobs(data.ids["valid"])),
                    perplexity_of(lm.logprobs(data.ids["test"])), time.perf_counter() - t0,

@@ -36,6 +36,24 @@ import torch.distributed as dist
 from ..errors import UserError
 
 
+def local_launch(nproc: int) -> list[str]:
+    """``python -m torch.distributed.run`` and its options for ``nproc`` ranks on this machine: the rendezvous
+    store binds a free port on 127.0.0.1 itself (port 0), so no other process can take a port chosen
+    beforehand (as one picked with :func:`free_port` and passed as ``--master-port`` can be, on a busy machine)."""
+    import sys
+    import uuid
+
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", uuid.uuid4().hex]
+
+
+def launch_error(stderr: str, lines: int = 12) -> str:
+    """What a failed torchrun printed that says why: its last ``lines`` lines without the rules of ``=`` and ``-``
+    that frame its summary."""
+    kept = [ln for ln in stderr.strip().splitlines() if ln.strip().strip("=-")]
+    return "\n".join(kept[-lines:]) or "torchrun failed without a message"
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A free TCP port on ``host``: the rendezvous of a local ``torchrun --master-port``."""
     import socket
