@@ -215,6 +215,37 @@ def test_blackout_eq30_31_by_hand():
     assert np.isfinite(g).all()
 
 
+def _blackout_by_autograd(l_true, l_neg):
+    """BlackOut's loss written with autograd's functions: the reference for its closed-form gradient."""
+    from sampledlm.objectives.nce import log1mexp
+
+    lt = l_true.unsqueeze(1)
+    log_z = torch.logsumexp(torch.cat([lt, l_neg], 1), dim=1, keepdim=True)
+    neg = torch.nan_to_num(log1mexp(l_neg - log_z), neginf=0.0).masked_fill(torch.isinf(l_neg), 0.0).sum(1)
+    return (log_z - lt).squeeze(1) - neg
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
+def test_blackout_closed_form_gradient_matches_autograd(dtype, tol):
+    from sampledlm.objectives.nce import blackout_loss
+
+    g = torch.Generator().manual_seed(0)
+    n, s = 64, 50
+    l_true = torch.randn(n, generator=g, dtype=dtype)
+    l_neg = 3 * torch.randn(n, s, generator=g, dtype=dtype)
+    l_neg[torch.rand(n, s, generator=g) < 0.1] = float("-inf")  # negatives not kept
+    l_neg[0, 0], l_true[1], l_neg[2, :] = 30.0, 30.0, float("-inf")  # one holding all the mass; none kept
+    w = torch.rand(n, generator=g, dtype=dtype)
+    got, want = [], []
+    for f, out in ((blackout_loss, got), (_blackout_by_autograd, want)):
+        a, b = l_true.clone().requires_grad_(), l_neg.clone().requires_grad_()
+        loss = f(a, b)
+        out += [loss.detach(), *torch.autograd.grad((loss * w).sum(), [a, b])]
+    for x, y in zip(got, want):
+        assert torch.isfinite(x).all()
+        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
+
+
 def test_ranking_default_margin_is_log_v_minus_1():
     obj = make_objective("ranking", COUNTS, samples=2)
     assert obj.delta() == pytest.approx(math.log(V - 1))

@@ -33,6 +33,46 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > -math.log(2), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
 
 
+class BlackOutLoss(torch.autograd.Function):
+    """BlackOut's per-example loss with its gradient in closed form (one pass over the [N, S] scores each way,
+    where autograd through logsumexp and :func:`log1mexp` keeps about ten [N, S] intermediates).
+
+    Inputs: ``l_true`` [N] (``a_y - log q(y)``) and ``l_neg`` [N, S] (``a_d - log q(d)``; -inf where a negative is
+    not kept). With ``log Z = logsumexp(l_true, l_neg)``, ``x_d = l_d - log Z`` (capped at -1e-7 as
+    :func:`log1mexp` caps it), ``p_d = exp(x_d)``, ``r_d = p_d / (1 - p_d)`` and ``b = sum_d r_d``:
+
+    - ``loss = log Z - l_true - sum_d log(1 - p_d)``;
+    - ``d loss / d l_d = p_d + r_d - p_d b`` and ``d loss / d l_true = p_y - 1 - p_y b`` (``p_y = exp(l_true -
+      log Z)``), since ``d log Z / d l_c = p_c`` and ``d x_d / d l_c = [c = d] - p_c``.
+    """
+
+    @staticmethod
+    def forward(ctx, l_true: torch.Tensor, l_neg: torch.Tensor) -> torch.Tensor:
+        log_z = torch.logaddexp(l_true, torch.logsumexp(l_neg, dim=1))
+        x = l_neg - log_z.unsqueeze(1)
+        p = torch.exp(x)
+        capped = x >= -1e-7
+        x.clamp_(max=-1e-7)
+        one_minus = torch.expm1(x).neg_()
+        neg = torch.where(x > -math.log(2), torch.log(one_minus), torch.log1p(-torch.exp(x))).sum(1)
+        r = (p / one_minus).masked_fill_(capped, 0.0)  # a capped term has no gradient, as under clamp
+        ctx.save_for_backward(p, torch.exp(l_true - log_z), r)
+        return log_z - l_true - neg
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        p, p_true, r = ctx.saved_tensors
+        b = r.sum(1)
+        return (p_true - 1 - p_true * b) * g, (p + r - p * b.unsqueeze(1)) * g.unsqueeze(1)
+
+
+def blackout_loss(l_true: torch.Tensor, l_neg: torch.Tensor) -> torch.Tensor:
+    """:class:`BlackOutLoss`; half-precision scores (autocast) go through autograd in float32 instead."""
+    if l_neg.dtype in (torch.float16, torch.bfloat16):
+        l_true, l_neg = l_true.float(), l_neg.float()
+    return BlackOutLoss.apply(l_true, l_neg)
+
+
 @dataclass
 class NCEOptions(SampledOptions):
     samples: int = like(SampledOptions, "samples", recurrent=1000)
@@ -133,8 +173,4 @@ class BlackOut(NegativesObjective):
                     "per-position draws read 22,400 scattered output rows a step (0.65x their V = 10k speed)")
 
     def loss(self, true, logq_true, scores, logq, keep):
-        l_true = (true - logq_true).unsqueeze(1)
-        l_neg = masked_fill(scores - logq, keep, NEG_INF)
-        log_z = torch.logsumexp(torch.cat([l_true, l_neg], 1), dim=1, keepdim=True)
-        neg = masked_fill(log1mexp(l_neg - log_z), keep, 0.0).sum(1)
-        return (log_z - l_true).squeeze(1) - neg
+        return blackout_loss(true - logq_true, masked_fill(scores - logq, keep, NEG_INF))
