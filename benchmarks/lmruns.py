@@ -163,13 +163,21 @@ def finished(rd: str) -> bool:
         return (f.metadata() or {}).get("finalized") == "true"
 
 
+def reused_dir(work: str, files: dict, run: Run) -> str | None:
+    """The finished directory of ``run`` or, failing that, of the first of :attr:`Run.same_as` that is finished."""
+    for alt in (run_dir(work, files, run), *(run_dir(work, files, r) for r in run.same_as)):
+        if finished(alt):
+            return alt
+    return None
+
+
 def train(work: str, files: dict, run: Run) -> str:
     """Train ``run`` to completion (or reuse/resume it); returns its directory."""
     rd = run_dir(work, files, run)
-    for alt in (rd, *(run_dir(work, files, r) for r in run.same_as)):
-        if finished(alt):
-            click.echo(f"  {run.name}: finished run reused ({alt})", err=True)
-            return alt
+    alt = reused_dir(work, files, run)
+    if alt is not None:
+        click.echo(f"  {run.name}: finished run reused ({alt})", err=True)
+        return alt
     options = run.options
     if run.classes_from:
         path = make_classes_file(work, files, run)
@@ -287,7 +295,7 @@ def run_all(work: str, files: dict, plan: list[Run], arpa: str | None, after_eac
     rows: dict[str, dict] = {}
     check_only(only, [r.name for r in plan])
     for i, run in enumerate(plan, 1):
-        rd = run_dir(work, files, run)
+        rd = reused_dir(work, files, run) or run_dir(work, files, run)
         if only is not None and run.name not in only and not finished(rd):
             if carried and run.name in carried:
                 rows[run.name] = carried[run.name]

@@ -446,24 +446,39 @@ def render_seeds(rows: list[dict]) -> list[str]:
     their mean and sample standard deviation, and the target judged on the means (and, paired, seed by seed: the
     same seed gives the softmax and the objective the same batch order)."""
     by_name = {r["name"]: r for r in rows}
-    soft = {1: by_name["gru softmax"]["test_ppl"]} if "gru softmax" in by_name else {}
+
+    def replicates(o: str) -> dict[int, float]:
+        """Seed -> test perplexity of ``o``'s runs trained as its seed-1 row was: a replicate carried from an earlier
+        page (trained at the defaults of its commit) is left out beside a seed-1 row of today's defaults."""
+        first = by_name.get(f"gru {o}")
+        if first is None:
+            return {}
+        out = {1: first["test_ppl"]}
+        for seed in SEEDS:
+            r = by_name.get(f"gru {seed_run(o, seed)}")
+            if r is not None and r.get("carried") == first.get("carried"):
+                out[seed] = r["test_ppl"]
+        return out
+
+    soft_by = {}  # the softmax's runs by the commit they were carried from (None: today's), seed -> test
     for r in rows:
-        if seed_of(r["name"]) and seed_of(r["name"])[0] == "softmax":
-            soft[seed_of(r["name"])[1]] = r["test_ppl"]
+        o_seed = (("softmax", 1) if r["name"] == "gru softmax" else seed_of(r["name"]))
+        if o_seed and o_seed[0] == "softmax":
+            soft_by.setdefault(r.get("carried"), {})[o_seed[1]] = r["test_ppl"]
     seeds = (1, *SEEDS)
     cells = []
+    today = (by_name.get("gru softmax") or {}).get("carried")  # the softmax of the main table: its defaults rule
+    left_out = sorted({r["carried"] for r in rows if seed_of(r["name"]) and r.get("carried") != today})
     for o in SEEDED:
-        ppl = {1: by_name[f"gru {o}"]["test_ppl"]} if f"gru {o}" in by_name else {}
-        for seed in SEEDS:
-            if f"gru {seed_run(o, seed)}" in by_name:
-                ppl[seed] = by_name[f"gru {seed_run(o, seed)}"]["test_ppl"]
-        if len(ppl) < 2:
+        ppl = replicates(o)
+        if len(ppl) < 2 or by_name[f"gru {o}"].get("carried") != today:
             continue
         mean, sd = statistics.fmean(ppl.values()), statistics.stdev(ppl.values())
         row = [f"gru {o}", *[f"{ppl[s]:.2f}" if s in ppl else "—" for s in seeds], f"{mean:.2f}", f"{sd:.2f}"]
         if o == "softmax":
             cells.append(row + ["—", "—", ""])
             continue
+        soft = soft_by.get(today, {})
         both = [s for s in ppl if s in soft]
         vs_mean = (statistics.fmean(ppl[s] for s in both) / statistics.fmean(soft[s] for s in both) - 1
                    if len(both) >= 2 else None)
@@ -473,9 +488,12 @@ def render_seeds(rows: list[dict]) -> list[str]:
                             ", ".join(f"{100 * d:+.1f}" for d in paired) + " %",
                             "" if vs_mean is None else
                             ("met" if vs_mean <= target else "not met") + f" (≤ {100 * target:.0f} %)"])
+    note = ([f"Replicates carried from commit {', '.join(left_out)} are left out: they were trained at that commit's "
+             "defaults, not at those of the main table's softmax; replicates at today's defaults are not yet run.", ""]
+            if left_out else [])
     if not cells:
-        return []
-    return ["## Seed replicates", "",
+        return ["## Seed replicates", "", *note] if note else []
+    return ["## Seed replicates", "", *note,
             "The rows whose verdicts sit nearest their targets, trained again at `--seed` "
             + ", ".join(map(str, SEEDS)) + " (seed 1 is the main table's run; the seed sets the initial weights, the "
             "dropout masks and the batch order). The main table judges one seed; the target here is judged on the "

@@ -76,3 +76,18 @@ def test_transformer_only_names_runs_of_its_plan(tmp_path):
     assert transformer.committed(str(tmp_path)) == {"reference": {"test_ppl": 228.5, "carried": "abc"}}
     with pytest.raises(UserError, match="no run named nope"):
         transformer.run(False, None, str(tmp_path), train=False, only={"nope"})
+
+
+def test_no_train_takes_a_finished_run_of_the_same_training_for_a_row(tmp_path, monkeypatch):
+    """A row whose own directory is empty but whose :attr:`Run.same_as` run has finished (e.g. the lr grid's cell at
+    the row's default rate) is summarised from that run, with --no-train as when training."""
+    files = {"train": str(tmp_path / "t.txt"), "valid": str(tmp_path / "v.txt")}
+    cell = Run("lr-b-0.004", ("--epochs", "1", "--lr", "0.004"))
+    plan = [Run("b", ("--epochs", "1"), same_as=(cell,))]
+    work = str(tmp_path / "work")
+    done = lmruns.run_dir(work, files, cell)
+    monkeypatch.setattr(lmruns, "finished", lambda rd: rd == done)
+    monkeypatch.setattr(lmruns, "summary", lambda rd, files, arpa: {"test_ppl": 92.0, "from": rd})
+    rows = lmruns.run_all(work, files, plan, None, train_new=False, only={"b"}, carried={"b": {"name": "b"}})
+    assert rows["b"]["from"] == done and rows["b"]["dir"] == done and "carried" not in rows["b"]
+    assert lmruns.reused_dir(work, files, Run("b", ("--epochs", "1"))) is None

@@ -107,6 +107,18 @@ def test_quality_cpu_judges_the_seed_replicates_on_their_means():
     assert render_seeds(rows[:1]) == []
 
 
+def test_quality_cpu_leaves_out_replicates_trained_at_other_defaults():
+    """A replicate carried from an earlier page (its commit's defaults) does not join a seed-1 row trained today."""
+    from benchmarks.quality_cpu import render_seeds
+
+    rows = [{"name": "gru softmax", "test_ppl": 92.0}, {"name": "gru softmax-seed2", "test_ppl": 98.8, "carried": "abc"},
+            {"name": "gru class", "test_ppl": 92.3}, {"name": "gru class-seed2", "test_ppl": 97.9, "carried": "abc"}]
+    text = "\n".join(render_seeds(rows))
+    assert "| gru" not in text and "commit abc are left out" in text
+    rows[0]["carried"] = rows[2]["carried"] = "abc"  # all from the same earlier page: one protocol, judged
+    assert "| gru class | 92.30 | 97.90 |" in "\n".join(render_seeds(rows))
+
+
 def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
     from benchmarks import quality_cpu
 
