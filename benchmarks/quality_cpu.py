@@ -42,7 +42,7 @@ QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
             "nce": "shared-1000", "blackout": "shared-1000",
             "class": "auto-classes-by-class-components-4",
-            "hsm": "auto-classes-arity-128-components-4-sparse-nodes-tied"}
+            "hsm": "auto-classes-arity-128-components-4-sparse-nodes-tied-class-heads"}
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
 #: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and

@@ -500,6 +500,64 @@ def test_collapse_tree_makes_every_bits_levels_one_node(bits):
     assert kept == V + num_nodes  # every word and every node below the root is some node's child, once
 
 
+@pytest.mark.parametrize("bits", [2, 3, 5])
+def test_wide_nodes_keep_to_word_classes(bits):
+    """With the class subtrees' heads kept, a node's words all come from one class or its classes lie wholly under
+    it; a class of at most 2^bits words is one node over exactly its words; the paths still end at the root."""
+    from sampledlm.objectives.structure import class_heads, class_huffman_tree, collapse_tree
+
+    cls = np.random.default_rng(3).integers(0, 6, size=V)
+    parent, _ = class_huffman_tree(COUNTS, cls)
+    heads = class_heads(parent, cls)
+    assert heads.sum() == len(np.unique(cls))
+    t = collapse_tree(parent, V, bits, heads)
+    under = {}  # node -> the words below it
+    for w in range(V):
+        for par in t["path_parent"][w][t["path_pos"][w] >= 0]:
+            under.setdefault(int(par), set()).add(w)
+    for words in under.values():
+        classes = set(cls[list(words)].tolist())
+        assert len(classes) == 1 or all(set(np.flatnonzero(cls == c).tolist()) <= words for c in classes)
+    for c in np.unique(cls):
+        members = np.flatnonzero(cls == c)
+        if len(members) <= 2 ** bits:
+            parents = {int(t["path_parent"][w, 0]) for w in members}
+            assert len(parents) == 1 and under[parents.pop()] == set(members.tolist())
+    num_nodes = len(t["node_depth"])
+    for w in range(V):  # each step's column names its own vertex, and the path ends at the root
+        code = w
+        for j in range(int((t["path_pos"][w] >= 0).sum())):
+            par, col = t["path_parent"][w, j], t["path_pos"][w, j]
+            assert t["children"][par, col] == code
+            code = V + par
+        assert code == V + num_nodes
+    assert (t["node_depth"] >= 1).all()
+    plain = collapse_tree(parent, V, bits)["children"]
+    assert plain.shape != t["children"].shape or (plain != t["children"]).any()  # it is not the plain collapse
+
+
+def test_a_wide_hsm_saved_before_class_heads_loads_with_its_own_tree():
+    """A file without ``heads`` (written before wide nodes kept to word classes) loads as the plain collapse of its
+    tree, so its probabilities are those it was trained with."""
+    from sampledlm.store import load_state_into
+
+    torch.manual_seed(0)
+    out = OutputLayer(V, 6)
+    old = make_objective("hsm", COUNTS, arity=8)
+    old.bind(out)
+    old.set_word_classes(np.random.default_rng(2).integers(0, 5, size=V))
+    old.heads.zero_()
+    old._derive()  # the tree as the earlier version collapsed it
+    x = torch.randn(5, 6)
+    want = old.log_prob(out, x)
+    tensors = {k: v for k, v in old.state_dict().items() if k != "heads"}
+    new = make_objective("hsm", COUNTS, arity=8)
+    new.bind(out)
+    load_state_into(new, tensors, "objective.safetensors")
+    assert not new.heads.any()
+    torch.testing.assert_close(new.log_prob(out, x), want)
+
+
 @pytest.mark.parametrize("arity", [4, 16])
 @pytest.mark.parametrize("kind", ["ffnn", "gru"])
 @pytest.mark.parametrize("group_min", [1, 16, 10**9])

@@ -162,10 +162,15 @@ def word_paths(parent: np.ndarray, side: np.ndarray, num_words: int) -> tuple[to
             torch.from_numpy(np.stack(signs, 1).astype(np.float32)))
 
 
-def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
+def collapse_tree(parent: np.ndarray, num_words: int, bits: int, heads: np.ndarray | None = None) -> dict:
     """A tree of up to ``2**bits`` children per node from a binary one (``parent [2V-1]``, root last): every
     vertex whose depth is a multiple of ``bits`` stays, with the leaves; each kept vertex hangs from its nearest
     kept ancestor, so ``bits`` binary decisions become one choice among at most ``2**bits`` children.
+
+    ``heads [2V-1]`` (bool): vertices that stay whatever their depth, below which depth counts again from 0, e.g.
+    the roots of word classes' subtrees (:func:`class_heads`): a node then never mixes the words of a class with
+    what lies outside it, and a head over at most ``2**bits`` words becomes one node over exactly those words
+    (however deep its binary subtree), as a class of the class-based softmax is.
 
     Children are named by *codes*: a word ``w`` by ``w``, the ``i``-th kept internal node (root excluded) by
     ``V + i``; parents by node index ``0 .. I-1``, the root by ``I``. Returns numpy arrays:
@@ -175,14 +180,29 @@ def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
     """
     v, n = num_words, len(parent)
     root = n - 1
-    depth = np.zeros(n, dtype=np.int64)
+    head = np.zeros(n, dtype=bool) if heads is None else np.asarray(heads, dtype=bool)
+    depth = np.zeros(n, dtype=np.int64)  # from the nearest head or the root
+    flat = np.zeros(n, dtype=bool)  # below a head over at most 2**bits words: no node of its own
+    if head.any():
+        size = np.zeros(n, dtype=np.int64)
+        size[:v] = 1
+        for v_ in range(n - 1):  # children before parents
+            size[parent[v_]] += size[v_]
+        small = head & (size <= 2 ** bits)
     for v_ in range(n - 2, -1, -1):  # a parent always comes after its children (huffman_tree, class_huffman_tree)
-        depth[v_] = depth[parent[v_]] + 1
-    kept = (np.arange(n) < v) | (depth % bits == 0)
+        p = parent[v_]
+        depth[v_] = 0 if head[v_] else depth[p] + 1
+        flat[v_] = not head[v_] and (flat[p] or bool(head[p] and small[p]))
+    kept = (np.arange(n) < v) | head | ((depth % bits == 0) & ~flat)
     up = parent.copy()
-    for _ in range(bits):  # climb to the nearest kept ancestor
+    while True:  # climb to the nearest kept ancestor (at most `bits` steps, more in a flattened class)
         move = (up >= 0) & ~kept[np.maximum(up, 0)]
+        if not move.any():
+            break
         up[move] = parent[up[move]]
+    level = np.zeros(n, dtype=np.int64)  # depth in the new tree
+    for v_ in np.flatnonzero(kept[:root])[::-1]:
+        level[v_] = level[up[v_]] + 1
     internal = np.flatnonzero(kept[v:root]) + v
     num_nodes = len(internal)
     node_of = np.full(n, -1, dtype=np.int64)
@@ -205,8 +225,23 @@ def collapse_tree(parent: np.ndarray, num_words: int, bits: int) -> dict:
         steps_parent.append(par)
         steps_pos.append(np.where(alive, pos[np.maximum(cur, 0)], -1))
         cur = np.where(alive & (par < num_nodes), v + par, -1)  # the parent's own code, until the root
-    return {"children": children, "parent_of": parent_of, "node_depth": depth[internal] // bits,
+    return {"children": children, "parent_of": parent_of, "node_depth": level[internal],
             "path_parent": np.stack(steps_parent, 1), "path_pos": np.stack(steps_pos, 1)}
+
+
+def class_heads(parent: np.ndarray, word_class: np.ndarray) -> np.ndarray:
+    """``[2V-1]`` bool: the vertices of a binary tree (``parent``, words ``0 .. V-1`` first, a parent after its
+    children, root last) that head a word class's subtree, i.e. whose leaves all share one class and whose parent's
+    do not (the root when all words share one). With :func:`class_huffman_tree`'s trees, one head a class."""
+    n, v = len(parent), len(word_class)
+    cls = np.full(n, -2, dtype=np.int64)  # -2: not yet seen, -1: mixed
+    cls[:v] = word_class
+    for x in range(n - 1):
+        p = parent[x]
+        cls[p] = cls[x] if cls[p] == -2 else (cls[p] if cls[p] == cls[x] else -1)
+    above = np.full(n, -1, dtype=np.int64)
+    above[:-1] = cls[parent[:-1]]
+    return (cls >= 0) & (above < 0)
 
 
 def concat_ranges(flat: torch.Tensor, start: torch.Tensor, size: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
