@@ -54,7 +54,7 @@ class BlackOutLoss(torch.autograd.Function):
         capped = x >= -1e-7
         x.clamp_(max=-1e-7)
         one_minus = torch.expm1(x).neg_()
-        neg = torch.where(x > -math.log(2), torch.log(one_minus), torch.log1p(-torch.exp(x))).sum(1)
+        neg = torch.where(x > -math.log(2), torch.log(one_minus), torch.log1p(-p)).sum(1)  # p = exp(x) where x < -log 2: the cap never applies
         r = (p / one_minus).masked_fill_(capped, 0.0)  # a capped term has no gradient, as under clamp
         ctx.save_for_backward(p, torch.exp(l_true - log_z), r)
         return log_z - l_true - neg

@@ -183,6 +183,7 @@ def collapse_tree(parent: np.ndarray, num_words: int, bits: int, heads: np.ndarr
     head = np.zeros(n, dtype=bool) if heads is None else np.asarray(heads, dtype=bool)
     depth = np.zeros(n, dtype=np.int64)  # from the nearest head or the root
     flat = np.zeros(n, dtype=bool)  # below a head over at most 2**bits words: no node of its own
+    small = np.zeros(n, dtype=bool)
     if head.any():
         size = np.zeros(n, dtype=np.int64)
         size[:v] = 1
