@@ -728,10 +728,12 @@ def faster_rnnlm_lines() -> list[str]:
         out.append(f"| {r['tool']} | {r['objective']} | {r['threads']} | {_fmt(r.get('words_per_cpu_s'), 0)} | "
                    f"{_fmt(r.get('words_per_wall_s'), 0)} | {_fmt(r.get('peak_mb'), 0)} | {note} |")
     out += ["", "On one thread our default GRU trains at about half faster-rnnlm's speed at this V, and ours on its "
-            "model at about 0.6x, where on PTB (V = 10k) ours on its model ran 1.30x its NCE "
-            "(docs/results/quality-cpu.md): the gap is in what grows with V and is not yet found (a profile of our "
-            "NCE step at V = 485k has the GRU's forward and backward at 62 % of the step, the row-sparse update and "
-            "the candidates' scores at 15 %). "
+            "model at about 0.6x. The gap is mostly not V's: with each process on a core of its own, our training "
+            "loop on its model is 0.90x faster-rnnlm's on PTB (28,400 against 31,400 words per CPU second, "
+            "training loops only), and one step at V = 485k costs 1.21x one at V = 10k on the same text, where "
+            "faster-rnnlm's costs 1.06x (benchmarks/notes/faster-rnnlm-gap-2026-11-29.md). The PTB page's 1.30x "
+            "timed whole processes, and faster-rnnlm validates exactly, word by word over all V outputs, each "
+            "epoch: on PTB its validation costs more CPU than its epoch of training. "
             "Our 2-thread run spun in torch's threads on cores shared with other jobs (see the note); faster-rnnlm's "
             "own threads lost about 25 %."]
     return out
