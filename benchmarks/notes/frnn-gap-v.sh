@@ -1,6 +1,7 @@
 #!/bin/bash
 # Ours on faster-rnnlm's model, NCE 20 per position: PTB, wiki V=10k, wiki V=485k; STEPS steps each.
 T=/work/data/wiki-runs/faster-rnnlm/train-1000000.txt; S=/work/data/wiki-runs/speed; P=/work/shared/data/ptb
+cd "${WORK:-/work/data/wiki-runs/vgap}" || exit 1  # run folders and logs go here, never into a checkout
 F="--model gru --device cpu --threads 1 --epochs 1 -d 256 --no-input-weights --objective nce --samples 20 --sample-mode each"
 for st in $STEPS; do for d in ${DS:-ptb 10k full}; do
   o=e-$d-$st; rm -rf $o
