@@ -203,3 +203,55 @@ def test_errors_name_the_flags_typed_and_a_file_given_for_a_run(tmp_path, capsys
                  ["train", *corpus, "--init-from", tmp_path / "train.txt", "-o", tmp_path / "c"]):
         code, _, err = run(args, capsys)
         one_line_error(code, err, "train.txt: is a file, not a run directory")
+
+
+def test_a_disk_too_small_for_the_checkpoints_is_refused_before_training(tmp_path, capsys, private_cache,
+                                                                         monkeypatch):
+    """At V = 485k a checkpoint is GBs; a full disk had been found only when the first epoch's checkpoint failed."""
+    from collections import namedtuple
+
+    import sampledlm.neural.rundir as rundir
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(rundir.shutil, "disk_usage", lambda path: usage(10 ** 6, 10 ** 6 - 1000, 1000))
+    write_corpus(tmp_path)
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "run", "-d", "4", "--epochs", "1"], capsys)
+    assert code == 1 and "not enough free disk space" in err and "GB are free there" in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+def test_the_disk_check_counts_a_new_checkpoint_beside_the_live_one(tmp_path, monkeypatch):
+    from collections import namedtuple
+
+    import sampledlm.neural.rundir as rundir
+    from sampledlm.errors import UserError
+
+    usage = namedtuple("usage", "total used free")
+    free = {"n": 0}
+    monkeypatch.setattr(rundir.shutil, "disk_usage", lambda path: usage(10 ** 12, 0, free["n"]))
+    model, state = 100, 200  # bytes: a checkpoint is 300, the model file 100
+    free["n"] = 2 * 300 + 100  # a fresh run: two checkpoints at once, then the model beside them
+    rundir.check_disk_room(str(tmp_path), model, state)
+    free["n"] -= 1
+    with pytest.raises(UserError, match="0.00 GB more"):
+        rundir.check_disk_room(str(tmp_path), model, state)
+    monkeypatch.setattr(rundir, "latest_checkpoint", lambda d: "checkpoints/ckpt-1")
+    free["n"] = 300 + 100  # resumed: the live checkpoint is already on disk
+    rundir.check_disk_room(str(tmp_path), model, state)
+    free["n"] -= 1
+    with pytest.raises(UserError):
+        rundir.check_disk_room(str(tmp_path), model, state)
+
+
+def test_the_optimiser_state_counts_adams_two_moments_and_sgds_momentum():
+    import torch
+
+    import sampledlm.neural.rundir as rundir
+
+    w = torch.nn.Parameter(torch.zeros(10, 3))  # 120 bytes
+    assert rundir.optimizer_state_bytes([torch.optim.Adam([w])]) == 240
+    assert rundir.optimizer_state_bytes([torch.optim.SGD([w], lr=0.1)]) == 0
+    assert rundir.optimizer_state_bytes([torch.optim.SGD([w], lr=0.1, momentum=0.9)]) == 120
+    assert rundir.tensor_bytes(torch.nn.Linear(3, 10)) == 4 * (30 + 10)

@@ -320,6 +320,9 @@ class Trainer:
         cosine = opts.lr_schedule == "cosine"
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
+        if not st.done and self.ranks.is_main:
+            runs.check_disk_room(self.run_dir, runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective),
+                                 runs.optimizer_state_bytes(self.optimizers))
         with interrupt_flag() as flag:
             while not st.done:
                 if st.batch == 0:
