@@ -11,7 +11,9 @@ embeddings) gets, beside its ``config.json``, two files a colleague can read::
                        "finished": "<UTC date>", "sessions": [...]}     (resumed runs: one entry per session)
     README.md         the model card: what model, trained on what, its figures, how to load and score it
 
-Both are written atomically (:func:`sampledlm.data.textio.atomic_write`) after ``config.json``, and both are
+Both are written atomically (:func:`sampledlm.data.textio.atomic_write`), after ``config.json`` or, where
+``config.json`` marks a directory complete for a command that does not resume (the binary n-gram directory),
+just before it, so that a killed write never leaves a complete model beside a stray temporary file; both are
 *informative only*: no reader of a model directory needs them, loading never opens them, and a directory written
 before they existed (or one whose files were removed) loads exactly as before. ``config.json``'s keys are not
 touched. The data files are hashed once, when the model directory is created, a block at a time (a file of any

@@ -25,8 +25,8 @@ A query checks what it returns (:class:`MappedNgramLM`): a log10 probability tha
 number <= 0 comes from a damaged file, reported as such (a :class:`UserError`), not a silent ``nan``
 perplexity.
 
-Every file is written atomically and ``config.json`` last (then the informative provenance files), so a directory whose writer was
-killed has no ``config.json`` and is refused as incomplete; the next ``build-binary`` (or ``prune
+Every file is written atomically, the informative provenance files next to last and ``config.json`` last, so a
+directory whose writer was killed has no ``config.json`` and is refused as incomplete; the next ``build-binary`` (or ``prune
 --binary``) into it writes it again (:func:`interrupted_write`) without asking for ``--force``.
 A write that fails with an exception (a full disk, an interrupt) removes what it wrote before the
 exception goes on (:func:`write_binary_arrays`), and the writer's ``.lock`` is removed when it is done
@@ -36,6 +36,7 @@ exception goes on (:func:`write_binary_arrays`), and the writer's ``.lock`` is r
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -129,6 +130,22 @@ def lock_directory(out_dir: str):
                 os.rmdir(out_dir)  # only when empty
 
 
+#: The provenance records of the texts the model being written comes from (``{role: {path, bytes, sha256}}``),
+#: set by the command around the write (:func:`data_records_of_write`).
+_DATA_RECORDS: contextvars.ContextVar[dict] = contextvars.ContextVar("ngram_data_records", default={})
+
+
+@contextlib.contextmanager
+def data_records_of_write(records: dict):
+    """Within the block, :func:`write_binary_arrays` writes ``records`` into the model's provenance (a command's
+    texts, hashed before the estimate: :mod:`.build.output`)."""
+    token = _DATA_RECORDS.set(dict(records))
+    try:
+        yield
+    finally:
+        _DATA_RECORDS.reset(token)
+
+
 def write_binary(lm: NgramLM, out_dir: str, locked: bool = False) -> None:
     """Write ``lm`` as a binary model directory (module docstring); atomic per file, config.json last.
     ``locked``: the caller holds the directory's lock (:func:`lock_directory`, taken here otherwise)."""
@@ -183,13 +200,16 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
         config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
                   "ngram": {"order": order, "counts": list(counts), "words": len(words), "info": info,
                             "sha256": hashes}}
+        from .. import provenance
+
+        # the provenance files before config.json: a kill between them leaves an incomplete directory, which the
+        # next write completes (sweeping the killed writer's temporaries), never a complete model beside a stray
+        # temporary file that no later command would touch
+        written += sorted(provenance.NAMES)
+        provenance.write(out_dir, provenance.new("ngram", describe(config), _DATA_RECORDS.get(), "cpu"))
         with atomic_write(old) as f:
             json.dump(config, f, indent=2)
             f.write("\n")
-        from .. import provenance
-
-        written += sorted(provenance.NAMES)
-        provenance.write(out_dir, provenance.new("ngram", describe(config), {}, "cpu"))
     except (Exception, KeyboardInterrupt):  # not a kill (nor a BaseException standing for one): undo, go on
         for name in written:  # atomic_write has removed its own temporary
             with contextlib.suppress(OSError):

@@ -29,9 +29,10 @@ def model_output(output: str, binary: bool, force: bool, inputs):
     refuse_existing_dir(output, force, "a binary n-gram model")
     with writing_directory(output, lock_directory):
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
-        data = _data_records(inputs)
-        yield
-        _record_data(output, data)
+        from ..mapped import data_records_of_write
+
+        with data_records_of_write(_data_records(inputs)):
+            yield
 
 
 def _data_records(inputs) -> dict:
@@ -41,16 +42,6 @@ def _data_records(inputs) -> dict:
 
     roles = dict(zip(("train", "vocab", "valid"), inputs))
     return provenance.data_records({r: p for r, p in roles.items() if isinstance(p, (str, os.PathLike)) and p != "-"})
-
-
-def _record_data(out_dir: str, data: dict) -> None:
-    """Add the texts' records to the provenance the binary writer wrote (and to its model card)."""
-    from ... import provenance
-
-    prov = provenance.read(out_dir)
-    if prov is not None and data:
-        prov["data"] = {**prov.get("data", {}), **data}
-        provenance.write(out_dir, prov)
 
 
 def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
