@@ -25,7 +25,14 @@ def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     assert nce["rc"] == 0 and nce["epochs"] == 2 and len(nce["curve"]) == 2
     assert all(c["cpu_s"] > 0 and c["valid_ppl"] > 1 for c in nce["curve"])
     assert nce["test"]["ppl"] > 1 and nce["test"]["predictions"] > 0 and nce["peak_mb"] > 0
-    assert "--max-time 20 --time-clock cpu" in nce["command"] and nce["invocations"][0]["rc"] == 0
+    assert "--max-time 20 --time-clock cpu" in nce["command"] and nce["invocations"][-1]["rc"] == 0
+    # its rate raced: the default and half of it, each through epoch 1; the winner is the row's rate
+    race = nce["lr_race"]
+    assert [c["lr"] for c in race] == [0.004, 0.002] and nce["lr_race_factors"] == [1.0, 0.5]
+    assert all(c["epoch1_valid"] > 1 and c["process_cpu_s"] > 0 for c in race)
+    assert nce["lr"] == min(race, key=lambda c: c["epoch1_valid"])["lr"]
+    assert nce["curve"][0]["valid_ppl"] == pytest.approx(min(c["epoch1_valid"] for c in race))
+    assert nce["tuning_process_cpu_s"] > 0
     assert rows["neural/transformer"]["objective"] == "nce"  # the best finished GRU row's output
     assert rows["neural/softmax"]["projected"] and rows["neural/softmax"]["words_per_cpu_s"] > 0
     mix = rows["neural-interp"]
@@ -193,3 +200,42 @@ def test_steady_state_speed_is_the_second_epochs_and_its_ratio_to_v_10k():
     assert "| nce | 18,000 (15,000) | - | 14,400 (10,000) | 0.80 | met |" in text
     assert "| hsm | 9,000 (8,000) | - | 4,500 (4,000) | 0.50 | missed |" in text
     assert steady.lines({}, "485k") == []
+
+
+def test_a_rising_running_loss_in_epoch_1_counts_as_diverged(tmp_path):
+    """IS at lr 0.008 at V = 485k: 5.92 at a third of epoch 1, then 6.63, 11.75, 20.7."""
+    from benchmarks import large_vocab_race as race
+
+    log = tmp_path / "train.log"
+    log.write_text("# start\nepoch 1: 1%  loss 6.81  3000 tok/s\nepoch 1: 33%  loss 5.92  3000 tok/s\n"
+                   "epoch 1: 42%  loss 6.63  2900 tok/s\n")
+    assert race.diverged(str(log)) is None  # 0.7 nats up: noise, not divergence
+    with open(log, "a") as f:
+        f.write("epoch 1: 47%  loss 11.75  2900 tok/s\nepoch 1: 57%  loss 20.73  2800 tok/s\n")
+    assert race.diverged(str(log)) == "running training loss rose from 5.92 to 20.73 in epoch 1"
+    later = tmp_path / "later.log"  # epoch 2's lines are not the race's business
+    later.write_text("epoch 1: 90%  loss 5.1\nepoch 2: 10%  loss 9.0\n")
+    assert race.diverged(str(later)) is None
+    bad = tmp_path / "nan.log"
+    bad.write_text("epoch 1: 5%  loss nan  3000 tok/s\n")
+    assert "nan" in race.diverged(str(bad))
+
+
+def test_the_race_adds_candidates_below_the_default_and_picks_the_best_epoch_1(tmp_path):
+    from benchmarks import large_vocab_race as race
+
+    d = str(tmp_path)
+    st = race.load(d)
+    assert [c["dir"] for c in st["candidates"]] == ["run"]
+    st = race.add_others(st, 0.008)
+    assert [(c["lr"], c["dir"], c["log"], c["explicit"]) for c in st["candidates"]] == [
+        (0.008, "run", "train.log", False), (0.004, "run-lr0.004", "train-lr0.004.log", True),
+        (0.002, "run-lr0.002", "train-lr0.002.log", True)]
+    assert race.choose(st) is None
+    st["candidates"][0]["diverged"] = "running training loss rose"
+    st["candidates"][1]["epoch1_valid"] = 250.0
+    st["candidates"][2]["epoch1_valid"] = 240.0
+    assert race.choose(st)["lr"] == 0.002 and all(race.settled(c) for c in st["candidates"])
+    race.save(d, st)
+    assert race.load(d) == st  # a stopped race resumes where it was
+    assert race.summary(st)[0] == {"lr": 0.008, "diverged": "running training loss rose"}

@@ -1,0 +1,136 @@
+"""Issue 56: each neural row's learning rate chosen on validation at V = 485k, the same way for every row.
+
+The protocol (decided 2026-11-29; the issue asks for every row's rate chosen on the validation text the same way,
+and a 2-CPU-hour row leaves no room for PTB's whole grid):
+
+- Candidates: the row's default rate (its objective's on a recurrent trunk as PTB's lr grid chose it, or the
+  Transformer's) times :data:`FACTORS` (1, 1/2, 1/4). PTB's defaults are each objective's best there; at V = 485k
+  the question is whether they must come down (IS at its PTB rate 0.008 diverged in epoch 1), so the candidates go
+  down from them.
+- Each candidate trains the row's plan (the same training text, epochs and cosine decay over all the epochs, the
+  same validation subset) through its **first epoch**; the lowest validation perplexity after it wins, and the
+  winner's run goes on to the end of the budget. Under the cosine decay over 4 epochs the rate stays within 15 % of
+  its peak through epoch 1 (0.5 (1 + cos(pi / 4)) = 0.85), so epoch 1 is where the rates differ most, and a rate
+  that diverges does so there.
+- A candidate whose running training loss (the progress lines of its log) climbs :data:`DIVERGE_NATS` above the
+  lowest it reached is stopped and counted as diverged, without spending the rest of its epoch.
+- The CPU seconds of the losing candidates are recorded beside the row as its tuning cost, outside its budget (as
+  PTB's grid cells are outside the rows they choose).
+
+State: ``WORK/neural/<row>/lr-race.json`` (so a stopped race resumes where it was). The default candidate trains in
+``run`` (logging to ``train.log``), the others in ``run-lr<rate>`` (``train-lr<rate>.log``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+FACTORS = (1.0, 0.5, 0.25)
+DIVERGE_NATS = 2.0
+_PROGRESS = re.compile(r"^epoch (\d+): +\d+%\s+loss (\S+)")
+
+
+def candidate(lr: float | None, default: bool) -> dict:
+    """A candidate's bookkeeping (``lr`` None: the default, not yet read from the run's config)."""
+    if default:
+        return {"lr": lr, "dir": "run", "log": "train.log", "explicit": False}
+    return {"lr": lr, "dir": f"run-lr{lr:g}", "log": f"train-lr{lr:g}.log", "explicit": True}
+
+
+def path(d: str) -> str:
+    return os.path.join(d, "lr-race.json")
+
+
+def load(d: str, factors=FACTORS) -> dict:
+    """The row's race state: ``{"factors", "default_lr", "candidates": [...], "chosen"}`` (a new one: the default
+    candidate alone, the others added once its rate is known)."""
+    if os.path.exists(path(d)):
+        with open(path(d), encoding="utf-8") as f:
+            return json.load(f)
+    return {"factors": list(factors), "default_lr": None, "candidates": [candidate(None, True)], "chosen": None}
+
+
+def save(d: str, state: dict) -> None:
+    os.makedirs(d, exist_ok=True)
+    with open(path(d) + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(state, f, indent=1)
+    os.replace(path(d) + ".tmp", path(d))
+
+
+def run_lr(rd: str) -> float | None:
+    """The learning rate a run directory trains at (its config.json), or None before it exists."""
+    cfg = os.path.join(rd, "config.json")
+    if not os.path.exists(cfg):
+        return None
+    with open(cfg, encoding="utf-8") as f:
+        return float(json.load(f)["train"]["lr"])
+
+
+def add_others(state: dict, default_lr: float) -> dict:
+    """The candidates below the default rate, once it is known."""
+    state["default_lr"] = default_lr
+    state["candidates"][0]["lr"] = default_lr
+    have = {round(c["lr"], 12) for c in state["candidates"] if c["lr"] is not None}
+    for f in state["factors"]:
+        lr = float(f"{default_lr * f:.6g}")
+        if round(lr, 12) not in have:
+            state["candidates"].append(candidate(lr, False))
+    return state
+
+
+def first_epoch_valid(rd: str) -> float | None:
+    """Validation perplexity after the run's first epoch (its metrics.jsonl), or None."""
+    m = os.path.join(rd, "metrics.jsonl")
+    if not os.path.exists(m):
+        return None
+    with open(m, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                return float(json.loads(line)["valid_ppl"])
+    return None
+
+
+def diverged(log: str) -> str | None:
+    """Why the run logging to ``log`` counts as diverged (its running training loss in epoch 1 rose
+    :data:`DIVERGE_NATS` above its lowest, or is not a finite number), or None."""
+    if not os.path.exists(log):
+        return None
+    low, high_after = math.inf, None
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = _PROGRESS.match(line.strip())
+            if not m or m.group(1) != "1":
+                continue
+            try:
+                loss = float(m.group(2))
+            except ValueError:
+                continue
+            if not math.isfinite(loss):
+                return f"running training loss {m.group(2)} in epoch 1"
+            if loss < low:
+                low, high_after = loss, None
+            elif loss > low + DIVERGE_NATS and (high_after is None or loss > high_after):
+                high_after = loss
+    if high_after is not None:
+        return f"running training loss rose from {low:.2f} to {high_after:.2f} in epoch 1"
+    return None
+
+
+def settled(c: dict) -> bool:
+    return c.get("epoch1_valid") is not None or bool(c.get("diverged"))
+
+
+def choose(state: dict) -> dict | None:
+    """The candidate of lowest validation perplexity after epoch 1 (None when none has one)."""
+    ok = [c for c in state["candidates"] if c.get("epoch1_valid") is not None and not c.get("diverged")
+          and math.isfinite(c["epoch1_valid"])]
+    return min(ok, key=lambda c: c["epoch1_valid"]) if ok else None
+
+
+def summary(state: dict) -> list[dict]:
+    """The candidates as the row records them: rate, epoch-1 validation perplexity or why it diverged, CPU."""
+    return [{k: c.get(k) for k in ("lr", "epoch1_valid", "diverged", "process_cpu_s") if c.get(k) is not None}
+            for c in state["candidates"]]
