@@ -12,7 +12,8 @@ embeddings) gets, beside its ``config.json``, two files a colleague can read::
     README.md         the model card: what model, trained on what, its figures, how to load and score it
 
 Both are written atomically (:func:`sampledlm.data.textio.atomic_write`), after ``config.json`` or, where
-``config.json`` marks a directory complete for a command that does not resume (the binary n-gram directory),
+``config.json`` marks a directory complete for a command that does not resume (the binary n-gram directory, word
+embeddings),
 just before it, so that a killed write never leaves a complete model beside a stray temporary file; both are
 *informative only*: no reader of a model directory needs them, loading never opens them, and a directory written
 before they existed (or one whose files were removed) loads exactly as before. ``config.json``'s keys are not

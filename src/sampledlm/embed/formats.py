@@ -187,19 +187,21 @@ def interrupted_write(names: list[str]) -> bool:
 
 
 def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, np.ndarray], text: bool = True,
-                    locked: bool = False) -> None:
+                    locked: bool = False, before_config=None) -> None:
     """The embedding model directory (module docstring) with ``vectors.bin`` and (``text``) ``vectors.txt``;
     ``tensors``: the output side, by name.
 
     Every file is written atomically and ``config.json`` last, after removing the one already there: a
     directory with a ``config.json`` is complete, and one whose writer was killed has none (the next
     ``embed train`` writes it again). ``locked``: the caller already holds the directory's lock
-    (:func:`sampledlm.store.lock_directory`, which this takes otherwise)."""
+    (:func:`sampledlm.store.lock_directory`, which this takes otherwise). ``before_config()``: called just before
+    ``config.json`` is written (the provenance files: written after it, a kill between the two would leave a
+    complete model beside a temporary file that no later command removes)."""
     from ..store import lock_directory
 
     if not locked:
         with lock_directory(path):
-            write_directory(path, wv, extra, tensors, text, locked=True)
+            write_directory(path, wv, extra, tensors, text, locked=True, before_config=before_config)
         return
     import torch
 
@@ -221,6 +223,8 @@ def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, 
         write_text(os.path.join(path, "vectors.txt"), wv)
     config = {"format": "sampledlm-model", "family": FAMILY, "version": 2,
               "vocab": {"size": len(wv), "fingerprint": fingerprint(wv.words)}, **extra}
+    if before_config is not None:
+        before_config()
     write_json(os.path.join(path, "config.json"), config)
 
 

@@ -72,13 +72,13 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
                               "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
         out_name = "output" if cfg.objective == "neg" else "nodes"
         provenance.remove(out_dir)  # a model replaced (--force): never its card beside the new vectors
-        write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True)
         prov = provenance.new("embeddings", f"Word vectors: word2vec {cfg.model} with {cfg.objective}, "
                               f"{len(vocab):,} words x {cfg.dim} dimensions", texts, "cpu",
                               figures={"words_per_second": round(result.words_per_second),
                                        "train_seconds": round(result.seconds, 1)})
         prov["finished"] = prov["created"]
-        provenance.write(out_dir, prov)
+        write_directory(out_dir, wv, extra, {out_name: result.w_out}, text=not no_text, locked=True,
+                        before_config=lambda: provenance.write(out_dir, prov))
     log(f"trained {len(vocab):,} x {cfg.dim} vectors: {result.words_per_second:,.0f} words/s "
         f"({result.seconds:.1f} s training, {time.perf_counter() - t0:.1f} s in all) -> {out_dir}")
     return wv
