@@ -81,3 +81,45 @@ def test_the_divergence_rule(loss, stops):
 
     assert diverged(loss) is stops
     assert DIVERGED_LOSS >= 1e4  # far above any sane loss (ln V is 9.2 for V = 10k)
+
+
+def test_a_running_loss_that_climbs_is_warned_about_once_and_training_goes_on(words_corpus, monkeypatch):
+    """A slow divergence (IS at its PTB rate at V = 485k: a running loss of 5.92 that climbed to 20.7 over an epoch,
+    never infinite) is not stopped, but the user is told, once, with the rate to lower."""
+    from sampledlm.data.corpus import load_ids
+    from sampledlm.neural import loop
+
+    monkeypatch.setattr(loop.RisingLoss, "AFTER", 2)
+    config, vocab = config_for(words_corpus)
+    model = build_model(config["model"], len(vocab))
+    ids = load_ids(str(words_corpus / "train.txt"), vocab, cache=False)
+    os.makedirs(words_corpus / "rise")
+
+    class Rises(SoftmaxObjective):
+        calls = 0
+
+        def forward(self, scorer, ctx, targets):
+            self.calls += 1
+            loss = super().forward(scorer, ctx, targets)
+            return loss + 20.0 if self.calls >= 4 else loss  # 20 nats more from the fourth step on
+
+    said = []
+    trainer = Trainer(str(words_corpus / "rise"), model, Rises(), ids, ids[:40],
+                      TrainOptions(lr=0.01, batch_size=8, epochs=2), log=said.append)
+    trainer.train()
+    warned = [m for m in said if m.startswith("warning: the running training loss")]
+    assert len(warned) == 1 and "epoch 1" in warned[0] and "--lr (this run: 0.01)" in warned[0], said
+    assert trainer.state.epoch == 2  # it trained on
+
+
+def test_the_rising_loss_watch():
+    from sampledlm.neural.loop import RisingLoss
+
+    w = RisingLoss()
+    w.AFTER = 1
+    means = [9.0, 7.0, 6.0, 5.92, 6.63, 6.9]  # down, then up by less than a nat: quiet
+    assert [w.update(m) for m in means] == [None] * len(means)
+    assert w.update(6.93) == 5.92  # a nat and more above the lowest
+    assert w.update(11.75) is None  # said once
+    w2 = RisingLoss()
+    assert all(w2.update(m) is None for m in [5.0] + [9.0] * (RisingLoss.AFTER - 2))  # too early to judge

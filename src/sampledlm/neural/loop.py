@@ -46,6 +46,7 @@ import math
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from typing import Callable
@@ -57,6 +58,8 @@ import torch
 from . import rundir as runs
 from ..errors import UserError
 from .lm import perplexity
+from tqdm import tqdm
+
 from ..progress import bar, enabled as progress_enabled
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
@@ -78,6 +81,38 @@ DIVERGED_LOSS = 1e6
 def diverged(loss: float) -> bool:
     """True for a non-finite loss or one beyond :data:`DIVERGED_LOSS` (in either sign)."""
     return not math.isfinite(loss) or abs(loss) > DIVERGED_LOSS
+
+
+class RisingLoss:
+    """Watches an epoch's running mean training loss and says once when it has climbed :attr:`NATS` above the lowest
+    it reached (after :attr:`AFTER` steps of the epoch): a run diverging slowly, which the hard stop
+    (:func:`diverged`) does not catch. At V = 485k, IS at lr 0.008 (PTB's best) went 5.92 -> 6.63 -> 11.75 -> 20.7
+    over epoch 1 without a non-finite loss; the warning saves a user the hours such a run would otherwise take."""
+
+    NATS = 1.0
+    AFTER = 50
+
+    def __init__(self):
+        self.low = math.inf
+        self.steps = 0
+        self.warned = False
+
+    def new_epoch(self) -> None:
+        self.low, self.steps = math.inf, 0
+
+    def update(self, mean_loss: float) -> float | None:
+        """The lowest running mean when ``mean_loss`` (the epoch's running mean after this step) first stands
+        :attr:`NATS` above it, else None."""
+        self.steps += 1
+        if self.steps < self.AFTER or self.warned:
+            return None
+        if mean_loss < self.low:
+            self.low = mean_loss
+            return None
+        if mean_loss > self.low + self.NATS:
+            self.warned = True
+            return self.low
+        return None
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -323,6 +358,7 @@ class Trainer:
         if not st.done and self.ranks.is_main:
             runs.check_disk_room(self.run_dir, runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective),
                                  runs.optimizer_state_bytes(self.optimizers))
+        rising = RisingLoss()
         with interrupt_flag() as flag:
             while not st.done:
                 if st.batch == 0:
@@ -330,6 +366,7 @@ class Trainer:
                     self.objective.start_epoch(st.epoch)
                     self.carry = None  # e.g. a recurrent state: reset at the start of each epoch
                     st.loss_sum, st.loss_count, st.epoch_tokens, st.epoch_seconds = 0.0, 0, 0, 0.0
+                rising.new_epoch()
                 self.model.train()
                 t_last = last_log = time.perf_counter()
                 c_last = time.process_time()
@@ -354,6 +391,13 @@ class Trainer:
                         st.cpu_seconds += c_now - c_last
                         c_last = c_now
                         pbar.update(1)
+                        low = rising.update(st.loss_sum / max(st.loss_count, 1))
+                        if low is not None:
+                            with tqdm.external_write_mode(file=sys.stderr):  # the line above the bar, not through it
+                                self.log(f"warning: the running training loss of epoch {st.epoch + 1} "
+                                         f"rose from {low:.3f} to {st.loss_sum / st.loss_count:.3f} (step {st.step}): "
+                                         f"the run may be diverging; a smaller --lr (this run: {st.lr:g}) may be "
+                                         "needed. Training goes on.")
                         if self.tb is not None and st.step % TB_EVERY == 0:
                             self.tb.add_scalar("train/loss", st.loss_sum / max(st.loss_count, 1), st.step)
                             self.tb.add_scalar("train/lr", scheduled_lr(st.lr, opts.lr_schedule, st.step - 1,
