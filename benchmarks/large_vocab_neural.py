@@ -32,7 +32,8 @@ How a row spends its budget (decided here, the same for every row):
   counts), once per finished row, one thread, its time recorded (about 25 CPU-minutes for a row normalised
   over all of V). Decision: the whole text, so that every row is compared with KN5 on the same predictions.
 - Learning rates: chosen per row by a race over the first epoch (:mod:`.large_vocab_race`): the objective's
-  default rate as PTB's lr grid chose it, a half and a quarter of it; the best validation after epoch 1 goes on.
+  default rate as PTB's lr grid chose it, half of it, and lower while the lowest is the best; the best validation
+  after epoch 1 goes on.
 - The softmax is not trained: a short pilot run measures its words per CPU second at V = 485k, and the page
   projects what the budget would buy (labelled projected).
 - The Transformer takes the output of the best finished GRU row (lowest test perplexity) at its turn.
@@ -71,7 +72,7 @@ PILOT_TOKENS = {"softmax": 20_000, "transformer": 100_000}
 THREADS = 1
 #: the quick run's neural step (the smoke test): two trained rows, the projection, KN5 + the best, in seconds
 QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "softmax"), "valid_tokens": 500,
-         "quick": True, "lr_factors": (1.0, 0.5)}
+         "quick": True, "lr_halvings": 1}
 
 
 class Stopped(Exception):
@@ -486,13 +487,14 @@ def train_row(plan: dict, work: str, cap_mb: float, recalibrate=None, cand: dict
     return {"rc": 0, "plan": plan}
 
 
-def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, factors=race.FACTORS) -> dict:
+def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, max_halvings: int = race.MAX_HALVINGS) -> dict:
     """The row's learning rate chosen by :mod:`.large_vocab_race` (each candidate's first epoch, the default's
     first: it calibrates the plan), then the winner trained to the end. Returns :func:`train_row`'s result with
     ``cand`` (the winner) and ``race`` (the state), or a failure."""
     d = os.path.join(work, "neural", plan["row"])
-    state = race.load(d, factors)
+    state = race.load(d, max_halvings)
     while True:
+        state = race.extend(state)
         todo = [c for c in state["candidates"] if not race.settled(c)]
         if not todo:
             break
@@ -510,7 +512,7 @@ def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, factors=ra
         else:
             c["epoch1_valid"] = race.first_epoch_valid(rd)
         if is_default and state["default_lr"] is None:
-            state = race.add_others(state, race.run_lr(rd))
+            state = race.set_default(state, race.run_lr(rd))
         race.save(d, state)
         print(f"[neural] {plan['row']} at lr {c['lr']:g}: "
               f"{c.get('diverged') or 'valid %.2f after epoch 1' % c['epoch1_valid']}", file=sys.stderr, flush=True)
@@ -562,7 +564,7 @@ def record_row(plan: dict, work: str, files: dict, notes: str, cand: dict | None
     lr_options = ["--lr", f"{cand['lr']:g}"] if cand.get("explicit") else []
     tuning = {}
     if race_state is not None:
-        tuning = {"lr_race": race.summary(race_state), "lr_race_factors": race_state["factors"],
+        tuning = {"lr_race": race.summary(race_state), "lr_race_max_halvings": race_state["max_halvings"],
                   "tuning_process_cpu_s": round(sum(c.get("process_cpu_s") or 0 for c in race_state["candidates"]
                                                     if c["dir"] != cand["dir"]), 1)}
     row = {"key": f"neural/{plan['row']}", "row": plan["row"], "model": plan["model"],
@@ -612,9 +614,9 @@ def record_projection(plan: dict, rows: dict, notes: str) -> dict:
 
 def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs: int = EPOCHS,
          rows_wanted: tuple[str, ...] = ROWS, cap_mb: float = MEMORY_CAP_MB, valid_tokens: int = VALID_TOKENS,
-         quick: bool = False, after_each=None, lr_factors: tuple[float, ...] = race.FACTORS) -> None:
+         quick: bool = False, after_each=None, lr_halvings: int = race.MAX_HALVINGS) -> None:
     """Every neural row in order (each skipped when recorded), its learning rate raced (:mod:`.large_vocab_race`,
-    candidates ``default x lr_factors``); ``after_each()`` after each trained row (the page)."""
+    down to ``default / 2^lr_halvings``); ``after_each()`` after each trained row (the page)."""
     rows = read_rows(notes)
     nd = os.path.join(work, "neural", "data")
     os.makedirs(nd, exist_ok=True)
@@ -650,7 +652,7 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
         if plan.get("projected"):
             rows[key] = record_projection(plan, rows, notes)
             continue
-        if not _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_factors):
+        if not _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings):
             continue
         if after_each:
             after_each()
@@ -662,7 +664,7 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
         if r.get("rc") != 0 or r.get("projected") or "lr_race" in r or row == "softmax":
             continue
         plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick)
-        if _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_factors) and after_each:
+        if _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings) and after_each:
             after_each()
     rows = read_rows(notes)
     if all(f"neural/{r}" in rows for r in rows_wanted):
@@ -676,12 +678,12 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
 
 
 def _race_and_record(row: str, plan: dict, work: str, files: dict, rows: dict, notes: str, cap_mb: float,
-                     quick: bool, lr_factors) -> bool:
+                     quick: bool, lr_halvings: int) -> bool:
     """The row's race and training (:func:`race_and_train`), then its record (a failure's, or the row's); True
     when a row was recorded as trained."""
     key = f"neural/{row}"
     r = race_and_train(plan, work, cap_mb, lambda p: calibrate(p, work, files, rows, notes, cap_mb, quick),
-                       lr_factors)
+                       lr_halvings)
     if r["rc"] != 0:
         rows[key] = record_failure(r.get("plan", plan), r, work, notes)
         return False
@@ -818,7 +820,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
              "all of V).", "",
              "**Learning rates, chosen on validation the same way for every row** (benchmarks/large_vocab_race.py): "
              "the candidates are the row's default rate as PTB's lr grid chose it (the GRU's 0.004 with Adam, NCE's "
-             "and BlackOut's too; IS, CSS-IS, class and hsm 0.008; the Transformer's 0.0005) times 1, 1/2 and 1/4. "
+             "and BlackOut's too; IS, CSS-IS, class and hsm 0.008; the Transformer's 0.0005), then half of it, and "
+             "half again each time the lowest rate tried is the best (or all diverged), down to 1/8 of the default. "
              "Each trains the row's plan through its first epoch (the same text, and the cosine decay over all the "
              "epochs, under which the rate stays within 15 % of its peak through epoch 1); the lowest validation "
              "perplexity after it wins and that run goes on to the budget. A candidate whose running training loss "

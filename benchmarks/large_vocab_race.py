@@ -4,9 +4,11 @@ The protocol (decided 2026-11-29; the issue asks for every row's rate chosen on 
 and a 2-CPU-hour row leaves no room for PTB's whole grid):
 
 - Candidates: the row's default rate (its objective's on a recurrent trunk as PTB's lr grid chose it, or the
-  Transformer's) times :data:`FACTORS` (1, 1/2, 1/4). PTB's defaults are each objective's best there; at V = 485k
-  the question is whether they must come down (IS at its PTB rate 0.008 diverged in epoch 1), so the candidates go
-  down from them.
+  Transformer's), then half of it; then each time the lowest rate tried is the best so far (or every one tried
+  diverged), half of that, down to 1/2^:data:`MAX_HALVINGS` of the default. PTB's defaults are each objective's best
+  there; at V = 485k the question is whether they must come down (IS at its PTB rate 0.008 diverged in epoch 1), so
+  the candidates go down from them, and further only while going down helps (the PTB grid goes further where its
+  best sits at an edge, the same way). A row whose default wins costs one extra epoch.
 - Each candidate trains the row's plan (the same training text, epochs and cosine decay over all the epochs, the
   same validation subset) through its **first epoch**; the lowest validation perplexity after it wins, and the
   winner's run goes on to the end of the budget. Under the cosine decay over 4 epochs the rate stays within 15 % of
@@ -28,7 +30,7 @@ import math
 import os
 import re
 
-FACTORS = (1.0, 0.5, 0.25)
+MAX_HALVINGS = 3
 DIVERGE_NATS = 2.0
 _PROGRESS = re.compile(r"^epoch (\d+): +\d+%\s+loss (\S+)")
 
@@ -44,13 +46,16 @@ def path(d: str) -> str:
     return os.path.join(d, "lr-race.json")
 
 
-def load(d: str, factors=FACTORS) -> dict:
-    """The row's race state: ``{"factors", "default_lr", "candidates": [...], "chosen"}`` (a new one: the default
-    candidate alone, the others added once its rate is known)."""
+def load(d: str, max_halvings: int = MAX_HALVINGS) -> dict:
+    """The row's race state: ``{"max_halvings", "default_lr", "candidates": [...], "chosen"}`` (a new one: the
+    default candidate alone; :func:`extend` adds the others)."""
     if os.path.exists(path(d)):
         with open(path(d), encoding="utf-8") as f:
-            return json.load(f)
-    return {"factors": list(factors), "default_lr": None, "candidates": [candidate(None, True)], "chosen": None}
+            state = json.load(f)
+        state.pop("factors", None)  # a state from the first version of the race (fixed candidates), carried on
+        state.setdefault("max_halvings", max_halvings)
+        return state
+    return {"max_halvings": max_halvings, "default_lr": None, "candidates": [candidate(None, True)], "chosen": None}
 
 
 def save(d: str, state: dict) -> None:
@@ -69,15 +74,28 @@ def run_lr(rd: str) -> float | None:
         return float(json.load(f)["train"]["lr"])
 
 
-def add_others(state: dict, default_lr: float) -> dict:
-    """The candidates below the default rate, once it is known."""
+def set_default(state: dict, default_lr: float) -> dict:
+    """The default candidate's rate, once its run has started (its config.json)."""
     state["default_lr"] = default_lr
     state["candidates"][0]["lr"] = default_lr
-    have = {round(c["lr"], 12) for c in state["candidates"] if c["lr"] is not None}
-    for f in state["factors"]:
-        lr = float(f"{default_lr * f:.6g}")
-        if round(lr, 12) not in have:
-            state["candidates"].append(candidate(lr, False))
+    return state
+
+
+def extend(state: dict) -> dict:
+    """Add the next candidate when every one so far is settled and the lowest rate tried is the best (or all
+    diverged), halving it, at most ``max_halvings`` times below the default. Candidates already there (one taken in
+    from an earlier run) stay."""
+    cands = state["candidates"]
+    if state["default_lr"] is None or not all(settled(c) for c in cands):
+        return state
+    lowest = min(cands, key=lambda c: c["lr"])
+    best = choose(state)
+    if best is not None and best is not lowest:
+        return state
+    lr = float(f"{lowest['lr'] / 2:.6g}")
+    if lr < state["default_lr"] / 2 ** state["max_halvings"] * 0.999:
+        return state
+    cands.append(candidate(lr, False))
     return state
 
 
@@ -133,4 +151,4 @@ def choose(state: dict) -> dict | None:
 def summary(state: dict) -> list[dict]:
     """The candidates as the row records them: rate, epoch-1 validation perplexity or why it diverged, CPU."""
     return [{k: c.get(k) for k in ("lr", "epoch1_valid", "diverged", "process_cpu_s") if c.get(k) is not None}
-            for c in state["candidates"]]
+            for c in sorted(state["candidates"], key=lambda c: -c["lr"])]

@@ -28,7 +28,7 @@ def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     assert "--max-time 20 --time-clock cpu" in nce["command"] and nce["invocations"][-1]["rc"] == 0
     # its rate raced: the default and half of it, each through epoch 1; the winner is the row's rate
     race = nce["lr_race"]
-    assert [c["lr"] for c in race] == [0.004, 0.002] and nce["lr_race_factors"] == [1.0, 0.5]
+    assert [c["lr"] for c in race] == [0.004, 0.002] and nce["lr_race_max_halvings"] == 1
     assert all(c["epoch1_valid"] > 1 and c["process_cpu_s"] > 0 for c in race)
     assert nce["lr"] == min(race, key=lambda c: c["epoch1_valid"])["lr"]
     assert nce["curve"][0]["valid_ppl"] == pytest.approx(min(c["epoch1_valid"] for c in race))
@@ -40,7 +40,8 @@ def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     page = (tmp_path / "out" / "large-vocab.md").read_text()
     assert "## Neural rows at V =" in page and "projected" in page
     assert re.search(r"KN5 \+ GRU, NCE \([\d,]+ shared\) interpolated", page)  # the row's draws in its name
-    assert "Learning rates are not tuned at this scale" in page
+    assert "Learning rates, chosen on validation the same way for every row" in page
+    assert "Learning-rate race" in page and "| lr 0.004 | lr 0.002 |" in page
 
 
 def test_strided_subset_is_every_kth_line_in_order(tmp_path):
@@ -139,8 +140,15 @@ def test_the_section_and_the_target_from_recorded_rows():
     assert "2 CPU-hours each" in text and "| GRU, class |" in text and "-30.0 %" in text
     assert "**GRU, adaptive: skipped**: too big." in text
     assert any("is, blackout, css-is, hsm, transformer, softmax" in m for m in missing)
-    assert any("Learning rates chosen on validation" in m for m in missing)
+    assert any("Learning rates raced on validation (the protocol above) for: nce, class" in m for m in missing)
     line = ln.target_line(rows)
+    assert "2 of 8 trained rows finished, 0 with their rates raced on validation" in line
+    rows["neural/class"] = {**rows["neural/class"], "lr": 0.004, "tuning_process_cpu_s": 1800.0,
+                            "lr_race": [{"lr": 0.008, "diverged": "rose"}, {"lr": 0.004, "epoch1_valid": 300.0},
+                                        {"lr": 0.002, "epoch1_valid": 310.0}]}
+    text, missing = ln.section(rows)
+    assert "| GRU, class | diverged | **300.00** | 310.00 | 0.004 | 1,800 |" in text
+    assert any("Learning rates raced on validation (the protocol above) for: nce (" in m for m in missing)
     assert "GRU, class 90.00" in line and "30.0 % lower: met" in line and "interpolated: not yet run" in line
     rows["neural-interp"] = {"rc": 0, "row": "class", "ppl": 85.0, "neural_ppl": 90.0, "weight_neural": 0.6,
                              "cpu_s": 10.0}
@@ -221,21 +229,44 @@ def test_a_rising_running_loss_in_epoch_1_counts_as_diverged(tmp_path):
     assert "nan" in race.diverged(str(bad))
 
 
-def test_the_race_adds_candidates_below_the_default_and_picks_the_best_epoch_1(tmp_path):
+def test_the_race_halves_the_rate_while_the_lowest_is_best_and_picks_the_best_epoch_1(tmp_path):
     from benchmarks import large_vocab_race as race
 
     d = str(tmp_path)
     st = race.load(d)
     assert [c["dir"] for c in st["candidates"]] == ["run"]
-    st = race.add_others(st, 0.008)
-    assert [(c["lr"], c["dir"], c["log"], c["explicit"]) for c in st["candidates"]] == [
-        (0.008, "run", "train.log", False), (0.004, "run-lr0.004", "train-lr0.004.log", True),
-        (0.002, "run-lr0.002", "train-lr0.002.log", True)]
-    assert race.choose(st) is None
+    assert race.extend(st)["candidates"][1:] == []  # the default's rate is not known yet
+    st = race.set_default(st, 0.008)
+    assert race.extend(st)["candidates"][1:] == []  # the default has not finished its epoch
     st["candidates"][0]["diverged"] = "running training loss rose"
-    st["candidates"][1]["epoch1_valid"] = 250.0
-    st["candidates"][2]["epoch1_valid"] = 240.0
-    assert race.choose(st)["lr"] == 0.002 and all(race.settled(c) for c in st["candidates"])
+    st = race.extend(st)
+    assert [(c["lr"], c["dir"], c["log"], c["explicit"]) for c in st["candidates"]] == [
+        (0.008, "run", "train.log", False), (0.004, "run-lr0.004", "train-lr0.004.log", True)]
+    assert race.choose(st) is None
+    st["candidates"][1]["epoch1_valid"] = 250.0  # the lowest is the best: half again
+    assert [c["lr"] for c in race.extend(st)["candidates"]] == [0.008, 0.004, 0.002]
+    st["candidates"][2]["epoch1_valid"] = 260.0  # worse: the race ends at 0.004
+    assert len(race.extend(st)["candidates"]) == 3 and race.choose(st)["lr"] == 0.004
+    assert all(race.settled(c) for c in st["candidates"])
     race.save(d, st)
     assert race.load(d) == st  # a stopped race resumes where it was
     assert race.summary(st)[0] == {"lr": 0.008, "diverged": "running training loss rose"}
+    st["candidates"][2]["epoch1_valid"] = 240.0  # better: on, but never below 1/2^3 of the default
+    for lr in (0.001,):
+        assert race.extend(st)["candidates"][-1]["lr"] == lr
+        st["candidates"][-1]["epoch1_valid"] = 230.0
+    assert race.extend(st)["candidates"][-1]["lr"] == 0.001  # 0.0005 would be 1/16 of the default
+
+
+def test_a_race_state_of_the_first_version_is_carried_on(tmp_path):
+    """The first version listed fixed candidates (``factors``); its state goes on under the halving rule."""
+    import json
+
+    from benchmarks import large_vocab_race as race
+
+    old = {"factors": [1.0, 0.5, 0.25], "default_lr": 0.008, "chosen": None,
+           "candidates": [dict(race.candidate(0.008, True), diverged="rose"), race.candidate(0.004, False),
+                          race.candidate(0.002, False)]}
+    (tmp_path / "lr-race.json").write_text(json.dumps(old))
+    st = race.load(str(tmp_path))
+    assert "factors" not in st and st["max_halvings"] == race.MAX_HALVINGS and len(st["candidates"]) == 3
