@@ -7,7 +7,29 @@ import torch
 from sampledlm.neural import gru_cpu
 from sampledlm.objectives import cpu_linear
 
-needs_onednn = pytest.mark.skipif(not cpu_linear.enabled(), reason="this PyTorch build has no oneDNN linear operator")
+needs_onednn = pytest.mark.skipif(not cpu_linear.available(), reason="this PyTorch build has no oneDNN linear operator")
+
+
+@pytest.fixture(autouse=True)
+def onednn_on(monkeypatch):
+    """The path on, whatever the CPU's vendor (off by default on Intel's), so that these tests exercise it."""
+    monkeypatch.setenv("SAMPLEDLM_ONEDNN", "1")
+    cpu_linear.enabled.cache_clear()
+    yield
+    monkeypatch.undo()
+    cpu_linear.enabled.cache_clear()
+
+
+def test_by_default_the_path_is_off_on_intel_cpus_and_on_elsewhere(monkeypatch):
+    monkeypatch.delenv("SAMPLEDLM_ONEDNN")
+    for vendor, want in (("GenuineIntel", False), ("AuthenticAMD", cpu_linear.available()), ("", cpu_linear.available())):
+        monkeypatch.setattr(cpu_linear, "cpu_vendor", lambda v=vendor: v)
+        cpu_linear.enabled.cache_clear()
+        assert cpu_linear.enabled() is want, vendor
+    monkeypatch.setenv("SAMPLEDLM_ONEDNN", "1")  # asked for: on, even on Intel's
+    monkeypatch.setattr(cpu_linear, "cpu_vendor", lambda: "GenuineIntel")
+    cpu_linear.enabled.cache_clear()
+    assert cpu_linear.enabled() is cpu_linear.available()
 
 
 @pytest.fixture

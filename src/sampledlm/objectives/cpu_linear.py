@@ -4,14 +4,22 @@ PyTorch multiplies float32 matrices on an x86 CPU with MKL's ``sgemm``, which is
 CPU's vendor: on a 2-vCPU AMD EPYC of family 26 (AVX-512) one thread reaches about 114 GFLOP/s in a
 ``[1120, 256] x [256, 768]`` product (``MKL_ENABLE_INSTRUCTIONS=AVX512`` changes nothing), while oneDNN, which PyTorch
 also ships (it serves bfloat16 and the compiler's fused linear layers) and which picks kernels by instruction set,
-reaches about 250 (``[32, 256] x [256, 768]``, the recurrent step: 135 against 82 µs). The functions here call
+reaches about 250 (``[32, 256] x [256, 768]``, the recurrent step: 135 against 82 µs). On an Intel CPU it is the
+other way round: on the project's 2-core Intel Xeon (AVX-512) MKL was faster in every product the trainers make
+(one thread; 2026-11-29): the recurrent step 0.20 against 0.25 ms and its backward 0.17 against 0.21, the input
+projection ``[1120, 256] x [256, 768]`` 5.3 against 6.4, a softmax's ``[1120, 256] x [256, 10000]`` 101 against 112
+and its weight gradient 71 against 102 ms; a GRU-256 segment (35 x 32, forward and backward) 24.6 against 31.7 ms.
+So the path is on by default where the CPU is not Intel's (:func:`enabled`).
+
+The functions here call
 oneDNN's linear operator (``torch.ops.mkldnn._linear_pointwise``, ``y = x W^T + b``) for float32 CPU tensors and fall
 back to ``torch`` otherwise. They build no autograd graph: they serve hand-written backward passes
 (the segment GRU of :mod:`sampledlm.neural.gru_cpu`) and :class:`LinearFunction`, whose backward pass uses them too.
 
 The sums run in another order than MKL's, so results agree with ``torch.mm`` to float32 rounding, not bit for bit.
-``SAMPLEDLM_ONEDNN=0`` in the environment turns the path off (every product through ``torch``), for comparison or
-where a PyTorch build lacks the operator (then it is off by itself: :func:`enabled` tries it once).
+``SAMPLEDLM_ONEDNN=0`` in the environment turns the path off (every product through ``torch``), ``SAMPLEDLM_ONEDNN=1``
+turns it on whatever the CPU, for comparison; a PyTorch build that lacks the operator has it off
+(:func:`available` tries it once).
 """
 
 from __future__ import annotations
@@ -25,11 +33,8 @@ _ATTR, _SCALARS, _ALGO = "none", [None], ""
 
 
 @functools.cache
-def enabled() -> bool:
-    """Whether oneDNN's linear operator is present and right (tried once on a small product), and not turned off
-    by ``SAMPLEDLM_ONEDNN=0``."""
-    if os.environ.get("SAMPLEDLM_ONEDNN", "1").strip().lower() in ("0", "false", "no", "off"):
-        return False
+def available() -> bool:
+    """Whether oneDNN's linear operator is present and right (tried once on a small product)."""
     try:
         if not torch.backends.mkldnn.is_available():
             return False
@@ -40,6 +45,32 @@ def enabled() -> bool:
         return y.shape == (3, 4) and torch.allclose(y, x @ w.t(), atol=1e-5)
     except (AttributeError, RuntimeError, NotImplementedError):
         return False
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string as Linux reports it (``GenuineIntel``, ``AuthenticAMD``; "" where unknown)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+@functools.cache
+def enabled() -> bool:
+    """Whether products take the oneDNN path: ``SAMPLEDLM_ONEDNN`` (1/0) where set, else on unless the CPU is
+    Intel's (where MKL is the faster: module docstring); never where :func:`available` says the operator is absent.
+    Decided once per process, from the machine alone, so that two runs of one command on one machine multiply the
+    same way."""
+    switch = os.environ.get("SAMPLEDLM_ONEDNN", "").strip().lower()
+    if switch in ("0", "false", "no", "off"):
+        return False
+    if switch not in ("1", "true", "yes", "on") and cpu_vendor() == "GenuineIntel":
+        return False
+    return available()
 
 
 # oneDNN's call costs about 15 µs more than MKL's (a [4, 256] x [256, 40] product: 17.5 against 4.1 µs), so smaller
