@@ -33,11 +33,8 @@ def test_by_default_the_path_is_off_on_intel_cpus_and_on_elsewhere(monkeypatch):
 
 
 @pytest.fixture
-def onednn_off(monkeypatch):
-    monkeypatch.setenv("SAMPLEDLM_ONEDNN", "0")
-    cpu_linear.enabled.cache_clear()
-    yield
-    monkeypatch.undo()
+def onednn_off(monkeypatch, onednn_on):
+    monkeypatch.setenv("SAMPLEDLM_ONEDNN", "0")  # the autouse fixture clears the cache again afterwards
     cpu_linear.enabled.cache_clear()
 
 
