@@ -542,6 +542,9 @@ def speed_section(rows: dict) -> tuple[str, list[str]]:
 
     lines += large_vocab_datapath.lines(rows)
     lines += faster_rnnlm_lines()
+    from . import large_vocab_frnn_budget
+
+    lines += large_vocab_frnn_budget.section(rows)
     if "normaliser/full" not in rows:
         missing.append("The normaliser's three ways and the whole test text in float32 and bfloat16: `python -m "
                        "benchmarks.large_vocab normaliser --data DATA --work WORK`")
@@ -613,7 +616,7 @@ def targets(rows: dict) -> list[str]:
         out.append(f"- KN5 on the whole training text, 165M tokens (ours = lmplz to 4 digits, <= 1.2x its time, <= 4 GB): not yet run{note}.")
     from . import large_vocab_neural as neural
 
-    out += [neural.target_line(rows), faster_rnnlm_target()]
+    out += [neural.target_line(rows), faster_rnnlm_target(rows)]
     ratios = []
     for key, r in rows.items():
         if key.startswith("speed/") and key.endswith("/full") and r.get("rc") == 0:
@@ -672,8 +675,9 @@ def targets(rows: dict) -> list[str]:
 
 
 NEURAL_TODO = [
-    "faster-rnnlm at equal CPU time in test perplexity (deliverable 4): its speed is measured (below), its budgeted "
-    "runs are not; our 2-thread rows again on a machine whose cores are not taken by other jobs.",
+    "faster-rnnlm at equal CPU time in test perplexity (deliverable 4): its speed is measured (below); its budgeted "
+    "runs: `nice -n 19 python -m benchmarks.large_vocab_frnn_budget --runs nce-1,hs-1` (then nce-2,hs-2 and our "
+    "2-thread rows, on a machine whose cores are not taken by other jobs).",
 ]
 FASTER_RNNLM = os.path.join(REPO_DIR, "benchmarks", "notes", "faster-rnnlm-wiki.jsonl")
 
@@ -695,14 +699,18 @@ def _pairs() -> list[tuple[str, int, dict, dict]]:
             for t in (1, 2) if ("sampledlm", ours, t) in got and ("faster-rnnlm", theirs, t) in got]
 
 
-def faster_rnnlm_target() -> str:
+def faster_rnnlm_target(rows: dict | None = None) -> str:
+    from .large_vocab_frnn_budget import target_part
+
+    equal = target_part(rows or {})
     pairs = _pairs()
     if not pairs:
-        return "- Ours >= 1.2x faster-rnnlm in words per CPU second and better at equal CPU time: not yet run."
+        return ("- Ours >= 1.2x faster-rnnlm in words per CPU second: not yet run; at equal CPU time in test "
+                f"perplexity: {equal}.")
     parts = [f"{name} at {t} thread{'s' if t > 1 else ''} {o['words_per_cpu_s'] / th['words_per_cpu_s']:.2f}x"
              for name, t, o, th in pairs]
     return ("- Ours >= 1.2x faster-rnnlm in words per CPU second (short runs, 1M tokens, V = 485k): "
-            + ", ".join(parts) + ": **missed**; at equal CPU time in test perplexity: not yet run.")
+            + ", ".join(parts) + f": **missed**; at equal CPU time in test perplexity: {equal}.")
 
 
 def faster_rnnlm_lines() -> list[str]:

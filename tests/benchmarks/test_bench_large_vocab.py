@@ -270,3 +270,36 @@ def test_a_race_state_of_the_first_version_is_carried_on(tmp_path):
     (tmp_path / "lr-race.json").write_text(json.dumps(old))
     st = race.load(str(tmp_path))
     assert "factors" not in st and st["max_halvings"] == race.MAX_HALVINGS and len(st["candidates"]) == 3
+
+
+FRNN_LOG = ("Read the vocabulary: 485176 words\nInitial entropy (bits) valid: 18.88082\n"
+            "\rEpoch  1  lr: 1.00e-02/1.00e-01  progress:  50.00%  29.71 Kwords/sec  "
+            "\rEpoch  1  lr: 1.00e-02/1.00e-01  progress:  99.90%  29.70 Kwords/sec  entropy (bits) valid:  8.51234"
+            "  elapsed: 20.3m+1.0m\n")
+
+
+def test_faster_rnnlm_budget_reads_its_log_and_stops_only_once_the_next_epoch_began():
+    from benchmarks import large_vocab_frnn_budget as fb
+
+    assert fb.epochs_done(FRNN_LOG) == [8.51234] and fb.epoch_running(FRNN_LOG) == 1
+    assert not fb.should_stop(FRNN_LOG, [8000], budget=7200, epochs=4)  # ended past the budget, but still saving
+    nxt = FRNN_LOG + "\rEpoch  2  lr: 1.00e-02/1.00e-01  progress:   0.10%  29.70 Kwords/sec  "
+    assert fb.should_stop(nxt, [8000], budget=7200, epochs=4)
+    assert not fb.should_stop(nxt, [1300], budget=7200, epochs=4)  # the epoch ended within the budget: on, even
+    assert not fb.should_stop(nxt + "progress: 99%", [1300], budget=7200, epochs=4)  # when the next passes it
+    assert fb.should_stop(nxt, [1300], budget=7200, epochs=1)  # the epochs are done
+    assert fb.epochs_done("Initial entropy (bits) valid: 18.9\n... valid: -nan  elapsed\n")[0] != 0  # nan kept
+
+
+def test_the_page_shows_faster_rnnlm_under_the_budget_beside_our_row():
+    from benchmarks import large_vocab_frnn_budget as fb
+
+    rows = {"neural/nce": _finished("nce", 148.07),
+            "frnn-budget/nce-1": {"key": "frnn-budget/nce-1", "rc": 0, "objective": "nce", "threads": 1,
+                                  "epoch_tokens": 50_000_000, "epochs": 4, "process_cpu_s": 7300.0,
+                                  "valid_ppl": [300.0, 250.0], "test": {"ppl": 160.5},
+                                  "ours_on_subset": {"ppl": 150.25}}}
+    text = "\n".join(fb.section(rows))
+    assert "| nce | 1 | 50,000,000 x 4 | 7,300 | 250.00 | 160.50 | 150.25 |" in text
+    assert fb.target_part(rows) == "nce at 1 thread ours 150.25 against 160.50 (test subset): met"
+    assert fb.section({}) == [] and fb.target_part({}) == "not yet run"
