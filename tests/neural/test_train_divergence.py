@@ -87,9 +87,9 @@ def test_a_running_loss_that_climbs_is_warned_about_once_and_training_goes_on(wo
     """A slow divergence (IS at its PTB rate at V = 485k: a running loss of 5.92 that climbed to 20.7 over an epoch,
     never infinite) is not stopped, but the user is told, once, with the rate to lower."""
     from sampledlm.data.corpus import load_ids
-    from sampledlm.neural import loop
+    from sampledlm.neural import divergence
 
-    monkeypatch.setattr(loop.RisingLoss, "AFTER", 2)
+    monkeypatch.setattr(divergence.RisingLoss, "AFTER", 2)
     config, vocab = config_for(words_corpus)
     model = build_model(config["model"], len(vocab))
     ids = load_ids(str(words_corpus / "train.txt"), vocab, cache=False)
@@ -113,7 +113,7 @@ def test_a_running_loss_that_climbs_is_warned_about_once_and_training_goes_on(wo
 
 
 def test_the_rising_loss_watch():
-    from sampledlm.neural.loop import RisingLoss
+    from sampledlm.neural.divergence import RisingLoss
 
     w = RisingLoss()
     w.AFTER = 1
