@@ -146,3 +146,11 @@ def test_a_failed_launch_reports_its_cause_not_the_rule_that_ends_torchruns_summ
     assert "Connection reset by peer" in got and "FAILED" in got and "====" not in got
     assert launch_error("=" * 10) == "torchrun failed without a message"
     assert launch_error("\n".join(f"line {i}" for i in range(40)), lines=3) == "line 37\nline 38\nline 39"
+    # the failing rank's own line far above torchrun's summary (which names the rank, not the cause)
+    summary = ["=" * 60, "sampledlm FAILED", "Root Cause (first observed failure):", "[0]:", "  rank : 1",
+               "  exitcode  : 1 (pid: 4910)", "  traceback : To enable traceback see: ...", "=" * 60]
+    lines = ["[rank1]: sampledlm: train.txt, line 3: not UTF-8", *[f"progress {i}" for i in range(20)],
+             "Traceback (most recent call last):", "ValueError: bad value", *summary]
+    got = launch_error("\n".join(lines))
+    assert got.splitlines()[0] == "a rank said: [rank1]: sampledlm: train.txt, line 3: not UTF-8"
+    assert "ValueError: bad value" in got and "exitcode  : 1" in got and "progress 3" not in got

@@ -29,6 +29,7 @@ continues with the very numbers of an uninterrupted run.
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 import torch.distributed as dist
@@ -47,11 +48,20 @@ def local_launch(nproc: int) -> list[str]:
             "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", uuid.uuid4().hex]
 
 
+#: A line a rank's own failure prints (our error line, a Python exception's last line), as opposed to torchrun's
+#: summary of which rank failed.
+_RANK_ERROR = re.compile(r"^(\[rank\d+\]:\s*)?(sampledlm: |[A-Za-z_.]*(Error|Exception)\b.*:)")
+
+
 def launch_error(stderr: str, lines: int = 12) -> str:
-    """What a failed torchrun printed that says why: its last ``lines`` lines without the rules of ``=`` and ``-``
-    that frame its summary."""
+    """What a failed torchrun printed that says why: the ranks' own error lines (our ``sampledlm:`` message, an
+    exception's last line), then its last ``lines`` lines without the rules of ``=`` and ``-`` that frame its
+    summary (which names the failed rank and its exit code, not the cause)."""
     kept = [ln for ln in stderr.strip().splitlines() if ln.strip().strip("=-")]
-    return "\n".join(kept[-lines:]) or "torchrun failed without a message"
+    summary = kept[-lines:]
+    causes = [ln for ln in kept[:-lines] if _RANK_ERROR.match(ln.strip())]
+    out = ([f"a rank said: {ln.strip()}" for ln in dict.fromkeys(causes[-3:])] if causes else []) + summary
+    return "\n".join(out) or "torchrun failed without a message"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
