@@ -184,6 +184,8 @@ def kn5_step(data: str, work: str, prefix: str, rows_path: str = NOTES, budget: 
             res["arpa_mb"] = dir_mb(arpa)
             if kenlm_bin("query"):
                 res["query"] = query_ppl(arpa, test)
+            elif tool == "ours":  # no KenLM here: our own scoring, so the neural rows still have KN5 beside them
+                res["eval"] = our_eval(arpa, test)
         return res
 
     def by_ours(arpa, key):

@@ -306,6 +306,19 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
             raise SystemExit(f"{path}: this row was started with --budget {plan['budget']:g} and {plan['epochs']} "
                              f"epochs, not {budget:g} and {epochs}; resume it with those, or move {d} away")
         return plan
+    rec = rows.get(f"neural-plan/{row}")
+    if (speed_given is None and rec and not quick and rec["budget"] == budget and rec["epochs"] == epochs
+            and os.path.exists(files["train"])):
+        # the row's calibrated plan from another machine (the work directory went with it): the same epochs
+        plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick,
+                         speed_given=(rec["words_per_cpu_s_planned"], rec["speed_source"]))
+        if plan.get("epoch_predictions") == rec["epoch_predictions"]:
+            plan.update(calibration=rec["calibration"], plan_recorded=rec["date"])
+            write_plan(d, plan)
+            return plan
+        print(f"[neural] {row}: its recorded plan ({rec['epoch_predictions']:,} predictions an epoch) does not match "
+              f"this corpus ({plan.get('epoch_predictions')}); planned afresh", file=sys.stderr, flush=True)
+        os.remove(path)
     objective = row
     if row == "transformer":
         objective = best_gru_row(rows)
@@ -419,6 +432,7 @@ def calibrate(plan: dict, work: str, files: dict, rows: dict, notes: str, cap_mb
     if not cal["discarded"]:
         plan = {**plan, "calibration": cal}
         write_plan(d, plan)
+        record_plan(plan, notes, quick)
         return plan
     print(f"[neural] {plan['row']}: {got['words_per_cpu_s']:,.0f} words per CPU second over its first "
           f"{got['steps']} steps, {ratio:.2f}x the plan's: started again with epochs sized from it",
@@ -435,7 +449,18 @@ def calibrate(plan: dict, work: str, files: dict, rows: dict, notes: str, cap_mb
                                                          f" planned {plan['words_per_cpu_s_planned']:,.0f})"))
     new["calibration"] = cal
     write_plan(d, new)
+    record_plan(new, notes, quick)
     return new
+
+
+def record_plan(plan: dict, notes: str, quick: bool) -> None:
+    """A calibrated plan in the notes (key ``neural-plan/<row>``), so that the row trains the same epochs on another
+    machine (:func:`make_plan` takes it in) and the learning-rate candidates recorded there stay comparable."""
+    if quick:
+        return
+    append_row({"key": f"neural-plan/{plan['row']}", "row": plan["row"],
+                **{k: plan.get(k) for k in ("budget", "epochs", "words_per_cpu_s_planned", "speed_source",
+                                            "epoch_tokens_planned", "epoch_predictions", "calibration")}}, notes)
 
 
 def train_row(plan: dict, work: str, cap_mb: float, recalibrate=None, cand: dict | None = None,
@@ -487,12 +512,16 @@ def train_row(plan: dict, work: str, cap_mb: float, recalibrate=None, cand: dict
     return {"rc": 0, "plan": plan}
 
 
-def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, max_halvings: int = race.MAX_HALVINGS) -> dict:
+def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, max_halvings: int = race.MAX_HALVINGS,
+                   notes: str | None = None) -> dict:
     """The row's learning rate chosen by :mod:`.large_vocab_race` (each candidate's first epoch, the default's
     first: it calibrates the plan), then the winner trained to the end. Returns :func:`train_row`'s result with
-    ``cand`` (the winner) and ``race`` (the state), or a failure."""
+    ``cand`` (the winner) and ``race`` (the state), or a failure. ``notes``: where settled candidates are recorded
+    and taken in from (a race carried on from another machine)."""
     d = os.path.join(work, "neural", plan["row"])
     state = race.load(d, max_halvings)
+    if notes:
+        state = race.merge_recorded(state, read_rows(notes), plan["row"], plan)
     while True:
         state = race.extend(state)
         todo = [c for c in state["candidates"] if not race.settled(c)]
@@ -514,6 +543,8 @@ def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, max_halvin
         if is_default and state["default_lr"] is None:
             state = race.set_default(state, race.run_lr(rd))
         race.save(d, state)
+        if notes:
+            append_row(race.as_record(plan["row"], plan, c), notes)
         print(f"[neural] {plan['row']} at lr {c['lr']:g}: "
               f"{c.get('diverged') or 'valid %.2f after epoch 1' % c['epoch1_valid']}", file=sys.stderr, flush=True)
     best = race.choose(state)
@@ -683,7 +714,7 @@ def _race_and_record(row: str, plan: dict, work: str, files: dict, rows: dict, n
     when a row was recorded as trained."""
     key = f"neural/{row}"
     r = race_and_train(plan, work, cap_mb, lambda p: calibrate(p, work, files, rows, notes, cap_mb, quick),
-                       lr_halvings)
+                       lr_halvings, notes)
     if r["rc"] != 0:
         rows[key] = record_failure(r.get("plan", plan), r, work, notes)
         return False
@@ -776,7 +807,9 @@ def _f(x, digits=0) -> str:
 
 def kn5_test_ppl(rows: dict) -> float | None:
     k = rows.get("kn5/ours/all")
-    return k.get("query", {}).get("ppl") if k and k.get("rc") == 0 else None
+    if not k or k.get("rc") != 0:
+        return None
+    return k.get("query", {}).get("ppl") or k.get("eval", {}).get("ppl")  # KenLM's query, else ours (no KenLM)
 
 
 def neural_rows(rows: dict) -> dict[str, dict]:
@@ -920,6 +953,17 @@ def section(rows: dict) -> tuple[str, list[str]]:
                         [[label(r), *[next((("**" + cell(c) + "**") if c["lr"] == r["lr"] else cell(c)
                                            for c in r["lr_race"] if c["lr"] == x), "-") for x in rates],
                           f"{r['lr']:g}", _f(r.get("tuning_process_cpu_s"))] for r in raced.values()]), ""]
+    going = {}
+    for k, r in rows.items():  # candidates settled for rows that have not finished (races carried across machines)
+        if k.startswith("neural-race/") and r["row"] not in got:
+            going.setdefault(r["row"], []).append(r)
+    for row, cands in going.items():
+        missing.append(f"Learning-rate race of {row}, so far (validation perplexity on the subset after epoch 1): "
+                       + "; ".join(f"lr {c['lr']:g}{' (default)' if c['default'] else ''}: "
+                                   + (f"diverged ({c['diverged']})" if c.get("diverged")
+                                      else _f(c.get("epoch1_valid"), 2))
+                                   + f", {_f(c.get('process_cpu_s'))} CPU s"
+                                   for c in sorted(cands, key=lambda c: -c["lr"])))
     unraced = [k for k in trained if k not in raced]
     if unraced:
         missing.append("Learning rates raced on validation (the protocol above) for: " + ", ".join(unraced)

@@ -20,7 +20,11 @@ and a 2-CPU-hour row leaves no room for PTB's whole grid):
   PTB's grid cells are outside the rows they choose).
 
 State: ``WORK/neural/<row>/lr-race.json`` (so a stopped race resumes where it was). The default candidate trains in
-``run`` (logging to ``train.log``), the others in ``run-lr<rate>`` (``train-lr<rate>.log``).
+``run`` (logging to ``train.log``), the others in ``run-lr<rate>`` (``train-lr<rate>.log``). A settled candidate is
+also recorded in the committed notes (key ``neural-race/<row>/lr<rate>``, :func:`as_record`), and a race that starts
+in an empty work directory (a new machine: the work directory goes with the machine) takes those records in
+(:func:`merge_recorded`) instead of training the candidates again; the winner's own run, if it is not on the machine,
+trains again from its first step (the same command and seed).
 """
 
 from __future__ import annotations
@@ -135,6 +139,39 @@ def diverged(log: str) -> str | None:
     if high_after is not None:
         return f"running training loss rose from {low:.2f} to {high_after:.2f} in epoch 1"
     return None
+
+
+def record_key(row: str, lr: float) -> str:
+    return f"neural-race/{row}/lr{lr:g}"
+
+
+def as_record(row: str, plan: dict, c: dict) -> dict:
+    """A settled candidate as a line of the notes: the row's plan it trained (its epoch's predictions), whether it
+    was the default's, its epoch-1 validation or why it diverged, its processes' CPU seconds."""
+    return {"key": record_key(row, c["lr"]), "row": row, "lr": c["lr"], "default": c["dir"] == "run",
+            "epoch_predictions": plan.get("epoch_predictions"),
+            **{k: c[k] for k in ("epoch1_valid", "diverged", "process_cpu_s") if c.get(k) is not None}}
+
+
+def merge_recorded(state: dict, rows: dict, row: str, plan: dict) -> dict:
+    """The candidates recorded in the notes for this row and plan (the same epoch's predictions), settled, in
+    place of the ones this work directory has not settled (a race carried on on another machine)."""
+    prefix = f"neural-race/{row}/"
+    recs = [r for k, r in rows.items() if k.startswith(prefix)
+            and r.get("epoch_predictions") == plan.get("epoch_predictions")]
+    for r in sorted(recs, key=lambda r: (not r["default"], -r["lr"])):
+        if r["default"] and state["default_lr"] is None:
+            set_default(state, r["lr"])
+        c = next((c for c in state["candidates"] if (c["dir"] == "run") == r["default"] and c["lr"] == r["lr"]),
+                 None)
+        if c is None:
+            c = candidate(r["lr"], r["default"])
+            state["candidates"].append(c)
+        if settled(c):
+            continue
+        c.update({k: r[k] for k in ("epoch1_valid", "diverged", "process_cpu_s") if r.get(k) is not None})
+        c["recorded"] = r.get("date", True)
+    return state
 
 
 def settled(c: dict) -> bool:

@@ -303,3 +303,27 @@ def test_the_page_shows_faster_rnnlm_under_the_budget_beside_our_row():
     assert "| nce | 1 | 50,000,000 x 4 | 7,300 | 250.00 | 160.50 | 150.25 |" in text
     assert fb.target_part(rows) == "nce at 1 thread ours 150.25 against 160.50 (test subset): met"
     assert fb.section({}) == [] and fb.target_part({}) == "not yet run"
+
+
+def test_a_race_carried_on_another_machine_takes_in_the_recorded_candidates(tmp_path):
+    from benchmarks import large_vocab_race as race
+
+    plan = {"row": "is", "epoch_predictions": 1000}
+    old = race.load(str(tmp_path / "old"))
+    old = race.set_default(old, 0.008)
+    old["candidates"][0].update(diverged="running training loss rose", process_cpu_s=600.0)
+    old = race.extend(old)
+    old["candidates"][1].update(epoch1_valid=250.0, process_cpu_s=1800.0)
+    rows = {r["key"]: {**r, "date": "then"} for r in (race.as_record("is", plan, c) for c in old["candidates"])}
+    rows["neural-race/is/lr0.001"] = {**race.as_record("is", {"epoch_predictions": 999}, race.candidate(0.001, False)),
+                                      "epoch1_valid": 1.0}  # another plan's: not this race's
+    new = race.merge_recorded(race.load(str(tmp_path / "new")), rows, "is", plan)
+    assert new["default_lr"] == 0.008
+    assert [(c["lr"], c["dir"], c.get("diverged"), c.get("epoch1_valid")) for c in new["candidates"]] == [
+        (0.008, "run", "running training loss rose", None), (0.004, "run-lr0.004", None, 250.0)]
+    assert all(race.settled(c) for c in new["candidates"])
+    assert [c["lr"] for c in race.extend(new)["candidates"]] == [0.008, 0.004, 0.002]  # the race goes on from there
+    here = race.load(str(tmp_path / "here"))  # a candidate this machine settled itself stays as it is
+    here = race.set_default(here, 0.008)
+    here["candidates"][0]["epoch1_valid"] = 300.0
+    assert race.merge_recorded(here, rows, "is", plan)["candidates"][0].get("diverged") is None
