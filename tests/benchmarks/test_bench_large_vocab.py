@@ -176,7 +176,8 @@ def test_a_row_off_its_planned_speed_starts_again_sized_from_its_first_stretch(t
     d = work / "neural" / "nce"
     (d / "invocations.jsonl").write_text(json.dumps({"cpu_s": 7.0, "wall_s": 9.0}) + "\n")
     _checkpoint(d / "run", 0, 300, 1300, 10.0)  # 130 words per CPU second: 1.3x the plan
-    new = ln.calibrate(plan, str(work), files, rows, "unused", 14000, False)
+    notes = str(tmp_path / "notes.jsonl")
+    new = ln.calibrate(plan, str(work), files, rows, notes, 14000, False)
     assert new["calibration"]["discarded"] and new["calibration"]["ratio"] == 1.3
     assert new["calibration"]["discarded_process_cpu_s"] == 7.0
     assert new["words_per_cpu_s_planned"] == 130.0 and "its own first 300 steps" in new["speed_source"]
@@ -186,8 +187,16 @@ def test_a_row_off_its_planned_speed_starts_again_sized_from_its_first_stretch(t
     assert json.loads((d / "plan.json").read_text())["calibration"]["discarded"]
     # within the tolerance the run goes on, its calibration noted
     _checkpoint(d / "run", 0, 300, 1350, 10.0)
-    kept = ln.calibrate(new, str(work), files, rows, "unused", 14000, False)
+    kept = ln.calibrate(new, str(work), files, rows, notes, 14000, False)
     assert not kept["calibration"]["discarded"] and (d / "run").exists()
+    # the calibrated plan is in the notes: a new machine's work directory plans the same epochs from it
+    recorded = {**rows, **ln.read_rows(notes)}
+    assert recorded["neural-plan/nce"]["epoch_predictions"] == kept["epoch_predictions"]
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "neural" / "data").mkdir(parents=True)
+    there = ln.make_plan("nce", recorded, notes, str(elsewhere), files, 100.0, 2, 14000, False)
+    assert there["epoch_predictions"] == kept["epoch_predictions"]
+    assert there["calibration"] == kept["calibration"] and there["plan_recorded"]
     # past the first epoch (validation in its CPU seconds) nothing is measured
     assert ln.first_stretch(str(d / "run")) is not None
     _checkpoint(d / "run", 1, 600, 10, 20.0)
