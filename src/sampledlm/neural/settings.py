@@ -161,6 +161,16 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
+    if recurrent:  # a recurrent default measured on a small vocabulary, replaced at a large one
+        by_vocab, why = cls.sequence_train_for(len(vocab))
+        by_vocab = {k: v for k, v in by_vocab.items() if not _given(before.get(k))}
+        if by_vocab:
+            train_opts = dataclasses.replace(train_opts, **by_vocab)
+            where = f"--objective {objective} on a {model_type} at V = {len(vocab):,}"
+            _note(notes, f"{where}: " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in by_vocab.items())
+                  + f" ({why})")
+            if sources is not None:
+                sources.update({k: where for k in by_vocab})
     if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
