@@ -151,3 +151,12 @@ def test_quick_grid_trains_and_keeps_its_records_beside_its_page(tmp_path):
 
     data = run_quick("lr-grid", tmp_path / "out", against="Against the issue's targets")
     assert data and (tmp_path / "out" / "lr-grid.jsonl").stat().st_size > 0  # not benchmarks/notes/
+
+
+def test_a_default_run_of_an_earlier_default_rate_is_not_taken_as_a_cell(tmp_path):
+    """The grid takes quality-cpu's finished run of a row as its cell at the row's default rate only when that run
+    trained at that rate: a default rate that changed (BlackOut's 0.004 -> 0.008) leaves a run of the old one under
+    the same flags."""
+    (tmp_path / "config.json").write_text(json.dumps({"train": {"lr": 0.004}}))
+    assert lr_grid._trained_lr(str(tmp_path)) == 0.004 != lr_grid.norm(0.008)
+    assert lr_grid._trained_lr(str(tmp_path / "absent")) is None
