@@ -102,25 +102,3 @@ def test_every_train_command_and_serve_take_a_config_file(tmp_path, capsys, comm
     code, _, err = run_cli([*command, "--config", str(tmp_path / "missing.toml")], capsys)
     assert code == 1 and "no such file" in err, err
 
-
-def test_a_recurrent_default_replaced_above_a_vocabulary_size_says_so(tiny_corpus, tmp_path, capsys, monkeypatch):
-    import re
-
-    from sampledlm.objectives.sampled import ImportanceSampling
-
-    monkeypatch.setattr(ImportanceSampling, "sequence_train_by_vocab",
-                        ((10, {"lr": 0.003}, "measured above 10 words"), (1000, {"lr": 0.001}, "not this corpus")))
-    base = ["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]), "--model", "gru",
-            "--objective", "is", "--embed-dim", "8", "--hidden", "16", "--epochs", "1"]
-    code, _, err = run_cli([*base, "-o", str(tmp_path / "a")], capsys)
-    assert code == 0, err
-    v = int(re.search(r"--objective is on a gru at V = (\d+): --lr 0.003 \(measured above 10 words\)", err).group(1))
-    stored = (tmp_path / "a" / "config.toml").read_text()
-    assert f"lr = 0.003  # --objective is on a gru at V = {v}\n" in stored
-    code, _, err = run_cli([*base, "--lr", "0.02", "-o", str(tmp_path / "b")], capsys)  # the user's rate stays
-    assert code == 0, err
-    assert "lr = 0.02  # given\n" in (tmp_path / "b" / "config.toml").read_text() and "at V = " not in err
-    monkeypatch.setattr(ImportanceSampling, "sequence_train_by_vocab", ((v, {"lr": 0.003}, "above V only"),))
-    code, _, err = run_cli([*base, "-o", str(tmp_path / "c")], capsys)  # V itself is not above V
-    assert code == 0, err
-    assert "lr = 0.008  # --objective is on a gru\n" in (tmp_path / "c" / "config.toml").read_text()

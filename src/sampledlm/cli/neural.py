@@ -32,14 +32,8 @@ def _objective_train_defaults() -> dict[str, str]:
     for name, cls in OBJECTIVES.items():
         for key, value in cls.sequence_train.items():
             by.setdefault(key, {}).setdefault(value, []).append(name)
-    larger: dict[str, list[str]] = {}  # sequence_train_by_vocab: the values that replace them at a larger V
-    for name, cls in OBJECTIVES.items():
-        for above, values, _ in cls.sequence_train_by_vocab:
-            for key, value in values.items():
-                larger.setdefault(key, []).append(f"--objective {name} above {above:,} words: {value}")
-    return {key: "; ".join([*(f"--objective {', '.join(names)} on recurrent models: {value}"
-                              for value, names in by.get(key, {}).items()), *larger.get(key, [])])
-            for key in {*by, *larger}}
+    return {key: "; ".join(f"--objective {', '.join(names)} on recurrent models: {value}"
+                           for value, names in values.items()) for key, values in by.items()}
 
 
 TRAIN_OPTIONS, _ = dataclass_options({name: TrainOptions for name in MODELS},

@@ -106,21 +106,6 @@ def _record(sources: dict | None, names, source: str) -> None:
             sources.setdefault(name, source)
 
 
-def _by_vocab(train_opts, cls, num_words: int, given: dict, where: str, notes, sources):
-    """``train_opts`` with the objective's :attr:`~sampledlm.objectives.base.Objective.sequence_train_by_vocab`
-    entry for ``num_words`` applied to the settings the user did not give (``given``: the flags as the user gave
-    them); the line saying so goes to ``notes``, the settings' source to ``sources``."""
-    by_vocab, why = cls.sequence_train_for(num_words)
-    by_vocab = {k: v for k, v in by_vocab.items() if not _given(given.get(k))}
-    if not by_vocab:
-        return train_opts
-    where = f"{where} at V = {num_words:,}"
-    _note(notes, f"{where}: " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in by_vocab.items()) + f" ({why})")
-    if sources is not None:
-        sources.update({k: where for k in by_vocab})
-    return dataclasses.replace(train_opts, **by_vocab)
-
-
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict, notes: list[str] | None = None, sources: dict | None = None):
     """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
@@ -174,8 +159,6 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
-    train_opts = _by_vocab(train_opts, cls, len(vocab), before, f"--objective {objective} on a {model_type}",
-                           notes, sources) if recurrent else train_opts
     if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "

@@ -100,10 +100,6 @@ class OutputObjective(nn.Module):
     #: its options' recurrent defaults are in :attr:`Options`. ``sequence_why`` says why, in the note printed.
     sequence_train: ClassVar[dict] = {}
     sequence_why: ClassVar[str] = ""
-    #: Training settings that replace :attr:`sequence_train`'s on a recurrent trunk once the vocabulary is larger:
-    #: ``(above, {setting: value}, why)`` entries, the one with the largest ``above`` < V applying, each setting only
-    #: where the user gave none (a rate chosen on PTB's 10k words that diverges at hundreds of thousands).
-    sequence_train_by_vocab: ClassVar[tuple] = ()
     #: Derived from :attr:`Options` and :attr:`sequence_train` (never written by hand): every setting this objective
     #: takes on a recurrent trunk (``NeuralScorer.sequence_model``) where the user gave none, and
     #: ``{setting: (option, ...)}``, a default left out when the user gave one of those options (the class layer's
@@ -191,16 +187,6 @@ class OutputObjective(nn.Module):
         from the exact rule); it never replaces the exact figure.
         """
         return None
-
-    @classmethod
-    def sequence_train_for(cls, num_words: int) -> tuple[dict, str]:
-        """The entry of :attr:`sequence_train_by_vocab` for a vocabulary of ``num_words`` (its settings and why),
-        or ``({}, "")`` when none applies."""
-        fit = [e for e in cls.sequence_train_by_vocab if num_words > e[0]]
-        if not fit:
-            return {}, ""
-        _, values, why = max(fit, key=lambda e: e[0])
-        return dict(values), why
 
     @classmethod
     def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
