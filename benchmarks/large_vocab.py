@@ -749,6 +749,19 @@ def faster_rnnlm_lines() -> list[str]:
     return out
 
 
+def machines_line(rows: dict) -> str:
+    """Which machines measured the rows (the page's own stamp is the machine that rebuilt it)."""
+    by: dict[str, list[str]] = {}
+    for r in rows.values():
+        if r.get("machine"):
+            by.setdefault(r["machine"], []).append(r.get("date") or "")
+    if len(by) < 2:
+        return ""
+    return " The rows were measured on " + "; ".join(
+        f"{m} ({len(d)} rows, {min(d)[:10]} to {max(d)[:10]})" for m, d in sorted(by.items(), key=lambda x: min(x[1]))
+    ) + ": CPU seconds compare within a machine."
+
+
 def markdown(rows: dict, quick: bool) -> str:
     corpus, _ = corpus_section(rows)
     kn, missing = kn_section(rows)
@@ -761,7 +774,8 @@ def markdown(rows: dict, quick: bool) -> str:
     parts = ["Issue 56: the toolkit's figures at the vocabulary sizes it is for. Every figure below comes from "
              "a row of `benchmarks/notes/large-vocab.jsonl` (date and commit per row), written by the step that "
              "measured it; `python -m benchmarks large-vocab` rebuilds this page from them."
-             + (" **--quick: a tiny generated corpus, not the figures.**" if quick else ""), "",
+             + (" **--quick: a tiny generated corpus, not the figures.**" if quick else "")
+             + machines_line(rows), "",
              "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, nsec, "## Not yet run", ""]
     if not all(rows.get(f"datapath/{k}", {}).get("rc") == 0 for k in ("cold", "warm")):
         missing.append("The data path at 165M tokens (deliverable 6): `python -m benchmarks.large_vocab datapath --data "
