@@ -83,7 +83,7 @@ SECOND_PASSES = {"class-ctx": ("class-m1", (), ("--objective", "class", "--compo
 #: (``--seed``; the default is 1), so that a verdict is on a mean, not on one draw of the initialisation, the
 #: dropout masks and the batch order
 SEEDS = (2, 3)
-SEEDED = ("softmax", "nce", "css-is", "adaptive", "hsm", "class")
+SEEDED = ("softmax", "nce", "css-is", "adaptive", "hsm", "class", "blackout")
 
 
 def seed_run(objective: str, seed: int) -> str:
