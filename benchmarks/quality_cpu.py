@@ -452,49 +452,46 @@ def render_seeds(rows: list[dict]) -> list[str]:
     by_name = {r["name"]: r for r in rows}
 
     def replicates(o: str) -> dict[int, float]:
-        """Seed -> test perplexity of ``o``'s runs trained as its seed-1 row was: a replicate carried from an earlier
-        page (trained at the defaults of its commit) is left out beside a seed-1 row of today's defaults."""
-        first = by_name.get(f"gru {o}")
+        """Seed -> test perplexity of ``o``'s runs trained as its seed-1 row was (the same recorded settings: a
+        replicate of an earlier default, carried from an earlier page, is left out)."""
+        first = by_name.get("gru softmax" if o == "softmax" else f"gru {o}")
         if first is None:
             return {}
         out = {1: first["test_ppl"]}
         for seed in SEEDS:
             r = by_name.get(f"gru {seed_run(o, seed)}")
-            if r is not None and r.get("carried") == first.get("carried"):
+            if r is not None and r.get("recorded") == first.get("recorded"):
                 out[seed] = r["test_ppl"]
         return out
 
-    soft_by = {}  # the softmax's runs by the commit they were carried from (None: today's), seed -> test
-    for r in rows:
-        o_seed = (("softmax", 1) if r["name"] == "gru softmax" else seed_of(r["name"]))
-        if o_seed and o_seed[0] == "softmax":
-            soft_by.setdefault(r.get("carried"), {})[o_seed[1]] = r["test_ppl"]
+    soft = replicates("softmax")
     seeds = (1, *SEEDS)
     cells = []
-    today = (by_name.get("gru softmax") or {}).get("carried")  # the softmax of the main table: its defaults rule
-    left_out = sorted({r["carried"] for r in rows if seed_of(r["name"]) and r.get("carried") != today})
+    left_out = sorted({f"{r['name']} ({r.get('carried') or 'this run'})" for r in rows if seed_of(r["name"])
+                       and seed_of(r["name"])[1] not in replicates(seed_of(r["name"])[0])})
     for o in SEEDED:
         ppl = replicates(o)
-        if len(ppl) < 2 or by_name[f"gru {o}"].get("carried") != today:
+        if len(ppl) < 2:
             continue
         mean, sd = statistics.fmean(ppl.values()), statistics.stdev(ppl.values())
         row = [f"gru {o}", *[f"{ppl[s]:.2f}" if s in ppl else "—" for s in seeds], f"{mean:.2f}", f"{sd:.2f}"]
         if o == "softmax":
             cells.append(row + ["—", "—", ""])
             continue
-        soft = soft_by.get(today, {})
         both = [s for s in ppl if s in soft]
         vs_mean = (statistics.fmean(ppl[s] for s in both) / statistics.fmean(soft[s] for s in both) - 1
                    if len(both) >= 2 else None)
         paired = [ppl[s] / soft[s] - 1 for s in both]
         target = TARGET_STRUCTURED.get(o, TARGET_SAMPLED)
-        cells.append(row + ["—" if vs_mean is None else f"{100 * vs_mean:+.1f} %",
+        digits = 2  # enough digits to tell a mean from its target (3.003 % is not 3.00 %)
+        while vs_mean is not None and digits < 4 and round(100 * vs_mean, digits) == round(100 * target, digits):
+            digits += 1
+        cells.append(row + ["—" if vs_mean is None else f"{100 * vs_mean:+.{digits}f} %",
                             ", ".join(f"{100 * d:+.1f}" for d in paired) + " %",
                             "" if vs_mean is None else
                             ("met" if vs_mean <= target else "not met") + f" (≤ {100 * target:.0f} %)"])
-    note = ([f"Replicates carried from commit {', '.join(left_out)} are left out: they were trained at that commit's "
-             "defaults, not at those of the main table's softmax; replicates at today's defaults are not yet run.", ""]
-            if left_out else [])
+    note = ([f"Replicates left out, trained at other settings than their seed-1 row (an earlier default; the commit "
+             f"they were carried from): {', '.join(left_out)}.", ""] if left_out else [])
     if not cells:
         return ["## Seed replicates", "", *note] if note else []
     return ["## Seed replicates", "", *note,

@@ -100,23 +100,27 @@ def test_quality_cpu_judges_the_seed_replicates_on_their_means():
             {"name": "gru adaptive-seed3", "test_ppl": 140.0}]  # no softmax at seed 3: not in the means
     text = "\n".join(render_seeds(rows))
     line = next(x for x in text.splitlines() if x.startswith("| gru adaptive"))
-    assert "+2.5 %" in line and "+4.0, +1.0 %" in line and "not met (≤ 2 %)" in line
+    assert "+2.48 %" in line and "+4.0, +1.0 %" in line and "not met (≤ 2 %)" in line
     rows[3]["test_ppl"] = 100.0
     line = next(x for x in "\n".join(render_seeds(rows)).splitlines() if x.startswith("| gru adaptive"))
-    assert "+1.0 %" in line and "met (≤ 2 %)" in line and "not met" not in line
+    assert "+0.99 %" in line and "met (≤ 2 %)" in line and "not met" not in line
     assert render_seeds(rows[:1]) == []
 
 
 def test_quality_cpu_leaves_out_replicates_trained_at_other_defaults():
-    """A replicate carried from an earlier page (its commit's defaults) does not join a seed-1 row trained today."""
+    """A replicate trained at other settings than its seed-1 row (an earlier default, carried from an earlier page)
+    does not join it; one at the same settings does, whichever page it was carried from."""
     from benchmarks.quality_cpu import render_seeds
 
-    rows = [{"name": "gru softmax", "test_ppl": 92.0}, {"name": "gru softmax-seed2", "test_ppl": 98.8, "carried": "abc"},
-            {"name": "gru class", "test_ppl": 92.3}, {"name": "gru class-seed2", "test_ppl": 97.9, "carried": "abc"}]
+    rows = [{"name": "gru softmax", "test_ppl": 92.0, "recorded": {"lr": 0.004}, "carried": "new"},
+            {"name": "gru softmax-seed2", "test_ppl": 98.8, "carried": "abc", "recorded": {"lr": 0.002}},
+            {"name": "gru class", "test_ppl": 92.3, "recorded": {"lr": 0.008}},
+            {"name": "gru class-seed2", "test_ppl": 97.9, "carried": "abc", "recorded": {"lr": 0.002}}]
     text = "\n".join(render_seeds(rows))
-    assert "| gru" not in text and "commit abc are left out" in text
-    rows[0]["carried"] = rows[2]["carried"] = "abc"  # all from the same earlier page: one protocol, judged
-    assert "| gru class | 92.30 | 97.90 |" in "\n".join(render_seeds(rows))
+    assert "| gru" not in text and "gru class-seed2 (abc), gru softmax-seed2 (abc)" in text
+    rows[1]["recorded"], rows[3]["recorded"] = {"lr": 0.004}, {"lr": 0.008}  # the same settings: one protocol
+    text = "\n".join(render_seeds(rows))
+    assert "| gru class | 92.30 | 97.90 |" in text and "left out" not in text
 
 
 def test_quality_cpu_judges_the_speed_target_on_side_by_side_runs(monkeypatch):
