@@ -23,6 +23,10 @@ Protocol, from the lr-grid records alone (:mod:`.lr_grid`, ``benchmarks/notes/lr
 Resumable across sessions: each finished row appends one JSON line to ``benchmarks/notes/equal-cpu.jsonl``
 (:data:`RECORDS`); a start skips the rows whose rate, epochs and flags are there. A row whose chosen rate changes
 (the grid still running) trains again; a row whose rate is not settled yet (:func:`settled`) waits.
+The **Transformer** has a budget of its own (issue 55: at or below the tuned softmax GRU within
+:data:`TRANSFORMER_BUDGET_S`): at its lr-grid rate (once settled) it trains ``--epochs E --lr-schedule cosine``, E
+the number of its own epochs (from its chosen cell) that fits that budget, every other setting at its default; its
+grid cells ran with its default plateau schedule, which stops after three halvings, long before the budget is spent.
 ``--no-train`` builds the page from the two record files alone.
 ``--quick``: the lr-grid's quick rows (a tiny GRU, softmax and NCE), their grid run first when its records are
 absent, every record in the output folder.
@@ -48,6 +52,7 @@ RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "equal-cpu.jsonl")
 OVER_BUDGET = 1.05  # a run above this share of the budget is flagged and not chosen
 WIDEN = (1.5, 2.0, 3.0)  # trunk widths tried (hidden and embedding), times the row's own; the widest that fits wins
 PROBE_STEPS = (20, 80)  # the two short runs that measure a wider trunk's CPU seconds a step
+TRANSFORMER_BUDGET_S = 3 * 3600.0  # issue 55: the Transformer at or below the tuned softmax GRU within 3 CPU-hours
 
 
 def chosen_cells(grid: list[lr_grid.Row], records: list[dict]) -> dict[str, dict]:
@@ -82,6 +87,20 @@ def plan(grid: list[lr_grid.Row], records: list[dict]) -> tuple[dict | None, lis
     return soft, out
 
 
+def transformer_entry(grid: list[lr_grid.Row], records: list[dict],
+                      budget_s: float = TRANSFORMER_BUDGET_S) -> dict | None:
+    """The Transformer's budget run: its chosen rate, the epochs E of its own (CPU seconds an epoch from its chosen
+    cell) that fit ``budget_s``, the cosine decay spread over them; None while its grid row has no finished cell."""
+    row = next((r for r in grid if r.model == "transformer"), None)
+    cell = None if row is None else chosen_cells([row], records).get(row.name)
+    if cell is None or not cell.get("epochs"):
+        return None
+    per_epoch = cell["cpu_s"] / len(cell["epochs"])
+    return {"row": row, "lr": lr_grid.norm(cell["lr"]), "epochs": max(len(cell["epochs"]), int(budget_s // per_epoch)),
+            "epoch_cpu_s": per_epoch, "cell": cell, "settled": settled(row, lr_grid.results(row, records)),
+            "budget_s": budget_s, "extra_flags": ("--lr-schedule", "cosine")}
+
+
 def settled(row: lr_grid.Row, res: dict[float, dict]) -> bool:
     """Whether the row's chosen rate can no longer move to a neighbour: both rates beside it tried, and no
     extension beyond the grid's edge called for (:func:`.lr_grid.next_rate`)."""
@@ -91,7 +110,8 @@ def settled(row: lr_grid.Row, res: dict[float, dict]) -> bool:
 
 
 def flags(entry: dict) -> tuple[str, ...]:
-    return (*entry["row"].flags, "--lr", lr_grid.fmt(entry["lr"]), "--epochs", str(entry["epochs"]))
+    return (*entry["row"].flags, "--lr", lr_grid.fmt(entry["lr"]), "--epochs", str(entry["epochs"]),
+            *entry.get("extra_flags", ()))
 
 
 def record_of(entry: dict, records: list[dict]) -> dict | None:
@@ -259,7 +279,30 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         c = x["chosen"]
         x["vs_softmax"] = None if soft_out is None or c is None else \
             x[c]["test_ppl"] / soft_out["test_ppl"] - 1
-    return {"softmax": soft_out, "rows": rows, "data": next((r.get("data") for r in grid_records), None)}
+    return {"softmax": soft_out, "rows": rows, "data": next((r.get("data") for r in grid_records), None),
+            "transformer": summarise_transformer(grid, grid_records, records, soft_out)}
+
+
+def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict],
+                          soft: dict | None) -> dict | None:
+    """The Transformer's grid cell and budget run; the chosen one (lowest validation of the two within the
+    budget) against the tuned softmax GRU's test perplexity."""
+    e = transformer_entry(grid, grid_records)
+    if e is None:
+        return None
+    rec = record_of(e, records)
+    cell = e["cell"]
+    x = {"name": e["row"].name, "lr": e["lr"], "epochs": e["epochs"], "epoch_cpu_s": e["epoch_cpu_s"],
+         "settled": e["settled"], "budget_s": e["budget_s"], "flags": " ".join(flags(e)),
+         "grid_cell": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
+                       "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"), "curve": _curve(cell)},
+         "run": None if rec is None else _candidate(rec)}
+    ok = [k for k in ("grid_cell", "run") if x[k] and x[k].get("best_valid") is not None
+          and x[k]["cpu_s"] <= OVER_BUDGET * e["budget_s"]]
+    x["chosen"] = min(ok, key=lambda k: x[k]["best_valid"]) if rec is not None and ok else None
+    x["vs_softmax"] = None if soft is None or x["chosen"] is None else \
+        x[x["chosen"]]["test_ppl"] / soft["test_ppl"] - 1
+    return x
 
 
 def _candidate(rec: dict) -> dict:
@@ -347,7 +390,32 @@ def render(data: dict) -> str:
               "", f"Records: `benchmarks/notes/{NAME}.jsonl` (one line per finished run: flags, commit, date, "
               "machine, per-epoch validation perplexity and CPU seconds; a wider run's probes and their "
               "estimates)."]
+    lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
+
+
+def render_transformer(t: dict | None, soft: dict) -> list[str]:
+    """The section on the Transformer's own budget."""
+    hours = TRANSFORMER_BUDGET_S / 3600
+    out = ["", f"## The Transformer within {hours:g} CPU-hours", "",
+           f"Target (issue 55): the Transformer at or below the tuned softmax GRU ({_p(soft['test_ppl'])}) within "
+           f"{TRANSFORMER_BUDGET_S:,.0f} CPU s. It trains at its lr-grid rate for as many of its own epochs as fit "
+           "that budget, the cosine decay spread over them (its grid cells used its default plateau schedule, "
+           "which stops after three halvings long before the budget is spent); every other setting at its "
+           "default. Of its grid cell and this run, the one of lower validation perplexity is judged.", ""]
+    if t is None:
+        return out + ["Not yet run: the lr grid holds no finished Transformer cell."]
+    pending = "not yet run" if t["settled"] else "waits for its rate"
+    c = t["chosen"]
+    out.append(table(["row", "rate", "grid cell", "budget run", "chosen", "test", "vs tuned softmax GRU", "verdict"],
+                     [[t["name"], lr_grid.fmt(t["lr"]),
+                       _cell_text(t["grid_cell"], t["budget_s"], "—") + f" [{t['grid_cell']['epochs']} ep]",
+                       _cell_text(t["run"], t["budget_s"], pending) + f" [{t['epochs']} ep, cosine]",
+                       "—" if c is None else ("grid cell" if c == "grid_cell" else "budget run"),
+                       "—" if c is None else _p(t[c]["test_ppl"]),
+                       "—" if t["vs_softmax"] is None else f"{100 * t['vs_softmax']:+.1f} %",
+                       "—" if t["vs_softmax"] is None else ("met" if t["vs_softmax"] <= 0 else "missed")]]))
+    return out + ["", f"Its run: `sampledlm train {t['flags']}`."]
 
 
 def figure(data: dict):
@@ -368,6 +436,12 @@ def figure(data: dict):
         if w.get("curve"):
             ax.plot([m["cpu_s"] for m in w["curve"]], [m["valid_ppl"] for m in w["curve"]], marker="s", ms=3,
                     ls="--", color=f"C{i % 10}", label=f"{name} wider (h {w['hidden']}, {w['epochs']} ep)")
+    t = data.get("transformer") or {}
+    c = (t.get("run") or {}).get("curve") or (t.get("grid_cell") or {}).get("curve") or []
+    if c:
+        ax.plot([m["cpu_s"] for m in c], [m["valid_ppl"] for m in c], marker="^", ms=3, color="grey",
+                label=f"transformer ({lr_grid.fmt(t['lr'])}, {len(c)} ep)")
+        ax.set_xscale("log")  # its budget is six times the softmax's
     ax.set_xlabel("training CPU seconds (one thread)")
     ax.set_ylabel("validation perplexity")
     ax.set_yscale("log")
@@ -407,6 +481,16 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
                     lr_grid.append_record(path, train(st, e, soft["cpu_s"], tokens))
                 except UserError as err:
                     click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
+        t = transformer_entry(grid, lr_grid.load_records(grid_path))
+        if t is not None and not t["settled"]:
+            click.echo(f"[equal-cpu] {t['row'].name}: waits for its lr-grid rate to settle", err=True)
+        elif t is not None and record_of(t, lr_grid.load_records(path)) is None:
+            click.echo(f"[equal-cpu] {t['row'].name}, --lr {lr_grid.fmt(t['lr'])}, {t['epochs']} epochs "
+                       f"(budget {t['budget_s']:,.0f} CPU s)", err=True)
+            try:
+                lr_grid.append_record(path, train_row(st, t, t["budget_s"], tokens))
+            except UserError as err:
+                click.echo(f"  {t['row'].name}: failed ({err}); tried again at the next start", err=True)
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))

@@ -541,7 +541,7 @@ def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, max_halvin
         else:
             c["epoch1_valid"] = race.first_epoch_valid(rd)
         if is_default and state["default_lr"] is None:
-            state = race.set_default(state, race.run_lr(rd))
+            state = race.set_default(state, lmruns.trained_lr(rd))
         race.save(d, state)
         if notes:
             append_row(race.as_record(plan["row"], plan, c), notes)

@@ -69,15 +69,6 @@ def save(d: str, state: dict) -> None:
     os.replace(path(d) + ".tmp", path(d))
 
 
-def run_lr(rd: str) -> float | None:
-    """The learning rate a run directory trains at (its config.json), or None before it exists."""
-    cfg = os.path.join(rd, "config.json")
-    if not os.path.exists(cfg):
-        return None
-    with open(cfg, encoding="utf-8") as f:
-        return float(json.load(f)["train"]["lr"])
-
-
 def set_default(state: dict, default_lr: float) -> dict:
     """The default candidate's rate, once its run has started (its config.json)."""
     state["default_lr"] = default_lr

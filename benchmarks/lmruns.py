@@ -152,6 +152,16 @@ def run_dir(work: str, files: dict, run: Run) -> str:
     return os.path.join(work, f"{run.name}-{hashlib.sha1(key.encode()).hexdigest()[:8]}")
 
 
+def trained_lr(rd: str) -> float | None:
+    """The learning rate the run in ``rd`` trains at (its config.json), or None before the run exists (or when its
+    config cannot be read)."""
+    try:
+        with open(os.path.join(rd, "config.json"), encoding="utf-8") as f:
+            return float(json.load(f)["train"]["lr"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+
+
 def finished(rd: str) -> bool:
     """True when ``rd`` holds a completed (finalised) run."""
     path = os.path.join(rd, "model.safetensors")

@@ -268,15 +268,6 @@ def _src_state() -> dict:
     return out
 
 
-def _trained_lr(rd: str) -> float | None:
-    """The learning rate a finished run trained at (its config.json), or None."""
-    try:
-        with open(os.path.join(rd, "config.json"), encoding="utf-8") as f:
-            return norm(float(json.load(f)["train"]["lr"]))
-    except (OSError, KeyError, ValueError):
-        return None
-
-
 def train_cell(st: lmruns.Setting, row: Row, lr: float, tokens: int) -> dict:
     """Train (or take an identical finished run of) one cell and return its record; UserError when training fails
     (a diverged run's record is returned instead, marked ``failed``)."""
@@ -287,7 +278,8 @@ def train_cell(st: lmruns.Setting, row: Row, lr: float, tokens: int) -> dict:
     rd = None
     if lr == row.default_lr:  # quality-cpu's run of this row, finished in the cache: the same training
         alias = lmruns.run_dir(st.work, st.files, row.default_run())
-        if lmruns.finished(alias) and _trained_lr(alias) == norm(lr):  # not a run of an earlier default rate
+        trained = lmruns.trained_lr(alias)
+        if lmruns.finished(alias) and trained is not None and norm(trained) == norm(lr):  # not an earlier default's
             rd = alias
             base["ran_as"] = " ".join(row.flags) + f" (the row's default rate {fmt(lr)}; a finished run reused)"
             click.echo(f"  {row.name} at {fmt(lr)}: quality-cpu's finished run reused ({alias})", err=True)

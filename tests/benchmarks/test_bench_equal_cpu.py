@@ -141,3 +141,32 @@ def test_quick_equal_cpu_runs_its_own_grid_then_its_rows(tmp_path):
     data = run_quick("equal-cpu", tmp_path / "out", against="At the softmax's CPU seconds")
     assert data["softmax"] and data["rows"] and data["rows"][0]["run"]["test_ppl"] > 1
     assert (tmp_path / "out" / "equal-cpu.jsonl").stat().st_size > 0 and (tmp_path / "out" / "lr-grid.jsonl").exists()
+
+
+def test_the_transformer_spends_its_own_three_hours_at_its_chosen_rate_with_a_cosine_decay(tmp_path):
+    grid = lr_grid.rows(quick=False)
+    by = {r.name: r for r in grid}
+    t_row = by["transformer softmax"]
+    grid_recs = _grid_records(grid) + [_cell(t_row, 0.001, 104.0, 2000.0, epochs=10, test=97.0),
+                                       _cell(t_row, 0.002, 108.0, 2100.0, epochs=10)]
+    assert equal_cpu.transformer_entry(grid, _grid_records(grid)) is None  # no cell of its own yet
+    t = equal_cpu.transformer_entry(grid, grid_recs)
+    # 200 CPU s an epoch -> 54 epochs in 10,800; 0.0005 beside 0.001 not yet tried: not settled
+    assert (t["lr"], t["epochs"], t["settled"]) == (0.001, 54, False)
+    assert equal_cpu.flags(t)[-6:] == ("--lr", "0.001", "--epochs", "54", "--lr-schedule", "cosine")
+    page = equal_cpu.render(equal_cpu.summarise(grid, grid_recs, []))
+    assert "## The Transformer within 3 CPU-hours" in page and "waits for its rate [54 ep, cosine]" in page
+    grid_recs.append(_cell(t_row, 0.0005, 110.0, 1900.0, epochs=10))
+    t = equal_cpu.transformer_entry(grid, grid_recs)
+    assert t["settled"]
+    rec = {"row": t_row.name, "lr": 0.001, "flags": " ".join(equal_cpu.flags(t)), "version": "",
+           "epochs": [{"epoch": i + 1, "valid_ppl": 150.0 - i, "cpu_s": 200.0 * (i + 1)} for i in range(54)],
+           "best_valid": 97.0, "best_epoch": 54, "cpu_s": 10_800.0, "test_ppl": 91.5}
+    data = equal_cpu.summarise(grid, grid_recs, [rec])
+    x = data["transformer"]
+    assert x["chosen"] == "run" and x["vs_softmax"] == pytest.approx(91.5 / 92.1 - 1)
+    page = equal_cpu.render(data)
+    assert "| budget run | 91.50 | -0.7 % | met |" in page
+    over = {**rec, "cpu_s": 12_000.0, "best_valid": 90.0}  # past 1.05x the budget: shown, not chosen
+    assert equal_cpu.summarise(grid, grid_recs, [over])["transformer"]["chosen"] == "grid_cell"
+    equal_cpu.figure(data)

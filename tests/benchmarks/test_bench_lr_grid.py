@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from benchmarks import lr_grid
+from benchmarks import lmruns, lr_grid
 from benchmarks.lr_grid import next_rate
 
 BASE = (0.001, 0.002, 0.004, 0.008)
@@ -159,5 +159,5 @@ def test_a_default_run_of_an_earlier_default_rate_is_not_taken_as_a_cell(tmp_pat
     trained at that rate: a default rate that changed (BlackOut's 0.004 -> 0.008) leaves a run of the old one under
     the same flags."""
     (tmp_path / "config.json").write_text(json.dumps({"train": {"lr": 0.004}}))
-    assert lr_grid._trained_lr(str(tmp_path)) == 0.004 != lr_grid.norm(0.008)
-    assert lr_grid._trained_lr(str(tmp_path / "absent")) is None
+    assert lmruns.trained_lr(str(tmp_path)) == 0.004 != lr_grid.norm(0.008)
+    assert lmruns.trained_lr(str(tmp_path / "absent")) is None
