@@ -468,29 +468,24 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         soft, entries = plan(grid, lr_grid.load_records(grid_path))
         # the rows best at the default epochs first: their runs say most about the target
         entries.sort(key=lambda e: lr_grid.valid_of(e["cell"]))
-        for e in entries:
+        jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries
+                for what, done, fn in (("longer", record_of, train_row), ("wider", wide_record_of, train_wide))]
+        t = transformer_entry(grid, lr_grid.load_records(grid_path))
+        if t is not None:
+            jobs.append((t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]))
+        waiting = []
+        for e, what, done, fn, budget in jobs:
             if not e["settled"]:  # its run would be thrown away if the grid moved its rate
-                click.echo(f"[equal-cpu] {e['row'].name}: waits for its lr-grid rate to settle", err=True)
-                continue
-            for what, done, train in (("longer", record_of, train_row), ("wider", wide_record_of, train_wide)):
-                if done(e, lr_grid.load_records(path)) is not None:
-                    continue
+                if e["row"].name not in waiting:
+                    waiting.append(e["row"].name)
+                    click.echo(f"[equal-cpu] {e['row'].name}: waits for its lr-grid rate to settle", err=True)
+            elif done(e, lr_grid.load_records(path)) is None:
                 click.echo(f"[equal-cpu] {e['row'].name} {what}, --lr {lr_grid.fmt(e['lr'])} "
-                           f"(budget {soft['cpu_s']:,.0f} CPU s)", err=True)
+                           f"(budget {budget:,.0f} CPU s)", err=True)
                 try:
-                    lr_grid.append_record(path, train(st, e, soft["cpu_s"], tokens))
+                    lr_grid.append_record(path, fn(st, e, budget, tokens))
                 except UserError as err:
                     click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
-        t = transformer_entry(grid, lr_grid.load_records(grid_path))
-        if t is not None and not t["settled"]:
-            click.echo(f"[equal-cpu] {t['row'].name}: waits for its lr-grid rate to settle", err=True)
-        elif t is not None and record_of(t, lr_grid.load_records(path)) is None:
-            click.echo(f"[equal-cpu] {t['row'].name}, --lr {lr_grid.fmt(t['lr'])}, {t['epochs']} epochs "
-                       f"(budget {t['budget_s']:,.0f} CPU s)", err=True)
-            try:
-                lr_grid.append_record(path, train_row(st, t, t["budget_s"], tokens))
-            except UserError as err:
-                click.echo(f"  {t['row'].name}: failed ({err}); tried again at the next start", err=True)
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))
