@@ -64,6 +64,10 @@ EPOCHS = 4
 VALID_TOKENS = 10_000
 EVAL_CPU_S_PER_TOKEN = 0.007  # exact evaluation normalised over V = 485k (eval-speed/full: ~41.7 CPU s, 5,132 tokens)
 SAFETY = 0.95  # the share of the planned budget the epochs are sized for (speeds vary on a shared machine)
+#: the quick run's share: its 2,000-token pilots and 20-second budget are at the mercy of the machine's load, and
+#: a smoke test must finish its epochs whatever the load (the CPU seconds a step vary by a third or more when the
+#: other core of a hyperthreaded pair is busy)
+QUICK_SAFETY = 0.5
 MEMORY_CAP_MB = 14_000  # a training process above this is killed (the machine has 24 GiB, shared)
 CHECKPOINT_CPU_S = 300.0  # a checkpoint about every 5 CPU-minutes of training (the steps: from the planned speed)
 BATCH_PREDICTIONS = {"gru": 32 * 35, "transformer": 32 * 64}  # default batches: rows x BPTT (GRU) or window
@@ -342,7 +346,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
         plan["projected"] = True
     else:
         valid_cost = epochs * plan["valid_predictions"] * EVAL_CPU_S_PER_TOKEN
-        tokens = int(speed * max(budget - valid_cost, budget / 2) * SAFETY / epochs)
+        tokens = int(speed * max(budget - valid_cost, budget / 2) * (QUICK_SAFETY if quick else SAFETY) / epochs)
         tokens = max(tokens, 1000)
         train = os.path.join(work, "neural", "data", f"train-{tokens}.txt")
         prefix_file(files["train"], train, tokens)
