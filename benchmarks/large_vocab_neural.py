@@ -857,7 +857,9 @@ def section(rows: dict) -> tuple[str, list[str]]:
              "all of V).", "",
              "**Learning rates, chosen on validation the same way for every row** (benchmarks/large_vocab_race.py): "
              "the candidates are the row's default rate as PTB's lr grid chose it (the GRU's 0.004 with Adam, NCE's "
-             "and BlackOut's too; IS, CSS-IS, class and hsm 0.008; the Transformer's 0.0005), then half of it, and "
+             "too; BlackOut, CSS-IS, class and hsm 0.008; the Transformer's 0.0005; IS's race began at its then "
+             "default, 0.008, and IS now defaults to 0.002 on a run of more than 20,000 steps such as these), then "
+             "half of it, and "
              "half again each time the lowest rate tried is the best (or all diverged), down to 1/8 of the default. "
              "Each trains the row's plan through its first epoch (the same text, and the cosine decay over all the "
              "epochs, under which the rate stays within 15 % of its peak through epoch 1); the lowest validation "

@@ -102,3 +102,30 @@ def test_every_train_command_and_serve_take_a_config_file(tmp_path, capsys, comm
     code, _, err = run_cli([*command, "--config", str(tmp_path / "missing.toml")], capsys)
     assert code == 1 and "no such file" in err, err
 
+
+
+def test_a_recurrent_default_replaced_on_a_long_run_says_so(tiny_corpus, tmp_path, capsys, monkeypatch):
+    import re
+
+    from sampledlm.objectives.sampled import ImportanceSampling
+
+    monkeypatch.setattr(ImportanceSampling, "sequence_train_long",
+                        ((2, {"lr": 0.003}, "measured over 2 steps"), (10**9, {"lr": 0.001}, "not this run")))
+    base = ["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]), "--model", "gru",
+            "--objective", "is", "--embed-dim", "8", "--hidden", "16", "-b", "2", "--bptt", "5"]
+    code, _, err = run_cli([*base, "--epochs", "2", "-o", str(tmp_path / "a")], capsys)
+    assert code == 0, err
+    steps = int(re.search(r"--objective is on a gru over (\d+) steps: --lr 0.003 \(measured over 2 steps\)",
+                          err).group(1))
+    stored = (tmp_path / "a" / "config.toml").read_text()
+    assert f"lr = 0.003  # --objective is on a gru over {steps} steps\n" in stored
+    # the steps planned are the steps the run took: epochs x BPTT segments an epoch
+    with open(tmp_path / "a" / "metrics.jsonl") as f:
+        assert [json.loads(line) for line in f][-1]["step"] == steps
+    code, _, err = run_cli([*base, "--epochs", "2", "--lr", "0.02", "-o", str(tmp_path / "b")], capsys)
+    assert code == 0, err  # the user's rate stays
+    assert "lr = 0.02  # given\n" in (tmp_path / "b" / "config.toml").read_text() and " steps: --lr" not in err
+    code, _, err = run_cli([*base, "--epochs", "2", "--max-steps", "2", "-o", str(tmp_path / "c")], capsys)
+    assert code == 0, err  # two steps are not above two
+    assert f"lr = {ImportanceSampling.sequence_train['lr']}  # --objective is on a gru\n" in \
+        (tmp_path / "c" / "config.toml").read_text()

@@ -20,7 +20,9 @@ def torchrun(args, cwd, ranks=2):
                OMP_NUM_THREADS="1")
     cmd = [*local_launch(ranks), *args]
     p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
+    # a rank's own error comes before torchrun's summary: keep every rank's error lines, then the tail
+    errors = [line for line in p.stderr.splitlines() if "Error" in line and "[rank" in line]
+    assert p.returncode == 0, "\n".join(errors[:20]) + "\n...\n" + p.stderr[-3000:]
     return p
 
 

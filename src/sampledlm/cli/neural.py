@@ -32,8 +32,14 @@ def _objective_train_defaults() -> dict[str, str]:
     for name, cls in OBJECTIVES.items():
         for key, value in cls.sequence_train.items():
             by.setdefault(key, {}).setdefault(value, []).append(name)
-    return {key: "; ".join(f"--objective {', '.join(names)} on recurrent models: {value}"
-                           for value, names in values.items()) for key, values in by.items()}
+    longer: dict[str, list[str]] = {}  # sequence_train_long: the values that replace them on a long run
+    for name, cls in OBJECTIVES.items():
+        for above, values, _ in cls.sequence_train_long:
+            for key, value in values.items():
+                longer.setdefault(key, []).append(f"--objective {name} over {above:,} steps: {value}")
+    return {key: "; ".join([*(f"--objective {', '.join(names)} on recurrent models: {value}"
+                              for value, names in by.get(key, {}).items()), *longer.get(key, [])])
+            for key in {*by, *longer}}
 
 
 TRAIN_OPTIONS, _ = dataclass_options({name: TrainOptions for name in MODELS},

@@ -106,6 +106,17 @@ def _record(sources: dict | None, names, source: str) -> None:
             sources.setdefault(name, source)
 
 
+def planned_steps(train_path: str, vocab, opts, train_opts) -> int:
+    """The optimiser steps a recurrent run of ``train_opts`` will take on ``train_path``: its epochs times the BPTT
+    segments of ``batch_size`` rows an epoch (:class:`.rnn.RecurrentData`), or ``max_steps`` when fewer. The text is
+    encoded (and its id stream cached for the training) to count its predictions."""
+    from ..data.corpus import load_ids
+
+    columns = -(-(len(load_ids(train_path, vocab, opts)) - 1) // train_opts.batch_size)
+    steps = train_opts.epochs * -(-columns // train_opts.bptt)
+    return min(steps, train_opts.max_steps) if train_opts.max_steps else steps
+
+
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict, notes: list[str] | None = None, sources: dict | None = None):
     """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
@@ -159,6 +170,16 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
+    if recurrent and cls.sequence_train_long:  # a recurrent default measured on a short run, replaced on a long one
+        steps = planned_steps(train_path, vocab, opts, train_opts)
+        long = {k: v for k, v in cls.sequence_train_for_steps(steps)[0].items() if not _given(before.get(k))}
+        if long:
+            train_opts = dataclasses.replace(train_opts, **long)
+            where = f"--objective {objective} on a {model_type} over {steps:,} steps"
+            _note(notes, f"{where}: " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in long.items())
+                  + f" ({cls.sequence_train_for_steps(steps)[1]})")
+            if sources is not None:
+                sources.update({k: where for k in long})
     if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "

@@ -100,6 +100,11 @@ class OutputObjective(nn.Module):
     #: its options' recurrent defaults are in :attr:`Options`. ``sequence_why`` says why, in the note printed.
     sequence_train: ClassVar[dict] = {}
     sequence_why: ClassVar[str] = ""
+    #: Training settings that replace :attr:`sequence_train`'s on a recurrent trunk for a long run:
+    #: ``(above, {setting: value}, why)`` entries, the one with the largest ``above`` below the run's planned optimiser
+    #: steps (epochs x steps an epoch, or ``--max-steps``) applying, each setting only where the user gave none (a
+    #: rate chosen on PTB's 6,640-step run that loses over a run ten times as long).
+    sequence_train_long: ClassVar[tuple] = ()
     #: Derived from :attr:`Options` and :attr:`sequence_train` (never written by hand): every setting this objective
     #: takes on a recurrent trunk (``NeuralScorer.sequence_model``) where the user gave none, and
     #: ``{setting: (option, ...)}``, a default left out when the user gave one of those options (the class layer's
@@ -187,6 +192,16 @@ class OutputObjective(nn.Module):
         from the exact rule); it never replaces the exact figure.
         """
         return None
+
+    @classmethod
+    def sequence_train_for_steps(cls, steps: int) -> tuple[dict, str]:
+        """The entry of :attr:`sequence_train_long` for a run of ``steps`` planned optimiser steps (its settings and
+        why), or ``({}, "")`` when none applies."""
+        fit = [e for e in cls.sequence_train_long if steps > e[0]]
+        if not fit:
+            return {}, ""
+        _, values, why = max(fit, key=lambda e: e[0])
+        return dict(values), why
 
     @classmethod
     def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
