@@ -174,9 +174,11 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
         steps = planned_steps(train_path, vocab, opts, train_opts)
         long = {k: v for k, v in cls.sequence_train_for_steps(steps)[0].items() if not _given(before.get(k))}
         if long:
+            short = {k: getattr(train_opts, k) for k in long}
             train_opts = dataclasses.replace(train_opts, **long)
             where = f"--objective {objective} on a {model_type} over {steps:,} steps"
-            _note(notes, f"{where}: " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in long.items())
+            _note(notes, f"{where}: "
+                  + " ".join(f"--{k.replace('_', '-')} {v} (not {short[k]})" for k, v in long.items())
                   + f" ({cls.sequence_train_for_steps(steps)[1]})")
             if sources is not None:
                 sources.update({k: where for k in long})
