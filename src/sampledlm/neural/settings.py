@@ -117,6 +117,28 @@ def planned_steps(train_path: str, vocab, opts, train_opts) -> int:
     return min(steps, train_opts.max_steps) if train_opts.max_steps else steps
 
 
+def _long_run_defaults(cls, steps_of, what: str, train_opts, given: dict, notes: list[str] | None,
+                       sources: dict | None):
+    """``train_opts`` with the objective's :attr:`~.OutputObjective.sequence_train_long` settings (a recurrent
+    default measured on a short run, replaced on a long one) for a run of ``steps_of()`` planned steps (counted only
+    when the objective has such settings; ``steps_of`` False: not a recurrent run), each where the user gave none
+    (``given``), said in ``notes`` and ``sources`` as ``what`` ("--objective is on a gru") over so many steps."""
+    if not steps_of or not cls.sequence_train_long:
+        return train_opts
+    steps = steps_of()
+    values, why = cls.sequence_train_for_steps(steps)
+    long = {k: v for k, v in values.items() if not _given(given.get(k))}
+    if not long:
+        return train_opts
+    short = {k: getattr(train_opts, k) for k in long}
+    where = f"{what} over {steps:,} steps"
+    _note(notes, f"{where}: " + " ".join(f"--{k.replace('_', '-')} {v} (not {short[k]})" for k, v in long.items())
+          + f" ({why})")
+    if sources is not None:
+        sources.update({k: where for k in long})
+    return dataclasses.replace(train_opts, **long)
+
+
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict, notes: list[str] | None = None, sources: dict | None = None):
     """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
@@ -170,18 +192,8 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
-    if recurrent and cls.sequence_train_long:  # a recurrent default measured on a short run, replaced on a long one
-        steps = planned_steps(train_path, vocab, opts, train_opts)
-        long = {k: v for k, v in cls.sequence_train_for_steps(steps)[0].items() if not _given(before.get(k))}
-        if long:
-            short = {k: getattr(train_opts, k) for k in long}
-            train_opts = dataclasses.replace(train_opts, **long)
-            where = f"--objective {objective} on a {model_type} over {steps:,} steps"
-            _note(notes, f"{where}: "
-                  + " ".join(f"--{k.replace('_', '-')} {v} (not {short[k]})" for k, v in long.items())
-                  + f" ({cls.sequence_train_for_steps(steps)[1]})")
-            if sources is not None:
-                sources.update({k: where for k in long})
+    train_opts = _long_run_defaults(cls, recurrent and (lambda: planned_steps(train_path, vocab, opts, train_opts)),
+                                    f"--objective {objective} on a {model_type}", train_opts, before, notes, sources)
     if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
