@@ -502,10 +502,14 @@ def train_row(plan: dict, work: str, cap_mb: float, recalibrate=None, cand: dict
         calibrating = recalibrate is not None and "calibration" not in plan
 
         def poll():
+            if lmruns.finished(rd):  # a short epoch can end the whole run between two polls: nothing to stop
+                return False
             return ((calibrating and first_stretch(rd) is not None)
                     or (first_epoch_only and (race.first_epoch_valid(rd) is not None or bool(race.diverged(log)))))
         _note_start(d, argv, cand["dir"])
         r = run_watched(argv, log, cap_mb, poll=poll if (calibrating or first_epoch_only) else None)
+        if r["rc"] in (-15, 143) and lmruns.finished(rd):
+            r["finished_before_stop"] = True  # the stop reached a run already complete, on its way out
         r["calibration_stop"] = bool(calibrating and r["rc"] == 130 and not _current["stop"])
         stopped_here = bool((calibrating or first_epoch_only) and r["rc"] in (130, -15, 143) and not _current["stop"])
         _note_invocation(d, r)

@@ -25,7 +25,8 @@ def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     assert nce["rc"] == 0 and nce["epochs"] == 2 and len(nce["curve"]) == 2
     assert all(c["cpu_s"] > 0 and c["valid_ppl"] > 1 for c in nce["curve"])
     assert nce["test"]["ppl"] > 1 and nce["test"]["predictions"] > 0 and nce["peak_mb"] > 0
-    assert "--max-time 20 --time-clock cpu" in nce["command"] and nce["invocations"][-1]["rc"] == 0
+    last = nce["invocations"][-1]  # the race's stop may reach a tiny run that has just finished
+    assert "--max-time 20 --time-clock cpu" in nce["command"] and (last["rc"] == 0 or last["finished_before_stop"])
     # its rate raced: the default and half of it, each through epoch 1; the winner is the row's rate
     race = nce["lr_race"]
     assert [c["lr"] for c in race] == [0.004, 0.002] and nce["lr_race_max_halvings"] == 1
