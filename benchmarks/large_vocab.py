@@ -744,8 +744,10 @@ def faster_rnnlm_lines() -> list[str]:
             "faster-rnnlm's costs 1.06x (benchmarks/notes/faster-rnnlm-gap-2026-11-29.md). The PTB page's 1.30x "
             "timed whole processes, and faster-rnnlm validates exactly, word by word over all V outputs, each "
             "epoch: on PTB its validation costs more CPU than its epoch of training. "
-            "Our 2-thread run spun in torch's threads on cores shared with other jobs (see the note); faster-rnnlm's "
-            "own threads lost about 25 %."]
+            "Our 2-thread run was made before the command line let torch's waiting threads sleep: their spinning, "
+            "on cores shared with other jobs, made 2 threads slower than 1 (checked with every other job stopped: "
+            "one busy process beside took 2 spinning threads to 1.9x one thread's wall time, sleeping ones to 1.0x; "
+            "benchmarks/notes/thread-wait-2026-11-29.md); faster-rnnlm's own threads lost about 25 %."]
     return out
 
 

@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     Every way a command can end is handled here, for every command and every writer, without leaning on how a
     click release treats them: a reader that stops reading (``| head``) ends the command quietly with status 0, a
     full disk behind standard output is one line and status 1, ^C is status 130."""
+    passive_thread_wait()
     try:
         rc = _invoke(command or cli, argv, prog_name)
         sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit
@@ -115,6 +116,22 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         _drop_stdout()
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def passive_thread_wait(environ=os.environ, modules=sys.modules) -> bool:
+    """Make torch's OpenMP threads sleep, not spin, while they wait for work (``OMP_WAIT_POLICY=PASSIVE``),
+    unless the user chose a policy (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``) or torch is already loaded (its
+    OpenMP runtime reads the variable once, when it starts). Returns whether it set the variable.
+
+    Why: a spinning thread whose sibling has been descheduled burns its core's time. On cores shared with other
+    jobs, 2 threads then train slower than 1 (V = 485k, NCE, 2 cores with one busy process beside: 45.9 wall s
+    spinning against 24.0 sleeping; with two busy processes 77.3 against 32.5). On idle cores sleeping costs
+    about 15 % of wall time at 2 threads and saves CPU (benchmarks/notes/thread-wait-2026-11-29.md);
+    ``OMP_WAIT_POLICY=ACTIVE`` restores spinning. One thread never waits, so it is unaffected."""
+    if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ or "torch" in modules:
+        return False
+    environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return True
 
 
 def _invoke(command: click.Command, argv: list[str] | None, prog_name: str):

@@ -84,7 +84,7 @@ def _echo(msg: str) -> None:
               help="Output objective: the exact softmax or a sampled approximation (evaluation is always exact).")
 @objective_flag_options(option_help(), OBJECTIVE_FIELDS)
 @TRAIN_OPTIONS
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default; with --resume, the run's own]; 1 is often fastest on a busy machine.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default; with --resume, the run's own]; waiting threads sleep (OMP_WAIT_POLICY=PASSIVE, unless you set it: ACTIVE spins, about 15 % faster on idle cores, far slower on busy ones).")
 @click.option("--bf16", "bf16_alias", is_flag=True, default=False, hidden=True, help="The earlier name of --precision bf16.")
 @config_option
 @text_options
