@@ -72,8 +72,10 @@ def _env() -> dict:
 
 
 def _train(args: list[str], out: str, ranks: int = 1) -> list[dict]:
-    launch = [sys.executable, "-m", "sampledlm"] if ranks == 1 else [*local_launch(ranks), "-m", "sampledlm"]
-    p = subprocess.run(launch + ["train", *args, "-o", out], env=_env(), capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="sampledlm-torchrun-") as logs:
+        launch = ([sys.executable, "-m", "sampledlm"] if ranks == 1
+                  else [*local_launch(ranks, log_dir=logs), "-m", "sampledlm"])
+        p = subprocess.run(launch + ["train", *args, "-o", out], env=_env(), capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"sampledlm train {' '.join(args)}:\n{launch_error(p.stderr)}")
     with open(os.path.join(out, "metrics.jsonl")) as f:

@@ -106,6 +106,12 @@ def block_eval(rd: str, files: dict, stride: int) -> float:
 def interleaved_speed(files: dict, quick: bool, rounds: int, steps: int) -> dict:
     """Training tokens/s of the example's model and of ours (softmax, CSS-IS), alternating blocks of
     ``steps`` steps for ``rounds`` rounds in this process (``THREADS`` threads), the order rotated."""
+    with tempfile.TemporaryDirectory(prefix="sampledlm-transformer-speed-") as tmp:
+        return _interleaved_speed(files, quick, rounds, steps, tmp)
+
+
+def _interleaved_speed(files: dict, quick: bool, rounds: int, steps: int, tmp: str) -> dict:
+    """:func:`interleaved_speed` with ``tmp`` for our trainers' files."""
     import torch
 
     from sampledlm.data.corpus import build_vocab, load_ids
@@ -131,7 +137,6 @@ def interleaved_speed(files: dict, quick: bool, rounds: int, steps: int) -> dict
 
     spec = complete_spec(spec, dataclasses.asdict(opts))
     trainers = {}
-    tmp = tempfile.mkdtemp(prefix="sampledlm-transformer-speed-")
     for name, obj, obj_opts in (("ours-softmax", "softmax", {}),
                                 ("ours-css-is", "css-is", {"samples": 200 if quick else 1000})):
         config = runs.make_config(spec, obj, obj_opts, dataclasses.asdict(opts), {}, vocab)

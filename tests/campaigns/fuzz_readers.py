@@ -161,7 +161,11 @@ def _template_model() -> tuple[str, np.ndarray]:
         from sampledlm.cli import main
         from sampledlm.loader import load_model
 
+        import atexit
+        import shutil
+
         d = tempfile.mkdtemp(prefix="sampledlm-fuzz-model-")
+        atexit.register(shutil.rmtree, d, True)  # the template outlives every case; gone with the process
         rng = random.Random(0)
         for name, n in (("train", 60), ("valid", 10)):
             with open(os.path.join(d, f"{name}.txt"), "w") as f:

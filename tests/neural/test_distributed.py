@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def torchrun(args, cwd, ranks=2):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMP_NUM_THREADS="1")
-    cmd = [*local_launch(ranks), *args]
+    cmd = [*local_launch(ranks, log_dir=os.path.join(cwd, "torchrun-logs")), *args]
     p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     # a rank's own error comes before torchrun's summary: keep every rank's error lines, then the tail
     errors = [line for line in p.stderr.splitlines() if "Error" in line and "[rank" in line]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 
 from ..errors import UserError
@@ -21,10 +22,11 @@ def parallel_step(data: DemoData) -> list[Result]:
     out = os.path.join(data.directory, "ffnn-2ranks")
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [*local_launch(2), "-m", "sampledlm", "train", "--train", data.train, "--valid", data.valid,
-           "--vocab", os.path.join(data.directory, "vocab.txt"), "--objective", "css-is", "--samples", "100",
-           "--epochs", "1", "--threads", "1", "--seed", str(data.seed), "-o", out]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    args = ["-m", "sampledlm", "train", "--train", data.train, "--valid", data.valid,
+            "--vocab", os.path.join(data.directory, "vocab.txt"), "--objective", "css-is", "--samples", "100",
+            "--epochs", "1", "--threads", "1", "--seed", str(data.seed), "-o", out]
+    with tempfile.TemporaryDirectory(prefix="sampledlm-torchrun-") as logs:
+        p = subprocess.run([*local_launch(2, log_dir=logs), *args], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise UserError("data-parallel demo step: torchrun failed:\n" + launch_error(p.stderr))
     lm = load_model(out)

@@ -37,15 +37,18 @@ import torch.distributed as dist
 from ..errors import UserError
 
 
-def local_launch(nproc: int) -> list[str]:
+def local_launch(nproc: int, log_dir: str | None = None) -> list[str]:
     """``python -m torch.distributed.run`` and its options for ``nproc`` ranks on this machine: the rendezvous
     store binds a free port on 127.0.0.1 itself (port 0), so no other process can take a port chosen
-    beforehand (as one picked with :func:`free_port` and passed as ``--master-port`` can be, on a busy machine)."""
+    beforehand (as one picked with :func:`free_port` and passed as ``--master-port`` can be, on a busy machine).
+    ``log_dir``: where torchrun keeps its per-rank folders; without it torchrun makes a ``torchelastic_*`` folder
+    in the system's temporary directory on every launch and leaves it there."""
     import sys
     import uuid
 
+    logs = ["--log-dir", log_dir] if log_dir else []
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", uuid.uuid4().hex]
+            "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", uuid.uuid4().hex, *logs]
 
 
 #: A line a rank's own failure prints (our error line, a Python exception's last line), as opposed to torchrun's
