@@ -255,3 +255,49 @@ def test_the_optimiser_state_counts_adams_two_moments_and_sgds_momentum():
     assert rundir.optimizer_state_bytes([torch.optim.SGD([w], lr=0.1)]) == 0
     assert rundir.optimizer_state_bytes([torch.optim.SGD([w], lr=0.1, momentum=0.9)]) == 120
     assert rundir.tensor_bytes(torch.nn.Linear(3, 10)) == 4 * (30 + 10)
+
+
+def test_memory_too_small_for_the_optimiser_state_is_refused_before_training(tmp_path, capsys, private_cache,
+                                                                             monkeypatch):
+    """Adam's moments are allocated at the first step; where they cannot fit, the kernel would kill that step with
+    no message."""
+    import sampledlm.memory as memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 100)
+    monkeypatch.setattr(memory, "free_swap", lambda: 0)
+    write_corpus(tmp_path)
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "run", "-d", "4", "--epochs", "1"], capsys)
+    assert code == 1 and "not enough memory for this run" in err and "GB are available" in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "run").exists()  # nothing half-written
+    # SGD without momentum keeps no state: nothing to allocate, so the same memory lets it train
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "sgd", "-d", "4", "--epochs", "1", "--optimizer", "sgd", "--momentum", "0"],
+                       capsys)
+    assert code == 0, err
+
+
+def test_the_memory_check_counts_only_state_not_yet_allocated(monkeypatch):
+    import torch
+
+    import sampledlm.memory as memory
+    import sampledlm.neural.rundir as rundir
+    from sampledlm.errors import UserError
+
+    w = torch.nn.Parameter(torch.zeros(10, 3))  # 120 bytes: Adam's state is 240
+    opt = torch.optim.Adam([w])
+    monkeypatch.setattr(memory, "free_swap", lambda: 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: 240)
+    rundir.check_memory_room([opt], 120, torch.device("cpu"))
+    monkeypatch.setattr(memory, "available_memory", lambda: 239)
+    with pytest.raises(UserError, match="not enough memory"):
+        rundir.check_memory_room([opt], 120, torch.device("cpu"))
+    monkeypatch.setattr(memory, "free_swap", lambda: 1)  # swap counts
+    rundir.check_memory_room([opt], 120, torch.device("cpu"))
+    monkeypatch.setattr(memory, "free_swap", lambda: 0)
+    w.grad = torch.ones_like(w)
+    opt.step()  # the state now exists (as after a resume): nothing more to allocate
+    assert rundir.allocated_optimizer_bytes([opt]) == 240
+    monkeypatch.setattr(memory, "available_memory", lambda: 0)
+    rundir.check_memory_room([opt], 120, torch.device("cpu"))

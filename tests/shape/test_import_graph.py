@@ -17,7 +17,7 @@ LAYERS = [
     {"neural", "ngram", "maxent", "embed"},
     {"objectives", "lm", "store", "config", "provenance"},
     {"data", "outputs"},
-    {"errors", "progress"},
+    {"errors", "progress", "memory"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

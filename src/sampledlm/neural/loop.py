@@ -312,9 +312,11 @@ class Trainer:
         cosine = opts.lr_schedule == "cosine"
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
-        if not st.done and self.ranks.is_main:
-            runs.check_disk_room(self.run_dir, runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective),
-                                 runs.optimizer_state_bytes(self.optimizers))
+        if not st.done:
+            weights = runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective)
+            if self.ranks.is_main:
+                runs.check_disk_room(self.run_dir, weights, runs.optimizer_state_bytes(self.optimizers))
+            runs.check_memory_room(self.optimizers, weights, self.device)
         rising = RisingLoss()
         with interrupt_flag() as flag:
             while not st.done:

@@ -358,6 +358,39 @@ def check_disk_room(run_dir: str, model_bytes: int, optimizer_bytes: int) -> Non
                         f"{free / gb:.2f} GB are free there. Free some space or give -o a folder on a larger disk")
 
 
+def allocated_optimizer_bytes(optimizers: list[torch.optim.Optimizer]) -> int:
+    """Bytes of the optimisers' state tensors that exist now (none before the first step, all of them after a
+    resume has loaded a checkpoint)."""
+    return sum(t.numel() * t.element_size() for opt in optimizers for state in opt.state.values()
+               for t in state.values() if torch.is_tensor(t) and t.dim() > 0)
+
+
+def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int, device: torch.device) -> None:
+    """Refuse to start training (:class:`UserError`) when the optimiser state that the first step allocates
+    cannot fit in the memory left: RAM the kernel can give without swapping plus free swap on the CPU, the
+    device's free memory on a GPU. Without the check the first step of such a run is killed by the kernel with
+    no message (at V = 2M words, d = 512, Adam's moments alone take 16 GB). This counts only what is certain to
+    be allocated; the step's activations and gradients come on top."""
+    from .. import memory
+
+    pending = optimizer_state_bytes(optimizers) - allocated_optimizer_bytes(optimizers)
+    if pending <= 0:
+        return
+    if device.type == "cuda":
+        available, where = torch.cuda.mem_get_info(device)[0], f"free on {device}"
+    elif device.type == "cpu":
+        available, where = memory.available_memory() + memory.free_swap(), "available (RAM not in use, free swap)"
+    else:
+        return
+    if pending > available:
+        gb = 1 << 30
+        raise UserError(f"not enough memory for this run: its optimiser keeps {pending / gb:.2f} GB of state "
+                        f"beside the model's {model_bytes / gb:.2f} GB of weights (Adam: two moments per weight), "
+                        f"allocated at the first step, and {available / gb:.2f} GB are {where}. Use a smaller "
+                        f"vocabulary (--min-count, --max-size) or model (-d, --hidden), --optimizer sgd (no state "
+                        f"without --momentum), or a machine with more memory")
+
+
 # --- optimizer and rng state as tensors + json -------------------------------------------------
 def optimizer_to_files(optimizers: list[torch.optim.Optimizer]) -> tuple[dict[str, torch.Tensor], dict]:
     tensors: dict[str, torch.Tensor] = {}

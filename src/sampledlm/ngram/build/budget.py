@@ -10,11 +10,11 @@ in memory once the stream's length is known.
 from __future__ import annotations
 
 import os
-import resource
 from typing import TYPE_CHECKING
 
 from ...data.textio import CHUNK_BYTES
 from ...errors import UserError
+from ...memory import available_memory, current_rss, physical_memory  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from .spill import Spill
@@ -66,30 +66,6 @@ def auto_budget() -> int:
     memory; half of what is free leaves the rest of a shared machine alone), never less than this process
     needs (:func:`check_budget`). A corpus whose model fits in it is estimated without writing to disk."""
     return max(available_memory() // 2, current_rss() + ARPA_KERNELS + MIN_WORKING)
-
-
-def available_memory() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return physical_memory() // 2
-
-
-def physical_memory() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def current_rss() -> int:
-    """Resident set size of this process now, bytes."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def text_chunk_bytes(budget: int, reserve: int = 0) -> int:
