@@ -704,7 +704,8 @@ def _pairs() -> list[tuple[str, int, dict, dict]]:
     return [(name, t, got[("sampledlm", ours, t)], got[("faster-rnnlm", theirs, t)])
             for name, ours, theirs in (("NCE", "nce", "nce"), ("binary Huffman tree", "hsm2", "hs"),
                                        ("NCE on its model", "ncefr", "nce"),
-                                       ("binary tree on its model", "hsm2fr", "hs"))
+                                       ("binary tree on its model", "hsm2fr", "hs"),
+                                       ("NCE-20 per position on its model", "nce20fr", "nce"))
             for t in (1, 2) if ("sampledlm", ours, t) in got and ("faster-rnnlm", theirs, t) in got]
 
 
