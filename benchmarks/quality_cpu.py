@@ -49,7 +49,7 @@ VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5
 #: with 4 (the default before: one), its binary nodes over the clustered classes and its 16-way nodes over the plain
 #: Huffman tree, NCE under bf16 autocast; and faster-rnnlm's own model beside its rows: the GRU without input
 #: matrices (embedding 256 = state, ``--no-input-weights``) with NCE, and with a binary Huffman tree (its ``hs``),
-#: in float32 and with bf16 products
+#: in float32 and with bf16 products; the softmax untied and at two other dropout rates
 VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000", "--no-adaptive-input"),
             "class-m1": ("--objective", "class", "--components", "1"),
             "class-freq": ("--objective", "class", "--binning", "sqrt", "--components", "1"),
@@ -64,7 +64,12 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             "nce-noinput-bf16": ("--objective", "nce", "-d", "256", "--no-input-weights", "--precision", "bf16"),
             "hs-noinput-bf16": ("--objective", "hsm", "--word-classes", "none", "--arity", "2", "-d", "256",
                                 "--no-input-weights", "--precision", "bf16"),
-            "adaptive-plain": ("--objective", "adaptive", "--no-adaptive-input")}
+            "adaptive-plain": ("--objective", "adaptive", "--no-adaptive-input"),
+            # the softmax's own settings, three tries as NCE's samples had three (issue 55: untied, less and more
+            # dropout than the GRU's 0.25), at its lr-grid rate
+            "softmax-notie": ("--objective", "softmax", "--no-tie"),
+            "softmax-drop0.15": ("--objective", "softmax", "--dropout", "0.15"),
+            "softmax-drop0.35": ("--objective", "softmax", "--dropout", "0.35")}
 
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
