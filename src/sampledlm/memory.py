@@ -42,3 +42,11 @@ def current_rss() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def gigabytes(n: float) -> str:
+    """``12.3 GB``, ``456 MB`` or ``789 KB`` (powers of 1000, as ``df -H``)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n < 100 * size else f"{n / size:.0f} {unit}"
+    return f"{max(n, 0) / 1e3:.0f} KB"

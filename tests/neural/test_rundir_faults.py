@@ -268,7 +268,7 @@ def test_memory_too_small_for_the_optimiser_state_is_refused_before_training(tmp
     write_corpus(tmp_path)
     code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
                         tmp_path / "run", "-d", "4", "--epochs", "1"], capsys)
-    assert code == 1 and "not enough memory for this run" in err and "GB are available" in err, err
+    assert code == 1 and "not enough memory for this run" in err and "KB are available (RAM not in use" in err, err
     assert "Traceback" not in err
     assert not (tmp_path / "run").exists()  # nothing half-written
     # SGD without momentum keeps no state: nothing to allocate, so the same memory lets it train

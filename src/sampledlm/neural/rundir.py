@@ -383,10 +383,10 @@ def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int,
     else:
         return
     if pending > available:
-        gb = 1 << 30
-        raise UserError(f"not enough memory for this run: its optimiser keeps {pending / gb:.2f} GB of state "
-                        f"beside the model's {model_bytes / gb:.2f} GB of weights (Adam: two moments per weight), "
-                        f"allocated at the first step, and {available / gb:.2f} GB are {where}. Use a smaller "
+        size = memory.gigabytes
+        raise UserError(f"not enough memory for this run: its optimiser keeps {size(pending)} of state beside "
+                        f"the model's {size(model_bytes)} of weights (Adam: two moments per weight), allocated at "
+                        f"the first step, and {size(available)} are {where}. Use a smaller "
                         f"vocabulary (--min-count, --max-size) or model (-d, --hidden), --optimizer sgd (no state "
                         f"without --momentum), or a machine with more memory")
 

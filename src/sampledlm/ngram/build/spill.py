@@ -35,6 +35,7 @@ import tempfile
 import numpy as np
 
 from ...errors import UserError
+from ...memory import gigabytes
 
 PREFIX = "sampledlm-ngram."
 
@@ -132,14 +133,6 @@ def disk_free(path: str) -> int | None:
         return int(shutil.disk_usage(path).free)
     except (OSError, ValueError):
         return None
-
-
-def gigabytes(n: float) -> str:
-    """``12.3 GB``, ``456 MB`` or ``789 KB`` (powers of 1000, as ``df -H``)."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}" if n < 100 * size else f"{n / size:.0f} {unit}"
-    return f"{max(n, 0) / 1e3:.0f} KB"
 
 
 def no_room(parent: str, need: int, free: int) -> UserError:
