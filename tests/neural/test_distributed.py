@@ -156,3 +156,28 @@ def test_a_failed_launch_reports_its_cause_not_the_rule_that_ends_torchruns_summ
     got = launch_error("\n".join(lines))
     assert got.splitlines()[0] == "a rank said: [rank1]: sampledlm: train.txt, line 3: not UTF-8"
     assert "ValueError: bad value" in got and "exitcode  : 1" in got and "progress 3" not in got
+
+
+def test_only_rank_0_checks_the_new_run_directory(tiny_corpus, tmp_path, monkeypatch):
+    """Under torchrun rank 0 creates the run directory and writes vocab.txt, then config.json; a rank that looked
+    at it in between found a directory holding vocab.txt alone and refused it (the cause of a rank 1 crash in
+    .ci/run). Only the rank that writes the directory judges it."""
+    import sampledlm.neural.trainer as trainer
+    from sampledlm.data.corpus import build_vocab
+    from sampledlm.data.tokenizer import TextOptions
+    from sampledlm.errors import UserError
+    from sampledlm.neural import rundir as runs
+    from sampledlm.neural.registry import model_spec
+
+    vocab = build_vocab(str(tiny_corpus["train"]))
+    opts = dict(trainer.TrainOptions(batch_size=8, bptt=6, epochs=1, device="cpu").__dict__)
+    data = {"train": str(tiny_corpus["train"]), "valid": str(tiny_corpus["valid"]),
+            "text_options": TextOptions().to_dict()}
+    config = runs.make_config(model_spec("gru", embed_dim=8, hidden=12), "css-is", {"samples": 20}, opts, data, vocab)
+    half_written = tmp_path / "run"
+    half_written.mkdir()
+    vocab.save(str(half_written / "vocab.txt"))  # rank 0 is between vocab.txt and config.json
+    monkeypatch.setattr(trainer, "Trainer", lambda *args, **kwargs: "rank 1's trainer")
+    assert trainer.new_run(str(half_written), config, vocab, ranks=Ranks(1, 2)) == "rank 1's trainer"
+    with pytest.raises(UserError, match="holds vocab.txt"):  # a single process still refuses it
+        trainer.new_run(str(half_written), config, vocab)

@@ -35,7 +35,8 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``
     (under torchrun every rank builds the same trainer; rank 0 alone creates and writes the directory)."""
     ranks = ranks or Ranks.single()
-    _check_new_run_dir(run_dir)
+    if ranks.is_main:  # rank 0 alone writes the directory: another rank could find it half-written by rank 0
+        _check_new_run_dir(run_dir)
     opts = TrainOptions.from_dict(config["train"])
     opts.check()
     from .registry import model_class
