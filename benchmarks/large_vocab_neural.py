@@ -999,7 +999,9 @@ def target_line(rows: dict) -> str:
     mix = rows.get("neural-interp")
     if mix and mix.get("rc") == 0:
         both = mix["ppl"] < min(kn5, mix["neural_ppl"])
-        out += (f" KN5 + it interpolated: {mix['ppl']:.2f}: {'met' if both else '**missed**'} (beats both: "
+        who = ("it" if mix["row"] == best["row"] else
+               f"{label(rows.get('neural/' + mix['row'], mix))} (the best row when mixed; the best now is not yet)")
+        out += (f" KN5 + {who} interpolated: {mix['ppl']:.2f}: {'met' if both else '**missed**'} (beats both: "
                 f"{'yes' if both else 'no'}).")
     else:
         out += " KN5 + it interpolated: not yet run."
