@@ -385,7 +385,8 @@ def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int,
     if pending > available:
         size = memory.gigabytes
         raise UserError(f"not enough memory for this run: its optimiser keeps {size(pending)} of state beside "
-                        f"the model's {size(model_bytes)} of weights (Adam: two moments per weight), allocated at "
+                        f"the model's {size(model_bytes)} of weights (Adam keeps two moments per weight, SGD with "
+                        f"momentum one), allocated at "
                         f"the first step, and {size(available)} are {where}. Use a smaller "
                         f"vocabulary (--min-count, --max-size) or model (-d, --hidden), --optimizer sgd (no state "
                         f"without --momentum), or a machine with more memory")
