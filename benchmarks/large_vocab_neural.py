@@ -705,15 +705,15 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
         plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick)
         if _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings) and after_each:
             after_each()
-    rows = read_rows(notes)
-    if all(f"neural/{r}" in rows for r in rows_wanted):
-        try:
-            interp_step(data, work, notes, files)
-        except Exception as e:  # noqa: BLE001 - recorded nowhere: the next start tries again
-            print(f"[neural] KN5 + the best row: failed ({str(e)[-400:]})", file=sys.stderr, flush=True)
-            return
-        if after_each:
-            after_each()
+    # the mixture follows the best finished row, not the last row to finish: a row that takes the lead is mixed
+    # again when this step next passes here (interp_step returns at once while the best row is the one mixed)
+    try:
+        mixed = interp_step(data, work, notes, files)
+    except Exception as e:  # noqa: BLE001 - recorded nowhere: the next start tries again
+        print(f"[neural] KN5 + the best row: failed ({str(e)[-400:]})", file=sys.stderr, flush=True)
+        return
+    if mixed and after_each:
+        after_each()
 
 
 def _race_and_record(row: str, plan: dict, work: str, files: dict, rows: dict, notes: str, cap_mb: float,
@@ -754,18 +754,19 @@ def kn5_for_mixing(data: str, work: str) -> str:
     return out
 
 
-def interp_step(data: str, work: str, notes: str, files: dict) -> None:
+def interp_step(data: str, work: str, notes: str, files: dict) -> bool:
     """KN5 + the best finished neural row (lowest test perplexity), weights by EM on the validation subset, the
-    mixture's exact perplexity over the whole test text (:func:`lmruns.evaluate`); recorded as ``neural-interp``."""
+    mixture's exact perplexity over the whole test text (:func:`lmruns.evaluate`); recorded as ``neural-interp``.
+    True when a mixture was made (False: no finished row, or the best one is already the one mixed)."""
     rows = read_rows(notes)
     got = [(r["test"]["ppl"], k) for k, r in rows.items()
            if k.startswith("neural/") and r.get("rc") == 0 and r.get("test", {}).get("ppl")]
     if not got:
-        return
+        return False
     _, best = min(got)
     old = rows.get("neural-interp")
     if old and old.get("rc") == 0 and old.get("row") == rows[best]["row"]:
-        return
+        return False
     kn5 = kn5_for_mixing(data, work)
     rd = rows[best]["run_dir"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -778,6 +779,7 @@ def interp_step(data: str, work: str, notes: str, files: dict) -> None:
                 "wall_s": round(time.perf_counter() - t0, 1),
                 "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 1),
                 "rc": 0 if ev.get("interpolated_ppl") else 1}, notes)
+    return True
 
 
 def _unrecorded(r: dict) -> int:
@@ -949,7 +951,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
                        "OMP_NUM_THREADS=1 python -m benchmarks.large_vocab neural --data /work/data/wiki --work "
                        "/work/data/wiki-runs &` (it skips the rows recorded and resumes a stopped one)")
     if not (mix and mix.get("rc") == 0):
-        missing.append("KN5 + the best neural row interpolated: the neural step runs it once every row is recorded "
+        missing.append("KN5 + the best neural row interpolated: the neural step mixes the best finished row, and "
+                       "mixes again when another row takes the lead "
                        "(it builds our KN5 again with `<unk>` kept as a word, so that its vocabulary is the neural "
                        "models' own word for word; the recorded KN5 renamed it `<unk-word>` for lmplz)")
     raced = {k: r for k, r in trained.items() if r.get("lr_race")}

@@ -337,3 +337,25 @@ def test_a_race_carried_on_another_machine_takes_in_the_recorded_candidates(tmp_
     here = race.set_default(here, 0.008)
     here["candidates"][0]["epoch1_valid"] = 300.0
     assert race.merge_recorded(here, rows, "is", plan)["candidates"][0].get("diverged") is None
+
+
+def test_the_mixture_follows_the_best_finished_row(tmp_path, monkeypatch):
+    """KN5 + the best row is mixed again when another row takes the lead, and not again while it keeps it."""
+    notes = str(tmp_path / "rows.jsonl")
+    append = ln.append_row
+    append({"key": "neural/nce", "row": "nce", "rc": 0, "test": {"ppl": 148.0}, "run_dir": "nce-run"}, notes)
+    append({"key": "neural-interp", "row": "nce", "rc": 0, "ppl": 86.0}, notes)
+    append({"key": "neural/is", "row": "is", "rc": 0, "test": {"ppl": 144.0}, "run_dir": "is-run"}, notes)
+    mixed = []
+    monkeypatch.setattr(ln, "kn5_for_mixing", lambda data, work: "kn5.bin")
+
+    def evaluate(rd, files, kn5):
+        mixed.append(rd)
+        return {"ppl": 80.0, "weights": [0.6, 0.4], "components": [{"ppl": 144.0}, {"ppl": 128.0}]}  # eval --json
+
+    monkeypatch.setattr(ln.lmruns, "evaluate", evaluate)
+    files = {"test": "test.txt", "valid_sub": "valid.txt"}
+    assert ln.interp_step("data", str(tmp_path), notes, files) is True
+    mix = ln.read_rows(notes)["neural-interp"]
+    assert mixed == ["is-run"] and mix["row"] == "is" and mix["ppl"] == 80.0 and mix["neural_ppl"] == 144.0
+    assert ln.interp_step("data", str(tmp_path), notes, files) is False and mixed == ["is-run"]
