@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from sampledlm.errors import UserError
 from sampledlm.objectives.output import OutputLayer
 from sampledlm.objectives import OBJECTIVES, SampledOutput, make_objective
-from sampledlm.objectives.sampled import Candidates
+from sampledlm.objectives.sampled import Candidates, masked_fill
 
 V = 7
 COUNTS = np.array([40, 25, 12, 9, 6, 3, 1])
@@ -244,6 +244,41 @@ def test_blackout_closed_form_gradient_matches_autograd(dtype, tol):
     for x, y in zip(got, want):
         assert torch.isfinite(x).all()
         torch.testing.assert_close(x, y, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("shared,masked", [(True, True), (False, True), (True, False)])
+def test_blackout_compiled_loop_matches_the_torch_form(shared, masked):
+    """The compiled loss (subtraction of log q, mask, loss and gradient in one loop) against :func:`blackout_loss`
+    of the masked differences: a negative holding all the mass, one near half of it, an example with none kept."""
+    from sampledlm.objectives.nce import CompiledBlackOutLoss, blackout_loss, blackout_loss_of_scores
+
+    g = torch.Generator().manual_seed(1)
+    n, s = 48, 300
+    l_true = torch.randn(n, generator=g)
+    scores = 3 * torch.randn(n, s, generator=g)
+    logq = torch.randn(1 if shared else n, s, generator=g) - 8
+    keep = torch.rand(n, s, generator=g) > 0.1 if masked else None
+    scores[0, 0], l_true[1] = 60.0, 40.0  # all the mass on a negative (capped); on the true word
+    scores[4] = logq[0 if shared else 4] - 30.0  # a negative near half of Z, 0.57 of it, the rest tiny
+    scores[4, 2] = l_true[4] + logq[0 if shared else 4, 2] + 0.3
+    if masked:
+        keep[2, :] = False  # nothing kept
+        keep[0, 0] = keep[4, 2] = True
+    w = torch.rand(n, generator=g)
+    got, want = [], []
+    for f, out in ((lambda a, b: CompiledBlackOutLoss.apply(a, b, logq, keep), got),
+                   (lambda a, b: blackout_loss(a, masked_fill(b - logq, keep, float("-inf"))), want)):
+        a, b = l_true.clone().requires_grad_(), scores.clone().requires_grad_()
+        loss = f(a, b)
+        out += [loss.detach(), *torch.autograd.grad((loss * w).sum(), [a, b])]
+    for x, y in zip(got, want):
+        assert torch.isfinite(x).all()
+        torch.testing.assert_close(x, y, atol=1e-4, rtol=1e-4)
+    # on the CPU in float32 the objective takes the compiled loop; float64 takes the torch form
+    a = l_true.clone().requires_grad_()
+    assert blackout_loss_of_scores(a, scores, logq, keep).grad_fn.name().startswith("CompiledBlackOutLoss")
+    assert not blackout_loss_of_scores(a.double(), scores.double(), logq.double(), keep).grad_fn.name().startswith(
+        "CompiledBlackOutLoss")
 
 
 def test_ranking_default_margin_is_log_v_minus_1():

@@ -66,6 +66,38 @@ class BlackOutLoss(torch.autograd.Function):
         return (p_true - 1 - p_true * b) * g, (p + r - p * b.unsqueeze(1)) * g.unsqueeze(1)
 
 
+class CompiledBlackOutLoss(torch.autograd.Function):
+    """``CompiledBlackOutLoss.apply(l_true [N], scores [N, S], logq [1 or N, S], keep [N, S] or None) -> loss [N]``:
+    :class:`BlackOutLoss` of ``l_neg = scores - logq`` (-inf where not kept), the subtraction, the mask, the loss
+    and its gradient in one compiled loop (:mod:`.blackout_kernel`); CPU, float32. Gradients for l_true and scores."""
+
+    @staticmethod
+    def forward(ctx, l_true, scores, logq, keep):
+        from .blackout_kernel import compiled_loss
+
+        arrays = [t.detach().contiguous().numpy() for t in (l_true, scores, logq)]
+        loss, g_true, g_neg = compiled_loss(*arrays, None if keep is None else keep.contiguous().numpy())
+        ctx.save_for_backward(torch.from_numpy(g_true), torch.from_numpy(g_neg))
+        return torch.from_numpy(loss)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        g_true, g_neg = ctx.saved_tensors
+        return g_true * g, g_neg * g.unsqueeze(1), None, None
+
+
+def blackout_loss_of_scores(l_true: torch.Tensor, scores: torch.Tensor, logq: torch.Tensor,
+                            keep: torch.Tensor | None) -> torch.Tensor:
+    """BlackOut's loss ``[N]`` from ``l_true = a_y - log q(y)`` ``[N]``, the negatives' scores ``[N, S]``, their log q
+    ``[1 or N, S]`` and the kept-mask: the compiled loop on a CPU in float32, :func:`blackout_loss` elsewhere."""
+    tensors = (l_true, scores, logq)
+    if (all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors) and scores.dim() == logq.dim() == 2
+            and logq.shape[0] in (1, scores.shape[0]) and logq.shape[1] == scores.shape[1]
+            and not logq.requires_grad):
+        return CompiledBlackOutLoss.apply(l_true, scores, logq, keep)
+    return blackout_loss(l_true, masked_fill(scores - logq, keep, NEG_INF))
+
+
 def blackout_loss(l_true: torch.Tensor, l_neg: torch.Tensor) -> torch.Tensor:
     """:class:`BlackOutLoss`; half-precision scores (autocast) go through autograd in float32 instead."""
     if l_neg.dtype in (torch.float16, torch.bfloat16):
@@ -179,4 +211,4 @@ class BlackOut(NegativesObjective):
                     "step (0.65x their V = 10k speed)")
 
     def loss(self, true, logq_true, scores, logq, keep):
-        return blackout_loss(true - logq_true, masked_fill(scores - logq, keep, NEG_INF))
+        return blackout_loss_of_scores(true - logq_true, scores, logq, keep)
