@@ -99,9 +99,22 @@ def speed_of(objective: str, threads: int, speed_rows: str) -> float:
     return float(got[-1]["words_per_cpu_s"])
 
 
+class Stopped(Exception):
+    """SIGTERM or SIGINT reached this process (the session's end): faster-rnnlm was stopped, its CPU is in ``cpu_s``."""
+
+    def __init__(self, cpu_s: float = 0.0):
+        super().__init__(cpu_s)
+        self.cpu_s = cpu_s
+
+
+def _on_signal(signum, frame):
+    raise Stopped()
+
+
 def train_watched(cmd: list[str], log: str, threads: int, budget: float, epochs: int) -> dict:
     """Run faster-rnnlm's training, stopped by :func:`should_stop` (checked every 2 s); rc, CPU and peak (wait4),
-    wall, and whether the budget stopped it."""
+    wall, and whether the budget stopped it. A :class:`Stopped` (the signal handler of :func:`main`) stops
+    faster-rnnlm too, and is raised again with the CPU it had spent."""
     import threading
 
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
@@ -127,7 +140,13 @@ def train_watched(cmd: list[str], log: str, threads: int, budget: float, epochs:
                     p.send_signal(signal.SIGTERM)
 
         threading.Thread(target=watch, daemon=True).start()
-        _, status, ru = os.wait4(p.pid, 0)
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        except Stopped:
+            state["done"] = True
+            p.terminate()
+            _, _, ru = os.wait4(p.pid, 0)
+            raise Stopped(round(ru.ru_utime + ru.ru_stime, 1)) from None
         state["done"] = True
         p.returncode = os.waitstatus_to_exitcode(status)
     return {"rc": p.returncode, "stopped_by_budget": state["stopped"], "cpu_at_epoch_ends": [round(c, 1) for c in ends],
@@ -152,7 +171,16 @@ def run_one(objective: str, threads: int, a, binary: str, commit: str) -> dict:
     cmd = [binary, "-rnnlm", model, "-train", train, "-valid", a.valid, "-threads", str(threads), *FLAGS]
     cmd += ["-nce", "20"] if objective == "nce" else []
     log = os.path.join(work, "train.log")
-    tr = train_watched(cmd, log, threads, a.budget, a.epochs)
+    try:
+        tr = train_watched(cmd, log, threads, a.budget, a.epochs)
+    except Stopped as e:
+        with open(log, errors="replace") as f:
+            done = len(epochs_done(f.read()))
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        append_row({"key": f"frnn-budget-discarded/{objective}-{threads}/{stamp}", "objective": objective,
+                    "threads": threads, "discarded_process_cpu_s": e.cpu_s, "epochs_finished": done, "epoch_tokens": tokens,
+                    "why": "stopped by a signal before its budget was spent (faster-rnnlm cannot resume)"}, a.notes)
+        raise
     with open(log, errors="replace") as f:
         text = f.read()
     valid = epochs_done(text)
@@ -228,6 +256,9 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     from .large_vocab_neural import strided_file
 
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _on_signal)
+
     binary, commit = frnn.build(a.src, a.mirror, a.eigen_mirror)
     strided_file(os.path.join(a.data, "valid.txt"), a.valid, VALID_TOKENS)
     strided_file(os.path.join(a.data, "test.txt"), a.test, TEST_TOKENS)
@@ -245,7 +276,12 @@ def main(argv=None) -> None:
             print(f"[frnn-budget] {key}: recorded", file=sys.stderr)
             continue
         print(f"[frnn-budget] {key}: training", file=sys.stderr, flush=True)
-        run_one(objective, int(threads), a, binary, commit)
+        try:
+            run_one(objective, int(threads), a, binary, commit)
+        except Stopped as e:
+            print(f"[frnn-budget] {key}: stopped by a signal after {e.cpu_s:,.0f} CPU s of faster-rnnlm (recorded as "
+                  "discarded); the next start trains it again from the beginning", file=sys.stderr)
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -301,6 +301,27 @@ def test_faster_rnnlm_budget_reads_its_log_and_stops_only_once_the_next_epoch_be
     assert fb.epochs_done("Initial entropy (bits) valid: 18.9\n... valid: -nan  elapsed\n")[0] != 0  # nan kept
 
 
+def test_a_signal_stops_faster_rnnlm_too_and_reports_its_cpu(tmp_path):
+    """The session's end (SIGTERM) must not leave faster-rnnlm running as an orphan: it is stopped, waited for, and
+    its CPU seconds come back with the exception (run_one records them as discarded)."""
+    import signal
+    import threading
+
+    from benchmarks import large_vocab_frnn_budget as fb
+
+    child = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 60: pass"]
+    old = signal.signal(signal.SIGTERM, fb._on_signal)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        timer.start()
+        with pytest.raises(fb.Stopped) as got:
+            fb.train_watched(child, str(tmp_path / "train.log"), 1, budget=7200, epochs=4)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, old)
+    assert 0 < got.value.cpu_s < 30  # the busy child's CPU, and it was stopped long before its minute
+
+
 def test_the_page_shows_faster_rnnlm_under_the_budget_beside_our_row():
     from benchmarks import large_vocab_frnn_budget as fb
 
