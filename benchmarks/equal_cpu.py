@@ -449,9 +449,11 @@ def figure(data: dict):
     return fig
 
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> dict:
-    """Train the rows not yet in the records (``train=False``: the page from the records alone)."""
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    """Train the rows not yet in the records, or only those ``only`` names (the lr grid's row keys: ``css-is``,
+    ``blackout``, ``transformer``, ...); ``train=False``: the page from the records alone."""
     grid = lr_grid.rows(quick)
+    lmruns.check_only(only, [r.key for r in grid])
     own = quick or data_dir is not None
     grid_path = os.path.join(out_dir, lr_grid.NAME + ".jsonl") if own else lr_grid.RECORDS
     path = os.path.join(out_dir, NAME + ".jsonl") if own else RECORDS
@@ -473,6 +475,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True) -> 
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs.append((t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]))
+        jobs = [j for j in jobs if only is None or j[0]["row"].key in only]
         waiting = []
         for e, what, done, fn, budget in jobs:
             if not e["settled"]:  # its run would be thrown away if the grid moved its rate

@@ -170,3 +170,11 @@ def test_the_transformer_spends_its_own_three_hours_at_its_chosen_rate_with_a_co
     over = {**rec, "cpu_s": 12_000.0, "best_valid": 90.0}  # past 1.05x the budget: shown, not chosen
     assert equal_cpu.summarise(grid, grid_recs, [over])["transformer"]["chosen"] == "grid_cell"
     equal_cpu.figure(data)
+
+
+def test_only_names_rows_of_the_lr_grid(tmp_path):
+    from sampledlm.errors import UserError
+
+    with pytest.raises(UserError, match="no run named gru-nce"):
+        equal_cpu.run(quick=False, data_dir=None, out_dir=str(tmp_path), only={"gru-nce"})
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
