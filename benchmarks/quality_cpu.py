@@ -450,24 +450,27 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
     return "\n".join(lines)
 
 
+def seed_replicates(rows: list[dict], o: str) -> dict[int, float]:
+    """Seed -> test perplexity of objective ``o``'s runs among the page's ``rows`` trained as its seed-1 row was (the
+    same recorded settings: a replicate of an earlier default, carried from an earlier page, is left out)."""
+    by_name = {r["name"]: r for r in rows}
+    first = by_name.get("gru softmax" if o == "softmax" else f"gru {o}")
+    if first is None:
+        return {}
+    out = {1: first["test_ppl"]}
+    for seed in SEEDS:
+        r = by_name.get(f"gru {seed_run(o, seed)}")
+        if r is not None and r.get("recorded") == first.get("recorded"):
+            out[seed] = r["test_ppl"]
+    return out
+
+
 def render_seeds(rows: list[dict]) -> list[str]:
     """The seed replicates: each objective's test perplexity at seeds 1 (the main table's row) and :data:`SEEDS`,
     their mean and sample standard deviation, and the target judged on the means (and, paired, seed by seed: the
     same seed gives the softmax and the objective the same batch order)."""
-    by_name = {r["name"]: r for r in rows}
-
     def replicates(o: str) -> dict[int, float]:
-        """Seed -> test perplexity of ``o``'s runs trained as its seed-1 row was (the same recorded settings: a
-        replicate of an earlier default, carried from an earlier page, is left out)."""
-        first = by_name.get("gru softmax" if o == "softmax" else f"gru {o}")
-        if first is None:
-            return {}
-        out = {1: first["test_ppl"]}
-        for seed in SEEDS:
-            r = by_name.get(f"gru {seed_run(o, seed)}")
-            if r is not None and r.get("recorded") == first.get("recorded"):
-                out[seed] = r["test_ppl"]
-        return out
+        return seed_replicates(rows, o)
 
     soft = replicates("softmax")
     seeds = (1, *SEEDS)

@@ -178,3 +178,26 @@ def test_only_names_rows_of_the_lr_grid(tmp_path):
     with pytest.raises(UserError, match="no run named gru-nce"):
         equal_cpu.run(quick=False, data_dir=None, out_dir=str(tmp_path), only={"gru-nce"})
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_a_row_missing_on_one_seed_is_judged_again_on_the_quality_pages_seed_means():
+    def q(name, ppl, lr=0.008):
+        return {"name": name, "test_ppl": ppl, "recorded": {"lr": lr}}
+
+    quality = [q("gru softmax", 92.0, 0.004), q("gru softmax-seed2", 92.8, 0.004), q("gru softmax-seed3", 92.3, 0.004),
+               q("gru class", 92.3), q("gru class-seed2", 92.0), q("gru class-seed3", 92.4),
+               q("gru hsm", 95.3), q("gru hsm-seed2", 94.0, 0.002)]  # hsm's replicate: other settings
+
+    def row(name, test, chosen="equal_epochs"):
+        return {"name": name, "chosen": chosen, "vs_softmax": test / 92.0 - 1, "equal_epochs": {"test_ppl": test}}
+
+    data = {"rows": [row("gru class", 92.3), row("gru hsm", 95.3), row("gru nce", 89.6, chosen="wide"),
+                     row("gru is", 93.0)]}  # is: the quality page has no replicate of it
+    got = equal_cpu.seed_means(data, quality)
+    assert [r["name"] for r in got] == ["gru class"]
+    assert got[0]["mean"] == pytest.approx(92.2333, abs=1e-3)
+    assert got[0]["softmax_mean"] == pytest.approx(92.3667, abs=1e-3)
+    text = "\n".join(equal_cpu.render_seed_means(got))
+    assert "gru class: seeds 92.30, 92.00, 92.40, mean 92.23 against the softmax's 92.37: -0.1 %, **met**" in text
+    # a quality row whose seed 1 is not the grid's cell (another test perplexity) is not this training
+    assert equal_cpu.seed_means({"rows": [row("gru class", 92.5)]}, quality) == []
