@@ -367,6 +367,34 @@ def _pct(v) -> str:
     return "—" if v is None else f"{100 * v:+.1f} %"
 
 
+#: the softmax GRU's tries on its own settings, as NCE's samples had three: quality-cpu runs (name, what it changes)
+SOFTMAX_TRIES = (("softmax-notie", "untied"), ("softmax-drop0.15", "dropout 0.15"),
+                 ("softmax-drop0.35", "dropout 0.35"))
+QUALITY_PAGE = os.path.join(REPO_DIR, "docs", "results", "quality-cpu.json")
+
+
+def softmax_tries_text(page: str = QUALITY_PAGE) -> str:
+    """What the quality page's runs of the softmax GRU at other settings of its own gave (at its chosen rate), or
+    that they have not yet run."""
+    try:
+        with open(page, encoding="utf-8") as f:
+            rows = {r["name"]: r for r in json.load(f)["data"]["rows"]}
+    except (OSError, ValueError, KeyError):
+        rows = {}
+    done = [(what, rows[f"gru {name}"]) for name, what in SOFTMAX_TRIES if f"gru {name}" in rows]
+    todo = [what for name, what in SOFTMAX_TRIES if f"gru {name}" not in rows]
+    if not done:
+        return ("The softmax GRU's own settings (dropout, tying) get as many tries as NCE's samples had (three: "
+                f"{', '.join(todo)}, at its chosen rate, on the quality page); none has finished yet.")
+    default = rows.get("gru softmax", {}).get("test_ppl")
+    text = ("The softmax GRU's own settings get as many tries as NCE's samples had, at its chosen rate on the quality "
+            "page (docs/results/quality-cpu.md), against its default (tied, dropout 0.25"
+            + (f": {default:.2f}" if default else "") + "): "
+            + ", ".join(f"{what} {r['test_ppl']:.2f}" for what, r in done) + " (test)")
+    text += f"; not yet finished: {', '.join(todo)}." if todo else "."
+    return text
+
+
 def render(data: dict, records_path: str, quick: bool) -> str:
     rows_ = data["rows"]
     rates = sorted({c["lr"] for x in rows_ for c in x["cells"]} | {lr for x in rows_ for lr in x["base_rates"]}
@@ -417,8 +445,8 @@ def render(data: dict, records_path: str, quick: bool) -> str:
         "cell and is kept in the records, but it chose nothing and is not shown for the other rates). The gaps are "
         "test perplexities against the softmax GRU at its own chosen rate (the tuned softmax), at equal epochs.", "",
         "Only the rate is tuned here. The objectives' other settings (samples, sample mode, head size, classes, "
-        "components, arity) are their defaults, which earlier notes chose for each (benchmarks/notes); the softmax "
-        "GRU's own settings (dropout, tying, embedding size) were not given the same number of tries on this page.",
+        "components, arity) are their defaults, which earlier notes chose for each (benchmarks/notes). "
+        + ("" if quick else softmax_tries_text()),
         "",
         f"Records: `{records_path}`, one line per finished cell (the flags, commit, date, machine, per-epoch "
         "validation perplexity and CPU seconds, test perplexity); a new start skips the cells it holds and this page "

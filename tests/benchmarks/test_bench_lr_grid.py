@@ -161,3 +161,12 @@ def test_a_default_run_of_an_earlier_default_rate_is_not_taken_as_a_cell(tmp_pat
     (tmp_path / "config.json").write_text(json.dumps({"train": {"lr": 0.004}}))
     assert lmruns.trained_lr(str(tmp_path)) == 0.004 != lr_grid.norm(0.008)
     assert lmruns.trained_lr(str(tmp_path / "absent")) is None
+
+
+def test_the_page_says_what_the_softmaxs_tries_on_its_own_settings_gave(tmp_path):
+    page = tmp_path / "quality-cpu.json"
+    rows = [{"name": "gru softmax", "test_ppl": 92.01}, {"name": "gru softmax-notie", "test_ppl": 99.12}]
+    page.write_text(json.dumps({"data": {"rows": rows}}))
+    text = lr_grid.softmax_tries_text(str(page))
+    assert "(tied, dropout 0.25: 92.01): untied 99.12 (test); not yet finished: dropout 0.15, dropout 0.35." in text
+    assert "none has finished yet" in lr_grid.softmax_tries_text(str(tmp_path / "missing.json"))
