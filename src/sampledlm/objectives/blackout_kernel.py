@@ -1,4 +1,4 @@
-"""The compiled loop of BlackOut's loss (numba): the loss and its gradient in three passes over each example's
+"""The compiled loop of BlackOut's loss (numba): the loss and its gradient in four passes over each example's
 scores, in a module of its own so that numba is imported only when BlackOut trains on the CPU.
 
 The torch form (:class:`sampledlm.objectives.nce.BlackOutLoss`) makes about fifteen passes over the ``[N, S]``
@@ -14,7 +14,6 @@ import numba
 import numpy as np
 
 CAP = -1e-7  # x = l_d - log Z is capped here, as :func:`sampledlm.objectives.nce.log1mexp` caps it
-LOG_HALF = -math.log(2.0)
 
 
 @numba.njit(inline="always")
