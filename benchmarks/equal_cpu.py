@@ -14,6 +14,9 @@ Protocol, from the lr-grid records alone (:mod:`.lr_grid`, ``benchmarks/notes/lr
   scaled by the largest factor in :data:`WIDEN` whose CPU seconds fit the budget, measured by two short probes
   (``--max-steps``; their difference gives the CPU seconds a step, their remainder the validation's), at its own
   chosen rate (not tuned again for the width);
+- a wider run that **diverges** (its last validation perplexity above :data:`DIVERGED` times its best, as CSS-IS's
+  did at h 512 and 0.008) is trained once more at half its rate, the same width: a wider trunk can need a lower rate,
+  and a blown-up run says nothing about the width; the page shows both runs;
 - of the row's candidates that fit the budget (its grid cell at the default epochs, the longer run, the wider
   run), the one with the lowest validation perplexity is **chosen**, and its test perplexity (best validation
   epoch, measured once) is the row's figure. The CPU seconds each run took are reported beside the budget; a run
@@ -51,6 +54,7 @@ NAME = "equal-cpu"
 RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "equal-cpu.jsonl")
 OVER_BUDGET = 1.05  # a run above this share of the budget is flagged and not chosen
 WIDEN = (1.5, 2.0, 3.0)  # trunk widths tried (hidden and embedding), times the row's own; the widest that fits wins
+DIVERGED = 10.0  # a run whose last validation perplexity is above this many times its best blew up
 PROBE_STEPS = (20, 80)  # the two short runs that measure a wider trunk's CPU seconds a step
 TRANSFORMER_BUDGET_S = 3 * 3600.0  # issue 55: the Transformer at or below the tuned softmax GRU within 3 CPU-hours
 
@@ -122,12 +126,33 @@ def record_of(entry: dict, records: list[dict]) -> dict | None:
     return found[-1] if found else None
 
 
-def wide_record_of(entry: dict, records: list[dict]) -> dict | None:
-    """The latest record of the row's wider run (or of its probes finding that no width fits) at its rate."""
+def wide_records(entry: dict, records: list[dict]) -> list[dict]:
+    """The records of the row's wider runs (or of its probes finding that no width fits) at its rate, oldest first
+    (a retry at half the rate is recorded under the row's rate, with ``run_lr`` the rate it trained at)."""
     want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
-    found = [rec for rec in records if rec.get("kind") == "wide"
-             and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+    return [rec for rec in records if rec.get("kind") == "wide"
+            and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+
+
+def wide_record_of(entry: dict, records: list[dict]) -> dict | None:
+    """The latest record of the row's wider run at its rate: the retry where the first run diverged."""
+    found = wide_records(entry, records)
     return found[-1] if found else None
+
+
+def diverged(rec: dict) -> bool:
+    """Whether a run blew up: its last validation perplexity above :data:`DIVERGED` times its best, or not finite."""
+    curve = [m["valid_ppl"] for m in rec.get("epochs", [])]
+    return bool(curve) and (not all(map(math.isfinite, curve)) or curve[-1] > DIVERGED * min(curve))
+
+
+def wide_done(entry: dict, records: list[dict]) -> dict | None:
+    """The wider run's finished record, or None while it has still to train: never run, or run once and diverged
+    (its retry at half the rate, :func:`train_wide`, has not run yet)."""
+    rec = wide_record_of(entry, records)
+    if rec is None or (diverged(rec) and "run_lr" not in rec):
+        return None
+    return rec
 
 
 # --- the wider trunk ------------------------------------------------------------------------------------------------
@@ -165,10 +190,11 @@ def widths(row: lr_grid.Row) -> list[tuple[int, int]]:
     return [(8 * max(1, round(h * f / 8)), 8 * max(1, round(d * f / 8))) for f in WIDEN]
 
 
-def wide_flags(entry: dict, width: tuple[int, int]) -> tuple[str, ...]:
+def wide_flags(entry: dict, width: tuple[int, int], lr: float | None = None) -> tuple[str, ...]:
+    """The row's flags on the wider trunk at ``lr`` (default: the row's chosen rate)."""
     h, d = width
     return (*_without(entry["row"].flags, {"--hidden", "-d", "--embed-dim"}), "--hidden", str(h), "--embed-dim", str(d),
-            "--lr", lr_grid.fmt(entry["lr"]))
+            "--lr", lr_grid.fmt(entry["lr"] if lr is None else lr))
 
 
 def probe(st: lmruns.Setting, entry: dict, width: tuple[int, int], tokens: int) -> dict:
@@ -216,9 +242,10 @@ def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> 
     return _record(st, entry, run, budget_s, tokens, {"epochs_planned": entry["epochs"]})
 
 
-def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> dict:
+def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, records: list[dict] | None = None) -> dict:
     """Probe the wider trunks, train the widest that fits at the row's default epochs and return its record (one
-    saying that none fits when even the narrowest would not)."""
+    saying that none fits when even the narrowest would not); where ``records`` hold that run diverged, train the
+    same width again at half the rate (recorded with ``run_lr``)."""
     row = entry["row"]
     cache = os.path.join(st.work, f"eq-width-{row.key}-{lr_grid.fmt(entry['lr'])}-{row.version or 'v0'}.json")
     if os.path.exists(cache):  # a resumed run keeps the width its probes chose
@@ -232,7 +259,13 @@ def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) ->
         return {"row": row.name, "lr": entry["lr"], "version": row.version, "budget_cpu_s": budget_s,
                 "none_fits": True, **extra}
     width = (found["hidden"], found["embed"])
-    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-h{width[0]}", wide_flags(entry, width),
+    before = wide_record_of(entry, records or [])
+    if before is not None and not before.get("none_fits") and diverged(before):
+        lr = entry["lr"] / 2
+        extra["run_lr"] = lr
+        click.echo(f"  its wider run at {lr_grid.fmt(entry['lr'])} diverged: again at {lr_grid.fmt(lr)}", err=True)
+    lr = extra.get("run_lr", entry["lr"])
+    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(lr)}-h{width[0]}", wide_flags(entry, width, lr),
                      version=row.version)
     return _record(st, entry, run, budget_s, tokens, {**extra, "hidden": width[0], "embed": width[1]})
 
@@ -269,7 +302,10 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
              "wide": None if wide is None else (
                  {"none_fits": True, "probes": wide.get("probes", [])} if wide.get("none_fits") else
                  {**_candidate(wide), "hidden": wide["hidden"], "embed": wide["embed"],
-                  "epochs": wide.get("epochs_planned"), "probes": wide.get("probes", [])})}
+                  "epochs": wide.get("epochs_planned"), "probes": wide.get("probes", []),
+                  "run_lr": wide.get("run_lr"), "blew_up": diverged(wide),
+                  "diverged": [{**_candidate(r), "lr": r.get("run_lr", r["lr"])} for r in wide_records(e, records)
+                               if r is not wide and not r.get("none_fits") and diverged(r)]})}
         x["chosen"] = choose(x, budget)
         rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
@@ -398,7 +434,8 @@ def render(data: dict) -> str:
              "never fewer than its default epochs), the cosine decay spread over them;",
              f"- **wider**: its default epochs on a trunk whose hidden state and embedding are both scaled by the "
              f"largest of {', '.join(f'{f:g}x' for f in WIDEN)} that fits the budget, as two short probes "
-             f"({' and '.join(str(n) for n in PROBE_STEPS)} steps) measure it.", "",
+             f"({' and '.join(str(n) for n in PROBE_STEPS)} steps) measure it; a wider run that diverges (its last "
+             f"validation above {DIVERGED:g}x its best) is trained once more at half its rate, the same width.", "",
              f"Of its candidates that fit (these two and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
@@ -417,7 +454,11 @@ def render(data: dict) -> str:
                      _cell_text(x["equal_epochs"], budget, "—") + f" [{x['equal_epochs']['epochs']} ep]",
                      _cell_text(x["run"], budget, pending) + f" [{x['epochs']} ep]",
                      _cell_text(w, budget, pending) + ("" if not w or w.get("none_fits")
-                                                        else f" [h {w['hidden']}, d {w['embed']}]"),
+                                                        else f" [h {w['hidden']}, d {w['embed']}"
+                                                        + (f", lr {lr_grid.fmt(w['run_lr'])}]" if w.get("run_lr")
+                                                           else "]")
+                                                        + ("; diverged, again at half the rate: not yet run"
+                                                           if w.get("blew_up") and not w.get("run_lr") else "")),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")])
@@ -429,6 +470,13 @@ def render(data: dict) -> str:
               "", f"Records: `benchmarks/notes/{NAME}.jsonl` (one line per finished run: flags, commit, date, "
               "machine, per-epoch validation perplexity and CPU seconds; a wider run's probes and their "
               "estimates)."]
+    retried = [(x, d) for x in data["rows"] for d in (x["wide"] or {}).get("diverged", [])]
+    if retried:
+        lines += ["", f"**Wider runs that diverged** (last validation above {DIVERGED:g}x the best) and were trained "
+                  "again at half the rate, the same width (the table's wider column is the retry):", ""]
+        lines += [f"- {x['name']} at {lr_grid.fmt(d['lr'])}: best validation {_p(d['best_valid'])} (epoch "
+                  f"{d['best_epoch']}), then blew up ({_p(d['curve'][-1]['valid_ppl']) if d['curve'] else '—'} at "
+                  f"the end; {d['cpu_s']:,.0f} CPU s)." for x, d in retried]
     lines += render_seed_means(data.get("seed_means", []))
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
@@ -511,7 +559,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         # the rows best at the default epochs first: their runs say most about the target
         entries.sort(key=lambda e: lr_grid.valid_of(e["cell"]))
         jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries
-                for what, done, fn in (("longer", record_of, train_row), ("wider", wide_record_of, train_wide))]
+                for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs.append((t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]))
@@ -526,7 +574,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                 click.echo(f"[equal-cpu] {e['row'].name} {what}, --lr {lr_grid.fmt(e['lr'])} "
                            f"(budget {budget:,.0f} CPU s)", err=True)
                 try:
-                    lr_grid.append_record(path, fn(st, e, budget, tokens))
+                    done_before = lr_grid.load_records(path)
+                    rec = fn(st, e, budget, tokens, done_before) if fn is train_wide else fn(st, e, budget, tokens)
+                    lr_grid.append_record(path, rec)
                 except UserError as err:
                     click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))

@@ -201,3 +201,41 @@ def test_a_row_missing_on_one_seed_is_judged_again_on_the_quality_pages_seed_mea
     assert "gru class: seeds 92.30, 92.00, 92.40, mean 92.23 against the softmax's 92.37: -0.1 %, **met**" in text
     # a quality row whose seed 1 is not the grid's cell (another test perplexity) is not this training
     assert equal_cpu.seed_means({"rows": [row("gru class", 92.5)]}, quality) == []
+
+
+def test_a_wider_run_that_diverged_is_trained_again_at_half_its_rate(tmp_path, monkeypatch):
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = _nce_entry(grid, grid_recs)
+    curve = [187.3, 9.3e13, 2.1e11, 2.2e6]
+    blown = {"row": "gru nce", "lr": 0.008, "version": nce["row"].version, "kind": "wide", "hidden": 512,
+             "embed": 400, "epochs_planned": 8, "flags": "x", "best_valid": 187.3, "best_epoch": 1,
+             "cpu_s": 1300.0, "test_ppl": 176.2,
+             "epochs": [{"epoch": i + 1, "valid_ppl": v, "cpu_s": 160.0 * (i + 1)} for i, v in enumerate(curve)]}
+    calm = {**blown, "epochs": [{"epoch": i + 1, "valid_ppl": 120.0 - i, "cpu_s": 160.0 * (i + 1)} for i in range(4)]}
+    assert equal_cpu.diverged(blown) and not equal_cpu.diverged(calm)
+    # a diverged wider run is not done: its retry waits; a calm one, or the retry itself, is
+    assert equal_cpu.wide_done(nce, [blown]) is None
+    assert equal_cpu.wide_done(nce, [calm]) is calm
+    retry = {**blown, "run_lr": 0.004, "best_valid": 95.0, "test_ppl": 90.0, "cpu_s": 1310.0,
+             "epochs": [{"epoch": i + 1, "valid_ppl": 100.0 - i, "cpu_s": 160.0 * (i + 1)} for i in range(4)]}
+    assert equal_cpu.wide_done(nce, [blown, retry]) is retry
+    # the retry trains the width its probes chose, at half the row's rate
+    (tmp_path / "work").mkdir()
+    st = type("St", (), {"work": str(tmp_path / "work"), "files": {}, "label": "PTB"})()
+    from sampledlm.store import write_json
+    # the width its probes chose, as a resumed run finds it
+    write_json(str(tmp_path / "work" / f"eq-width-{nce['row'].key}-0.008-{nce['row'].version or 'v0'}.json"),
+               [{"hidden": 512, "embed": 400, "epoch_cpu_s": 160.0}, []])
+    seen = {}
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, t, extra: seen.update(
+        name=run.name, options=run.options, extra=extra) or {})
+    equal_cpu.train_wide(st, nce, 1760.0, 929589, [blown])
+    assert seen["extra"]["run_lr"] == 0.004 and seen["name"].startswith("eq-nce-0.004-h512")
+    assert seen["options"][-2:] == ("--lr", "0.004")
+    equal_cpu.train_wide(st, nce, 1760.0, 929589, [calm])
+    assert "run_lr" not in seen["extra"] and seen["options"][-2:] == ("--lr", "0.008")
+    # the page shows the retry in the wider column and the blown-up run below the table
+    page = equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [blown, retry]))
+    assert "[h 512, d 400, lr 0.004]" in page and "Wider runs that diverged" in page
+    assert "gru nce at 0.008: best validation 187.30 (epoch 1)" in page
