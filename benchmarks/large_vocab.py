@@ -717,13 +717,20 @@ def _quiet() -> bool:
 
 def _pairs() -> list[tuple[str, int, dict, dict]]:
     """(objective, threads, ours, theirs) for each measured pair (ours' binary tree against their HS)."""
-    got = {(r["tool"], r["objective"], r["threads"]): r for r in _faster_rnnlm_rows() if r.get("rc") == 0}
+    got = _latest(r for r in _faster_rnnlm_rows() if r.get("rc") == 0)
+    kinds = [(name, ours, theirs) for name, ours, theirs in (
+        ("NCE", "nce", "nce"), ("binary Huffman tree", "hsm2", "hs"), ("NCE on its model", "ncefr", "nce"),
+        ("binary tree on its model", "hsm2fr", "hs"), ("NCE-20 per position on its model", "nce20fr", "nce"))]
+    kinds += [(name + ", bf16", ours + "bf16", theirs) for name, ours, theirs in kinds]
     return [(name, t, got[("sampledlm", ours, t)], got[("faster-rnnlm", theirs, t)])
-            for name, ours, theirs in (("NCE", "nce", "nce"), ("binary Huffman tree", "hsm2", "hs"),
-                                       ("NCE on its model", "ncefr", "nce"),
-                                       ("binary tree on its model", "hsm2fr", "hs"),
-                                       ("NCE-20 per position on its model", "nce20fr", "nce"))
+            for name, ours, theirs in kinds
             for t in (1, 2) if ("sampledlm", ours, t) in got and ("faster-rnnlm", theirs, t) in got]
+
+
+def _latest(rows) -> dict[tuple, dict]:
+    """(tool, objective, threads) -> its latest row: a later round (the tools alternated again) replaces an
+    earlier one, so that every ratio pairs rows of one round."""
+    return {(r["tool"], r["objective"], r["threads"]): r for r in rows}
 
 
 def faster_rnnlm_target(rows: dict | None = None) -> str:
@@ -750,13 +757,19 @@ def faster_rnnlm_lines() -> list[str]:
            "`benchmarks/notes/faster-rnnlm-wiki.md`). faster-rnnlm: its GRU-256, `-nce 20` or its binary Huffman tree "
            "(HS); ours: the default GRU with NCE, and `--objective hsm --word-classes none --arity 2 --components 1` "
            "(a binary Huffman tree); *fr*: ours on faster-rnnlm's own model (`-d 256 --no-input-weights`, about half the "
-           "arithmetic a word of our default GRU). Words per CPU second of the training loop (faster-rnnlm's: its process less a "
+           "arithmetic a word of our default GRU); *bf16*: the same row with `--precision bf16` (its products in bfloat16 "
+           "under autocast, weights, updates and loss in float32; on PTB the GRU NCE row scores the same with it, "
+           "docs/results/quality-cpu.md). Words per CPU second of the training loop (faster-rnnlm's: its process less a "
            "control run on one line, so about +-10 %); the tools alternated, "
            + ("one at a time with every other job on the machine stopped (SIGSTOP; "
               "`benchmarks/notes/faster-rnnlm-wiki-quiet.jsonl`)." if _quiet() else "at nice 10, beside other jobs."),
            "",
-           "| tool | output | threads | words / CPU s | words / wall s | peak MB | note |", "|---|---|---|---|---|---|---|"]
+           "| tool | output | threads | words / CPU s | words / wall s | peak MB | measured | note |",
+           "|---|---|---|---|---|---|---|---|"]
+    latest = _latest(rows)
     for r in rows:
+        if latest.get((r["tool"], r["objective"], r["threads"])) is not r:
+            continue  # measured again in a later round
         if r.get("rc") == 0:
             note = ""
         elif r.get("partial"):
@@ -764,7 +777,8 @@ def faster_rnnlm_lines() -> list[str]:
         else:
             note = f"failed (exit {r['rc']}): see the note"
         out.append(f"| {r['tool']} | {r['objective']} | {r['threads']} | {_fmt(r.get('words_per_cpu_s'), 0)} | "
-                   f"{_fmt(r.get('words_per_wall_s'), 0)} | {_fmt(r.get('peak_mb'), 0)} | {note} |")
+                   f"{_fmt(r.get('words_per_wall_s'), 0)} | {_fmt(r.get('peak_mb'), 0)} | {r.get('date', '—')} | "
+                   f"{note} |")
     out += ["", _faster_rnnlm_reading() if _quiet() else "", "",
             "Why the gap: with each process on a core of its own, on the Intel machine of the other rows, our training "
             "loop on faster-rnnlm's model was 0.90x faster-rnnlm's on PTB (28,400 against 31,400 words per CPU second, "
@@ -780,7 +794,7 @@ def faster_rnnlm_lines() -> list[str]:
 
 def _faster_rnnlm_reading() -> str:
     """The quiet rows in one paragraph: the ratios at 1 and 2 threads, and what the second thread gives each."""
-    got = {(r["tool"], r["objective"], r["threads"]): r for r in _faster_rnnlm_rows() if r.get("rc") == 0}
+    got = _latest(r for r in _faster_rnnlm_rows() if r.get("rc") == 0)
     parts = [f"{name} {t}: {o['words_per_cpu_s'] / th['words_per_cpu_s']:.2f}x" for name, t, o, th in _pairs()]
     gains = []
     for tool, obj in (("faster-rnnlm", "nce"), ("sampledlm", "nce"), ("faster-rnnlm", "hs"), ("sampledlm", "hsm2")):

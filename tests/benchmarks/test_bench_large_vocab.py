@@ -380,3 +380,22 @@ def test_the_mixture_follows_the_best_finished_row(tmp_path, monkeypatch):
     mix = ln.read_rows(notes)["neural-interp"]
     assert mixed == ["is-run"] and mix["row"] == "is" and mix["ppl"] == 80.0 and mix["neural_ppl"] == 144.0
     assert ln.interp_step("data", str(tmp_path), notes, files) is False and mixed == ["is-run"]
+
+
+def test_faster_rnnlm_speed_ratios_pair_the_latest_round_of_each_side(tmp_path, monkeypatch):
+    def row(tool, obj, threads, wps, date):
+        return {"tool": tool, "objective": obj, "threads": threads, "rc": 0, "words_per_cpu_s": wps,
+                "words_per_wall_s": wps, "peak_mb": 1000, "date": date}
+
+    rows = [row("faster-rnnlm", "nce", 1, 38000, "2026-11-29 16:13 UTC"), row("sampledlm", "nce", 1, 16000, "d1"),
+            row("faster-rnnlm", "nce", 1, 36000, "2026-11-30 00:01 UTC"), row("sampledlm", "nce", 1, 18000, "d2"),
+            row("sampledlm", "ncebf16", 1, 27000, "d2")]
+    path = tmp_path / "quiet.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(lv, "FASTER_RNNLM_QUIET", str(path))
+    got = {(name, t): o["words_per_cpu_s"] / th["words_per_cpu_s"] for name, t, o, th in lv._pairs()}
+    assert got == {("NCE", 1): 0.5, ("NCE, bf16", 1): 0.75}
+    text = "\n".join(lv.faster_rnnlm_lines())
+    # each (tool, output, threads) once: the earlier round's rows give way to the later's
+    assert text.count("| faster-rnnlm | nce | 1 |") == 1 and "36,000" in text and "38,000" not in text
+    assert "| sampledlm | ncebf16 | 1 | 27,000 |" in text and "NCE, bf16 1: 0.75x" in text
