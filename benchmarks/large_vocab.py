@@ -673,7 +673,11 @@ def targets(rows: dict) -> list[str]:
                    "one thread, the process's CPU time scaled to 250k tokens: " + "; ".join(parts)
                    + " (bf16: the sum's products in bfloat16, mean ln P error "
                    + (f"{rows['normaliser/full']['modes']['blocks bf16']['mean_err']:.0e}" if "normaliser/full" in rows
-                      else "see below") + ").")
+                      else "see below") + ")"
+                   + ("; fp32 misses because the block products alone run near a core's float32 peak, measured "
+                      "in benchmarks/notes/large-vocab-findings.md (2026-11-29, sixth session)"
+                      if any(p == "fp32" and w["process"]["cpu_s"] * 250_000 / w["tokens"] / 60 > 10
+                             for p, w in whole) else "") + ".")
     elif "normaliser/full" in rows:
         n = rows["normaliser/full"]
         parts = [f"{mode} {m:.1f} CPU-minutes: {'met' if m <= 10 else '**missed**'}"
