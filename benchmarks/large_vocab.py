@@ -547,6 +547,9 @@ def speed_section(rows: dict) -> tuple[str, list[str]]:
     from . import large_vocab_frnn_budget
 
     lines += large_vocab_frnn_budget.section(rows)
+    from . import large_vocab_gpu
+
+    lines += large_vocab_gpu.section(rows)
     if "normaliser/full" not in rows:
         missing.append("The normaliser's three ways and the whole test text in float32 and bfloat16: `python -m "
                        "benchmarks.large_vocab normaliser --data DATA --work WORK`")

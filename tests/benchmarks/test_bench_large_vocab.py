@@ -399,3 +399,34 @@ def test_faster_rnnlm_speed_ratios_pair_the_latest_round_of_each_side(tmp_path, 
     # each (tool, output, threads) once: the earlier round's rows give way to the later's
     assert text.count("| faster-rnnlm | nce | 1 |") == 1 and "36,000" in text and "38,000" not in text
     assert "| sampledlm | ncebf16 | 1 | 27,000 |" in text and "NCE, bf16 1: 0.75x" in text
+
+
+def test_gpu_rows_are_read_from_a_device_calls_output_and_shown_against_the_softmax(tmp_path):
+    from benchmarks import large_vocab_gpu as gpu
+
+    def run(name, model, obj, lr, valid, test):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({"model": {"type": model}, "objective": {"name": obj, "options": {}},
+                                                   "train": {"lr": lr}}))
+        (d / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "step": 90, "valid_ppl": valid, "tokens_per_s": 9.0,
+                                                     "wall_s": 300.0}) + "\n")
+        (tmp_path / f"{name}.eval.json").write_text(json.dumps({"ppl": test, "predictions": 50, "seconds_score": 1.0}))
+        (tmp_path / f"{name}.log").write_text("done\nTRAIN_RC=0 wall=310\nEVAL_RC=0 wall=320\n")
+
+    run("g-softmax", "gru", "softmax", 0.004, 330.0, 270.0)
+    run("g-is", "gru", "is", 0.004, 310.0, 243.0)
+    run("g-nce", "gru", "nce", 0.004, 340.0, 297.0)
+    (tmp_path / "g-class.log").write_text("--word-classes auto: the training text's words go into 1393 classes by "
+                                          "the exchange algorithm\nTRAIN_RC=124 wall=470\n")
+    notes = tmp_path / "lv.jsonl"
+    rows = gpu.ingest(str(tmp_path), "2026-11-29 22:13 UTC", "abc1234", "a GPU machine", 6000, str(notes))
+    assert {r["key"] for r in rows} == {"gpu/g-softmax", "gpu/g-is", "gpu/g-nce", "gpu/g-class"}
+    got = {r["key"]: r for r in map(json.loads, notes.read_text().splitlines())}
+    assert got["gpu/g-class"]["train_rc"] == 124 and "1393 word classes" in got["gpu/g-class"]["why"]
+    assert got["gpu/g-is"]["test"]["ppl"] == 243.0 and got["gpu/g-is"]["machine"] == "a GPU machine"
+    text = "\n".join(gpu.section(got))
+    assert "| GRU, IS | 0.004 | 310.00 | **243.00** | -10.0 % | 300 |" in text
+    assert "| GRU, NCE | 0.004 | 340.00 | **297.00** | +10.0 % | 300 |" in text
+    assert "softmax GRU scores 270.00; IS below it; NCE above" in text
+    assert gpu.section({}) == []

@@ -1,0 +1,134 @@
+"""Issue 56, deliverable 7: the large-vocabulary rows on a lent GPU, and their section of the page.
+
+    bash benchmarks/notes/gpu-wiki.sh                  (on the device machine: what it runs, how to prepare it)
+    python -m benchmarks.large_vocab_gpu ingest DIR --date "2026-11-29 22:13 UTC" --commit 6c7d516 --machine "..."
+
+A device call is at most ten minutes and a session's device time fifteen, so the rows there are not the CPU rows'
+budget: every row trains **one full epoch over the same prefix** of the training text (whole lines, about 5.9M
+tokens), V = 485k, all at once on the one GPU, each at its objective's defaults (``--device cuda --threads 1
+--epochs 1`` and nothing else: no rate race, which would need several epochs a rate), and is then scored exactly,
+normalised over all V words, on the whole test text. That makes them a comparison **at equal training data**,
+the softmax included (out of reach on one CPU thread at this V, affordable on the GPU). Their speeds are not
+compared: the processes shared the GPU by time slices (its utilisation 98 % a minute in), so each ran at about the
+same tokens a second whatever its own cost.
+
+``ingest`` reads a call's output (``RUN/metrics.jsonl`` and ``config.json``, ``NAME.eval.json``, ``NAME.log``; as
+``gpu-wiki.sh`` leaves them under ``/tmp/q`` and packs them) and appends one ``gpu/NAME`` row each to
+``benchmarks/notes/large-vocab.jsonl``, with the date, commit and machine given (the device's, not this one's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+
+from .large_vocab_record import NOTES
+
+LABELS = {"softmax": "GRU, softmax", "nce": "GRU, NCE", "is": "GRU, IS", "css-is": "GRU, CSS-IS",
+          "blackout": "GRU, BlackOut", "adaptive": "GRU, adaptive", "class": "GRU, class", "hsm": "GRU, hsm"}
+
+
+def read_run(d: str, name: str) -> dict:
+    """One row of a device call's output folder ``d``: its training's last epoch, its test evaluation, and how
+    its training ended (``TRAIN_RC``: 124 when the call's time ran out)."""
+    log = open(os.path.join(d, f"{name}.log"), encoding="utf-8", errors="replace").read()
+    rc = re.findall(r"TRAIN_RC=(\d+) wall=(\d+)", log)
+    row = {"key": f"gpu/{name}", "name": name, "train_rc": int(rc[-1][0]) if rc else None,
+           "train_wall_s": int(rc[-1][1]) if rc else None}
+    metrics = os.path.join(d, name, "metrics.jsonl")
+    if os.path.exists(metrics):
+        with open(metrics, encoding="utf-8") as f:
+            epochs = [json.loads(line) for line in f if line.strip()]
+        with open(os.path.join(d, name, "config.json"), encoding="utf-8") as f:
+            cfg = json.load(f)
+        last = epochs[-1]
+        row.update(model=cfg["model"]["type"], objective=cfg["objective"]["name"], lr=cfg["train"]["lr"],
+                   options=cfg["objective"]["options"], epochs=len(epochs), steps=last["step"],
+                   valid_ppl=last["valid_ppl"], tokens_per_s=last["tokens_per_s"], wall_s=last["wall_s"])
+    else:
+        why = re.findall(r"--word-classes auto: .*?into (\d+) classes", log)
+        row["why"] = ("not finished within the call: the exchange algorithm's " + why[0] + " word classes "
+                      "(on the CPU, before training) were still running" if why else "not finished within the call")
+    try:
+        with open(os.path.join(d, f"{name}.eval.json"), encoding="utf-8") as f:
+            e = json.load(f)
+        row["test"] = {k: e[k] for k in ("ppl", "predictions", "seconds_score") if k in e}
+    except (OSError, ValueError):
+        pass
+    return row
+
+
+def ingest(d: str, date: str, commit: str, machine: str, tokens: int, notes: str = NOTES) -> list[dict]:
+    names = sorted(n[: -len(".log")] for n in os.listdir(d) if n.endswith(".log"))
+    rows = [{**read_run(d, n), "date": date, "commit": commit, "machine": machine, "epoch_tokens": tokens}
+            for n in names]
+    with open(notes, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return rows
+
+
+def section(rows: dict) -> list[str]:
+    """The page's section on the GPU rows (nothing while none is recorded)."""
+    got = [r for k, r in rows.items() if k.startswith("gpu/")]
+    if not got:
+        return []
+    soft = next((r["test"]["ppl"] for r in got if r.get("objective") == "softmax" and r.get("test")), None)
+    first = got[0]
+    out = ["", f"## The rows on a GPU: one epoch of the same {first['epoch_tokens'] / 1e6:.1f}M-token prefix each "
+           "(deliverable 7)", "",
+           f"A lent device ({first['machine']}), {first['date']}, commit {first['commit']}: "
+           f"`bash benchmarks/notes/gpu-wiki.sh` (`benchmarks/large_vocab_gpu.py` has every decision). Each row "
+           f"trains one full epoch over the first {first['epoch_tokens']:,} training tokens (whole lines) with V = "
+           "485k and its objective's defaults (`sampledlm train --model M --objective X --device cuda --epochs 1`, "
+           "no rate race), all rows at once on the one GPU, then exact test perplexity over the whole test text "
+           "(normalised over all V). A device call is ten minutes at most, so this is a comparison at **equal "
+           "training data**, not the CPU rows' budget, and the softmax is in it. Speeds are not compared: the rows "
+           "shared the GPU by time slices, each at about the same tokens a second.", "",
+           "| row | lr | valid ppl (subset) | test ppl (whole text) | vs the softmax | wall s (shared GPU) |",
+           "|---|---|---|---|---|---|"]
+    order = {n: i for i, n in enumerate(("softmax", "is", "nce", "css-is", "blackout", "adaptive", "class", "hsm"))}
+    for r in sorted(got, key=lambda r: (r.get("model") == "transformer", r.get("test", {}).get("ppl", 1e9),
+                                        order.get(r["name"].split("-", 1)[-1], 99))):
+        name = r["name"].split("-", 1)[-1]
+        label = ("Transformer, " + r.get("objective", "?").upper()) if r["name"].startswith("t-") else LABELS.get(
+            name, name)
+        if not r.get("test"):
+            out.append(f"| {label} | — | — | — | — | {r.get('why', 'failed')} |")
+            continue
+        t = r["test"]["ppl"]
+        vs = "" if soft is None or r.get("objective") == "softmax" and r.get("model") == "gru" else \
+            f"{100 * (t / soft - 1):+.1f} %"
+        out.append(f"| {label} | {r['lr']:g} | {r['valid_ppl']:.2f} | **{t:.2f}** | {vs} | {r['wall_s']:,.0f} |")
+    gru = [r for r in got if r.get("model") == "gru" and r.get("test") and r.get("objective") != "softmax"]
+    if soft is not None and gru:
+        below = sorted((r for r in gru if r["test"]["ppl"] < soft), key=lambda r: r["test"]["ppl"])
+        above = sorted((r for r in gru if r["test"]["ppl"] >= soft), key=lambda r: r["test"]["ppl"])
+        name = lambda r: LABELS.get(r["objective"], r["objective"]).removeprefix("GRU, ")
+        out += ["", f"At equal training data the softmax GRU scores {soft:.2f}; "
+                + (", ".join(name(r) for r in below) + " below it" if below else "no output below it")
+                + ("; " + ", ".join(name(r) for r in above) + " above" if above else "")
+                + ". One epoch over this prefix is far from convergence (every figure is well above KN5's on the "
+                "whole corpus, and above the CPU rows' after four epochs of several times the text), so these say "
+                "how the outputs start, not where they end."]
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("ingest", help="append a device call's rows to the record")
+    p.add_argument("dir")
+    p.add_argument("--date", required=True)
+    p.add_argument("--commit", required=True)
+    p.add_argument("--machine", required=True)
+    p.add_argument("--tokens", type=int, required=True, help="training tokens of the prefix (words and </s>)")
+    a = ap.parse_args(argv)
+    for r in ingest(a.dir, a.date, a.commit, a.machine, a.tokens):
+        print(json.dumps(r)[:300])
+
+
+if __name__ == "__main__":
+    main()
