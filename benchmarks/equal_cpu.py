@@ -141,7 +141,10 @@ def wide_record_of(entry: dict, records: list[dict]) -> dict | None:
 
 
 def diverged(rec: dict) -> bool:
-    """Whether a run blew up: its last validation perplexity above :data:`DIVERGED` times its best, or not finite."""
+    """Whether a run blew up: stopped by the trainer as diverged, or its last validation perplexity above
+    :data:`DIVERGED` times its best, or not finite."""
+    if rec.get("failed"):
+        return True
     curve = [m["valid_ppl"] for m in rec.get("epochs", [])]
     return bool(curve) and (not all(map(math.isfinite, curve)) or curve[-1] > DIVERGED * min(curve))
 
@@ -271,15 +274,24 @@ def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, re
 
 
 def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, tokens: int, extra: dict) -> dict:
+    """Train ``run`` and return its record; a run the trainer stops as diverged is recorded too (``failed``, no
+    perplexities), so that it counts as run and is shown, not tried again at every start."""
     row = entry["row"]
-    rd = lmruns.train(st.work, st.files, run)
-    recs = lmruns.epochs(rd)
-    best = min(recs, key=lambda m: m["valid_ppl"])
     meta = stamp()
-    return {"row": row.name, "lr": entry["lr"], **extra, "flags": " ".join(run.options),
+    base = {"row": row.name, "lr": entry["lr"], **extra, "flags": " ".join(run.options),
             "version": row.version, "budget_cpu_s": budget_s, "data": st.label, "training_predictions": tokens,
             "commit": meta["commit"], "machine": meta["machine"], "date": meta["date"],
-            "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+            "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+    try:
+        rd = lmruns.train(st.work, st.files, run)
+    except UserError as e:
+        if "diverged" not in str(e):
+            raise
+        return {**base, "failed": str(e).strip().splitlines()[-1][-400:], "epochs": [], "best_valid": None,
+                "best_epoch": None, "cpu_s": None, "test_ppl": None}
+    recs = lmruns.epochs(rd)
+    best = min(recs, key=lambda m: m["valid_ppl"])
+    return {**base,
             "epochs": [{k: m[k] for k in ("epoch", "valid_ppl", "cpu_s", "wall_s", "lr", "train_loss") if k in m}
                        for m in recs],
             "best_valid": best["valid_ppl"], "best_epoch": best["epoch"], "cpu_s": recs[-1]["cpu_s"],
@@ -381,9 +393,9 @@ def render_seed_means(rows: list[dict]) -> list[str]:
 
 
 def _candidate(rec: dict) -> dict:
-    return {"test_ppl": rec["test_ppl"], "best_valid": rec["best_valid"], "cpu_s": rec["cpu_s"],
-            "best_epoch": rec["best_epoch"], "commit": rec.get("commit"), "date": rec.get("date"),
-            "curve": _curve(rec)}
+    return {"test_ppl": rec.get("test_ppl"), "best_valid": rec.get("best_valid"), "cpu_s": rec.get("cpu_s"),
+            "best_epoch": rec.get("best_epoch"), "commit": rec.get("commit"), "date": rec.get("date"),
+            "curve": _curve(rec), **({"failed": rec["failed"]} if rec.get("failed") else {})}
 
 
 CANDIDATES = ("equal_epochs", "run", "wide")  # the grid's cell, the longer run, the wider trunk
@@ -413,6 +425,8 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
         return pending
     if c.get("none_fits"):
         return "no wider trunk fits"
+    if c.get("failed"):
+        return "diverged (stopped by the trainer)"
     over = c["cpu_s"] > OVER_BUDGET * budget
     return f"{_p(c['best_valid'])} / {_p(c['test_ppl'])} ({c['cpu_s']:,.0f} s{', over budget' if over else ''})"
 
@@ -472,14 +486,20 @@ def render(data: dict) -> str:
               "estimates)."]
     retried = [(x, d) for x in data["rows"] for d in (x["wide"] or {}).get("diverged", [])]
     if retried:
-        lines += ["", f"**Wider runs that diverged** (last validation above {DIVERGED:g}x the best) and were trained "
-                  "again at half the rate, the same width (the table's wider column is the retry):", ""]
-        lines += [f"- {x['name']} at {lr_grid.fmt(d['lr'])}: best validation {_p(d['best_valid'])} (epoch "
-                  f"{d['best_epoch']}), then blew up ({_p(d['curve'][-1]['valid_ppl']) if d['curve'] else '—'} at "
-                  f"the end; {d['cpu_s']:,.0f} CPU s)." for x, d in retried]
+        lines += ["", f"**Wider runs that diverged** (stopped by the trainer, or last validation above "
+                  f"{DIVERGED:g}x the best) and were trained again at half the rate, the same width (the table's "
+                  "wider column is the retry):", ""]
+        lines += [f"- {x['name']} at {lr_grid.fmt(d['lr'])}: " + _blown_up_text(d) for x, d in retried]
     lines += render_seed_means(data.get("seed_means", []))
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
+
+
+def _blown_up_text(d: dict) -> str:
+    if d.get("failed"):
+        return f"stopped by the trainer ({d['failed']})."
+    return (f"best validation {_p(d['best_valid'])} (epoch {d['best_epoch']}), then blew up "
+            f"({_p(d['curve'][-1]['valid_ppl']) if d['curve'] else '—'} at the end; {d['cpu_s']:,.0f} CPU s).")
 
 
 def render_transformer(t: dict | None, soft: dict) -> list[str]:
