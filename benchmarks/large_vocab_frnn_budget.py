@@ -221,6 +221,8 @@ def ours_on(a, objective: str) -> dict | None:
     ours = read_rows(a.ours_notes).get(f"neural/{OURS_FOR[objective]}", {})
     if ours.get("rc") != 0 or not ours.get("run_dir"):
         return None
+    if not os.path.isdir(ours["run_dir"]):
+        return {"failed": f"its model ({ours['run_dir']}) is not on this machine"}
     before = os.times()
     r = subprocess.run([sys.executable, "-m", "sampledlm", "eval", ours["run_dir"], "--test", a.test, "--json",
                         "--threads", "1"], capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
@@ -284,9 +286,6 @@ def main(argv=None) -> None:
             sys.exit(1)
 
 
-if __name__ == "__main__":
-    main()
-
 
 # --- the page ------------------------------------------------------------------------------------------------------
 OURS_FOR = {"nce": "nce", "hs": "hsm"}  # our row with the same kind of output
@@ -335,3 +334,7 @@ def target_part(rows: dict) -> str:
         else:
             parts.append(f"{obj} at 1 thread faster-rnnlm {r['test']['ppl']:.2f}, our row not yet finished")
     return "; ".join(parts) if parts else "not yet run"
+
+
+if __name__ == "__main__":  # last, so that the page's names above exist when main() reaches them
+    main()

@@ -401,10 +401,6 @@ def main(argv=None) -> None:
                       for k, v in stats["settings"].items()}))
 
 
-if __name__ == "__main__":
-    main()
-
-
 # --- a tiny stand-in for the snapshots (tests, --quick) -----------------------------------------------------
 def fake_snapshots(source: str, articles: int = 300, seed: int = 0) -> None:
     """Checked-out folders of :data:`SNAPSHOTS` under ``source`` holding ``articles`` generated
@@ -432,3 +428,7 @@ def fake_snapshots(source: str, articles: int = 300, seed: int = 0) -> None:
                 for _id, title, paras in mine[j:j + 40]:
                     f.write(f'<doc id="{_id}" url="http://en.wikipedia.org/wiki?curid={_id}" title="{title}">\n'
                             f"{title}\n\n" + "\n".join(paras) + "\n</doc>\n")
+
+
+if __name__ == "__main__":
+    main()

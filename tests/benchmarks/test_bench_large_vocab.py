@@ -430,3 +430,16 @@ def test_gpu_rows_are_read_from_a_device_calls_output_and_shown_against_the_soft
     assert "| GRU, NCE | 0.004 | 340.00 | **297.00** | +10.0 % | 300 |" in text
     assert "softmax GRU scores 270.00; IS below it; NCE above" in text
     assert gpu.section({}) == []
+
+
+def test_our_row_whose_model_is_not_here_is_reported_not_scored(tmp_path):
+    import argparse
+
+    from benchmarks import large_vocab_frnn_budget as fb
+
+    notes = tmp_path / "lv.jsonl"
+    notes.write_text(json.dumps({"key": "neural/nce", "rc": 0, "run_dir": str(tmp_path / "gone"),
+                                 "test": {"ppl": 148.07}}) + "\n")
+    got = fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "nce")
+    assert "is not on this machine" in got["failed"]
+    assert fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "hs") is None  # no hsm row yet
