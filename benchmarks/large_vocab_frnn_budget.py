@@ -312,12 +312,21 @@ def section(rows: dict) -> list[str]:
            "test ppl (subset) | our row with its output, same subset |", "|---|---|---|---|---|---|---|"]
     for r in got.values():
         ours_ppl = (r.get("ours_on_subset") or {}).get("ppl")
+        ours_text = "-" if ours_ppl is None else f"{ours_ppl:.2f}"
+        if ours_ppl is None and r.get("ours_best_on_subset"):
+            b = r["ours_best_on_subset"]
+            ours_text = (f"{OURS_FOR[r['objective']]}'s model not on this machine; {b['row'].split('/')[-1]} (the best "
+                         f"row) {b['ppl']:.2f}")
         valid = next((v for v in reversed(r.get("valid_ppl") or []) if v), None)
         test = (r.get("test") or {}).get("ppl")
         out.append(f"| {r['objective']} | {r['threads']} | {r.get('epoch_tokens', 0):,} x {r.get('epochs', 0)} | "
                    f"{r.get('process_cpu_s') or 0:,.0f} | {'-' if valid is None else f'{valid:.2f}'} | "
                    f"{'failed: ' + r['failed'] if r.get('failed') else f'{test:.2f}'} | "
-                   f"{'-' if ours_ppl is None else f'{ours_ppl:.2f}'} |")
+                   f"{ours_text} |")
+    if any(r.get("cpu_estimated") for r in got.values()):
+        out += ["", "Process CPU estimated where the run's script lost its own count: "
+                + "; ".join(f"{r['objective']}-{r['threads']}: {r['cpu_estimated']}" for r in got.values()
+                            if r.get("cpu_estimated")) + " (`benchmarks/notes/frnn-budget-recover.py`)."]
     return out
 
 
@@ -327,7 +336,13 @@ def target_part(rows: dict) -> str:
     parts = []
     for obj, r in got.items():
         o = (r.get("ours_on_subset") or {}).get("ppl")
-        if o:
+        b = r.get("ours_best_on_subset")
+        if not o and b:
+            parts.append(f"{obj} at 1 thread faster-rnnlm {r['test']['ppl']:.2f} (test subset); our "
+                         f"{OURS_FOR[obj]} row's model is not on this machine, and our best row "
+                         f"({b['row'].split('/')[-1]}) scores {b['ppl']:.2f} there: "
+                         f"{'met' if b['ppl'] < r['test']['ppl'] else '**missed**'} for it")
+        elif o:
             t = r["test"]["ppl"]
             parts.append(f"{obj} at 1 thread ours {o:.2f} against {t:.2f} (test subset): "
                          f"{'met' if o < t else '**missed**'}")

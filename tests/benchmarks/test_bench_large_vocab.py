@@ -443,3 +443,17 @@ def test_our_row_whose_model_is_not_here_is_reported_not_scored(tmp_path):
     got = fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "nce")
     assert "is not on this machine" in got["failed"]
     assert fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "hs") is None  # no hsm row yet
+
+
+def test_the_budget_section_shows_our_best_row_where_the_matching_models_file_is_gone():
+    from benchmarks import large_vocab_frnn_budget as fb
+
+    row = {"objective": "nce", "threads": 1, "rc": 0, "epoch_tokens": 49_000_000, "epochs": 4, "process_cpu_s": 6121,
+           "valid_ppl": [676.0, 440.1], "test": {"ppl": 300.0}, "cpu_estimated": "ps read 3,739 CPU s at 22:53",
+           "ours_on_subset": {"failed": "its model (/x) is not on this machine"},
+           "ours_best_on_subset": {"row": "neural/is", "ppl": 162.96}}
+    text = "\n".join(fb.section({"frnn-budget/nce-1": row}))
+    assert "| nce | 1 | 49,000,000 x 4 | 6,121 | 440.10 | 300.00 | nce's model not on this machine; is (the best " \
+           "row) 162.96 |" in text
+    assert "Process CPU estimated" in text and "ps read 3,739 CPU s" in text
+    assert "our best row (is) scores 162.96 there: met for it" in fb.target_part({"frnn-budget/nce-1": row})
