@@ -237,15 +237,17 @@ def choose_width(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) 
     return found, probes
 
 
-def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) -> dict:
-    """Train one row for its E epochs and return its record."""
+def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
+              records: list[dict] | None = None) -> dict:
+    """Train one row for its E epochs and return its record (``records``: unused, as :func:`train_wide` takes)."""
     row = entry["row"]
     run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-e{entry['epochs']}", flags(entry),
                      version=row.version)
     return _record(st, entry, run, budget_s, tokens, {"epochs_planned": entry["epochs"]})
 
 
-def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, records: list[dict] | None = None) -> dict:
+def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
+               records: list[dict] | None = None) -> dict:
     """Probe the wider trunks, train the widest that fits at the row's default epochs and return its record (one
     saying that none fits when even the narrowest would not); where ``records`` hold that run diverged, train the
     same width again at half the rate (recorded with ``run_lr``)."""
@@ -594,9 +596,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                 click.echo(f"[equal-cpu] {e['row'].name} {what}, --lr {lr_grid.fmt(e['lr'])} "
                            f"(budget {budget:,.0f} CPU s)", err=True)
                 try:
-                    done_before = lr_grid.load_records(path)
-                    rec = fn(st, e, budget, tokens, done_before) if fn is train_wide else fn(st, e, budget, tokens)
-                    lr_grid.append_record(path, rec)
+                    lr_grid.append_record(path, fn(st, e, budget, tokens, lr_grid.load_records(path)))
                 except UserError as err:
                     click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))
