@@ -138,7 +138,7 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     def report(it, moved):
         click.echo(f"pass {it}: {moved:,} of {len(vocab):,} words moved", err=True)
 
-    cls = exchange_classes(ids, len(vocab), c, vocab.counts, iterations=iterations, report=report)
+    cls = exchange_classes(ids, len(vocab), c, vocab.counts, iterations=iterations, report=report, progress=True)
     write_word_classes(output, vocab.words, cls, vocab.counts)
     ppl = class_bigram_perplexity(ids, cls)
     click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "

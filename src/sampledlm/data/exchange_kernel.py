@@ -15,6 +15,24 @@ def xlogx(x):
     return x * math.log(x) if x > 0 else 0.0
 
 
+TABLE_SIZE = 1 << 16  # x log x of the counts below this is read from a table (512 KB: it stays in a core's cache)
+
+
+@numba.njit(cache=True, nogil=True)
+def xlogx_table(n):
+    """``xlogx(i)`` for ``i`` in ``0 .. n-1``."""
+    t = np.empty(n)
+    for i in range(n):
+        t[i] = xlogx(i)
+    return t
+
+
+@numba.njit(cache=True, nogil=True)
+def xl(x, table):
+    """``xlogx(x)`` of a count: the table's entry (the same number) where it has one."""
+    return table[x] if x < table.shape[0] else xlogx(x)
+
+
 @numba.njit(cache=True, nogil=True)
 def by_class(w, ptr, nbr, cnt, cls, acc, seen):
     """Add w's bigram counts with each other word into ``acc[class]``; list the classes met in ``seen``.
@@ -34,9 +52,62 @@ def by_class(w, ptr, nbr, cnt, cls, acc, seen):
 
 
 @numba.njit(cache=True, nogil=True)
-def exchange_pass(order, cls, size, m, row, col, r_ptr, r_nbr, r_cnt, l_ptr, l_nbr, l_cnt, u_right, u_left):
-    """One pass of the exchange algorithm over ``order``; updates the state in place, returns the moves."""
+def log_tables(m, row, col):
+    """``m``'s transpose, x log x of ``m``, its transpose, ``row`` and ``col``, and x log x of the small counts
+    (:func:`xlogx_table`): the passes' cached terms."""
     c_total = m.shape[0]
+    mt = np.empty_like(m)
+    xm = np.empty((c_total, c_total))
+    xmt = np.empty((c_total, c_total))
+    xrow = np.empty(c_total)
+    xcol = np.empty(c_total)
+    for k in range(c_total):
+        xrow[k] = xlogx(row[k])
+        xcol[k] = xlogx(col[k])
+        for c in range(c_total):
+            mt[c, k] = m[k, c]
+            xm[k, c] = xlogx(m[k, c])
+            xmt[c, k] = xm[k, c]
+    return mt, xm, xmt, xrow, xcol, xlogx_table(TABLE_SIZE)
+
+
+@numba.njit(cache=True, nogil=True)
+def shift(m, mt, xm, xmt, i, j, delta, table):
+    """``m[i, j] += delta``, its transpose and their x log x kept in step."""
+    m[i, j] += delta
+    mt[j, i] = m[i, j]
+    xm[i, j] = xl(m[i, j], table)
+    xmt[j, i] = xm[i, j]
+
+
+@numba.njit(cache=True, nogil=True)
+def move_word(m, mt, xm, xmt, row, col, xrow, xcol, k, sign, rc, nr, r, lc, nl, lft, s, ur, ul, table):
+    """Put a word's counts into class ``k`` (``sign`` +1) or take them out of it (-1)."""
+    for i in range(nr):
+        shift(m, mt, xm, xmt, k, rc[i], sign * r[rc[i]], table)
+    for i in range(nl):
+        shift(m, mt, xm, xmt, lc[i], k, sign * lft[lc[i]], table)
+    shift(m, mt, xm, xmt, k, k, sign * s, table)
+    row[k] += sign * ur
+    col[k] += sign * ul
+    xrow[k] = xl(row[k], table)
+    xcol[k] = xl(col[k], table)
+
+
+@numba.njit(cache=True, nogil=True)
+def exchange_pass(order, cls, size, m, row, col, tables, r_ptr, r_nbr, r_cnt, l_ptr, l_nbr, l_cnt, u_right, u_left):
+    """The exchange algorithm over the words ``order`` (a pass, or a stretch of one); updates the state in place
+    (``tables``: :func:`log_tables` of ``m, row, col``, kept in step), returns the moves.
+
+    The gain of class k for word w is a sum over the classes next to w of ``f(m[k, c] + r[c]) - f(m[k, c])``
+    (and the same with w's left neighbours in ``m[c, k]``), plus the diagonal, row and column terms. ``f`` of the
+    counts as they stand is kept in tables (``xm``, ``xrow``, ...) updated where a move changes a count, and the
+    left side reads a transposed copy so that both sums walk one row: half the logarithms and contiguous reads.
+    The sums add the same numbers in the same order as computing every ``f`` afresh, so the classes are the
+    same. A word that is not in the text (no bigrams) has gain 0 everywhere and stays where it is: skipped.
+    """
+    c_total = m.shape[0]
+    mt, xm, xmt, xrow, xcol, table = tables
     r = np.zeros(c_total, dtype=np.int64)
     lft = np.zeros(c_total, dtype=np.int64)
     rc = np.empty(c_total, dtype=np.int64)
@@ -44,42 +115,30 @@ def exchange_pass(order, cls, size, m, row, col, r_ptr, r_nbr, r_cnt, l_ptr, l_n
     moved = 0
     for w in order:
         a = cls[w]
-        if size[a] == 1:
+        if size[a] == 1 or (r_ptr[w] == r_ptr[w + 1] and l_ptr[w] == l_ptr[w + 1]):
             continue
         nr, s = by_class(w, r_ptr, r_nbr, r_cnt, cls, r, rc)  # bigrams (w, v) by v's class; s: (w, w)
         nl, _ = by_class(w, l_ptr, l_nbr, l_cnt, cls, lft, lc)  # bigrams (v, w) by v's class
-        # take w out of class a
-        for i in range(nr):
-            m[a, rc[i]] -= r[rc[i]]
-        for i in range(nl):
-            m[lc[i], a] -= lft[lc[i]]
-        m[a, a] -= s
-        row[a] -= u_right[w]
-        col[a] -= u_left[w]
+        ur, ul = u_right[w], u_left[w]
+        move_word(m, mt, xm, xmt, row, col, xrow, xcol, a, -1, rc, nr, r, lc, nl, lft, s, ur, ul, table)
         best, best_gain = a, -1e300
         for k in range(c_total):
             g = 0.0
+            mk, xmk, mtk, xmtk = m[k], xm[k], mt[k], xmt[k]
             for i in range(nr):
                 c = rc[i]
                 if c != k:
-                    g += xlogx(m[k, c] + r[c]) - xlogx(m[k, c])
+                    g += xl(mk[c] + r[c], table) - xmk[c]
             for i in range(nl):
                 c = lc[i]
                 if c != k:
-                    g += xlogx(m[c, k] + lft[c]) - xlogx(m[c, k])
-            g += xlogx(m[k, k] + r[k] + lft[k] + s) - xlogx(m[k, k])
-            g -= xlogx(row[k] + u_right[w]) - xlogx(row[k])
-            g -= xlogx(col[k] + u_left[w]) - xlogx(col[k])
+                    g += xl(mtk[c] + lft[c], table) - xmtk[c]
+            g += xl(m[k, k] + r[k] + lft[k] + s, table) - xm[k, k]
+            g -= xl(row[k] + ur, table) - xrow[k]
+            g -= xl(col[k] + ul, table) - xcol[k]
             if g > best_gain + 1e-9 or (k == a and g >= best_gain - 1e-9):
                 best, best_gain = k, g
-        # put it into class best
-        for i in range(nr):
-            m[best, rc[i]] += r[rc[i]]
-        for i in range(nl):
-            m[lc[i], best] += lft[lc[i]]
-        m[best, best] += s
-        row[best] += u_right[w]
-        col[best] += u_left[w]
+        move_word(m, mt, xm, xmt, row, col, xrow, xcol, best, 1, rc, nr, r, lc, nl, lft, s, ur, ul, table)
         if best != a:
             cls[w] = best
             size[a] -= 1
@@ -90,4 +149,3 @@ def exchange_pass(order, cls, size, m, row, col, r_ptr, r_nbr, r_cnt, l_ptr, l_n
         for i in range(nl):
             lft[lc[i]] = 0
     return moved
-

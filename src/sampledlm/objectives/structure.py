@@ -301,7 +301,7 @@ def attach_word_classes(objective, vocab, fresh: bool, train_ids=None) -> None:
         from ..data.clusters import exchange_classes
 
         objective.set_word_classes(exchange_classes(train_ids(), len(vocab), auto_class_count(len(vocab)),
-                                                    vocab.counts))
+                                                    vocab.counts, progress=True))
         return
     from ..data.clusters import read_word_classes
 
