@@ -70,13 +70,26 @@ def ingest(d: str, date: str, commit: str, machine: str, tokens: int, notes: str
     return rows
 
 
+def later_call(r: dict, first: dict) -> str:
+    """What a row of another device call than the section's first says of itself: its date and commit, and
+    where its word classes came from when they were given as a file (clustered beforehand, off the device)."""
+    note = ""
+    if (r.get("date"), r.get("commit")) != (first.get("date"), first.get("commit")):
+        note += f" (call of {r.get('date')}, commit {r.get('commit')}"
+        classes = (r.get("options") or {}).get("word_classes")
+        if classes not in (None, "auto", "none"):
+            note += "; its `--word-classes auto` classes clustered beforehand and given as a file"
+        note += ")"
+    return note
+
+
 def section(rows: dict) -> list[str]:
     """The page's section on the GPU rows (nothing while none is recorded)."""
     got = [r for k, r in rows.items() if k.startswith("gpu/")]
     if not got:
         return []
     soft = next((r["test"]["ppl"] for r in got if r.get("objective") == "softmax" and r.get("test")), None)
-    first = got[0]
+    first = min(got, key=lambda r: r.get("date", ""))  # the first call: the section's header is its; later ones say theirs
     out = ["", f"## The rows on a GPU: one epoch of the same {first['epoch_tokens'] / 1e6:.1f}M-token prefix each "
            "(deliverable 7)", "",
            f"A lent device ({first['machine']}), {first['date']}, commit {first['commit']}: "
@@ -95,6 +108,7 @@ def section(rows: dict) -> list[str]:
         name = r["name"].split("-", 1)[-1]
         label = ("Transformer, " + r.get("objective", "?").upper()) if r["name"].startswith("t-") else LABELS.get(
             name, name)
+        label += later_call(r, first)
         if not r.get("test"):
             out.append(f"| {label} | — | — | — | — | {r.get('why', 'failed')} |")
             continue

@@ -430,6 +430,23 @@ def test_gpu_rows_are_read_from_a_device_calls_output_and_shown_against_the_soft
     assert "| GRU, NCE | 0.004 | 340.00 | **297.00** | +10.0 % | 300 |" in text
     assert "softmax GRU scores 270.00; IS below it; NCE above" in text
     assert gpu.section({}) == []
+    # a later call trains the class row with its classes clustered beforehand: that row says so, the others not
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "g-class").mkdir()
+    (later / "g-class" / "config.json").write_text(json.dumps({
+        "model": {"type": "gru"}, "objective": {"name": "class", "options": {"word_classes": "/tmp/gd/classes.txt"}},
+        "train": {"lr": 0.008}}))
+    (later / "g-class" / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "step": 90, "valid_ppl": 320.0,
+                                                                 "tokens_per_s": 9.0, "wall_s": 200.0}) + "\n")
+    (later / "g-class.eval.json").write_text(json.dumps({"ppl": 260.0, "predictions": 50, "seconds_score": 1.0}))
+    (later / "g-class.log").write_text("TRAIN_RC=0 wall=210\nEVAL_RC=0 wall=220\n")
+    gpu.ingest(str(later), "2026-12-01 10:00 UTC", "def5678", "a GPU machine", 6000, str(notes))
+    got = {r["key"]: r for r in map(json.loads, notes.read_text().splitlines())}
+    text = "\n".join(gpu.section(got))
+    assert ("| GRU, class (call of 2026-12-01 10:00 UTC, commit def5678; its `--word-classes auto` classes clustered "
+            "beforehand and given as a file) | 0.008 | 320.00 | **260.00** | -3.7 % | 200 |") in text
+    assert "| GRU, IS | 0.004 |" in text and "not finished within the call" not in text
 
 
 def test_our_row_whose_model_is_not_here_is_reported_not_scored(tmp_path):
