@@ -128,3 +128,27 @@ def test_a_long_ngram_train_shows_its_stages_in_a_log(off_terminal, tmp_path, ca
         assert any(line.startswith(stage) and "elapsed" in line for line in err.splitlines()), (stage, err)
     assert (tmp_path / "a.arpa").read_bytes() == (tmp_path / "b.arpa").read_bytes()
     assert err.replace("\n", "").count("ETA") >= 4
+
+
+def test_eval_of_a_neural_model_shows_its_scoring_and_a_library_call_does_not(off_terminal, tmp_path, capsys,
+                                                                              monkeypatch):
+    """``eval`` off a terminal with a tiny interval: lines ``scoring test.txt: done/total tok`` while a neural
+    model scores the text; the same model's ``logprobs`` called as a library prints nothing."""
+    import numpy as np
+
+    from sampledlm.loader import load_model
+
+    for split, n, seed in (("train", 120, 1), ("valid", 20, 2), ("test", 40, 3)):
+        write_corpus(tmp_path / f"{split}.txt", synthetic_sentences(n, 30, seed=seed))
+    code, _, _ = run_cli(["train", "--train", str(tmp_path / "train.txt"), "--valid", str(tmp_path / "valid.txt"),
+                          "-o", str(tmp_path / "run"), "--model", "gru", "--hidden", "8", "-d", "8", "--epochs", "1",
+                          "--threads", "1"], capsys)
+    assert code == 0
+    monkeypatch.setenv(progress.INTERVAL_ENV, "1e-9")
+    code, out, err = run_cli(["eval", str(tmp_path / "run"), "--test", str(tmp_path / "test.txt")], capsys)
+    assert code == 0
+    lines = [x for x in err.splitlines() if x.startswith("scoring test.txt: ")]
+    assert lines and " tok " in lines[-1] and "100%" in lines[-1], err
+    lm = load_model(str(tmp_path / "run"))
+    lp = lm.logprobs(np.array([1, 2, 0, 3, 0]))
+    assert np.isfinite(lp).all() and capsys.readouterr().err == ""

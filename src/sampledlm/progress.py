@@ -6,6 +6,8 @@ that ends within the interval prints nothing. ``SAMPLEDLM_NO_PROGRESS`` (any non
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import time
@@ -34,6 +36,29 @@ def interval() -> float:
     except ValueError:
         return DEFAULT_INTERVAL
     return value if value > 0 and value != float("inf") else DEFAULT_INTERVAL
+
+
+_TASK: contextvars.ContextVar[str | None] = contextvars.ContextVar("sampledlm_progress_task", default=None)
+
+
+@contextlib.contextmanager
+def announced(desc: str):
+    """Within the block, loops that report only when asked (:func:`task_bar`: the exact scoring of a text by a
+    neural model) draw a bar named ``desc``; elsewhere (a library call, a server's request, a validation pass
+    inside training) they stay silent."""
+    token = _TASK.set(desc)
+    try:
+        yield
+    finally:
+        _TASK.reset(token)
+
+
+def task_bar(total=None, unit: str = "it", **kw) -> tqdm:
+    """:func:`bar` named by the enclosing :func:`announced` block, or a bar that shows nothing outside one."""
+    desc = _TASK.get()
+    if desc is None:
+        return tqdm(total=total, disable=True)
+    return bar(total=total, desc=desc, unit=unit, **kw)
 
 
 def bar(total=None, desc: str = "", unit: str = "it", unit_scale: bool = True, disable: bool | None = None,

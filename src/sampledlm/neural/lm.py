@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import progress
 from ..errors import UserError
 from ..data.vocab import EOS_ID
 from ..lm import LanguageModel, perplexity_of
@@ -45,31 +46,38 @@ def stream_logprobs(model, objective, ids: np.ndarray, batch_size: int | None = 
         chunks = model.eval_contexts(ids, batch_size=batch_size, independent=independent, **kw)
         if only is None and blocks:
             chunks = gathered(chunks, EVAL_ROWS)
-        for ctx, targets, positions, *rows in chunks:
-            if only is not None:
-                keep = only[np.asarray(positions)]
-                if not keep.any():
-                    continue
-                positions, kt = np.asarray(positions)[keep], torch.from_numpy(keep).to(targets.device)
-                targets = targets[kt]
-                if rows:
-                    needed, local = torch.unique(rows[0][kt], return_inverse=True)
-                    ctx, rows = ctx[needed], [local]
-                else:
-                    ctx = ctx[kt]
-            targets = targets.to(ctx.device)
-            if rows:
-                rows = [rows[0].to(ctx.device)]
-            if rows and (blocks or getattr(objective, "uses_history", False)):
-                ctx, rows = ctx[rows[0]], []  # its rule reads each prediction's words, or walks V in blocks
-            if rows:  # one context serves several predictions: one output distribution for all of them
-                lp = objective.log_prob(model, ctx)[rows[0], targets]
-            else:
-                lp = objective.log_prob_targets(model, ctx, targets, **history(objective, ids, positions))
-            out[positions] = lp.double().cpu().numpy()
+        with progress.task_bar(total=int(len(ids) if only is None else np.count_nonzero(only)), unit="tok") as pb:
+            _score_chunks(chunks, objective, model, ids, only, blocks, out, pb)
     finally:
         model.train(was_training)
     return out
+
+
+def _score_chunks(chunks, objective, model, ids: np.ndarray, only, blocks: bool, out: np.ndarray, pb) -> None:
+    """:func:`stream_logprobs`' loop: each chunk's exact log-probabilities into ``out``; ``pb`` counts them."""
+    for ctx, targets, positions, *rows in chunks:
+        if only is not None:
+            keep = only[np.asarray(positions)]
+            if not keep.any():
+                continue
+            positions, kt = np.asarray(positions)[keep], torch.from_numpy(keep).to(targets.device)
+            targets = targets[kt]
+            if rows:
+                needed, local = torch.unique(rows[0][kt], return_inverse=True)
+                ctx, rows = ctx[needed], [local]
+            else:
+                ctx = ctx[kt]
+        targets = targets.to(ctx.device)
+        if rows:
+            rows = [rows[0].to(ctx.device)]
+        if rows and (blocks or getattr(objective, "uses_history", False)):
+            ctx, rows = ctx[rows[0]], []  # its rule reads each prediction's words, or walks V in blocks
+        if rows:  # one context serves several predictions: one output distribution for all of them
+            lp = objective.log_prob(model, ctx)[rows[0], targets]
+        else:
+            lp = objective.log_prob_targets(model, ctx, targets, **history(objective, ids, positions))
+        out[positions] = lp.double().cpu().numpy()
+        pb.update(len(positions))
 
 
 def gathered(chunks, rows: int):
