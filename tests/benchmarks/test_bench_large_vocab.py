@@ -469,8 +469,18 @@ def test_the_budget_section_shows_our_best_row_where_the_matching_models_file_is
            "valid_ppl": [676.0, 440.1], "test": {"ppl": 300.0}, "cpu_estimated": "ps read 3,739 CPU s at 22:53",
            "ours_on_subset": {"failed": "its model (/x) is not on this machine"},
            "ours_best_on_subset": {"row": "neural/is", "ppl": 162.96}}
-    text = "\n".join(fb.section({"frnn-budget/nce-1": row}))
+    rows = {"neural/nce": {"rc": 0, "run_dir": "/x"}, "frnn-budget/nce-1": row}
+    text = "\n".join(fb.section(rows))
     assert "| nce | 1 | 49,000,000 x 4 | 6,121 | 440.10 | 300.00 | nce's model not on this machine; is (the best " \
            "row) 162.96 |" in text
     assert "Process CPU estimated" in text and "ps read 3,739 CPU s" in text
-    assert "our best row (is) scores 162.96 there: met for it" in fb.target_part({"frnn-budget/nce-1": row})
+    assert "our nce's model is not on this machine, and our best row (is) scores 162.96 there: met for it" \
+        in fb.target_part(rows)
+    # a later run whose own output's row is not trained yet shows the best row's score measured for the first
+    rows["frnn-budget/hs-1"] = {"objective": "hs", "threads": 1, "rc": 0, "epoch_tokens": 60_000_000, "epochs": 4,
+                                "process_cpu_s": 7000, "valid_ppl": [500.0], "test": {"ppl": 400.0}}
+    text = "\n".join(fb.section(rows))
+    assert "| hs | 1 | 60,000,000 x 4 | 7,000 | 500.00 | 400.00 | hsm's row not trained yet; is (the best row) " \
+           "162.96 |" in text
+    assert "hs at 1 thread faster-rnnlm 400.00 (test subset); our hsm row is not trained yet, and our best row (is) " \
+           "scores 162.96 there: met for it" in fb.target_part(rows)
