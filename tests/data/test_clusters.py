@@ -102,6 +102,32 @@ def test_compiled_pass_moves_each_word_where_a_plain_recount_would(seed, v, c, n
                               reference_exchange(ids, v, c, passes))
 
 
+def test_auto_classes_are_computed_once_per_text_and_settings(tmp_path, monkeypatch):
+    """``--word-classes auto``'s clustering is kept in the cache: the same stream, V, C, counts and passes give the
+    cached classes without clustering again; any of them changed, or the cached file damaged, clusters anew; a
+    cache that cannot be written still returns the classes."""
+    from sampledlm.data import clusters
+
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    calls = []
+    real = clusters.exchange_classes
+    monkeypatch.setattr(clusters, "exchange_classes", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    ids = two_topic_stream(seed=1)
+    first = clusters.cached_exchange_classes(ids, 21, 5)
+    assert np.array_equal(first, real(ids, 21, 5)) and len(calls) == 1
+    (saved,) = (tmp_path / "cache" / "word-classes").iterdir()
+    assert np.array_equal(clusters.cached_exchange_classes(ids.astype(np.int32), 21, 5), first) and len(calls) == 1
+    for args, kw in (((ids, 21, 4), {}), ((ids[:-3], 21, 5), {}), ((ids, 21, 5), {"iterations": 2}),
+                     ((ids, 21, 5, np.arange(21)[::-1]), {})):
+        clusters.cached_exchange_classes(*args, **kw)
+    assert len(calls) == 5
+    saved.write_bytes(b"not a numpy file")
+    assert np.array_equal(clusters.cached_exchange_classes(ids, 21, 5), first) and len(calls) == 6
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "file-not-dir"))
+    (tmp_path / "file-not-dir").write_text("x")
+    assert np.array_equal(clusters.cached_exchange_classes(ids, 21, 5), first) and len(calls) == 7
+
+
 def test_class_bigram_perplexity_is_the_class_models_own():
     ids = two_topic_stream(50)
     cls = exchange_classes(ids, 21, 5)

@@ -131,6 +131,43 @@ def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=N
     return cls
 
 
+#: bumped whenever the algorithm's moves change, so that cached classes of an older one are not reused
+ALGORITHM_VERSION = 1
+
+
+def cached_exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=None,
+                            iterations: int = 20, progress: bool = False) -> np.ndarray:
+    """:func:`exchange_classes`, kept in the cache of id streams (``$SAMPLEDLM_CACHE``, default
+    ``~/.cache/sampledlm``) under a hash of everything that decides the classes: the id stream's bytes, V, C,
+    the counts that order the words, the passes and :data:`ALGORITHM_VERSION`. ``--word-classes auto`` clusters a
+    text once: the rates a tuning run tries, a resumed-from-scratch run, and class and hsm on the same text reuse
+    the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). A cache that cannot be read or written
+    is passed by: the classes are then computed."""
+    import hashlib
+
+    from .corpus import cache_dir
+
+    ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64))  # one key whatever the stream's integer type
+    h = hashlib.sha1(f"{int(num_words)} {int(num_classes)} {int(iterations)} v{ALGORITHM_VERSION}".encode())
+    h.update(memoryview(ids).cast("B") if ids.size else b"")
+    h.update(np.asarray([] if counts is None else counts, dtype=np.float64).tobytes())
+    path = os.path.join(cache_dir(), "word-classes", f"{h.hexdigest()[:24]}.npy")
+    try:
+        cls = np.load(path)
+        if cls.shape == (int(num_words),) and cls.dtype == np.int64:
+            return cls
+    except (OSError, ValueError):
+        pass
+    cls = exchange_classes(ids, num_words, num_classes, counts, iterations=iterations, progress=progress)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with atomic_write(path, "wb") as f:
+            np.save(f, cls)
+    except (OSError, UserError):
+        pass
+    return cls
+
+
 def pass_stretches(cost: np.ndarray, parts: int = 100) -> list[tuple[int, int]]:
     """``[lo, hi)`` stretches of a pass whose words' ``cost`` are about equal (``parts`` of them at most): the
     progress bar moves between them."""

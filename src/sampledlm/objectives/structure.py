@@ -292,16 +292,17 @@ def auto_class_count(num_words: int) -> int:
 def attach_word_classes(objective, vocab, fresh: bool, train_ids=None) -> None:
     """``attach`` of those objectives: a new run reads its classes, or with ``auto`` clusters ``train_ids()`` (the
     training text's id stream) by the exchange algorithm with ``sampledlm classes``'s defaults, which makes the same
-    classes as that command's file; a resumed or loaded run has them in its buffers."""
+    classes as that command's file (kept in the cache: a second run on the same text reuses them); a resumed or
+    loaded run has them in its buffers."""
     if not fresh or objective.word_classes_path is None:
         return
     if objective.word_classes_path == AUTO_CLASSES:
         if train_ids is None:
             raise UserError("--word-classes auto clusters the training text: this caller gave none")
-        from ..data.clusters import exchange_classes
+        from ..data.clusters import cached_exchange_classes
 
-        objective.set_word_classes(exchange_classes(train_ids(), len(vocab), auto_class_count(len(vocab)),
-                                                    vocab.counts, progress=True))
+        objective.set_word_classes(cached_exchange_classes(train_ids(), len(vocab), auto_class_count(len(vocab)),
+                                                           vocab.counts, progress=True))
         return
     from ..data.clusters import read_word_classes
 
