@@ -74,6 +74,9 @@ BATCH_PREDICTIONS = {"gru": 32 * 35, "transformer": 32 * 64}  # default batches:
 CALIBRATION_TOLERANCE = 0.10  # re-plan a row whose first stretch runs this much faster or slower than planned
 PILOT_TOKENS = {"softmax": 20_000, "transformer": 100_000}
 THREADS = 1
+#: rows on two threads (the same budget of CPU seconds, both threads' counted), beside faster-rnnlm's 2-thread runs
+#: (deliverable 4); run only when named (``--rows nce-2t``), after the one-thread rows
+THREAD_ROWS = ("nce-2t", "hsm-2t")
 #: the quick run's neural step (the smoke test): two trained rows, the projection, KN5 + the best, in seconds
 QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "softmax"), "valid_tokens": 500,
          "quick": True, "lr_halvings": 1}
@@ -206,15 +209,25 @@ def row_model(row: str) -> str:
     return "transformer" if row == "transformer" else "gru"
 
 
-def base_options(model: str, objective: str, vocab: str) -> list[str]:
+def row_threads(row: str) -> int:
+    return 2 if row.endswith("-2t") else THREADS
+
+
+def row_objective(row: str) -> str:
+    """The objective a GRU row trains (``nce-2t``: ``nce``); the Transformer's is chosen in :func:`make_plan`."""
+    return row.removesuffix("-2t")
+
+
+def base_options(model: str, objective: str, vocab: str, threads: int = THREADS) -> list[str]:
     return ["--vocab", vocab, "--model", model, "--objective", objective, "--device", "cpu", "--threads",
-            str(THREADS)]
+            str(threads)]
 
 
 def best_gru_row(rows: dict) -> str | None:
     """The objective of the finished GRU row of lowest test perplexity (the Transformer's output)."""
     got = [(r["test"]["ppl"], r["objective"]) for k, r in rows.items()
-           if k.startswith("neural/") and r.get("rc") == 0 and r.get("model") == "gru" and r.get("test")]
+           if k.startswith("neural/") and r.get("rc") == 0 and r.get("model") == "gru" and r.get("test")
+           and r.get("row") not in THREAD_ROWS]
     return min(got)[1] if got else None
 
 
@@ -238,7 +251,8 @@ def skip_reason(row: str, rows: dict, cap_mb: float) -> str | None:
 def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, pilot_tokens: int,
                    cap_mb: float) -> tuple[float | None, str, dict | None]:
     """``(words per CPU second of the training loop, where it comes from, the pilot's row or None)``."""
-    sp = rows.get(f"speed/{objective}/full") if row_model(row) == "gru" else None
+    # the speed rows ran on one thread: a two-thread row measures its own speed with a pilot
+    sp = rows.get(f"speed/{objective}/full") if row_model(row) == "gru" and row_threads(row) == THREADS else None
     if sp and sp.get("rc") == 0 and sp.get("words_per_cpu_s"):
         return sp["words_per_cpu_s"], f"speed/{objective}/full", None
     key = f"neural-pilot/{row}"
@@ -265,7 +279,8 @@ def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb:
     rd = os.path.join(d, "pilot")
     shutil.rmtree(rd, ignore_errors=True)
     argv = lmruns_cmd("train", "--train", train, "--valid", tiny,
-                      *base_options(row_model(row), objective, files["vocab"]), "--epochs", "1", "-o", rd)
+                      *base_options(row_model(row), objective, files["vocab"], row_threads(row)), "--epochs", "1",
+                      "-o", rd)
     r = run_watched(argv, os.path.join(d, "pilot.log"), cap_mb)
     n = count_predictions(train)
     out = {"row": row, "model": row_model(row), "objective": objective, "tokens": tokens, "predictions": n,
@@ -323,7 +338,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
         print(f"[neural] {row}: its recorded plan ({rec['epoch_predictions']:,} predictions an epoch) does not match "
               f"this corpus ({plan.get('epoch_predictions')}); planned afresh", file=sys.stderr, flush=True)
         os.remove(path)
-    objective = row
+    objective = row_objective(row)
     if row == "transformer":
         objective = best_gru_row(rows)
         if objective is None:
@@ -352,9 +367,17 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
         prefix_file(files["train"], train, tokens)
         plan.update(epoch_tokens_planned=tokens, train=train, epoch_predictions=count_predictions(train),
                     valid_cost_planned_s=round(valid_cost, 1),
-                    options=[*base_options(model, objective, files["vocab"]), "--epochs", str(epochs),
-                             "--max-time", f"{budget:g}", "--time-clock", "cpu",
+                    options=[*base_options(model, objective, files["vocab"], row_threads(row)), "--epochs",
+                             str(epochs), "--max-time", f"{budget:g}", "--time-clock", "cpu",
                              "--checkpoint-every", str(checkpoint_steps(speed, model))])
+        if row_threads(row) != THREADS:
+            # decision: a two-thread row trains at the rate its one-thread row's race chose (threads change the
+            # order of the sums, not the optimisation), or its objective's default before that row is recorded;
+            # a race of its own would cost two CPU-hours more a row
+            one = rows.get(f"neural/{objective}", {})
+            if one.get("rc") == 0 and one.get("lr"):
+                plan["options"] += ["--lr", f"{one['lr']:g}"]
+                plan["lr_from"] = f"neural/{objective}"
     write_plan(d, plan)
     return plan
 
@@ -691,7 +714,8 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
         if plan.get("projected"):
             rows[key] = record_projection(plan, rows, notes)
             continue
-        if not _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings):
+        if not _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick,
+                                0 if row in THREAD_ROWS else lr_halvings):
             continue
         if after_each:
             after_each()
@@ -700,7 +724,7 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
     for row in rows_wanted:
         key = f"neural/{row}"
         r = rows.get(key, {})
-        if r.get("rc") != 0 or r.get("projected") or "lr_race" in r or row == "softmax":
+        if r.get("rc") != 0 or r.get("projected") or "lr_race" in r or row in ("softmax", *THREAD_ROWS):
             continue
         plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick)
         if _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings) and after_each:
@@ -760,7 +784,8 @@ def interp_step(data: str, work: str, notes: str, files: dict) -> bool:
     True when a mixture was made (False: no finished row, or the best one is already the one mixed)."""
     rows = read_rows(notes)
     got = [(r["test"]["ppl"], k) for k, r in rows.items()
-           if k.startswith("neural/") and r.get("rc") == 0 and r.get("test", {}).get("ppl")]
+           if k.startswith("neural/") and r.get("rc") == 0 and r.get("test", {}).get("ppl")
+           and r.get("row") not in THREAD_ROWS]  # the target is the best row on one thread
     if not got:
         return False
     _, best = min(got)
@@ -798,7 +823,8 @@ def _process_cpu(r: dict) -> str:
 
 # --- the page ----------------------------------------------------------------------------------------------------
 LABELS = {"nce": "GRU, NCE", "is": "GRU, IS", "blackout": "GRU, BlackOut", "css-is": "GRU, CSS-IS",
-          "class": "GRU, class", "hsm": "GRU, hsm", "adaptive": "GRU, adaptive", "softmax": "GRU, softmax"}
+          "class": "GRU, class", "hsm": "GRU, hsm", "adaptive": "GRU, adaptive", "softmax": "GRU, softmax",
+          "nce-2t": "GRU, NCE, 2 threads", "hsm-2t": "GRU, hsm, 2 threads"}
 
 
 def label(r: dict) -> str:
@@ -808,7 +834,10 @@ def label(r: dict) -> str:
     o = r.get("objective_options") or {}
     draws = f" ({o['samples']:,} {'per position' if o.get('sample_mode') == 'each' else 'shared'})" \
         if "samples" in o else ""
-    return LABELS.get(r.get("row"), r.get("row", "?")) + draws
+    name = LABELS.get(r.get("row"), r.get("row", "?"))
+    if name.endswith(", 2 threads"):
+        return name.removesuffix(", 2 threads") + draws + ", 2 threads"
+    return name + draws
 
 
 def _f(x, digits=0) -> str:
@@ -823,7 +852,7 @@ def kn5_test_ppl(rows: dict) -> float | None:
 
 
 def neural_rows(rows: dict) -> dict[str, dict]:
-    return {r: rows[f"neural/{r}"] for r in ROWS if f"neural/{r}" in rows}
+    return {r: rows[f"neural/{r}"] for r in (*ROWS, *THREAD_ROWS) if f"neural/{r}" in rows}
 
 
 def section(rows: dict) -> tuple[str, list[str]]:
@@ -852,7 +881,11 @@ def section(rows: dict) -> tuple[str, list[str]]:
              f"over those {epochs} epochs; `--max-time {budget:g} --time-clock cpu` stops a slower run at the end "
              "of the epoch that passes the budget. The budget clock is the trainer's own (training loop and "
              "validation); reading the data and the class/hsm word clustering come before it and are in the "
-             "process CPU column.", "",
+             "process CPU column." + (
+                 " Rows marked *2 threads* (beside faster-rnnlm's two-thread runs) are the same with `--threads 2`: "
+                 "the budget counts both threads' CPU seconds, and the rate is the one its one-thread row trained "
+                 "at, not raced again (a race would cost two CPU-hours more)."
+                 if any(k in THREAD_ROWS for k in got) else ""), "",
              "Validation (the learning curves, the best-epoch choice): a fixed subset of valid.txt, every k-th line "
              f"in order ({f'{vpred:,} predictions' if vpred else f'about {VALID_TOKENS:,} tokens'}), the same for "
              "every row: exact validation over all of valid.txt (281k tokens on the real corpus) at "
@@ -955,7 +988,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
                        "mixes again when another row takes the lead "
                        "(it builds our KN5 again with `<unk>` kept as a word, so that its vocabulary is the neural "
                        "models' own word for word; the recorded KN5 renamed it `<unk-word>` for lmplz)")
-    raced = {k: r for k, r in trained.items() if r.get("lr_race")}
+    # a two-thread row takes its one-thread row's rate (make_plan): its one candidate is no race
+    raced = {k: r for k, r in trained.items() if r.get("lr_race") and k not in THREAD_ROWS}
     if raced:
         def cell(c):
             return "diverged" if c.get("diverged") else _f(c.get("epoch1_valid"), 2)
@@ -979,7 +1013,7 @@ def section(rows: dict) -> tuple[str, list[str]]:
                                       else _f(c.get("epoch1_valid"), 2))
                                    + f", {_f(c.get('process_cpu_s'))} CPU s"
                                    for c in sorted(cands, key=lambda c: -c["lr"])))
-    unraced = [k for k in trained if k not in raced]
+    unraced = [k for k in trained if k not in raced and k not in THREAD_ROWS]
     if unraced:
         missing.append("Learning rates raced on validation (the protocol above) for: " + ", ".join(unraced)
                        + " (recorded before the race; the neural step races them after the untrained rows)")
@@ -988,7 +1022,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
 
 def target_line(rows: dict) -> str:
     kn5 = kn5_test_ppl(rows)
-    got = {k: r for k, r in neural_rows(rows).items() if r.get("rc") == 0 and r.get("test", {}).get("ppl")}
+    got = {k: r for k, r in neural_rows(rows).items() if r.get("rc") == 0 and r.get("test", {}).get("ppl")
+           and k not in THREAD_ROWS}  # the target is on one thread
     if not got or not kn5:
         return ("- The best neural row beats KN5 by >= 25 % within the budget; KN5 + it interpolated beats both: not "
                 "yet run (no neural row has finished).")
@@ -1018,7 +1053,7 @@ def curves(ax, rows: dict) -> None:
         xs = [c["cpu_s"] for c in r["curve"]]
         ys = [c["valid_ppl"] for c in r["curve"]]
         ax.plot(xs, ys, marker="o", ms=3, color=f"C{i % 10}", label=label(r))
-    ax.set_xlabel("training CPU seconds (one thread)")
+    ax.set_xlabel("training CPU seconds (a 2-thread row: both threads')")
     ax.set_ylabel("valid ppl (subset)")
     ax.set_title(f"Neural rows at V = {v_full(rows)}", fontsize=9)
     if got:

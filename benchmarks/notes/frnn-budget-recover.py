@@ -42,7 +42,7 @@ row = {"key": "frnn-budget/nce-1", "tool": "faster-rnnlm", "objective": "nce", "
                         f"at {PS_TIME} and the log's last {MINUTES_AFTER} minutes ran at a full core",
        "test": {"ppl": round(2 ** ent, 2), "entropy_bits": ent, "cpu_s": round(float(user) + float(system), 1),
                 "wall_s": float(wall), "text": TEST, "tested_again": True},
-       "ours_on_subset": fb.ours_on(type("A", (), {"ours_notes": fb.NOTES, "test": TEST})(), "nce"),
+       "ours_on_subset": fb.ours_on(type("A", (), {"ours_notes": fb.NOTES, "test": TEST})(), "nce", 1),
        "ours_best_on_subset": {"row": "neural/is", "ppl": 162.96, "whole_text_ppl": 144.43, "predictions": 20061,
                                "command": "sampledlm eval /work/data/wiki-runs/neural/is/run-lr0.002 --test "
                                           f"{TEST} --json --threads 1 (2026-11-29 23:40 UTC)"}}

@@ -102,6 +102,27 @@ def test_a_plan_sizes_the_epochs_from_the_measured_speed_and_is_kept(tmp_path):
         ln.make_plan("nce", rows, "unused", work, files, 200.0, 2, 14000, False)
 
 
+def test_a_two_thread_row_measures_its_own_speed_and_takes_its_one_thread_rows_rate(tmp_path):
+    files = _files(tmp_path)
+    rows = {"speed/nce/full": {"rc": 0, "words_per_cpu_s": 100.0},  # one thread's: not this row's speed
+            "neural-pilot/nce-2t": {"objective": "nce", "tokens": 100_000, "words_per_cpu_s": 60.0},
+            "neural/nce": {"rc": 0, "lr": 0.004, "test": {"ppl": 150.0}}}
+    work = str(tmp_path / "work")
+    os.makedirs(os.path.join(work, "neural", "data"))
+    plan = ln.make_plan("nce-2t", rows, str(tmp_path / "rows.jsonl"), work, files, budget=100.0, epochs=2,
+                        cap_mb=14000, quick=False)
+    assert plan["objective"] == "nce" and plan["speed_source"] == "neural-pilot/nce-2t"
+    assert plan["words_per_cpu_s_planned"] == 60.0
+    opts = plan["options"]
+    assert opts[opts.index("--threads") + 1] == "2" and opts[opts.index("--lr") + 1] == "0.004"
+    assert plan["lr_from"] == "neural/nce"
+    # before its one-thread row is recorded: the objective's default (no --lr), and never a race of its own
+    other = str(tmp_path / "other")
+    os.makedirs(os.path.join(other, "neural", "data"))
+    del rows["neural/nce"]
+    assert "--lr" not in ln.make_plan("nce-2t", rows, "unused", other, files, 100.0, 2, 14000, False)["options"]
+
+
 def test_the_transformer_waits_for_a_finished_gru_row(tmp_path):
     files = _files(tmp_path)
     assert "wait" in ln.make_plan("transformer", {}, "x", str(tmp_path), files, 10.0, 2, 14000, True)
@@ -334,6 +355,15 @@ def test_the_page_shows_faster_rnnlm_under_the_budget_beside_our_row():
     assert "| nce | 1 | 50,000,000 x 4 | 7,300 | 250.00 | 160.50 | 150.25 |" in text
     assert fb.target_part(rows) == "nce at 1 thread ours 150.25 against 160.50 (test subset): met"
     assert fb.section({}) == [] and fb.target_part({}) == "not yet run"
+    # at two threads our two-thread row is the one compared, never the one-thread best row
+    rows["frnn-budget/nce-2"] = {**rows["frnn-budget/nce-1"], "key": "frnn-budget/nce-2", "threads": 2,
+                                 "ours_on_subset": None, "ours_best_on_subset": {"row": "neural/is", "ppl": 140.0}}
+    text = "\n".join(fb.section(rows))
+    assert "| nce | 2 | 50,000,000 x 4 | 7,300 | 250.00 | 160.50 | nce-2t's row not trained yet |" in text
+    assert fb.target_part(rows) == ("nce at 1 thread ours 150.25 against 160.50 (test subset): met; nce at 2 threads "
+                                    "faster-rnnlm 160.50, our nce-2t row not yet finished")
+    rows["frnn-budget/nce-2"]["ours_on_subset"] = {"ppl": 170.0}
+    assert fb.target_part(rows).endswith("nce at 2 threads ours 170.00 against 160.50 (test subset): **missed**")
 
 
 def test_a_race_carried_on_another_machine_takes_in_the_recorded_candidates(tmp_path):
@@ -457,9 +487,10 @@ def test_our_row_whose_model_is_not_here_is_reported_not_scored(tmp_path):
     notes = tmp_path / "lv.jsonl"
     notes.write_text(json.dumps({"key": "neural/nce", "rc": 0, "run_dir": str(tmp_path / "gone"),
                                  "test": {"ppl": 148.07}}) + "\n")
-    got = fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "nce")
+    got = fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "nce", 1)
     assert "is not on this machine" in got["failed"]
-    assert fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "hs") is None  # no hsm row yet
+    assert fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "hs", 1) is None  # no hsm row yet
+    assert fb.ours_on(argparse.Namespace(ours_notes=str(notes), test="t.txt"), "nce", 2) is None  # nor nce-2t
 
 
 def test_the_budget_section_shows_our_best_row_where_the_matching_models_file_is_gone():
