@@ -31,7 +31,8 @@ lmplz, query and build_binary: ``$LMPLZ`` (their folder is taken from it), or on
 -DKENLM_MAX_ORDER=6 && cmake --build kenlm-build --target lmplz query build_binary``; it needs Boost's
 program_options, system, thread and test development packages).
 
-``neural`` (:mod:`benchmarks.large_vocab_neural`, whose docstring has its decisions) trains the neural rows of
+``neural`` (:mod:`benchmarks.large_vocab_neural`, whose docstring has its decisions; the page's part in
+:mod:`benchmarks.large_vocab_neural_page`) trains the neural rows of
 deliverable 3 one after the other, each under the same budget of CPU seconds on one thread (``--budget``, 7200),
 records each as it finishes, and then KN5 + the best of them interpolated:
 
@@ -636,7 +637,7 @@ def targets(rows: dict) -> list[str]:
                     f"{pre['ours']['train']['wall_s'] / pre['lmplz']['train']['wall_s']:.2f}x lmplz's time, peak "
                     f"{pre['ours']['train']['peak_mb']:,.0f} MB)")
         out.append(f"- KN5 on the whole training text, 165M tokens (ours = lmplz to 4 digits, <= 1.2x its time, <= 4 GB): not yet run{note}.")
-    from . import large_vocab_neural as neural
+    from . import large_vocab_neural_page as neural
 
     out += [neural.target_line(rows), faster_rnnlm_target(rows)]
     ratios = []
@@ -845,7 +846,7 @@ def markdown(rows: dict, quick: bool) -> str:
     kn, missing = kn_section(rows)
     speed, more = speed_section(rows)
     missing += more
-    from . import large_vocab_neural as neural
+    from . import large_vocab_neural_page as neural
 
     nsec, more = neural.section(rows)
     missing += more
@@ -884,7 +885,7 @@ def plot(rows: dict):
     for a in (a1, a2):
         a.set_xticks(list(x), labels, fontsize=6)
     a1.set_title("KN5: ours (blue) and lmplz (orange)", fontsize=9)
-    from . import large_vocab_neural as neural
+    from . import large_vocab_neural_page as neural
 
     neural.curves(a3, rows)
     fig.tight_layout()

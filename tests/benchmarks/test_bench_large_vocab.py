@@ -15,6 +15,7 @@ from helpers import run_quick
 
 from benchmarks import large_vocab as lv
 from benchmarks import large_vocab_neural as ln
+from benchmarks import large_vocab_neural_page as lvpage
 
 
 @pytest.mark.slow
@@ -158,23 +159,23 @@ def test_the_section_and_the_target_from_recorded_rows():
     rows = {**recorded, "kn5/ours/all": recorded.get("kn5/ours/all") or kn5,
             "neural/nce": _finished("nce", 120.0), "neural/class": _finished("class", 90.0),
             "neural/adaptive": {"key": "neural/adaptive", "row": "adaptive", "rc": None, "skipped": "too big"}}
-    text, missing = ln.section(rows)
+    text, missing = lvpage.section(rows)
     assert "2 CPU-hours each" in text and "| GRU, class |" in text and "-30.0 %" in text
     assert "**GRU, adaptive: skipped**: too big." in text
     assert any("is, blackout, css-is, hsm, transformer, softmax" in m for m in missing)
     assert any("Learning rates raced on validation (the protocol above) for: nce, class" in m for m in missing)
-    line = ln.target_line(rows)
+    line = lvpage.target_line(rows)
     assert "2 of 8 trained rows finished, 0 with their rates raced on validation" in line
     rows["neural/class"] = {**rows["neural/class"], "lr": 0.004, "tuning_process_cpu_s": 1800.0,
                             "lr_race": [{"lr": 0.008, "diverged": "rose"}, {"lr": 0.004, "epoch1_valid": 300.0},
                                         {"lr": 0.002, "epoch1_valid": 310.0}]}
-    text, missing = ln.section(rows)
+    text, missing = lvpage.section(rows)
     assert "| GRU, class | diverged | **300.00** | 310.00 | 0.004 | 1,800 |" in text
     assert any("Learning rates raced on validation (the protocol above) for: nce (" in m for m in missing)
     assert "GRU, class 90.00" in line and "30.0 % lower: met" in line and "interpolated: not yet run" in line
     rows["neural-interp"] = {"rc": 0, "row": "class", "ppl": 85.0, "neural_ppl": 90.0, "weight_neural": 0.6,
                              "cpu_s": 10.0}
-    assert "85.00: met" in ln.target_line(rows)
+    assert "85.00: met" in lvpage.target_line(rows)
     page = lv.markdown(rows, quick=False)
     assert "## Neural rows at V =" in page and "KN5 + GRU, class interpolated" in page
     fig = lv.plot(rows)
