@@ -14,6 +14,7 @@
     >>> lm.generate(3, prefix="the", seed=1)                 # three sampled sentences
     >>> lm = sampledlm.train_ngram("train.txt", "kn5.arpa", order=5)   # ngram train, from Python
     >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)   # train, from Python
+    >>> lm = sampledlm.resume_lm("gru")                                  # an interrupted run continued
     >>> lm = sampledlm.train_maxent("train.txt", "valid.txt", "melm")     # maxent train, from Python
     >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", dim=100)      # embed train, from Python
 
@@ -58,23 +59,34 @@ class WordScore(NamedTuple):
 
 
 def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights: Sequence[float] | None = None,
-         *, valid: str | None = None, device: str | None = None) -> Model:
+         *, valid: str | None = None, device: str | None = None, text_options=None) -> Model:
     """The model stored at a path, or the linear interpolation of several.
 
     ``path_or_paths``: an ARPA file (.gz/.bz2/.xz), a binary n-gram directory, a neural run directory or a
     maximum-entropy model directory; a list of them is a mixture, weighted by ``weights`` (summing to 1),
     else by EM on the text file ``valid``, else equally. ``device``: where neural models run (``auto``,
-    ``cpu``, ``cuda``; default ``auto``)."""
+    ``cpu``, ``cuda``; default ``auto``). ``text_options``: how the n-gram models read a string into words
+    (a :class:`~sampledlm.data.tokenizer.TextOptions` or a dict of its fields, e.g. ``{"lowercase": True}``):
+    ARPA files and binary directories, like KenLM's and SRILM's, do not record it (the commands take
+    ``--lowercase`` and the like at each use); a neural or maximum-entropy model records its own, and different
+    options for it are refused."""
     from .loader import load_model
     from .lm import Mixture
 
+    if isinstance(path_or_paths, (bytes, bytearray)) or path_or_paths is None:
+        raise UserError(f"load: give a model's path or a list of paths, not {type(path_or_paths).__name__}")
     paths = [os.fspath(path_or_paths)] if isinstance(path_or_paths, (str, os.PathLike)) else \
         [os.fspath(p) for p in path_or_paths]
     if not paths:
         raise UserError("load: give at least one model path")
     if (weights is not None or valid) and len(paths) < 2:
         raise UserError("load: weights and valid need a second model to interpolate with")
-    models = [load_model(p, device=device) for p in paths]
+    if weights is not None and valid:
+        raise UserError("load: give weights or valid (weights estimated on it), not both")
+    if isinstance(weights, (str, bytes)):
+        raise UserError(f"load: weights is a list of numbers, one per model (e.g. [0.7, 0.3]), not {weights!r}")
+    opts = _text_options_given(text_options)
+    models = [_with_text_options(load_model(p, device=device), p, opts) for p in paths]
     if len(models) == 1:
         return Model(models[0])
     mix = Mixture(models, None if weights is None else [float(w) for w in weights])
@@ -83,6 +95,34 @@ def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights
 
         set_weights(mix, None, valid, paths[0])
     return Model(mix)
+
+
+def _text_options_given(text_options) -> dict | None:
+    """``text_options`` (a TextOptions, a dict of its fields or None) as a dict; None for None and for the
+    defaults (a model that records none reads text with those)."""
+    if text_options is None:
+        return None
+    if isinstance(text_options, TextOptions):
+        opts = text_options
+    elif isinstance(text_options, dict):
+        opts = TextOptions.from_dict(text_options, "text_options")
+    else:
+        raise UserError(f"text_options: a dict of text settings (e.g. {{'lowercase': True}}) or a TextOptions, "
+                        f"not {type(text_options).__name__}")
+    return None if opts == TextOptions() else opts.to_dict()
+
+
+def _with_text_options(lm: LanguageModel, path: str, opts: dict | None) -> LanguageModel:
+    """``lm`` reading text with ``opts``: set on a model that records none (n-gram), checked against one that
+    does."""
+    if opts is None:
+        return lm
+    if lm.text_options is None:
+        lm.text_options = opts
+    elif TextOptions(**lm.text_options) != TextOptions(**opts):
+        raise UserError(f"{path}: the model reads text with {lm.text_options}, recorded when it was trained; "
+                        f"text_options {opts} differ (leave them out for this model)")
+    return lm
 
 
 class Model:
@@ -212,10 +252,23 @@ class Model:
 
     def advance_many(self, states: Sequence, words: Sequence[str]) -> tuple[np.ndarray, list]:
         """:meth:`advance` for N hypotheses at once (one call of the model): ``(ln P [N], N new states)``."""
-        from .states import advance
+        from .states import advance, fits
 
-        if isinstance(words, str):
+        if isinstance(words, (str, bytes)) or not isinstance(words, Sequence):
             raise UserError("advance_many: give a list of words, one per state")
+        start = self.begin_sentence()
+        if isinstance(states, type(start)) or isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
+            raise UserError("advance_many: give a list of states (from begin_sentence or advance), one per word")
+        if len(states) != len(words):
+            raise UserError(f"advance_many: {len(states)} states and {len(words)} words: give one word per state")
+        for i, w in enumerate(words):
+            if not isinstance(w, str) or not w or len(w.split()) != 1 or w != w.strip() or w == "<s>":
+                raise UserError(f"advance: word {i} is {w!r}: give one word (a non-empty string without spaces; "
+                                "</s> ends the sentence, <s> is not a word to advance with)")
+        for i, st in enumerate(states):
+            if not fits(self.lm, st, start):
+                raise UserError(f"advance: state {i} ({type(st).__name__}) is not a state of this model: take it from "
+                                "this model's begin_sentence or advance")
         ids = [EOS_ID if w == EOS else self.vocab.index.get(self._normalise(w), UNK_ID) for w in words]
         return advance(self.lm, list(states), ids)
 
@@ -255,7 +308,11 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     directory); ``None`` keeps it in memory only. An existing ``output`` is refused, as the command refuses it,
     unless ``force``; one of the input files never is replaced. ``settings``: the fields of
     :class:`sampledlm.ngram.build.BuildConfig` (``order=5``, ``smoothing="kn"``, ``memory="2G"``, ...), each
-    defaulting as the command's flags do. (:func:`sampledlm.ngram.train_ngram` is the id-level estimator.)
+    defaulting as the command's flags do. ``text_options``: how text becomes words (a dict of
+    :class:`~sampledlm.data.tokenizer.TextOptions` fields, e.g. ``{"lowercase": True}``); the model returned reads
+    strings the same way, but the ARPA file or binary directory does not record it (as KenLM's and SRILM's do
+    not): give the same ``text_options`` to :func:`load`. (:func:`sampledlm.ngram.train_ngram` is the id-level
+    estimator.)
 
         >>> lm = sampledlm.train_ngram(["the cat sat", "the dog sat"], order=2)
         >>> lm.perplexity(["the cat sat"])
@@ -265,21 +322,24 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     from .ngram.build import BuildConfig, build
     from .ngram.lm import ArpaLM
 
+    settings, given = _split_settings("train_ngram", settings, set(BuildConfig.__dataclass_fields__), text_options)
     config = BuildConfig(**settings)
+    opts = _text_options_given(given)
     vocab = None if vocab is None else os.fspath(vocab)
     valid = None if valid is None else os.fspath(valid)
     if output is None:
         with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp, _text_files({"train": text}) as files:
             target = os.path.join(tmp, "model.arpa")
-            build(config, files["train"], target, vocab=vocab, valid=valid, text_options=text_options)
-            return Model(ArpaLM.open(target))
+            build(config, files["train"], target, vocab=vocab, valid=valid, text_options=opts)
+            return Model(_with_text_options(ArpaLM.open(target), target, opts))
     from .ngram.build.output import model_output
 
     target = os.fspath(output)
     with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid]):
-        build(config, files["train"], target, binary=binary, vocab=vocab, valid=valid, text_options=text_options,
+        build(config, files["train"], target, binary=binary, vocab=vocab, valid=valid, text_options=opts,
               locked=binary)
-    return Model(ArpaLM.open(target))
+    # the model file does not record how text was read (module docstring of load): this Model does
+    return Model(_with_text_options(ArpaLM.open(target), target, opts))
 
 
 def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
@@ -308,27 +368,23 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     if objective not in OBJECTIVES:
         raise UserError(f"train_lm: unknown objective {objective!r}; choose from {', '.join(OBJECTIVES)}")
     known = set(MODEL_FIELDS) | set(TRAIN_FIELDS) | set(OBJECTIVE_FIELDS)
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise UserError(f"train_lm: unknown setting(s) {', '.join(unknown)} (see sampledlm train --help; the Python "
-                        "names use _ for -)")
+    settings, opts = _split_settings("train_lm", settings, known, text_options)  # lowercase=True and the like too
     flags = {k: None for k in known} | settings
     if threads:
         import torch
 
         torch.set_num_threads(threads)
-    opts = TextOptions.from_dict(text_options if not isinstance(text_options, TextOptions) else
-                                 text_options.to_dict(), "text_options")
     log = log or (lambda msg: None)
     notes: list[str] = []
     vocab = None if vocab is None else os.fspath(vocab)
     with _text_files({"train": train, "valid": valid}) as files:
+        files = _kept_in_run(os.fspath(output), files, {"train": train, "valid": valid})
         try:
             if init_from is not None:
                 from .neural.settings import init_config
 
                 shape = sorted(k for k, v in settings.items() if v is not None and k not in TRAIN_FIELDS)
-                if shape or text_options or (model, objective) != ("ffnn", "softmax"):
+                if shape or opts != TextOptions() or (model, objective) != ("ffnn", "softmax"):
                     raise UserError(f"train_lm: init_from={os.fspath(init_from)!r}: the model, its objective and "
                                     "how text is read come from that run; give training settings only"
                                     + (f" (got {shape[0]})" if shape else ""))
@@ -350,6 +406,30 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
             copy_weights(source, trainer.model, trainer.objective, words, os.fspath(init_from))
         trainer.train()
     return load(output)
+
+
+def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = None, device: str | None = None,
+              threads: int | None = None, log=None) -> Model:
+    """Continue the neural run in ``run_dir`` from its last checkpoint, as ``sampledlm train --resume`` does
+    (a run stopped by Ctrl-C, a crash or a time limit; the same numbers as an unbroken run), and return it as a
+    :class:`Model`. ``epochs``, ``max_halvings``: train a run longer (a finished one too); ``device``: move it
+    between a GPU and the CPU; every other setting is the run's own. ``threads``: torch's CPU threads for the
+    process (``torch.set_num_threads``). ``log``: a function given each progress line (default: silent).
+
+        >>> lm = sampledlm.resume_lm("gru")              # after an interrupted sampledlm.train_lm(..., "gru", ...)
+    """
+    from .neural.trainer import resume_run
+
+    run_dir = os.fspath(run_dir)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    over = {k: v for k, v in (("epochs", epochs), ("max_halvings", max_halvings), ("device", device))
+            if v is not None}
+    trainer = resume_run(run_dir, over, log=log or (lambda msg: None), refuse_finished=True)
+    trainer.train()
+    return load(run_dir)
 
 
 def train_maxent(train, valid, output, *, force: bool = False, init_from=None, vocab=None, ranks: int = 1,
@@ -423,6 +503,9 @@ def _split_settings(caller: str, settings: dict, fields: set[str], text_options)
     if unknown:
         raise UserError(f"{caller}: unknown setting(s) {', '.join(unknown)} (the command's --help lists its options; "
                         "the Python names use _ for -)")
+    if not (text_options is None or isinstance(text_options, (TextOptions, dict))):
+        raise UserError(f"{caller}: text_options is a dict of text settings (e.g. {{'lowercase': True}}) or a "
+                        f"TextOptions, not {type(text_options).__name__}")
     base = (text_options.to_dict() if isinstance(text_options, TextOptions) else dict(text_options or {}))
     base.update({k: v for k, v in settings.items() if k in text_names and v is not None})
     opts = TextOptions.from_dict(base, "text_options")
@@ -439,6 +522,28 @@ def _refuse_changed(given: dict):
                 raise UserError(f"init_from={where}: {what} come from that run ({name}={value!r} there, "
                                 f"{values[name]!r} here); leave {name} out")
     return check
+
+
+def _kept_in_run(run_dir: str, files: dict, texts: dict) -> dict:
+    """``files`` with the texts given as sentences (not paths) copied into the new run's directory
+    (``RUN/texts/<name>.txt``), where the run's config records them: a temporary file would be gone when the run
+    is resumed (:func:`resume_lm`)."""
+    import shutil
+
+    from .data.textio import atomic_write
+    from .neural.trainer import TEXTS, _check_new_run_dir
+
+    given = [name for name, text in texts.items() if not isinstance(text, (str, os.PathLike))]
+    if not given:
+        return files
+    _check_new_run_dir(run_dir)  # refused before anything is written there
+    os.makedirs(os.path.join(run_dir, TEXTS), exist_ok=True)
+    out = dict(files)
+    for name in given:
+        out[name] = os.path.join(run_dir, TEXTS, f"{name}.txt")
+        with open(files[name], encoding="utf-8") as src, atomic_write(out[name]) as dst:
+            shutil.copyfileobj(src, dst)
+    return out
 
 
 class _text_files:

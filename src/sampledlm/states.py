@@ -64,6 +64,28 @@ def advance(lm: LanguageModel, states: Sequence, words: Sequence[int]) -> tuple[
     return _advance_history(lm, states, words)
 
 
+def fits(lm: LanguageModel, state, start=None) -> bool:
+    """Whether ``state`` can be a state of ``lm`` (``start``: ``begin(lm)``, given to save making it): of the kind
+    :func:`begin` makes for it, a mixture's with one part per model, a recurrent one of its shapes, a history of
+    ids in its vocabulary. (Another model of the same kind and shape passes: a state does not name its model.)"""
+    start = begin(lm) if start is None else start
+    if type(state) is not type(start):
+        return False
+    if isinstance(state, MixtureState):
+        return len(state.parts) == len(start.parts) and all(
+            fits(m, p, q) for m, p, q in zip(lm.models, state.parts, start.parts))
+    if isinstance(state, HistoryState):
+        return all(isinstance(i, (int, np.integer)) and 0 <= i < len(lm.vocab) for i in state.ids)
+    # a recurrent state: the model's shapes
+    from .neural.state import RecurrentState
+
+    if isinstance(state, RecurrentState):
+        def shapes(h):
+            return [tuple(t.shape) for t in (h if isinstance(h, tuple) else (h,))]
+        return shapes(state.hidden) == shapes(start.hidden) and tuple(state.ctx.shape) == tuple(start.ctx.shape)
+    return True
+
+
 def _recurrent(lm: LanguageModel):
     """:mod:`sampledlm.neural.state` for a neural model that carries a state from word to word, else None."""
     if getattr(lm, "family", None) != "neural":

@@ -121,8 +121,11 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
                       l2=run.l2, seed=run.seed, fixed_negatives=run.neg_subset == "fixed",
                       adagrad=run.optimizer == "adagrad", average=run.average)
     job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir if writer else None, vocab,
-                   log=True, info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
-                                   **({"init_from": start.origin} if start else {})},
+                   # one process: its epoch lines go to ``log`` (the API's is silent); ranks in processes of their
+                   # own print theirs (a function does not cross into a spawned process)
+                   log=log if ranks == 1 and not distributed else True,
+                   info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
+                         **({"init_from": start.origin} if start else {})},
                    text_options=text_options.to_dict(), start=start)
     if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
         run_from_env(job)

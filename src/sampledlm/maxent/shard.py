@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,7 +52,7 @@ class ShardJob:
     hash_size: int | None = None
     out_dir: str | None = None
     vocab: object = None
-    log: bool = False
+    log: bool | Callable[[str], None] = False  # True: rank 0 prints its epoch lines to stderr; a function: given them
     info: dict = field(default_factory=dict)
     text_options: dict | None = None  # how the text was read (a TextOptions dict), saved with the model
     start: object = None  # a run started from another model: its .finetune.Start
@@ -90,7 +91,11 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return t.numpy()
 
-    log = (lambda s: print(f"[rank {rank}/{world}] {s}", file=sys.stderr, flush=True)) if job.log and rank == 0 else None
+    log = None
+    if callable(job.log) and rank == 0:
+        log = (lambda s: job.log(f"[rank {rank}/{world}] {s}"))
+    elif job.log and rank == 0:
+        log = (lambda s: print(f"[rank {rank}/{world}] {s}", file=sys.stderr, flush=True))
     train(model, job.train_ids, job.valid_ids, job.cfg, owned=owned, reduce=reduce, log=log)
     if world > 1:
         sizes = [int(np.count_nonzero(word_owner(V, world)[full.gword] == r)) for r in range(world)]

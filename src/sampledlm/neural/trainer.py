@@ -93,10 +93,14 @@ def _device_used(trainer: Trainer) -> str:
     return where + (f", {trainer.ranks.world} ranks" if trainer.ranks.active else "")
 
 
+#: where a run started from Python with sentences in memory keeps them as text files (``sampledlm.train_lm``), so
+#: that it resumes as a run from files does
+TEXTS = "texts"
 #: what a run directory holds (``.``-names: its lock and the temporary files of atomic writes; provenance.json and
 #: README.md, the model card, since 0.2.0)
 RUN_FILES = frozenset({"config.json", "config.toml", "vocab.txt", "model.safetensors", "objective.safetensors",
-                       "metrics.jsonl", "learning_curve.png", "checkpoint.json", "checkpoints", *provenance.NAMES})
+                       "metrics.jsonl", "learning_curve.png", "checkpoint.json", "checkpoints", *provenance.NAMES,
+                       TEXTS})
 
 
 def _check_new_run_dir(run_dir: str) -> None:
@@ -108,7 +112,7 @@ def _check_new_run_dir(run_dir: str) -> None:
     if not os.path.isdir(run_dir):
         raise UserError(f"{run_dir}: exists and is not a directory; choose another -o")
     names = {n for n in os.listdir(run_dir) if not n.startswith(".")}
-    if not names:
+    if not names - {TEXTS}:  # empty, or the texts a run from Python wrote just before it starts
         return
     cpath = os.path.join(run_dir, "config.json")
     family = None
@@ -126,7 +130,8 @@ def _check_new_run_dir(run_dir: str) -> None:
         raise UserError(f"{run_dir}: exists and holds {(others or sorted(names))[0]}, which a new run would not "
                         "keep; choose another -o (a new directory, or an empty one)")
     if runs.latest_checkpoint(run_dir) is not None:
-        raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} or choose another -o")
+        raise UserError(f"{run_dir}: already holds a run; continue it with --resume {run_dir} (in Python: "
+                        f"sampledlm.resume_lm({run_dir!r})) or choose another -o")
     model = os.path.join(run_dir, "model.safetensors")
     if os.path.isfile(model) and _finalized(model):
         raise UserError(f"{run_dir}: holds a trained model (its checkpoints are gone, so it cannot be resumed); "

@@ -60,17 +60,27 @@ class Client:
 
     def score(self, sentences: Sequence[Text], per_word: bool = False) -> dict:
         """``{"sentences": [...], "totals": {...}}``: what ``sampledlm score --jsonl`` prints, per request."""
-        return self.request("POST", "/score", {"sentences": [_text(s) for s in sentences], "per_word": per_word})
+        return self.request("POST", "/score", {"sentences": [_text(s) for s in _many(sentences, "score", "sentences")],
+                                               "per_word": per_word})
 
     def next_words(self, queries: Sequence[tuple[Text, Text]]) -> list[list[float]]:
         """``ln P(word | <s> history)`` for each ``(history, words)``: one list of floats per query."""
-        body = {"queries": [{"history": _text(h), "words": _text(w)} for h, w in queries]}
+        body = {"queries": [{"history": _text(h), "words": _text(w)} for h, w in _many(queries, "next_words",
+                                                                                           "(history, words) pairs")]}
         return [r["ln"] for r in self.request("POST", "/next", body)["results"]]
 
     def top_k(self, histories: Sequence[Text], k: int = 10) -> list[list[tuple[str, float]]]:
         """The ``k`` most probable next words after each history, with ``ln P``, most probable first."""
-        res = self.request("POST", "/topk", {"histories": [_text(h) for h in histories], "k": k})["results"]
+        res = self.request("POST", "/topk", {"histories": [_text(h) for h in _many(histories, "top_k", "histories")],
+                                             "k": k})["results"]
         return [list(zip(r["words"], r["ln"])) for r in res]
+
+
+def _many(items, method: str, what: str) -> list:
+    """``items`` as a list, refusing a bare string (it would be sent letter by letter, one item a letter)."""
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"Client.{method}: give a list of {what}, e.g. [{items!r}], not a single string")
+    return list(items)
 
 
 def _text(v: Text):
