@@ -107,3 +107,45 @@ def test_a_run_from_sentences_in_memory_resumes_as_the_commands_run_does(tmp_pat
 
     assert valid(tmp_path / "api") == valid(tmp_path / "cli") and len(valid(tmp_path / "api")) == 2
     assert lm.perplexity(tmp_path / "valid.txt") == sampledlm.load(tmp_path / "cli").perplexity(tmp_path / "valid.txt")
+
+
+def test_sentences_and_generation_settings_that_are_not_what_they_say_are_refused(tmp_path):
+    import pathlib
+
+    lm = sampledlm.train_ngram(SENTS, order=2)
+    for bad in (None, 123, pathlib.Path("t.txt")):
+        with pytest.raises(UserError, match="a sentence is a string or a list of words"):
+            lm.logprob(bad)
+        with pytest.raises(UserError, match="logprobs: give a list of sentences"):
+            lm.logprobs(bad)
+    with pytest.raises(UserError, match="'new york', which is not one word"):
+        lm.logprob(["the", "new york"])
+    for kw, what in ((dict(temperature=float("nan")), "temperature"), (dict(top_k=-1), "top_k"),
+                     (dict(top_k="3"), "top_k"), (dict(max_words=-3), "max_words")):
+        with pytest.raises(UserError, match=f"generate: {what}"):
+            lm.generate(1, **kw)
+    for text, why in (([["the", "new york"]], "each a non-empty string without spaces"), (["a b\nc d"], "line break"),
+                      (["caf\udce9"], "not valid text")):
+        with pytest.raises(UserError, match=why):
+            sampledlm.train_ngram(text, tmp_path / "x.arpa", order=2)
+        assert not (tmp_path / "x.arpa").exists()
+
+
+def test_a_damaged_vocabulary_record_blames_config_json_and_a_checkpoint_in_use_is_said(four_models, tmp_path,
+                                                                                        capfd):
+    import shutil
+
+    run = tmp_path / "gru"
+    shutil.copytree(four_models / "gru", run)
+    config = json.loads((run / "config.json").read_text())
+    good = config["vocab"]
+    (run / "config.json").write_text(json.dumps({**config, "vocab": {**good, "size": "x"}}))
+    with pytest.raises(UserError, match=r"config\.json: vocab: expected a size"):
+        sampledlm.load(run)
+    (run / "config.json").write_text(json.dumps(config))
+    if not any((run / "checkpoints").iterdir()):
+        pytest.skip("the tiny run kept no checkpoint")
+    (run / "model.safetensors").unlink()
+    capfd.readouterr()
+    sampledlm.load(run).logprob("")
+    assert "using the latest checkpoint's weights" in capfd.readouterr().err

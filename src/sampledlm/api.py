@@ -150,8 +150,15 @@ class Model:
         ``<s>`` and ``</s>`` are dropped from a string and from a list alike, as a file's reader drops them)."""
         if isinstance(sentence, str):
             return tokenize_line(sentence, self.text_options)
-        if isinstance(sentence, (bytes, bytearray)) or not all(isinstance(w, str) for w in sentence):
-            raise UserError("a sentence is a string or a list of words (strings)")
+        if (isinstance(sentence, (bytes, bytearray, os.PathLike)) or not isinstance(sentence, Iterable)
+                or not all(isinstance(w, str) for w in sentence)):
+            raise UserError(f"a sentence is a string or a list of words (strings), not {_brief(sentence)}"
+                            + (" (a file: perplexity(path), or logprobs of its lines)"
+                               if isinstance(sentence, os.PathLike) else ""))
+        bad = next((w for w in sentence if not _one_word(w)), None)
+        if bad is not None:
+            raise UserError(f"a list of words holds {bad!r}, which is not one word (a word is a non-empty string "
+                            "without spaces; give a string to have it split)")
         return [self._normalise(w) for w in sentence if w not in MARKERS]
 
     def _ids(self, words: Sequence[str]) -> list[int]:
@@ -181,6 +188,10 @@ class Model:
         each, in order. A single string is refused here (give a list of sentences)."""
         if isinstance(sentences, str):
             raise UserError("logprobs: give a list of sentences (for one sentence, logprob(sentence))")
+        if isinstance(sentences, (bytes, bytearray)) or not isinstance(sentences, Iterable):
+            raise UserError(f"logprobs: give a list of sentences, not {_brief(sentences)}"
+                            + (" (a file's lines: logprobs(open(path).read().splitlines()))"
+                               if isinstance(sentences, os.PathLike) else ""))
         return [s.ln_prob for s in self._scored_stream(sentences, skip_blank=False)]
 
     def word_scores(self, sentence: Sentence) -> list[WordScore]:
@@ -292,11 +303,32 @@ class Model:
 
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise UserError(f"generate: n {n!r}: give a whole number >= 0")
+        _check_number("generate: temperature", temperature, lambda x: x > 0, "a positive number")
+        _check_number("generate: top_k", top_k, lambda x: x >= 0, "a whole number >= 0 (0: every word)", whole=True)
+        _check_number("generate: max_words", max_words, lambda x: x >= 1, "a whole number >= 1", whole=True)
         rng = np.random.default_rng(seed)
         start = self._ids(self.words(prefix))
         return [" ".join(self.vocab.decode(sample_sentence(self.lm, start, rng, temperature=temperature,
                                                            top_k=top_k, max_words=max_words, allow_unk=allow_unk)))
                 for _ in range(n)]
+
+
+def _one_word(w: str) -> bool:
+    return bool(w) and len(w.split()) == 1 and w == w.strip()
+
+
+def _brief(value) -> str:
+    """``value`` as an error message names it: its type and the start of its repr."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"
+
+
+def _check_number(what: str, value, ok, want: str, whole: bool = False) -> None:
+    """A :class:`UserError` unless ``value`` is a finite number (a whole one with ``whole``; never a bool) and
+    ``ok(value)``."""
+    kinds = (int, np.integer) if whole else (int, float, np.integer, np.floating)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or not ok(value):
+        raise UserError(f"{what} {value!r}: give {want}")
 
 
 def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool = False, vocab=None, valid=None,
@@ -568,12 +600,20 @@ class _text_files:
             files[name] = os.path.join(self.tmp.name, f"{name}.txt")
             lines = 0
             with atomic_write(files[name]) as f:
-                for s in text:
-                    if not isinstance(s, str) and not all(isinstance(w, str) for w in s):
-                        raise UserError(f"{name}: a sentence is a string or a list of words (strings), not {s!r:.60}")
+                for i, s in enumerate(text):
+                    if isinstance(s, str):
+                        if "\n" in s or "\r" in s:
+                            raise UserError(f"{name}: sentence {i} holds a line break: give one sentence per item")
+                    elif not isinstance(s, Iterable) or not all(isinstance(w, str) and _one_word(w) for w in s):
+                        raise UserError(f"{name}: sentence {i}: a sentence is a string or a list of words (each a "
+                                        f"non-empty string without spaces), not {s!r:.60}")
                     line = (s if isinstance(s, str) else " ".join(s)).strip()
                     if line:
-                        f.write(line + "\n")
+                        try:
+                            f.write(line + "\n")
+                        except UnicodeEncodeError as e:
+                            raise UserError(f"{name}: sentence {i} is not valid text ({e.reason} at character "
+                                            f"{e.start})") from None
                         lines += 1
             if not lines:
                 raise UserError(f"{name}: no sentences (the sentences given hold no words)")

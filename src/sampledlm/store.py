@@ -209,8 +209,14 @@ def load_vocab_checked(model_dir: str, config: dict) -> Vocab:
         raise UserError(f"{path}: no such file")
     vocab = Vocab.load(path)
     want = config.get("vocab")
+    cpath = os.path.join(model_dir, "config.json")
     if not isinstance(want, dict):
-        raise UserError(f"{os.path.join(model_dir, 'config.json')}: no vocabulary fingerprint")
+        raise UserError(f"{cpath}: no vocabulary fingerprint")
+    size, fingerprint = want.get("size"), want.get("fingerprint")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1 or not isinstance(fingerprint, str):
+        # the record is what was damaged, not the vocabulary file
+        raise UserError(f"{cpath}: vocab: expected a size (a whole number) and a fingerprint (a string), found "
+                        f"{json.dumps(want)[:120]}")
     if len(vocab) != want.get("size") or vocab.fingerprint() != want.get("fingerprint"):
         raise UserError(f"{path}: vocabulary does not match config.json (size {len(vocab)} vs {want.get('size')}, "
                         f"fingerprint {vocab.fingerprint()} vs {want.get('fingerprint')}); the file was changed")

@@ -95,6 +95,16 @@ def test_score_gives_the_numbers_of_sampledlm_score(servers, cli_scores, test_li
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_an_empty_sentence_is_its_end_alone_as_in_the_python_api(servers, serve_models, name):
+    import sampledlm
+
+    got = Client(servers[name].url).score(["", "<s> </s>", []], per_word=True)["sentences"]
+    want = sampledlm.load(serve_models / name).logprob("")
+    assert [g["predictions"] for g in got] == [1, 1, 1] and [g["per_word"][0]["word"] for g in got] == ["</s>"] * 3
+    assert [g["ln"] for g in got] == pytest.approx([want] * 3, abs=ATOL[name])
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_next_words_are_the_per_word_scores(servers, cli_scores, test_lines, name):
     """Each word's ln P after its sentence's prefix (and </s> after the whole sentence), asked as the
     decoder asks, equals the per-word score of ``sampledlm score``."""

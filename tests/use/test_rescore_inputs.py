@@ -75,6 +75,16 @@ def test_lattice_flags_on_n_best_lists_are_refused(samples, run_in_process, flag
     assert r.returncode == 1 and r.stderr.splitlines() == [f"sampledlm: error: {message}"]
 
 
+@pytest.mark.parametrize("flags", [["-o", "nodir/x.jsonl"], ["--one-best", "nodir/1best.txt"],
+                                   ["-o", "nodir/lattices"]])
+def test_an_output_in_a_missing_directory_is_refused_before_any_scoring(samples, run_in_process, flags):
+    inputs = "lattices" if flags[-1].endswith("lattices") else "nbest.jsonl"
+    r = run_in_process("rescore", "kn3.arpa", inputs, *flags, cwd=samples)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [f"sampledlm: error: {flags[-1]}: cannot write: directory "
+                                     f"{samples / 'nodir'} does not exist"]
+
+
 def test_lattice_flags_still_apply_to_lattices(samples, run_in_process):
     r = run_in_process("rescore", "kn3.arpa", "lattices", "--k", "1", "--tune-on", "lattices", "--tune-refs",
                        "refs.txt", "--tune-nbest", "5", "--refs", "refs.txt", "--json", cwd=samples)

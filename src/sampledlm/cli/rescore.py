@@ -142,6 +142,13 @@ def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k,
             if os.path.isdir(path) and os.listdir(path) and not force:
                 raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
     lattices = fmt == "slf" or (fmt == "auto" and is_slf(nbest))
+    for path in (one_best, output):  # before the models load and score: a long run would fail only at its end
+        if path and path != "-" and not os.path.isdir(path):
+            parent = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(parent):
+                raise UserError(f"{path}: cannot write: directory {parent} does not exist")
+            if not os.access(parent, os.W_OK):
+                raise UserError(f"{path}: cannot write: permission denied")
     if k is not None and not lattices:
         raise UserError(f"--k merges lattice histories: it applies to lattices, and {nbest} holds n-best lists")
     if tune_nbest is not None and not (tune_on and is_slf(tune_on)):

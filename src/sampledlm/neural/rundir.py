@@ -35,6 +35,7 @@ import functools
 import json
 import os
 import shutil
+import sys
 
 import numpy as np
 import torch
@@ -261,6 +262,10 @@ def load_run(run_dir: str, weights: str | None = None):
             if ckpt is None:
                 raise UserError(f"{run_dir}: no model.safetensors and no checkpoint: training has not saved a model yet")
             weights = os.path.join(ckpt, "model.safetensors")
+            # said, not silent: the scores are those of wherever training stopped, not of a best epoch
+            print(f"sampledlm: warning: {run_dir}: no model.safetensors (no epoch finished, or the file was "
+                  f"removed): using the latest checkpoint's weights ({os.path.relpath(ckpt, run_dir)})",
+                  file=sys.stderr)
     load_model_files(weights, model, objective)
     model.eval()
     return model, objective, vocab, config

@@ -163,7 +163,9 @@ def read_score(obj: dict, reader: Reader) -> tuple[list[list[str]], bool]:
     if not isinstance(per_word, bool):
         raise BadRequest(f"per_word: expected true or false, got {_kind(per_word)}")
     sents = items_list(obj, "sentences", reader.limits)
-    return [reader.tokens(s, f"sentences[{i}]") for i, s in enumerate(sents)], per_word
+    # an empty sentence (an empty hypothesis) is </s> alone, as the Python API's logprob("") and a decoder's
+    # advance(begin_sentence(), "</s>") score it
+    return [reader.tokens(s, f"sentences[{i}]", allow_empty=True) for i, s in enumerate(sents)], per_word
 
 
 def read_next(obj: dict, reader: Reader) -> list[tuple[list[int], list[int], list[str]]]:
