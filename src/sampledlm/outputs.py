@@ -25,7 +25,8 @@ def refuse_existing(path: str, force: bool, inputs=()) -> None:
             if out == src or (os.path.isdir(src) and out.startswith(src + os.sep) and os.path.exists(out)):
                 raise UserError(f"{path}: is {'inside ' if out != src else ''}the input {given}; write elsewhere")
     if path != "-" and os.path.isfile(path) and not force:
-        raise UserError(f"{path}: already exists; give --force to replace it, or choose another -o")
+        raise UserError(f"{path}: already exists; give --force (in Python: "
+                        "force=True) to replace it, or choose another -o")
 
 
 @contextlib.contextmanager

@@ -249,7 +249,8 @@ class _SentenceAssembler:
 
 
 # most commands reading text have --encoding-errors; the rest (score, eval) take the model's tokenisation as it is
-ENCODING_HINT = "fix the file, or pass --encoding-errors replace where the command has it"
+ENCODING_HINT = ("fix the file, or pass --encoding-errors replace where the command has it (in Python: "
+                 "text_options={'encoding_errors': 'replace'})")
 
 
 def iter_sentence_chunks(path: str, opts: TextOptions = TextOptions(),

@@ -109,4 +109,5 @@ def check_output(out_dir: str, force: bool) -> None:
         raise UserError(f"{out_dir}: holds {f'a {family} model' if isinstance(family, str) else 'a config.json'}, "
                         "not word embeddings; choose another -o")
     if not force:
-        raise UserError(f"{out_dir}: already holds a model; give --force to replace it, or choose another -o")
+        raise UserError(f"{out_dir}: already holds a model; give --force (in Python: "
+                        "force=True) to replace it, or choose another -o")

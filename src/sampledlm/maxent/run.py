@@ -207,7 +207,8 @@ def check_output(out_dir: str, force: bool, clean: bool = False) -> None:
             family = None
     if family == "maxent":
         if not force:
-            raise UserError(f"{out_dir}: already holds a maxent model; give --force to replace it, or choose another -o")
+            raise UserError(f"{out_dir}: already holds a maxent model; give --force (in Python: "
+                            "force=True) to replace it, or choose another -o")
         return
     what = f"holds a {family} model" if family else "is not empty"
     raise UserError(f"{out_dir}: {what}; choose another -o (--force only replaces a maxent model)")
