@@ -31,8 +31,10 @@ __all__ = ["load", "Model", "train_ngram", "train_lm", "resume_lm", "train_maxen
            "__version__"]
 
 
-#: what :func:`__getattr__` serves from :mod:`sampledlm.api`, and the subpackages it imports on first use
-_API = ("load", "Model", "train_ngram", "train_lm", "resume_lm", "train_maxent", "train_embeddings")
+#: what :func:`__getattr__` serves from :mod:`sampledlm.api` and :mod:`sampledlm.api_train` (the training
+#: functions), and the subpackages it imports on first use
+_TRAINING = ("train_ngram", "train_lm", "resume_lm", "train_maxent", "train_embeddings")
+_API = ("load", "Model", *_TRAINING)
 _LAZY_MODULES = ("ngram", "neural", "maxent", "embed", "api", "lm")
 
 
@@ -43,7 +45,7 @@ def __getattr__(name: str):
 
     # by name, as maxent/__init__.py does: the package root depends on no layer (every module imports it first)
     if name in _API:
-        return getattr(importlib.import_module(".api", __name__), name)
+        return getattr(importlib.import_module(".api_train" if name in _TRAINING else ".api", __name__), name)
     if name in _LAZY_MODULES:  # sampledlm.ngram.X without an import
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'sampledlm' has no attribute {name!r}")

@@ -1,8 +1,8 @@
 """The package's imports run one way and form no cycle (computed from the code with ``ast``).
 
 Layers, top to bottom (a module may import its own layer's siblings and anything below):
-cli, demo, api (the word-level Python API) -> loader, use, serve, states -> neural, ngram, maxent, embed -> objectives, lm,
-store, config, provenance -> data, outputs -> errors, progress.
+cli, demo, api and api_train (the word-level Python API and its training functions) -> loader, use, serve, states ->
+neural, ngram, maxent, embed -> objectives, lm, store, config, provenance -> data, outputs -> errors, progress.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pathlib
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "sampledlm"
 LAYERS = [
-    {"cli", "demo", "__main__", "api"},
+    {"cli", "demo", "__main__", "api", "api_train"},
     {"loader", "use", "serve", "states"},
     {"neural", "ngram", "maxent", "embed"},
     {"objectives", "lm", "store", "config", "provenance"},

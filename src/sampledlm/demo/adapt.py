@@ -18,7 +18,8 @@ def adapt_step(data: DemoData) -> list[Result]:
     if not os.path.isdir(source):
         return []
     say("\n== Domain adaptation (sampledlm train --init-from RUN) ==")
-    from ..api import load, train_lm
+    from ..api import load
+    from ..api_train import train_lm
 
     t0 = time.perf_counter()
     with open(data.test, encoding="utf-8") as f:

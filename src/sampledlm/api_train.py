@@ -1,0 +1,313 @@
+"""The Python API's training functions: each trains as its command does and returns a :class:`~sampledlm.api.Model`.
+
+    >>> lm = sampledlm.train_ngram("train.txt", "kn5.arpa", order=5)                     # sampledlm ngram train
+    >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)  # sampledlm train
+    >>> lm = sampledlm.resume_lm("gru")                                                  # sampledlm train --resume
+    >>> lm = sampledlm.train_maxent("train.txt", "valid.txt", "melm")                    # sampledlm maxent train
+    >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", dim=100)                    # sampledlm embed train
+
+Texts are files (``str`` or ``pathlib.Path``) or iterables of sentences (strings, or lists of words); the
+functions print nothing unless given ``log`` and take the commands' options by their Python names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .api import Model, _one_word, _text_options_given, _with_text_options, load
+from .data.tokenizer import TextOptions
+from .errors import UserError
+
+
+def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool = False, vocab=None, valid=None,
+                text_options=None, force: bool = False, **settings) -> Model:
+    """Estimate an n-gram model from words, as ``sampledlm ngram train`` does, and return it as a :class:`Model`.
+
+    ``text``: a text file's path (``str`` or ``pathlib.Path``; one sentence per line) or an iterable of sentences
+    (strings or lists of words). ``output``: where to write it (an ARPA file, or with ``binary`` a binary
+    directory); ``None`` keeps it in memory only. An existing ``output`` is refused, as the command refuses it,
+    unless ``force``; one of the input files never is replaced. ``settings``: the fields of
+    :class:`sampledlm.ngram.build.BuildConfig` (``order=5``, ``smoothing="kn"``, ``memory="2G"``, ...), each
+    defaulting as the command's flags do. ``text_options``: how text becomes words (a dict of
+    :class:`~sampledlm.data.tokenizer.TextOptions` fields, e.g. ``{"lowercase": True}``); the model returned reads
+    strings the same way, but the ARPA file or binary directory does not record it (as KenLM's and SRILM's do
+    not): give the same ``text_options`` to :func:`load`. (:func:`sampledlm.ngram.train_ngram` is the id-level
+    estimator.)
+
+        >>> lm = sampledlm.train_ngram(["the cat sat", "the dog sat"], order=2)
+        >>> lm.perplexity(["the cat sat"])
+    """
+    import tempfile
+
+    from .ngram.build import BuildConfig, build
+    from .ngram.lm import ArpaLM
+
+    settings, given = _split_settings("train_ngram", settings, set(BuildConfig.__dataclass_fields__), text_options)
+    config = BuildConfig(**settings)
+    opts = _text_options_given(given)
+    vocab = None if vocab is None else os.fspath(vocab)
+    valid = None if valid is None else os.fspath(valid)
+    if output is None:
+        with tempfile.TemporaryDirectory(prefix="sampledlm-ngram-") as tmp, _text_files({"train": text}) as files:
+            target = os.path.join(tmp, "model.arpa")
+            build(config, files["train"], target, vocab=vocab, valid=valid, text_options=opts)
+            return Model(_with_text_options(ArpaLM.open(target), target, opts))
+    from .ngram.build.output import model_output
+
+    target = os.fspath(output)
+    with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid]):
+        build(config, files["train"], target, binary=binary, vocab=vocab, valid=valid, text_options=opts,
+              locked=binary)
+    # the model file does not record how text was read (module docstring of load): this Model does
+    return Model(_with_text_options(ArpaLM.open(target), target, opts))
+
+
+def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
+             min_count: int = 1, max_size: int | None = None, text_options=None, threads: int | None = None, log=None,
+             init_from=None, **settings) -> Model:
+    """Train a neural LM into the run directory ``output``, as ``sampledlm train`` does, and return it as a
+    :class:`Model`.
+
+    ``train``, ``valid``: text files or iterables of sentences; ``model``: ``ffnn``, ``gru``, ``lstm`` or
+    ``transformer``; ``objective``:
+    any of ``sampledlm train --objective``'s. ``settings``: the command's other options by their Python names
+    (the fields of the model's ``Config``, of :class:`sampledlm.neural.trainer.TrainOptions` and the objectives'
+    options: ``epochs=2``, ``hidden=[256]``, ``lr=0.002``, ``samples=20``, ``device="cuda"``, ...), each
+    defaulting as the flag does. ``threads``: torch's CPU threads (``torch.set_num_threads``, for the process).
+    ``log``: a function given each progress line and each setting derived from another (default: silent).
+    ``init_from``: a trained run to start from (its model, objective, text options and, unless ``vocab``,
+    ``min_count`` or ``max_size`` is given, its vocabulary; ``settings`` are then training settings only).
+
+        >>> lm = sampledlm.train_lm("train.txt", "valid.txt", "gru", model="gru", epochs=2)
+    """
+    from .data.tokenizer import TextOptions
+    from .neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
+    from .neural.trainer import new_run
+    from .objectives.registry import OBJECTIVES
+
+    if objective not in OBJECTIVES:
+        raise UserError(f"train_lm: unknown objective {objective!r}; choose from {', '.join(OBJECTIVES)}")
+    known = set(MODEL_FIELDS) | set(TRAIN_FIELDS) | set(OBJECTIVE_FIELDS)
+    settings, opts = _split_settings("train_lm", settings, known, text_options)  # lowercase=True and the like too
+    flags = {k: None for k in known} | settings
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    log = log or (lambda msg: None)
+    notes: list[str] = []
+    vocab = None if vocab is None else os.fspath(vocab)
+    with _text_files({"train": train, "valid": valid}) as files:
+        files = _kept_in_run(os.fspath(output), files, {"train": train, "valid": valid})
+        try:
+            if init_from is not None:
+                from .neural.settings import init_config
+
+                shape = sorted(k for k, v in settings.items() if v is not None and k not in TRAIN_FIELDS)
+                if shape or opts != TextOptions() or (model, objective) != ("ffnn", "softmax"):
+                    raise UserError(f"train_lm: init_from={os.fspath(init_from)!r}: the model, its objective and "
+                                    "how text is read come from that run; give training settings only"
+                                    + (f" (got {shape[0]})" if shape else ""))
+                source, config, words = init_config(os.fspath(init_from), files["train"], files["valid"], vocab,
+                                                    None if min_count == 1 else min_count, max_size, flags, notes)
+                from .data.vocabmap import announce
+
+                notes.append(announce(os.fspath(init_from), config["data"]["init_from"]))
+            else:
+                config, words = build_config(opts, files["train"], files["valid"], vocab, min_count, max_size, model,
+                                             None, objective, flags, notes)
+        finally:
+            for note in notes:
+                log(note)
+        trainer = new_run(os.fspath(output), config, words, log=log)
+        if init_from is not None:
+            from .neural.finetune import copy_weights
+
+            copy_weights(source, trainer.model, trainer.objective, words, os.fspath(init_from))
+        trainer.train()
+    return load(output)
+
+
+def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = None, device: str | None = None,
+              threads: int | None = None, log=None) -> Model:
+    """Continue the neural run in ``run_dir`` from its last checkpoint, as ``sampledlm train --resume`` does
+    (a run stopped by Ctrl-C, a crash or a time limit; the same numbers as an unbroken run), and return it as a
+    :class:`Model`. ``epochs``, ``max_halvings``: train a run longer (a finished one too); ``device``: move it
+    between a GPU and the CPU; every other setting is the run's own. ``threads``: torch's CPU threads for the
+    process (``torch.set_num_threads``). ``log``: a function given each progress line (default: silent).
+
+        >>> lm = sampledlm.resume_lm("gru")              # after an interrupted sampledlm.train_lm(..., "gru", ...)
+    """
+    from .neural.trainer import resume_run
+
+    run_dir = os.fspath(run_dir)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    over = {k: v for k, v in (("epochs", epochs), ("max_halvings", max_halvings), ("device", device))
+            if v is not None}
+    trainer = resume_run(run_dir, over, log=log or (lambda msg: None), refuse_finished=True)
+    trainer.train()
+    return load(run_dir)
+
+
+def train_maxent(train, valid, output, *, force: bool = False, init_from=None, vocab=None, ranks: int = 1,
+                 text_options=None, log=None, **settings) -> Model:
+    """Train a maximum-entropy LM into the model directory ``output``, as ``sampledlm maxent train`` does, and
+    return it as a :class:`Model`.
+
+    ``train``, ``valid``: text files or iterables of sentences. ``settings``: the fields of
+    :class:`sampledlm.maxent.run.MaxentRun` (``features="feat-i"``, ``objective="binary"``, ``alpha=0.05`` for
+    ``--neg-rate``, ``epochs``, ``lr``, ...), each defaulting as the flag does; the text options (``lowercase=True``,
+    ``tokenizer="raw"``, ...) may be given by name too. ``init_from``: a maxent model to start from;
+    ``vocab``: a vocabulary file; ``ranks``: local processes; ``log``: a function given each progress line
+    (default: silent).
+
+        >>> lm = sampledlm.train_maxent("train.txt", "valid.txt", "melm", features="feat-i", alpha=0.05)
+    """
+    import dataclasses
+
+    from .maxent.run import MaxentRun, train_directory
+
+    fields = {f.name for f in dataclasses.fields(MaxentRun)}
+    run_settings, opts = _split_settings("train_maxent", settings, fields, text_options)
+    with _text_files({"train": train, "valid": valid}) as files:
+        train_directory(files["train"], files["valid"], os.fspath(output), MaxentRun(**run_settings), opts,
+                        force=force, init_dir=None if init_from is None else os.fspath(init_from),
+                        vocab_path=None if vocab is None else os.fspath(vocab), ranks=ranks,
+                        check_source=_refuse_changed(run_settings), log=log or (lambda line: None))
+    return load(output)
+
+
+def train_embeddings(corpus, output, *, force: bool = False, init_from=None, no_text: bool = False,
+                     text_options=None, log=None, **settings):
+    """Train word vectors into the directory ``output``, as ``sampledlm embed train`` does, and return them as
+    :class:`sampledlm.embed.vectors.WordVectors` (``neighbors``, ``similarity``, ``lookup``, ``vectors``).
+
+    ``corpus``: a text file, a list of files, or an iterable of sentences. ``settings``: the fields of
+    :class:`sampledlm.embed.train.Word2VecConfig` (``model="cbow"``, ``objective="hs"``, ``dim=100``,
+    ``window=5``, ``threads=2``, ``seed=1``, ...), each defaulting as the flag does; the text options
+    (``lowercase=True``, ...) may be given by name too. ``init_from``: vectors to start from; ``log``: a function
+    given each progress line (default: silent).
+
+        >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", model="skipgram", dim=100)
+        >>> wv.neighbors("king", 5)
+    """
+    import dataclasses
+
+    from .embed.run import train_directory
+    from .embed.train import Word2VecConfig
+
+    fields = {f.name for f in dataclasses.fields(Word2VecConfig)}
+    given, opts = _split_settings("train_embeddings", settings, fields, text_options)
+    given = {k: v for k, v in given.items() if v is not None}
+    common = dict(force=force, no_text=no_text, init_dir=None if init_from is None else os.fspath(init_from),
+                  check_source=_refuse_changed(given), log=log or (lambda line: None))
+    if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
+                                                  and all(isinstance(c, (str, os.PathLike)) for c in corpus)
+                                                  and all(os.path.exists(c) for c in corpus)):
+        paths = [os.fspath(corpus)] if isinstance(corpus, (str, os.PathLike)) else [os.fspath(c) for c in corpus]
+        return train_directory(paths, os.fspath(output), given, opts, **common)
+    with _text_files({"corpus": corpus}) as files:
+        return train_directory([files["corpus"]], os.fspath(output), given, opts, **common)
+
+
+def _split_settings(caller: str, settings: dict, fields: set[str], text_options):
+    """``(the family's settings, TextOptions)`` from keyword arguments: the family's fields, and the text options
+    by name (``lowercase=True``) beside or instead of ``text_options``; any other name is refused."""
+    from .data.tokenizer import TextOptions
+
+    text_names = set(TextOptions.__dataclass_fields__)
+    unknown = sorted(set(settings) - fields - text_names)
+    if unknown:
+        raise UserError(f"{caller}: unknown setting(s) {', '.join(unknown)} (the command's --help lists its options; "
+                        "the Python names use _ for -)")
+    if not (text_options is None or isinstance(text_options, (TextOptions, dict))):
+        raise UserError(f"{caller}: text_options is a dict of text settings (e.g. {{'lowercase': True}}) or a "
+                        f"TextOptions, not {type(text_options).__name__}")
+    base = (text_options.to_dict() if isinstance(text_options, TextOptions) else dict(text_options or {}))
+    base.update({k: v for k, v in settings.items() if k in text_names and v is not None})
+    opts = TextOptions.from_dict(base, "text_options")
+    return {k: v for k, v in settings.items() if k in fields}, opts
+
+
+def _refuse_changed(given: dict):
+    """``check_source`` for a run started from another: a setting given here that differs from the source's is
+    refused, as the command line refuses its flag."""
+    def check(where: str, what: str, theirs: dict, here: dict | None = None) -> None:
+        values = {**given, **(here or {})}
+        for name, value in theirs.items():
+            if name in given and given[name] is not None and values[name] != value:
+                raise UserError(f"init_from={where}: {what} come from that run ({name}={value!r} there, "
+                                f"{values[name]!r} here); leave {name} out")
+    return check
+
+
+def _kept_in_run(run_dir: str, files: dict, texts: dict) -> dict:
+    """``files`` with the texts given as sentences (not paths) copied into the new run's directory
+    (``RUN/texts/<name>.txt``), where the run's config records them: a temporary file would be gone when the run
+    is resumed (:func:`resume_lm`)."""
+    import shutil
+
+    from .data.textio import atomic_write
+    from .neural.trainer import TEXTS, _check_new_run_dir
+
+    given = [name for name, text in texts.items() if not isinstance(text, (str, os.PathLike))]
+    if not given:
+        return files
+    _check_new_run_dir(run_dir)  # refused before anything is written there
+    os.makedirs(os.path.join(run_dir, TEXTS), exist_ok=True)
+    out = dict(files)
+    for name in given:
+        out[name] = os.path.join(run_dir, TEXTS, f"{name}.txt")
+        with open(files[name], encoding="utf-8") as src, atomic_write(out[name]) as dst:
+            shutil.copyfileobj(src, dst)
+    return out
+
+
+class _text_files:
+    """``{name: path}`` for ``{name: a path or an iterable of sentences}``: sentences are written to temporary files
+    (one per line, words joined by spaces), removed on exit."""
+
+    def __init__(self, texts: dict):
+        self.texts, self.tmp = texts, None
+
+    def __enter__(self) -> dict:
+        import tempfile
+
+        from .data.textio import atomic_write
+
+        files = {}
+        for name, text in self.texts.items():
+            if isinstance(text, (str, os.PathLike)):
+                files[name] = os.fspath(text)
+                continue
+            if self.tmp is None:
+                self.tmp = tempfile.TemporaryDirectory(prefix="sampledlm-text-")
+            files[name] = os.path.join(self.tmp.name, f"{name}.txt")
+            lines = 0
+            with atomic_write(files[name]) as f:
+                for i, s in enumerate(text):
+                    if isinstance(s, str):
+                        if "\n" in s or "\r" in s:
+                            raise UserError(f"{name}: sentence {i} holds a line break: give one sentence per item")
+                    elif not isinstance(s, Iterable) or not all(isinstance(w, str) and _one_word(w) for w in s):
+                        raise UserError(f"{name}: sentence {i}: a sentence is a string or a list of words (each a "
+                                        f"non-empty string without spaces), not {s!r:.60}")
+                    line = (s if isinstance(s, str) else " ".join(s)).strip()
+                    if line:
+                        try:
+                            f.write(line + "\n")
+                        except UnicodeEncodeError as e:
+                            raise UserError(f"{name}: sentence {i} is not valid text ({e.reason} at character "
+                                            f"{e.start})") from None
+                        lines += 1
+            if not lines:
+                raise UserError(f"{name}: no sentences (the sentences given hold no words)")
+        return files
+
+    def __exit__(self, *exc) -> None:
+        if self.tmp is not None:
+            self.tmp.cleanup()
