@@ -130,6 +130,7 @@ class Model:
         self.vocab = lm.vocab
         self.text_options = TextOptions(**(lm.text_options or {}))
         self._normalise = token_normaliser(lm.text_options)
+        self._start_state = None
 
     def __repr__(self) -> str:
         return f"<sampledlm.Model {self.lm.describe()}>"
@@ -243,6 +244,12 @@ class Model:
         yield from score_sentences(self.lm, pending)
 
     # --- word by word, for decoders ----------------------------------------------------------------------------
+    def _start(self):
+        """:meth:`begin_sentence`'s state, made once (every :meth:`advance_many` checks its states against it)."""
+        if self._start_state is None:
+            self._start_state = self.begin_sentence()
+        return self._start_state
+
     def begin_sentence(self):
         """The state at the start of a sentence (after ``<s>``), for :meth:`advance` (:mod:`sampledlm.states`)."""
         from .states import begin
@@ -263,13 +270,13 @@ class Model:
 
         if isinstance(words, (str, bytes)) or not isinstance(words, Sequence):
             raise UserError("advance_many: give a list of words, one per state")
-        start = self.begin_sentence()
+        start = self._start()
         if isinstance(states, type(start)) or isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
             raise UserError("advance_many: give a list of states (from begin_sentence or advance), one per word")
         if len(states) != len(words):
             raise UserError(f"advance_many: {len(states)} states and {len(words)} words: give one word per state")
         for i, w in enumerate(words):
-            if not isinstance(w, str) or not w or len(w.split()) != 1 or w != w.strip() or w == "<s>":
+            if not isinstance(w, str) or not _one_word(w) or w == "<s>":
                 raise UserError(f"advance: word {i} is {w!r}: give one word (a non-empty string without spaces; "
                                 "</s> ends the sentence, <s> is not a word to advance with)")
         for i, st in enumerate(states):
