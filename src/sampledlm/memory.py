@@ -21,9 +21,45 @@ def _meminfo(key: str) -> int | None:
 
 
 def available_memory() -> int:
-    """Bytes of RAM that new allocations can take without swapping (half the physical memory where unknown)."""
+    """Bytes of RAM that new allocations can take without swapping (half the physical memory where unknown), within
+    what this process's control group may still take (a container's memory limit: :func:`cgroup_room`)."""
     got = _meminfo("MemAvailable")
-    return physical_memory() // 2 if got is None else got
+    got = physical_memory() // 2 if got is None else got
+    room = cgroup_room()
+    return got if room is None else min(got, room)
+
+
+#: (limit, usage, statistics, reclaimable file-cache key) of cgroup v2, then v1, as a container mounts them
+_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat",
+                  "inactive_file"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+                  "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"))
+
+
+def cgroup_room() -> int | None:
+    """Bytes the control group may still take: its memory limit less its usage, the inactive file cache counted as
+    free (the kernel reclaims it first); None without a limit or where there is no such file."""
+    for limit_file, usage_file, stat_file, key in _CGROUP_FILES:
+        try:
+            with open(limit_file) as f:
+                raw = f.read().strip()
+            if raw == "max":
+                return None
+            limit = int(raw)
+            with open(usage_file) as f:
+                usage = int(f.read())
+        except (OSError, ValueError):
+            continue
+        if limit >= 1 << 60:  # v1's "no limit"
+            return None
+        cache = 0
+        try:
+            with open(stat_file) as f:
+                cache = next((int(line.split()[1]) for line in f if line.startswith(key + " ")), 0)
+        except (OSError, ValueError, IndexError):
+            pass
+        return max(limit - usage + cache, 0)
+    return None
 
 
 def free_swap() -> int:

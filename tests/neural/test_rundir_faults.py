@@ -217,7 +217,8 @@ def test_a_disk_too_small_for_the_checkpoints_is_refused_before_training(tmp_pat
     write_corpus(tmp_path)
     code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
                         tmp_path / "run", "-d", "4", "--epochs", "1"], capsys)
-    assert code == 1 and "not enough free disk space" in err and "GB are free there" in err, err
+    assert code == 1 and "not enough free disk space" in err and "1 KB are free there" in err, err
+    assert "0.00" not in err  # sizes in the unit that shows them (it read "0.00 GB needed, 0.00 GB free")
     assert "Traceback" not in err
     assert not (tmp_path / "run").exists()  # nothing half-written
 
@@ -235,7 +236,7 @@ def test_the_disk_check_counts_a_new_checkpoint_beside_the_live_one(tmp_path, mo
     free["n"] = 2 * 300 + 100  # a fresh run: two checkpoints at once, then the model beside them
     rundir.check_disk_room(str(tmp_path), model, state)
     free["n"] -= 1
-    with pytest.raises(UserError, match="0.00 GB more"):
+    with pytest.raises(UserError, match="1 KB more are needed, 1 KB are free there"):
         rundir.check_disk_room(str(tmp_path), model, state)
     monkeypatch.setattr(rundir, "latest_checkpoint", lambda d: "checkpoints/ckpt-1")
     free["n"] = 300 + 100  # resumed: the live checkpoint is already on disk
@@ -263,7 +264,7 @@ def test_memory_too_small_for_the_optimiser_state_is_refused_before_training(tmp
     no message."""
     import sampledlm.memory as memory
 
-    monkeypatch.setattr(memory, "available_memory", lambda: 100)
+    monkeypatch.setattr(memory, "available_memory", lambda: 20_000)  # the weights' 16 KB, not Adam's 32 KB more
     monkeypatch.setattr(memory, "free_swap", lambda: 0)
     write_corpus(tmp_path)
     code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
@@ -271,6 +272,14 @@ def test_memory_too_small_for_the_optimiser_state_is_refused_before_training(tmp
     assert code == 1 and "not enough memory for this run" in err and "KB are available (RAM not in use" in err, err
     assert "Traceback" not in err
     assert not (tmp_path / "run").exists()  # nothing half-written
+    # weights larger than the memory available now (not the machine's physical memory: the kernel would let the
+    # allocation through and kill the process while filling it) are refused before anything is built
+    monkeypatch.setattr(memory, "available_memory", lambda: 100)
+    code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
+                        tmp_path / "run", "-d", "4", "--epochs", "1", "--optimizer", "sgd"], capsys)
+    assert code == 1 and "does not fit in memory" in err and "0 KB are available" in err, err
+    assert not (tmp_path / "run").exists()
+    monkeypatch.setattr(memory, "available_memory", lambda: 20_000)
     # SGD without momentum keeps no state: nothing to allocate, so the same memory lets it train
     code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
                         tmp_path / "sgd", "-d", "4", "--epochs", "1", "--optimizer", "sgd", "--momentum", "0"],

@@ -153,7 +153,9 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
             _remove_unstarted(run_dir, created)
         raise
     ranks.close()
-    say(f"best valid ppl {state.best_valid:.2f} after {len(state.metrics)} epochs; model in {resume_dir}")
+    valid = [m["valid_ppl"] for m in state.metrics]
+    best = valid.index(min(valid)) + 1 if valid else 0
+    say(f"best valid ppl {state.best_valid:.2f} (epoch {best} of {len(valid)}); model in {resume_dir}")
 
 
 def _start_run(ctx, opts, flags: dict, say, ranks):
@@ -166,8 +168,8 @@ def _start_run(ctx, opts, flags: dict, say, ranks):
     from ..neural.trainer import new_run
 
     for flag, val in (("--train", train_path), ("--valid", valid_path), ("-o/--output", run_dir)):
-        if not val:
-            raise UserError(f"{flag} is required (or --resume RUN_DIR)")
+        if not val:  # a command-line mistake: usage and status 2, as click's own missing options
+            raise click.UsageError(f"{flag} is required (or --resume RUN_DIR)", ctx)
     if init_dir:
         source, config, vocab = init_config(ctx, init_dir, opts, train_path, valid_path, vocab_path, min_count,
                                             max_size, flags)

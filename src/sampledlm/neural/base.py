@@ -50,6 +50,8 @@ class NeuralScorer(nn.Module):
         # model to its device here, once, instead of in every model's forward and stream reader.
         self.register_forward_pre_hook(_inputs_to_model_device)
     train_defaults: dict = {}
+    #: whether training reads the text in ``--bptt`` segments (recurrent models, the Transformer's window)
+    uses_bptt: bool = True
 
     @classmethod
     def check_train_options(cls, opts) -> None:

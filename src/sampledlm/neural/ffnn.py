@@ -57,6 +57,7 @@ class FFNN(NeuralScorer):
     #: training settings the results pages use for this model (Adam converges in fewer epochs than SGD)
     train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 256, "epochs": 12, "max_halvings": 3,
                       "min_improvement": 0.003}
+    uses_bptt = False  # each prediction's context is its own n-1 words
 
     def __init__(self, num_words: int, cfg: FFNNConfig, sparse_output: bool = False):
         """Every setting comes from ``cfg`` (its defaults are the only ones: :meth:`build` fills a config from

@@ -60,7 +60,7 @@ from ..errors import UserError
 from .lm import perplexity
 from tqdm import tqdm
 
-from ..progress import bar, enabled as progress_enabled
+from ..progress import announced, bar, enabled as progress_enabled
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
@@ -68,7 +68,7 @@ from ..data.textio import atomic_write
 from .train_options import TB_EVERY, TrainOptions
 from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
-from .reporting import open_tensorboard, plot_learning_curve
+from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
 PLOT_EVERY_S = 60.0  # the learning-curve plot is redrawn at most this often (and when training ends)
@@ -334,7 +334,10 @@ class Trainer:
                     while st.batch < nb:
                         if cosine:
                             set_lr(self.optimizers, scheduled_lr(st.lr, opts.lr_schedule, st.step, self.total_steps()))
-                        loss, n = self.step(self.data.batch(st.epoch, st.batch))
+                        try:
+                            loss, n = self.step(self.data.batch(st.epoch, st.batch))
+                        except (MemoryError, RuntimeError) as e:
+                            raise out_of_memory(e, self) or e
                         if diverged(loss):
                             raise UserError(self.diverged_message(loss))
                         st.batch += 1
@@ -365,9 +368,7 @@ class Trainer:
                                                st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
                         if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
                             last_log = now
-                            self.log(f"epoch {st.epoch + 1}: {100 * st.batch // nb}%  loss "
-                                     f"{st.loss_sum / max(st.loss_count, 1):.4f}  "
-                                     f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s")
+                            self.log(progress_line(st, nb, opts.epochs, opts.max_steps))
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
                         stop = flag["set"] or (self.stop_when is not None and bool(self.stop_when(st)))
@@ -396,7 +397,8 @@ class Trainer:
     def end_epoch(self) -> None:
         st, opts = self.state, self.opts
         t0, c0 = time.perf_counter(), time.process_time()
-        valid = self.valid_perplexity()
+        with announced(f"epoch {st.epoch + 1}: validating") if self.ranks.is_main else contextlib.nullcontext():
+            valid = self.valid_perplexity()
         if not math.isfinite(valid):  # finite training losses, yet the model gives some validation word p = 0
             raise UserError(self.diverged_message(valid, "validation perplexity"))
         train_ppl = None

@@ -1,4 +1,5 @@
-"""What a training reports besides its log: TensorBoard scalars and the learning-curve plot."""
+"""What a training reports: its progress lines off a terminal, a failed step's message, TensorBoard scalars and the
+learning-curve plot."""
 
 from __future__ import annotations
 
@@ -7,6 +8,44 @@ import os
 
 from ..errors import UserError
 from ..data.textio import atomic_write
+
+
+def progress_line(st, batches: int, epochs: int, max_steps: int = 0) -> str:
+    """The training's progress line off a terminal (a log, ``nohup``): the epoch's share, running loss and speed,
+    time spent and the time left, of the epoch and of the run's remaining epochs (validation not counted; a plateau
+    schedule may stop sooner). ``st``: the loop's :class:`~.loop.TrainState`, ``batches`` per epoch."""
+    from tqdm import tqdm
+
+    per_batch = st.epoch_seconds / max(st.batch, 1)
+    steps_left = (epochs - st.epoch - 1) * batches + batches - st.batch
+    if max_steps:
+        steps_left = min(steps_left, max_steps - st.step)
+    left_epoch = min(batches - st.batch, steps_left) * per_batch
+    fmt = tqdm.format_interval
+    run = f", run {fmt(steps_left * per_batch)}" if steps_left * per_batch > left_epoch + 1 else ""
+    return (f"epoch {st.epoch + 1}: {100 * st.batch // batches}%  loss {st.loss_sum / max(st.loss_count, 1):.4f}  "
+            f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s  {fmt(st.wall_seconds)} elapsed, ETA epoch "
+            f"{fmt(left_epoch)}{run}")
+
+
+def out_of_memory(error: BaseException, trainer) -> UserError | None:
+    """The :class:`UserError` for a step of ``trainer`` (a :class:`~.loop.Trainer`) that could not allocate memory
+    (``error``: torch's allocator failure, a CUDA out-of-memory error or a MemoryError), None for any other error.
+    The step's activations grow with the batch and, for a full output layer, with V."""
+    from .rundir import latest_checkpoint
+
+    run_dir, opts = trainer.run_dir, trainer.opts
+    batch = f"-b {opts.batch_size}" + (f" x --bptt {opts.bptt}" if getattr(trainer.model, "uses_bptt", True) else "")
+    has_checkpoint = latest_checkpoint(run_dir) is not None
+    text = str(error)
+    if not (isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError"
+            or (isinstance(error, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text))):
+        return None
+    first = text.strip().splitlines()[-1][:300] if text.strip() else type(error).__name__
+    kept = (f"the last checkpoint in {run_dir} is intact: resume with --resume {run_dir} once memory is free"
+            if has_checkpoint else "no checkpoint had been written yet")
+    return UserError(f"not enough memory for a training step (batch {batch}): {first}; {kept}, or start a new run "
+                     "with a smaller -b, --bptt, --hidden or vocabulary")
 
 
 def open_tensorboard(directory: str):

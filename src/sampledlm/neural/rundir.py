@@ -139,7 +139,8 @@ def build_from_config(config: dict, vocab: Vocab, fresh: bool = False, train_ids
 
 
 def _check_fits(build, config: dict, vocab_size: int) -> None:
-    """A :class:`UserError` when the model's float32 weights alone exceed this machine's physical memory.
+    """A :class:`UserError` when the model's float32 weights alone exceed the memory available now (RAM not in use
+    and free swap, within the process's cgroup limit: :func:`sampledlm.memory.available_memory`).
 
     The model is built on the ``meta`` device (shapes, no storage) to count its parameters first: where
     the kernel overcommits memory, a real allocation of a model that cannot fit succeeds and the process
@@ -149,11 +150,14 @@ def _check_fits(build, config: dict, vocab_size: int) -> None:
             n = sum(p.numel() for p in build().parameters())
     except Exception:  # noqa: BLE001 - sizes past what torch can describe: the real build reports them
         return
-    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    from .. import memory
+
+    have = memory.available_memory() + memory.free_swap()
     if 4 * n > have:
-        raise UserError(f"the model does not fit in memory ({n:,} parameters take {4 * n:,} bytes, this machine "
-                        f"has {have:,}; vocabulary {vocab_size:,}, model {_sizes(config['model'])}): choose "
-                        f"smaller sizes (--hidden, -d, --order)")
+        raise UserError(f"the model does not fit in memory ({n:,} parameters take {memory.gigabytes(4 * n)}; "
+                        f"{memory.gigabytes(have)} are available (RAM not in use, free swap) of this machine's "
+                        f"{memory.gigabytes(memory.physical_memory())}; vocabulary {vocab_size:,}, model "
+                        f"{_sizes(config['model'])}): choose smaller sizes (--hidden, -d, --order)")
 
 
 class _NoFillOnMeta(torch.overrides.TorchFunctionMode):
@@ -355,12 +359,13 @@ def check_disk_room(run_dir: str, model_bytes: int, optimizer_bytes: int) -> Non
     except OSError:
         return  # unknown: let the writes speak for themselves
     if free < need:
-        gb = 1 << 30
+        from ..memory import gigabytes as size
+
         raise UserError(f"{run_dir}: not enough free disk space for this run: a checkpoint holds "
-                        f"{ckpt / gb:.2f} GB (weights {model_bytes / gb:.2f} GB, optimiser state "
-                        f"{optimizer_bytes / gb:.2f} GB), a new one is written beside the last before that one "
-                        f"goes, and the model file beside them: {need / gb:.2f} GB more are needed, "
-                        f"{free / gb:.2f} GB are free there. Free some space or give -o a folder on a larger disk")
+                        f"{size(ckpt)} (weights {size(model_bytes)}, optimiser state "
+                        f"{size(optimizer_bytes)}), a new one is written beside the last before that one "
+                        f"goes, and the model file beside them: {size(need)} more are needed, "
+                        f"{size(free)} are free there. Free some space or give -o a folder on a larger disk")
 
 
 def allocated_optimizer_bytes(optimizers: list[torch.optim.Optimizer]) -> int:

@@ -46,7 +46,7 @@ def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[
     import numpy as np
 
     from ..data.corpus import load_ids
-    from ..data.vocab import Vocab
+    from ..data.vocab import UNK_ID, Vocab
 
     missing = np.flatnonzero(vocab.counts == 0)
     if len(missing) == 0:
@@ -54,9 +54,12 @@ def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[
     seen = np.bincount(np.asarray(load_ids(train_path, vocab, opts)), minlength=len(vocab))
     counts = vocab.counts.copy()
     counts[missing] = seen[missing]
-    named = [vocab.words[i] for i in missing[:3]]
-    _note(notes, f"--vocab {vocab_path}: {len(missing):,} word(s) with no count (or count 0) there ({', '.join(named)}"
-                 f"{', ...' if len(missing) > 3 else ''}) counted in the training text")
+    words = missing[missing != UNK_ID]  # <unk>: counted from the text without a word said (a vocabulary file
+    if len(words):                       # gives it no count: `sampledlm vocab` writes 0)
+        named = [vocab.words[i] for i in words[:3]]
+        _note(notes, f"--vocab {vocab_path}: {len(words):,} word(s) had no count (or count 0) there "
+                     f"({', '.join(named)}{', ...' if len(words) > 3 else ''}); their counts were taken from the "
+                     "training text")
     return Vocab(vocab.words, counts)
 
 
@@ -69,6 +72,22 @@ def _vocabulary(train_path: str, vocab_path: str | None, opts, min_count: int, m
     if vocab_path:
         return counts_from_text(Vocab.load(vocab_path), vocab_path, train_path, opts, notes)
     return build_vocab(train_path, opts, min_count=min_count, max_size=max_size)
+
+
+def check_rereadable(train_path: str, valid_path: str) -> None:
+    """A neural run's texts are files it can read again: every epoch reads the training text's id stream, and
+    ``--resume`` reads both once more (hashed against the run's record). Standard input, a pipe or a process
+    substitution is read once: refused, naming the flag."""
+    import stat
+
+    for flag, path in (("--train", train_path), ("--valid", valid_path)):
+        try:
+            regular = path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+        except (OSError, TypeError, ValueError):
+            continue  # missing, unreadable or not a path: reading it says so, naming the file
+        if not regular:
+            raise UserError(f"{flag} {path}: not a file (standard input or a pipe is read once); a neural run reads "
+                            "its texts again, every epoch and on --resume: save the text to a file and give that")
 
 
 def _note(notes: list[str] | None, line: str) -> None:
@@ -139,6 +158,27 @@ def _long_run_defaults(cls, steps_of, what: str, train_opts, given: dict, notes:
     return dataclasses.replace(train_opts, **long)
 
 
+def _model_flags(model_type: str, context_size: int | None, flags: dict) -> dict:
+    """The given model settings (None = not given; ``--context-size`` as ``order``), the flags the model kind would
+    silently ignore refused by the names the user gave (``--context-size`` is ``--order`` inside, which would name
+    a flag that was never typed)."""
+    from .registry import model_class
+
+    cls = model_class(model_type)
+    if context_size is not None and "order" not in {f.name for f in dataclasses.fields(cls.Config)}:
+        raise UserError(f"option(s) --context-size do not apply to model {model_type!r}")
+    if _given(flags.get("bptt")) and not cls.uses_bptt:
+        raise UserError(f"option(s) --bptt do not apply to model {model_type!r} (its context is --order - 1 words)")
+    model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
+    model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
+    if context_size is not None:
+        if model_flags.get("order") is not None and model_flags["order"] != context_size + 1:
+            raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
+                            "(order = context size + 1)")
+        model_flags["order"] = context_size + 1
+    return model_flags
+
+
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict, notes: list[str] | None = None, sources: dict | None = None):
     """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
@@ -152,14 +192,9 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     from .rundir import make_config
     from .trainer import train_options_for
 
+    check_rereadable(train_path, valid_path)
     _record(sources, [k for k in (*MODEL_FIELDS, *TRAIN_FIELDS, *OBJECTIVE_FIELDS) if _given(flags.get(k))], "given")
-    model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
-    model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
-    if context_size is not None:
-        if model_flags.get("order") is not None and model_flags["order"] != context_size + 1:
-            raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
-                            "(order = context size + 1)")
-        model_flags["order"] = context_size + 1
+    model_flags = _model_flags(model_type, context_size, flags)
     defaults = model_spec(model_type)
     cls = OBJECTIVES[objective]  # what the objective needs of the model, and takes on a recurrent trunk
     recurrent = model_class(model_type).sequence_model
@@ -237,6 +272,7 @@ def init_config(init_dir: str, train_path: str, valid_path: str, vocab_path: str
     from .rundir import make_config
     from .trainer import train_options_for
 
+    check_rereadable(train_path, valid_path)
     source = source_run(init_dir)
     _, _, src_vocab, src_config = source
     text = TextOptions.from_dict(src_config["data"].get("text_options"), init_dir)

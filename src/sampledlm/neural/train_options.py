@@ -25,7 +25,8 @@ class TrainOptions:
     weight_decay: float = option(0.0, "L2 weight decay", min=0.0)
     clip: float = option(0.0, "clip the total gradient norm to this (0: off)", min=0.0)
     batch_size: int = option(128, "n-grams per batch (feed-forward) or BPTT rows (recurrent)", min=1, short="-b")
-    bptt: int = option(35, "recurrent models: BPTT segment length", min=1)
+    bptt: int = option(35, "recurrent models: BPTT segment length; transformer: training window (not for ffnn)",
+                       min=1)
     epochs: int = option(20, "maximum epochs", min=1)
     max_time: float = option(0.0, "stop at the end of the epoch that passes this many seconds of training, validation "
                                   "included (0: no limit); with --data-fraction for short epochs, a time budget "
@@ -72,6 +73,10 @@ class TrainOptions:
 
     def check(self) -> None:
         cfgmod.check(self)
+        if self.momentum and self.optimizer != "sgd":  # Adam keeps moments of its own; the value would do nothing
+            from ..errors import UserError
+
+            raise UserError(f"--momentum applies to --optimizer sgd only (this run: --optimizer {self.optimizer})")
 
 
 def train_options_for(model_type: str, given: dict) -> TrainOptions:

@@ -31,6 +31,50 @@ def _load_streams(config: dict, vocab):
     return load_ids(data["train"], vocab, opts), load_ids(data["valid"], vocab, opts)
 
 
+#: a text with at least this share of its tokens outside the vocabulary is warned about (as rescoring does)
+OOV_WARNING = 0.10
+
+
+def _warn_unknown_words(config: dict, streams, log) -> None:
+    """A warning for each text of a new run whose tokens are mostly ``<unk>``: a ``--valid`` text all outside the
+    vocabulary gives a perplexity of ``<unk>`` alone, a ``--vocab`` that matches no training word a model of it."""
+    import numpy as np
+
+    from ..data.vocab import EOS_ID, UNK_ID
+
+    for role, ids in zip(("train", "valid"), streams):
+        ids = np.asarray(ids)
+        words = len(ids) - int(np.count_nonzero(ids == EOS_ID))
+        share = int(np.count_nonzero(ids == UNK_ID)) / max(words, 1)
+        if words and share >= OOV_WARNING and log is not None:
+            log(f"warning: {config['data'][role]}: {100 * share:.1f} % of its {words:,} words are outside the "
+                f"vocabulary (read as <unk>){': check --vocab' if share >= 0.5 else ''}")
+
+
+def _check_same_texts(run_dir: str, config: dict) -> None:
+    """A resumed run reads the texts it began with: each one ``provenance.json`` hashed when the run began is
+    hashed again, and a changed one is refused (its batches, the cosine's length and the model card would silently
+    follow the new text)."""
+    began = (provenance.read(run_dir) or {}).get("data") or {}
+    for role in ("train", "valid"):
+        was, path = began.get(role), config["data"].get(role)
+        if not isinstance(was, dict) or "sha256" not in was or not isinstance(path, str):
+            continue
+        now = provenance.file_record(path)
+        if now.get("sha256") != was["sha256"]:
+            what = now.get("error") or f"now {now['bytes']:,} bytes, sha256 {now['sha256'][:12]}"
+            raise UserError(f"{path}: the --{role} text of {run_dir} changed since the run began (then "
+                            f"{was.get('bytes', 0):,} bytes, sha256 {was['sha256'][:12]}; {what}); a resumed run "
+                            f"reads the text it began with: put it back, or start a new run from this one's weights "
+                            f"with --init-from {run_dir}")
+
+
+def _last_lr(trainer: Trainer) -> float:
+    """The learning rate of the run's last recorded epoch (its start rate when none is)."""
+    metrics = trainer.state.metrics
+    return metrics[-1].get("lr", trainer.state.lr) if metrics else trainer.state.lr
+
+
 def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = None) -> Trainer:
     """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``
     (under torchrun every rank builds the same trainer; rank 0 alone creates and writes the directory)."""
@@ -43,6 +87,8 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
 
     model_class(config["model"]["type"]).check_train_options(opts)
     train_ids, valid_ids = _load_streams(config, vocab)
+    if ranks.is_main:
+        _warn_unknown_words(config, (train_ids, valid_ids), log)
     torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
     model, objective = runs.build_from_config(config, vocab, fresh=True, train_ids=lambda: train_ids)
     objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
@@ -182,10 +228,12 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_fin
 
 
 def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished, ranks) -> Trainer:
+    epochs_before = config["train"].get("epochs")
     for k, v in (overrides or {}).items():
         if v is not None:
             config["train"][k] = v
     vocab = runs.load_vocab_checked(run_dir, config)
+    _check_same_texts(run_dir, config)
     opts = TrainOptions.from_dict(config["train"], cfg_path)
     model, objective = runs.build_from_config(config, vocab)
     train_ids, valid_ids = _load_streams(config, vocab)
@@ -202,9 +250,15 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
                         f"another run from it with --init-from {run_dir}")
     if ranks.is_main:  # a new session of training: its date and device (a run from before 0.2.0: begun now)
         runs.write_provenance(run_dir, config, _device_used(trainer), resumed=True)
+    if opts.lr_schedule == "cosine" and opts.epochs != epochs_before and ranks.is_main and log is not None:
+        st = trainer.state  # the cosine is spread over the new total: its rate at this step is not the last one
+        log(f"note: --epochs {overrides['epochs']} spreads the cosine schedule over {overrides['epochs']} epochs, so "
+            f"training goes on at lr {scheduled_lr(st.lr, 'cosine', st.step, trainer.total_steps()):g}, the "
+            f"schedule's rate at step {st.step:,} (its last epoch ended at lr {_last_lr(trainer):g})")
     if trainer.state.finalized and more:
         # a finished run trained further: from its final (best) weights, its optimiser's last state, the
-        # learning rate it ended with; finishing is undone (binary's calibration), and done again at the end
+        # learning rate it ended with (a cosine's: its rate over the new epochs); finishing is undone (binary's
+        # calibration), and done again at the end
         trainer.objective.unfinalize(trainer.model)
         trainer.state.finalized = trainer.state.done = False
     if overrides and any(v is not None for v in overrides.values()):

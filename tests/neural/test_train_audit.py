@@ -1,0 +1,151 @@
+"""Regression tests for what an audit of `sampledlm train` as a new user found: a resumed run followed an edited
+training text without a word; a validation text all outside the vocabulary trained silently; --momentum with Adam
+and --bptt on a feed-forward model were recorded as given and did nothing; a damaged cached id stream was trained
+on; an allocation failure inside a training step was a traceback; progress lines in a log had no ETA."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from helpers import assert_one_line_error, run_cli
+
+SMALL = ["-d", "8", "--hidden", "16", "--epochs", "1"]
+
+
+def train_args(tiny_corpus, out, *more):
+    return ["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]), *SMALL, *more,
+            "-o", str(out)]
+
+
+def test_resume_refuses_a_training_text_changed_since_the_run_began(tiny_corpus, tmp_path, capsys, private_cache):
+    run = tmp_path / "gru"
+    args = train_args(tiny_corpus, run, "--model", "gru", "-b", "4", "--bptt", "5", "--checkpoint-every", "10")
+    args[args.index("--epochs") + 1] = "2"
+    from sampledlm.neural import loop
+
+    calls = {"n": 0}
+    real = loop.Trainer.step
+
+    def stop_soon(self, batch):  # a Ctrl-C after 12 steps: a checkpoint at step 10 and one at the interruption
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise KeyboardInterrupt
+        return real(self, batch)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loop.Trainer, "step", stop_soon)
+        code, _, err = run_cli(args, capsys)
+    assert code == 130, err
+    text = tiny_corpus["train"].read_text()
+    tiny_corpus["train"].write_text("\n".join(text.splitlines()[:50]) + "\n")  # edited before the resume
+    code, _, err = run_cli(["train", "--resume", str(run)], capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 1 and len(lines) == 1 and "changed since the run began" in err and str(tiny_corpus["train"]) in err
+    assert "--init-from" in err
+    tiny_corpus["train"].write_text(text)  # put back: the run resumes and finishes
+    code, _, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    assert "best valid ppl" in err and "(epoch " in err and " of 2)" in err
+
+
+def test_a_text_mostly_outside_the_vocabulary_is_warned_about(tiny_corpus, tmp_path, capsys, private_cache):
+    oov = tmp_path / "oov-valid.txt"
+    oov.write_text("".join(" ".join(f"zz{i}x{j}" for j in range(6)) + "\n" for i in range(20)))
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(oov), *SMALL,
+                            "-o", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    assert f"warning: {oov}: 100.0 % of its 120 words are outside the vocabulary" in err and "check --vocab" in err
+    assert f"warning: {tiny_corpus['train']}" not in err  # the training text defines the vocabulary: none
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "plain"), capsys)
+    assert code == 0 and "outside the vocabulary" not in err, err
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--optimizer", "adam", "--momentum", "0.9"], "--momentum applies to --optimizer sgd only"),
+    (["--model", "ffnn", "--bptt", "7"], "--bptt do not apply to model 'ffnn'"),
+    (["--model", "gru", "--context-size", "4"], "--context-size do not apply to model 'gru'"),
+])
+def test_flags_that_would_do_nothing_are_refused(tiny_corpus, tmp_path, capsys, private_cache, flags, words):
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "r", *flags), capsys)
+    assert_one_line_error(code, err, words, tmp_path / "r")
+    assert "--order" not in err or "--context-size" not in words
+
+
+def test_standard_input_is_refused_as_a_neural_runs_text(tiny_corpus, tmp_path, capsys, private_cache):
+    args = train_args(tiny_corpus, tmp_path / "r")
+    args[args.index("--train") + 1] = "-"
+    code, _, err = run_cli(args, capsys)
+    assert_one_line_error(code, err, "--train -: not a file", tmp_path / "r")
+
+
+def test_a_missing_required_option_is_a_usage_error(tiny_corpus, tmp_path, capsys):
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "-o", str(tmp_path / "r")], capsys)
+    assert code == 2 and "--valid is required" in err and "Usage:" in err, err
+
+
+def test_a_longer_cosine_run_says_at_which_rate_it_goes_on(tiny_corpus, tmp_path, capsys, private_cache):
+    run = tmp_path / "cos"
+    code, _, err = run_cli(train_args(tiny_corpus, run, "--model", "gru", "-b", "4", "--bptt", "5",
+                                      "--lr-schedule", "cosine", "--lr", "0.004"), capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
+    assert code == 0, err
+    assert "spreads the cosine schedule over 2 epochs, so training goes on at lr 0.002" in err, err
+
+
+def test_a_damaged_cached_id_stream_is_encoded_again(tiny_corpus, private_cache):
+    from sampledlm.data.corpus import CHECKSUM, load_ids
+    from sampledlm.data.corpus import build_vocab
+
+    vocab = build_vocab(str(tiny_corpus["train"]))
+    clean = np.array(load_ids(str(tiny_corpus["train"]), vocab))
+    (cached,) = [p for p in private_cache.iterdir() if p.suffix == ".npy"]
+    for bad in (len(vocab) + 7, 5):  # an id outside V (was an IndexError traceback); one inside (was trained on)
+        ids = clean.copy()
+        ids[3] = bad if ids[3] != bad else bad + 1
+        np.save(cached, ids)
+        assert np.array_equal(load_ids(str(tiny_corpus["train"]), vocab), clean)
+    (private_cache / (cached.name + CHECKSUM)).unlink()  # a stream cached before checksums: ids checked in range
+    ids = clean.copy()
+    ids[3] = len(vocab)
+    np.save(cached, ids)
+    assert np.array_equal(load_ids(str(tiny_corpus["train"]), vocab), clean)
+
+
+def test_an_allocation_failure_in_a_training_step_is_one_line(tiny_corpus, tmp_path, capsys, private_cache,
+                                                               monkeypatch):
+    from sampledlm.neural import loop
+
+    def no_memory(self, batch):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                           "memory: you tried to allocate 24508000000 bytes. Error code 12")
+
+    monkeypatch.setattr(loop.Trainer, "step", no_memory)
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "r", "-b", "64"), capsys)
+    assert_one_line_error(code, err, "not enough memory for a training step (batch -b 64)", tmp_path / "r")
+    assert "smaller -b" in err and "no checkpoint had been written yet" in err and "x --bptt" not in err
+
+    def other(self, batch):
+        raise RuntimeError("shapes do not match")
+
+    monkeypatch.setattr(loop.Trainer, "step", other)
+    with pytest.raises(RuntimeError, match="shapes do not match"):  # any other error stays what it is
+        run_cli(train_args(tiny_corpus, tmp_path / "r2"), capsys)
+
+
+def test_the_progress_line_off_a_terminal_has_the_time_left():
+    from sampledlm.neural.reporting import progress_line
+
+    st = SimpleNamespace(epoch=0, batch=25, step=25, loss_sum=50.0, loss_count=10, epoch_tokens=1000,
+                         epoch_seconds=50.0, wall_seconds=50.0)
+    line = progress_line(st, batches=100, epochs=3)
+    assert line.startswith("epoch 1: 25%  loss 5.0000  20 tok/s  00:50 elapsed")
+    assert "ETA epoch 02:30, run 09:10" in line  # 75 + 200 batches at 2 s each (validation not counted)
+    assert "run" not in progress_line(st, batches=100, epochs=1)
+    assert "run 02:30" not in progress_line(st, batches=100, epochs=3, max_steps=40)
+    assert progress_line(st, batches=100, epochs=3, max_steps=40).endswith("ETA epoch 00:30")  # 15 steps left
+    assert json.dumps(line)  # plain text
