@@ -149,3 +149,29 @@ def test_the_progress_line_off_a_terminal_has_the_time_left():
     assert "run 02:30" not in progress_line(st, batches=100, epochs=3, max_steps=40)
     assert progress_line(st, batches=100, epochs=3, max_steps=40).endswith("ETA epoch 00:30")  # 15 steps left
     assert json.dumps(line)  # plain text
+
+
+def test_evaluating_an_unfinished_run_says_so(tiny_corpus, tmp_path, capsys, private_cache):
+    from sampledlm.neural import loop
+
+    run = tmp_path / "ffnn"
+    args = train_args(tiny_corpus, run, "-b", "64")
+    args[args.index("--epochs") + 1] = "2"
+    real = loop.Trainer.step
+
+    def stop_in_epoch_2(self, batch):
+        if self.state.epoch == 1:
+            raise KeyboardInterrupt
+        return real(self, batch)
+
+    with pytest.MonkeyPatch.context() as mp:  # (monkeypatch.undo would undo the private cache too)
+        mp.setattr(loop.Trainer, "step", stop_in_epoch_2)
+        code, _, err = run_cli(args, capsys)
+    assert code == 130 and (run / "model.safetensors").exists(), err
+    code, out, err = run_cli(["eval", str(run), "--test", str(tiny_corpus["test"])], capsys)
+    assert code == 0 and "ppl" in out.lower(), err
+    assert f"{run}: training has not finished (1 of 2 epochs; sampledlm train --resume {run} goes on)" in err, err
+    code, _, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["eval", str(run), "--test", str(tiny_corpus["test"])], capsys)
+    assert code == 0 and "has not finished" not in err, err

@@ -270,9 +270,23 @@ def load_run(run_dir: str, weights: str | None = None):
             print(f"sampledlm: warning: {run_dir}: no model.safetensors (no epoch finished, or the file was "
                   f"removed): using the latest checkpoint's weights ({os.path.relpath(ckpt, run_dir)})",
                   file=sys.stderr)
-    load_model_files(weights, model, objective)
+    meta = load_model_files(weights, model, objective)
+    if meta.get("finalized") == "false" and os.path.dirname(os.path.abspath(weights)) == os.path.abspath(run_dir):
+        # a run stopped early (killed, Ctrl-C, --max-steps then resumed no more): scored as it is, and said so
+        print(f"sampledlm: note: {run_dir}: training has not finished ({_epochs_done(run_dir)} of "
+              f"{config['train'].get('epochs')} epochs; sampledlm train --resume {run_dir} goes on): scoring the best "
+              "weights so far", file=sys.stderr)
     model.eval()
     return model, objective, vocab, config
+
+
+def _epochs_done(run_dir: str) -> int:
+    """Epochs recorded in the run's ``metrics.jsonl`` (0 where it cannot be read)."""
+    try:
+        with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+            return sum(1 for line in f if line.strip())
+    except (OSError, UnicodeDecodeError):
+        return 0
 
 
 # --- checkpoints -----------------------------------------------------------------------------
