@@ -533,7 +533,7 @@ def train_row(plan: dict, work: str, cap_mb: float, recalibrate=None, cand: dict
         r = run_watched(argv, log, cap_mb, poll=poll if (calibrating or first_epoch_only) else None)
         if r["rc"] in (-15, 143) and lmruns.finished(rd):
             r["finished_before_stop"] = True  # the stop reached a run already complete, on its way out
-        r["calibration_stop"] = bool(calibrating and r["rc"] == 130 and not _current["stop"])
+        r["calibration_stop"] = bool(calibrating and r["rc"] in (130, 143) and not _current["stop"])
         stopped_here = bool((calibrating or first_epoch_only) and r["rc"] in (130, -15, 143) and not _current["stop"])
         _note_invocation(d, r)
         if _current["stop"]:

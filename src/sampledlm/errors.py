@@ -9,3 +9,13 @@ else that escapes is a bug in sampledlm and keeps its traceback.
 
 class UserError(Exception):
     """An error caused by input the user controls; the message names the file (and line)."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised by training after the checkpoint written on an interrupt is complete (its message says how to
+    resume). ``exit_code``: 128 + the signal that stopped it, the shell's convention (130 for Ctrl-C, 143 for
+    SIGTERM, as a batch scheduler sends)."""
+
+    def __init__(self, message: str = "", signum: int = 2):
+        super().__init__(message)
+        self.exit_code = 128 + int(signum)

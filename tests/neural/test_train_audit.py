@@ -175,3 +175,25 @@ def test_evaluating_an_unfinished_run_says_so(tiny_corpus, tmp_path, capsys, pri
     assert code == 0, err
     code, out, err = run_cli(["eval", str(run), "--test", str(tiny_corpus["test"])], capsys)
     assert code == 0 and "has not finished" not in err, err
+
+
+def test_sigterm_stops_training_with_the_shells_status_143(tiny_corpus, tmp_path):
+    """A batch scheduler's SIGTERM: a checkpoint, the resume hint, and status 128 + 15 (it was 130, Ctrl-C's)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "gru"
+    args = train_args(tiny_corpus, run, "--model", "gru", "-b", "2", "--bptt", "3", "--threads", "1",
+                      "--checkpoint-every", "1")  # a checkpoint after the first step: the loop is running then
+    args[args.index("--epochs") + 1] = "50"
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", *args], stderr=subprocess.PIPE, text=True,
+                         env={**__import__("os").environ, "SAMPLEDLM_CACHE": str(tmp_path / "cache")})
+    deadline = time.monotonic() + 120
+    while not (run / "checkpoint.json").exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert f"resume with --resume {run}" in err and "Traceback" not in err

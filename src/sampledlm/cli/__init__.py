@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         sys.exit(1)
     except KeyboardInterrupt as e:  # training raises one that says where its checkpoint is and how to resume
         click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(getattr(e, "exit_code", 130))  # 143 after a SIGTERM
     except BrokenPipeError:
         _drop_stdout()
         sys.exit(0)

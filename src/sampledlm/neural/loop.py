@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from . import rundir as runs
-from ..errors import UserError
+from ..errors import TrainingInterrupted, UserError
 from .lm import perplexity
 from tqdm import tqdm
 
@@ -72,10 +72,6 @@ from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, pro
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
 PLOT_EVERY_S = 60.0  # the learning-curve plot is redrawn at most this often (and when training ends)
-class TrainingInterrupted(KeyboardInterrupt):
-    """Raised after the checkpoint written on an interrupt is complete."""
-
-
 @dataclass
 class TrainState:
     """Everything besides tensors that a checkpoint holds."""
@@ -121,7 +117,7 @@ def interrupt_flag():
     def handler(signum, frame):
         if flag["set"]:  # a second Ctrl-C: stop at once
             raise KeyboardInterrupt
-        flag["set"] = True
+        flag["set"] = flag["signal"] = signum
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -371,11 +367,12 @@ class Trainer:
                             self.log(progress_line(st, nb, opts.epochs, opts.max_steps))
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
-                        stop = flag["set"] or (self.stop_when is not None and bool(self.stop_when(st)))
+                        stop = bool(flag["set"]) or (self.stop_when is not None and bool(self.stop_when(st)))
                         stop = self.ranks.any(stop, self.device)  # one rank's Ctrl-C stops them all at this step
                         if stop:
                             self.save_checkpoint()
-                            raise TrainingInterrupted(f"interrupted at step {st.step}; resume with --resume {self.run_dir}")
+                            raise TrainingInterrupted(f"interrupted at step {st.step}; resume with --resume {self.run_dir}",
+                                                      flag.get("signal") or signal.SIGINT)
                         if opts.checkpoint_every and st.step % opts.checkpoint_every == 0 and st.batch < nb:
                             self.save_checkpoint()
                         if opts.max_steps and st.step >= opts.max_steps:
