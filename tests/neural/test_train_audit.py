@@ -197,3 +197,26 @@ def test_sigterm_stops_training_with_the_shells_status_143(tiny_corpus, tmp_path
     _, err = p.communicate(timeout=120)
     assert p.returncode == 143, err
     assert f"resume with --resume {run}" in err and "Traceback" not in err
+
+
+def test_a_min_count_that_leaves_no_word_is_refused(tiny_corpus, tmp_path, capsys, private_cache):
+    out = tmp_path / "vocab.txt"
+    code, _, err = run_cli(["vocab", str(tiny_corpus["train"]), "--min-count", "100000", "-o", str(out)], capsys)
+    assert_one_line_error(code, err, "no word occurs --min-count 100,000 times (the most frequent", out)
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "r", "--min-count", "100000"), capsys)
+    assert_one_line_error(code, err, "would hold only </s> and <unk>", tmp_path / "r")
+
+
+def test_a_read_only_file_system_is_named_as_such(tmp_path, monkeypatch):
+    import os
+
+    from sampledlm.data import textio
+    from sampledlm.errors import UserError
+
+    monkeypatch.setattr(textio.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(textio.os, "statvfs", lambda path: SimpleNamespace(f_flag=os.ST_RDONLY))
+    with pytest.raises(UserError, match="cannot write: read-only file system"):
+        textio.check_writable(str(tmp_path / "x.txt"))
+    monkeypatch.setattr(textio.os, "statvfs", lambda path: SimpleNamespace(f_flag=0))
+    with pytest.raises(UserError, match="cannot write: permission denied"):
+        textio.check_writable(str(tmp_path / "x.txt"))

@@ -63,7 +63,12 @@ def build_vocab(path: str, opts: TextOptions = TextOptions(), min_count: int = 1
     wc = count_words(path, opts)
     if wc.sentences == 0:
         raise UserError(f"{path}: no words found (empty file or blank lines only)")
-    return Vocab.from_counts(wc.counts, wc.sentences, min_count=min_count, max_size=max_size)
+    vocab = Vocab.from_counts(wc.counts, wc.sentences, min_count=min_count, max_size=max_size)
+    if len(vocab) <= 2 and wc.counts:  # every word would be <unk>: a model of </s> and <unk> alone
+        (word, count), = wc.counts.most_common(1)
+        raise UserError(f"{path}: no word occurs --min-count {min_count:,} times (the most frequent, {word!r}, "
+                        f"{count:,} times): the vocabulary would hold only </s> and <unk>")
+    return vocab
 
 
 def with_ends(sents: list[list[str]]) -> list[str]:

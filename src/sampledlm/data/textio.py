@@ -412,6 +412,14 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
         raise
 
 
+def _read_only(directory: str) -> bool:
+    """Whether ``directory`` is on a file system mounted read-only (where ``os.access`` says only "no")."""
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
+
+
 def check_writable(path: str) -> None:
     """Fail early (before long work) when ``path`` cannot be created."""
     if not path:
@@ -422,6 +430,6 @@ def check_writable(path: str) -> None:
     if not os.path.isdir(directory):
         raise UserError(f"{path}: cannot write: directory {directory} does not exist")
     if not os.access(directory, os.W_OK):
-        raise UserError(f"{path}: cannot write: permission denied")
+        raise UserError(f"{path}: cannot write: {'read-only file system' if _read_only(directory) else 'permission denied'}")
     if os.path.isdir(path):
         raise UserError(f"{path}: is a directory")
