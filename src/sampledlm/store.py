@@ -193,6 +193,9 @@ def read_config(model_dir: str) -> tuple[dict, str]:
         return config, LEGACY_FORMATS[fmt]
     if fmt != FORMAT:
         raise UserError(f"{path}: not a sampledlm model (format {fmt!r}; expected {FORMAT!r})")
+    if config.get("family") == "embeddings":  # ours, but no language model: it assigns no probabilities
+        raise UserError(f"{os.path.dirname(path) or '.'}: word embeddings, not a language model (their commands: "
+                        "sampledlm embed eval / neighbors / plot)")
     if config.get("version") != VERSION:
         raise UserError(f"{path}: model format version {config.get('version')!r} is not supported by this "
                         f"sampledlm (it reads version {VERSION})")

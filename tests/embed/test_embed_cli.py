@@ -128,8 +128,15 @@ def test_a_write_killed_before_its_last_file_leaves_no_config_and_the_same_comma
     monkeypatch.setattr(formats, "write_text", killed)
     with pytest.raises(_Killed):
         main(_train_args(trained, out))
-    assert (out / "vectors.bin").exists() and not (out / "config.json").exists()
+    assert not (out / "config.json").exists()
+    assert not out.exists() or all(p.name.startswith(".") for p in out.iterdir())  # its staged files removed
     monkeypatch.undo()
+    # what a kill -9 within the write leaves (no clean-up runs then): staged files, no config.json
+    import shutil
+
+    out.mkdir(exist_ok=True)
+    for name in ("vectors.safetensors", "vocab.txt", "vectors.bin"):
+        shutil.copy(trained / "vec" / name, out / (formats.STAGED + name))
     code, _, err = run_cli(_train_args(trained, out), capsys)  # the same command, no --force
     assert code == 0, err
     a, b, c = (formats.load_vectors(str(p)) for p in (out, out / "vectors.bin", out / "vectors.txt"))

@@ -121,7 +121,10 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, eval
     if not sim_files and not analogy_file:
         from ..embed.evaluate import EVAL_SETS
 
-        where = f"in {eval_dir}" if eval_dir else "(no --eval-dir, and $SAMPLEDLM_EVAL is not set)"
+        env = os.environ.get("SAMPLEDLM_EVAL")
+        where = (f"in {eval_dir}" if eval_dir else f"in $SAMPLEDLM_EVAL ({env}"
+                 + ("" if os.path.isdir(env) else ": no such directory") + ")" if env
+                 else "(no --eval-dir, and $SAMPLEDLM_EVAL is not set)")
         sets = "; ".join(f"{name}: {what}" for name, what in EVAL_SETS.items())
         raise UserError(f"no evaluation data {where}: give --similarity FILE and/or --analogy FILE, or a folder "
                         f"holding the public sets with --eval-dir DIR or SAMPLEDLM_EVAL=DIR ({sets})")
@@ -205,6 +208,9 @@ def export(run_dir, out_path, which, force):
     from ..embed.export import lm_vectors
     from ..embed.formats import save_vectors
 
+    from ..data.textio import check_writable
+
+    check_writable(out_path)  # a directory, or a missing folder: said before the model is read
     refuse_existing(out_path, force, [run_dir])
     wv = lm_vectors(run_dir, which)
     save_vectors(out_path, wv)
@@ -228,6 +234,9 @@ def plot(vectors, words, out_path, force, which):
     from ..embed.formats import load_vectors
     from ..embed.plot import write_plot
 
+    from ..data.textio import check_writable
+
+    check_writable(out_path)
     refuse_existing(out_path, force)
     ws = [w for w in words.split(",") if w.strip()]
     panels = [(os.path.basename(os.path.normpath(v)), load_vectors(v, which)) for v in vectors]

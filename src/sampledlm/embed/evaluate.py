@@ -21,6 +21,7 @@ Sections whose name starts with ``gram`` are syntactic, the others semantic.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -86,12 +87,15 @@ def read_pairs(path: str) -> list[tuple[str, str, float]]:
         if not line or line.startswith("#"):
             continue
         parts = line.split("\t") if "\t" in line else line.split()
-        if len(parts) < 3:
-            raise UserError(f"{path}:{n}: expected 'word1 word2 score', found {line[:60]!r}")
+        if len(parts) != 3:  # four columns (two scores?) would be read as the first: refused, as two are
+            raise UserError(f"{path}:{n}: expected 'word1 word2 score', found {len(parts)} columns: {line[:60]!r}")
         try:
-            pairs.append((parts[0].strip(), parts[1].strip(), float(parts[2])))
+            score = float(parts[2])
         except ValueError:
             raise UserError(f"{path}:{n}: score {parts[2]!r} is not a number") from None
+        if not math.isfinite(score):  # a NaN ranks as the largest score and turns rho around
+            raise UserError(f"{path}:{n}: score {parts[2]!r} is not a finite number")
+        pairs.append((parts[0].strip(), parts[1].strip(), score))
     if not pairs:
         raise UserError(f"{path}: no word pairs")
     return pairs

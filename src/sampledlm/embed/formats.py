@@ -22,6 +22,7 @@ any of the three, by content.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 
@@ -177,13 +178,21 @@ def fingerprint(words: list[str]) -> str:
 DIRECTORY_FILES = ("vectors.safetensors", "vocab.txt", "vectors.bin", "vectors.txt")
 
 
+#: the prefix of the files :func:`write_directory` writes before it moves them into place
+STAGED = ".staged."
+
+
 def interrupted_write(names: list[str]) -> bool:
     """Whether a directory holding ``names`` (and no config.json) is what a killed :func:`write_directory` left:
-    nothing but its files and their hidden temporaries, the first of them (vectors.safetensors) among them.
-    A directory holding only a vocab.txt, say, is someone's files, not a write of ours."""
+    nothing but its files, their staged copies, the provenance files and their hidden temporaries, the first of
+    them (vectors.safetensors) among them. A directory holding only a vocab.txt, say, is someone's files, not a
+    write of ours."""
+    from ..provenance import NAMES
+
     names = [n for n in names if n != ".lock"]
-    ours = all(n in DIRECTORY_FILES or (n.startswith(".") and n.endswith(".tmp")) for n in names)
-    return ours and any(n.startswith(("vectors.", ".vectors.")) for n in names)
+    ours = all(n in DIRECTORY_FILES or n in NAMES or n.startswith(STAGED) or (n.startswith(".") and n.endswith(".tmp"))
+               for n in names)
+    return ours and any(n.startswith(("vectors.", ".vectors.", STAGED + "vectors.")) for n in names)
 
 
 def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, np.ndarray], text: bool = True,
@@ -191,7 +200,9 @@ def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, 
     """The embedding model directory (module docstring) with ``vectors.bin`` and (``text``) ``vectors.txt``;
     ``tensors``: the output side, by name.
 
-    Every file is written atomically and ``config.json`` last, after removing the one already there: a
+    Every file is written atomically, first under a staged name (:data:`STAGED`: a model being replaced stays whole
+    until the new files are all written, and a failed write removes them), then moved into place, and
+    ``config.json`` last, after removing the one already there: a
     directory with a ``config.json`` is complete, and one whose writer was killed has none (the next
     ``embed train`` writes it again). ``locked``: the caller already holds the directory's lock
     (:func:`sampledlm.store.lock_directory`, which this takes otherwise). ``before_config()``: called just before
@@ -210,17 +221,32 @@ def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, 
 
     _check_words(os.path.join(path, "vectors.bin"), wv.words)
     counts = wv.counts if wv.counts is not None else np.zeros(len(wv), dtype=np.int64)
+    staged: list[tuple[str, str]] = []  # (staged name, final name): a model replaced (--force) stays whole until
+                                        # every new file is written (a full disk had left it without config.json)
+
+    def stage(name: str) -> str:
+        staged.append((os.path.join(path, STAGED + name), os.path.join(path, name)))
+        return staged[-1][0]
+
+    try:
+        save_tensors(stage("vectors.safetensors"),
+                     {"input": torch.from_numpy(wv.vectors), **{k: torch.from_numpy(np.ascontiguousarray(v))
+                                                                for k, v in tensors.items()}})
+        EmbedVocab(wv.words, counts).save(stage("vocab.txt"))
+        write_binary(stage("vectors.bin"), wv)
+        if text:
+            write_text(stage("vectors.txt"), wv)
+    except BaseException:
+        for name, _ in staged:
+            with contextlib.suppress(OSError):
+                os.remove(name)
+        raise
     old = [os.path.join(path, "config.json")] + ([] if text else [os.path.join(path, "vectors.txt")])
     for p in old:  # incomplete until the new config.json lands; no vectors.txt of another model stays behind
         if os.path.exists(p):
             os.remove(p)
-    save_tensors(os.path.join(path, "vectors.safetensors"),
-                 {"input": torch.from_numpy(wv.vectors), **{k: torch.from_numpy(np.ascontiguousarray(v))
-                                                            for k, v in tensors.items()}})
-    EmbedVocab(wv.words, counts).save(os.path.join(path, "vocab.txt"))
-    write_binary(os.path.join(path, "vectors.bin"), wv)
-    if text:
-        write_text(os.path.join(path, "vectors.txt"), wv)
+    for name, final in staged:
+        os.replace(name, final)
     config = {"format": "sampledlm-model", "family": FAMILY, "version": 2,
               "vocab": {"size": len(wv), "fingerprint": fingerprint(wv.words)}, **extra}
     if before_config is not None:
@@ -271,10 +297,30 @@ def load_vectors(path: str, which: str = "input") -> WordVectors:
         return read_directory(path, which)
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such file or directory")
+    if which != "input":  # it would be read as the input vectors, the one table such a file holds
+        raise UserError(f"{path}: a word2vec file holds one table of vectors; --which {which} needs an embedding "
+                        "directory (sampledlm embed train -o DIR)")
+    other = _other_kind(path)
+    if other:
+        raise UserError(f"{path}: {other}, not word vectors (a word2vec .bin or .txt file, or an embedding directory)")
     try:
         return read_binary(path) if is_binary(path) else read_text(path)
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _other_kind(path: str) -> str | None:
+    """What a file that is not word vectors is, when its first bytes say (an ARPA model, a safetensors file)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if head.lstrip().startswith(b"\\data\\"):
+        return "an ARPA n-gram model"
+    if len(head) > 9 and head[8:10] == b'{"':
+        return "a safetensors file (a model's weights: give its directory)"
+    return None
 
 
 def save_vectors(path: str, wv: WordVectors, binary: bool | None = None) -> None:

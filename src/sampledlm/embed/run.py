@@ -71,7 +71,6 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
                  "training": {"seconds": round(result.seconds, 3),
                               "words_per_second": round(result.words_per_second), "words_kept": result.kept}}
         out_name = "output" if cfg.objective == "neg" else "nodes"
-        provenance.remove(out_dir)  # a model replaced (--force): never its card beside the new vectors
         prov = provenance.new("embeddings", f"Word vectors: word2vec {cfg.model} with {cfg.objective}, "
                               f"{len(vocab):,} words x {cfg.dim} dimensions", texts, "cpu",
                               figures={"words_per_second": round(result.words_per_second),

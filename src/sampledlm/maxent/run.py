@@ -132,13 +132,13 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
         return None
     with writing_directory(out_dir, store.lock_directory):
         check_output(out_dir, force, clean=True)  # again, now that no other process can write here
-        provenance.remove(out_dir)  # a model replaced (--force): never its card beside the new model
         data = provenance.data_records({"train": train_path, "valid": valid_path})
         if distributed:
             run_from_env(job)
         else:
             train_sharded(job, ranks)
-        config = store.read_json(os.path.join(out_dir, "config.json"))
+        provenance.remove(out_dir)  # a model replaced (--force): its card goes once the new model is written (not
+        config = store.read_json(os.path.join(out_dir, "config.json"))  # before: a failed run kept the old one)
         world = int(os.environ.get("WORLD_SIZE", "1")) if distributed else ranks
         prov = provenance.new("maxent", f"A maximum-entropy language model: features {','.join(spec.names)}, "
                               f"{objective} objective, vocabulary of {len(vocab):,} words", data,
