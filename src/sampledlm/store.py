@@ -159,6 +159,8 @@ def no_run_directory(path: str, flag: str = "") -> UserError:
     where = f"{flag} {path}" if flag else path
     if os.path.isfile(path):
         return UserError(f"{where}: is a file, not a run directory")
+    if os.path.isdir(path):  # it exists: "no such" would send the user looking for a typo
+        return UserError(f"{where}: a directory, but no model in it (no config.json)")
     return UserError(f"{where}: no such run directory")
 
 

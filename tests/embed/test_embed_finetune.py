@@ -87,6 +87,7 @@ def test_the_same_vocabulary_starts_from_the_source_vectors(corpus, tmp_path, ca
     config = json.loads((tmp_path / "ft" / "config.json").read_text())
     assert config["data"]["init_from"] == origin
     assert (config["word2vec"]["model"], config["word2vec"]["dim"], config["word2vec"]["epochs"]) == ("skipgram", 12, 1)
+    assert config["word2vec"]["min_count"] == 1  # the source's, which made the words (the default 5 was recorded)
 
 
 def test_fine_tuning_scores_the_new_text_better(corpus, tmp_path, capsys):
@@ -142,10 +143,12 @@ def test_init_from_reads_from_a_settings_file(corpus, tmp_path, capsys):
     ("neg", ["--objective", "hs"], "leave --objective out"),
     ("neg", ["--lowercase"], "(--lowercase false there, true here)"),
     ("nope", [], "--init-from {d}/nope: no such run directory"),
+    ("empty", [], "--init-from {d}/empty: a directory, but no model in it (no config.json)"),
     ("domain.txt", [], "--init-from {d}/domain.txt: is a file, not a run directory"),
     ("maxent", [], "--init-from {d}/maxent: holds a model of family maxent, not word embeddings"),
 ])
 def test_bad_uses_are_one_line_errors(corpus, tmp_path, capsys, source, args, words):
     fake_model(corpus / "maxent", "maxent")
+    (corpus / "empty").mkdir(exist_ok=True)
     code, err = train(capsys, corpus / "domain.txt", "--init-from", corpus / source, *args, "-o", tmp_path / "ft")
     assert_one_line_error(code, err, words.format(d=corpus), tmp_path / "ft")

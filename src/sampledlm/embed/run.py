@@ -64,7 +64,10 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
             log(announce(init_dir, origin))
         result = train_vectors(vocab, data, cfg, init=init, init_out=init_out)
         wv = WordVectors(vocab.words, result.w_in, vocab.counts)
-        extra = {"word2vec": cfg.to_dict(),
+        settings_used = cfg.to_dict()
+        if same_words:  # the source's words, no count applied here: its min count is the one that made them
+            settings_used["min_count"] = source.settings.get("min_count", settings_used["min_count"])
+        extra = {"word2vec": settings_used,
                  "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": text_options.to_dict(),
                           "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences,
                           **({"init_from": origin} if origin else {})},
