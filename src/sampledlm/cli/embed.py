@@ -150,7 +150,7 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, eval
             scores = f"3CosAdd {t['add']:.3f}  3CosMul {t['mul']:.3f}" if t["answered"] else "n/a (no question covered)"
             coverage = f", coverage {t['coverage']:.1%}" if t["questions"] else ""
             click.echo(f"  analogy {kind:<10} {scores}  ({t['answered']}/{t['questions']} questions{coverage}, "
-                       f"top {restrict:,} words)")
+                       f"top {min(restrict, len(wv)):,} words)")  # all of them when the vocabulary is smaller
         if sections:
             for s in a["sections"]:
                 n = s["answered"]
