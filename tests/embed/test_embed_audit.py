@@ -110,3 +110,10 @@ def test_other_kinds_of_file_are_named(vec, tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["embed", "eval", str(vec / "vec")], capsys)
     assert code == 1 and f"$SAMPLEDLM_EVAL ({tmp_path / 'nowhere'}: no such directory)" in err, err
     assert_one_line_error(code, err, "no evaluation data", tmp_path / "never-written")
+
+
+def test_maxent_texts_given_both_ways_name_what_was_given(tmp_path, capsys):
+    (tmp_path / "t.txt").write_text("a b\n")
+    code, _, err = run_cli(["maxent", "train", str(tmp_path / "t.txt"), "--valid", str(tmp_path / "t.txt"),
+                            "-o", str(tmp_path / "m")], capsys)
+    assert_one_line_error(code, err, f"(got --valid {tmp_path / 't.txt'} and '{tmp_path / 't.txt'}')", tmp_path / "m")

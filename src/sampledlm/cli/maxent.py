@@ -80,7 +80,9 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
 def _train_files(positional, train_path, valid_path) -> tuple[str, str]:
     if positional:
         if train_path or valid_path:
-            raise UserError("give the texts either as --train/--valid or as TRAIN VALID (deprecated), not both")
+            given = f"{'--train ' + train_path if train_path else '--valid ' + valid_path} and {positional[0]!r}"
+            raise UserError(f"give the texts either as --train/--valid or as TRAIN VALID (deprecated), not both "
+                            f"(got {given}); use --train FILE --valid FILE")
         if len(positional) != 2:
             raise UserError(f"expected TRAIN VALID, got {len(positional)} file name(s); use --train FILE --valid FILE")
         deprecated("`maxent train TRAIN VALID` is deprecated; use --train TRAIN --valid VALID")
