@@ -30,6 +30,10 @@ def test_the_samples_read_back_and_rescore_with_a_wer(tmp_path, capsys):
                               "--lm-weight", "10"], capsys)
     assert code == 0 and "WER: first pass" in err, err
     assert len(out.splitlines()) == 20
+    srilm_best = out
+    # the same lists in both formats (SRILM's log10, the JSONL's natural logs) give the same one-best at any weights
+    code, out, err = run_cli(["rescore", str(d / "kn3.arpa"), str(d / "nbest.jsonl"), "--lm-weight", "10"], capsys)
+    assert code == 0 and sorted(out.splitlines()) == sorted(srilm_best.splitlines()), err
     code, out, err = run_cli(["rescore", str(d / "kn3.arpa"), str(d / "lattices"), "--lm-weight", "10"], capsys)
     assert code == 0 and len(out.splitlines()) == 3, err
 

@@ -56,6 +56,11 @@ def stats(files, vocab_path, top_k, as_json, opts):
     from ..data.stats import corpus_stats, format_stats
     from ..data.vocab import Vocab
 
+    from ..data.textio import open_binary
+
+    for path in files:  # every file opened first: a missing last one fails before any output, not after it
+        if path != "-":
+            open_binary(path).close()
     v = Vocab.load(vocab_path) if vocab_path else None
     for path in files:
         s = corpus_stats(path, opts, vocab=v, top_k=top_k)

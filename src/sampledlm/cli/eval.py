@@ -90,6 +90,9 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
         torch.set_num_threads(threads)
     if (weights is not None or interp_valid) and not others:
         raise UserError("--weights and --interp-valid need --mix MODEL2")
+    from ..use.mixing import check_weight_source
+
+    check_weight_source(weights, interp_valid)
     import time
 
     t0 = time.perf_counter()

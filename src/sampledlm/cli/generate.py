@@ -47,6 +47,10 @@ def generate(model, others, weights, interp_valid, prefix, count, temperature, t
     if len(words) >= max_words:
         raise UserError(f"--max-words {max_words} counts the prefix, which holds {len(words)} words already: give "
                         f"more than {len(words)}")
+    unknown = [w for w in words if w not in lm.vocab]
+    if unknown:  # conditioned on as <unk>: what the model saw is not what the user wrote
+        click.echo(f"sampledlm: note: --prefix: {len(unknown)} word(s) outside the vocabulary ({', '.join(unknown[:5])}"
+                   f"{', ...' if len(unknown) > 5 else ''}), read as <unk>", err=True)
     for sentence in sample(lm, words, count, seed, temperature=temperature, top_k=top_k, max_words=max_words,
                            allow_unk=not no_unk):
         click.echo(" ".join(sentence))

@@ -136,6 +136,8 @@ def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k,
         raise UserError("--tune-first-pass tunes on development data: give --tune-on DEV")
     if one_best and output and os.path.abspath(one_best) == os.path.abspath(output):
         raise UserError(f"--one-best and -o name the same file ({output}): give two paths")
+    if one_best and one_best != "-" and os.path.isdir(one_best):
+        raise UserError(f"--one-best {one_best}: is a directory; --one-best names the file of one-best sentences")
     for path in (one_best, output):
         if path:
             refuse_existing(path, force, inputs)

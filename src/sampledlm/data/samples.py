@@ -16,6 +16,7 @@ holding the reference word and one or two confusions, every link carrying its ac
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from collections import Counter
@@ -26,6 +27,8 @@ from .textio import atomic_write
 UTTERANCES = 20
 HYPOTHESES = 10
 LATTICES = 3
+
+LN10 = math.log(10)  # natural logs per log10 unit
 
 
 def _confusions(train: str, top: int = 300) -> list[str]:
@@ -112,7 +115,9 @@ def write_samples(directory: str, seed: int = 1) -> dict[str, str]:
     os.makedirs(srilm, exist_ok=True)
     for u in lists:
         with atomic_write(os.path.join(srilm, f"{u['id']}.nbest")) as f:
-            f.write("".join(f"{h['am']} {h['lm']} {len(h['words'].split())} {h['words']}\n" for h in u["hyps"]))
+            # SRILM's scores are log10; the JSONL's natural logs (copied unchanged, the same lists rescored otherwise)
+            f.write("".join(f"{h['am'] / LN10:.6g} {h['lm'] / LN10:.6g} {len(h['words'].split())} {h['words']}\n"
+                            for h in u["hyps"]))
     paths["refs"] = os.path.join(directory, "refs.txt")
     with atomic_write(paths["refs"]) as f:
         f.write("".join(f"{u['id']} {u['ref']}\n" for u in lists))

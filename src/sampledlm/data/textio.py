@@ -125,7 +125,9 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def _open_binary(path: str) -> IO[bytes]:
+def open_binary(path: str) -> IO[bytes]:
+    """``path`` opened for reading, decompressed (``.gz``, ``.bz2``, ``.xz`` by content); a :class:`UserError` naming
+    it when it cannot be (missing, a directory, unreadable)."""
     real = readable_path(path)
     if os.path.isdir(real):
         raise UserError(f"{path}: is a directory, expected a text file")
@@ -211,7 +213,7 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
     ARPA's header, turns it off). Nothing of a chunk stays referenced here while the next one is read
     (bounded estimation sizes its chunks to its memory budget).
     """
-    f = _open_binary(path)
+    f = open_binary(path)
     line_no = 0  # lines completed before the current chunk
     first = True
     tail = b""

@@ -54,11 +54,12 @@ def sample_sentence(lm: LanguageModel, prefix: list[int], rng: np.random.Generat
 
 
 def generate(lm: LanguageModel, prefix: list[str], n: int = 1, seed: int = 1, **kw) -> list[list[str]]:
-    """``n`` sentences sampled after the words ``prefix`` (each returned with its prefix); ``lm``: a model as
+    """``n`` sentences sampled after the words ``prefix`` (each returned with its prefix as given: a word outside
+    the vocabulary is conditioned on as ``<unk>`` but printed as the user wrote it); ``lm``: a model as
     :func:`sampledlm.load` returns it, or its ``lm``."""
     from ..lm import language_model
 
     lm = language_model(lm)
     rng = np.random.default_rng(seed)
     start = lm.vocab.encode(prefix)
-    return [lm.vocab.decode(sample_sentence(lm, start, rng, **kw)) for _ in range(n)]
+    return [list(prefix) + lm.vocab.decode(sample_sentence(lm, start, rng, **kw))[len(start):] for _ in range(n)]

@@ -49,6 +49,14 @@ def set_weights(mix: Mixture, weights: str | None, valid: str | None, name: str 
     return None
 
 
+def check_weight_source(weights: str | None, valid: str | None) -> None:
+    """Weights are given (``--weights W,...``) or fitted on ``--interp-valid`` (``--weights auto``), not both:
+    with both, the file would never be read."""
+    if valid and weights not in (None, "auto"):
+        raise UserError(f"--interp-valid {valid} fits the weights (--weights auto); --weights {weights} gives them: "
+                        "give one of the two")
+
+
 def open_models(paths: list[str], weights: str | None = None, valid: str | None = None,
                 batch_size: int | None = None, device: str | None = None) -> LanguageModel:
     """The model at ``paths[0]``, or the interpolation of all of them (module docstring).
@@ -59,6 +67,7 @@ def open_models(paths: list[str], weights: str | None = None, valid: str | None 
     """
     if (weights is not None or valid) and len(paths) < 2:
         raise UserError("--weights and --interp-valid need a second model to interpolate with")
+    check_weight_source(weights, valid)
     models = [load_model(p, device=device) for p in paths]
     for m in models:
         if batch_size and hasattr(m, "batch_size"):

@@ -124,7 +124,10 @@ def read_slf(path: str) -> Lattice:
             continue
         d = {ALIASES.get(k, k): v for k, v in _fields(path, n, line).items()}
         if "I" in d:
-            nodes[_num(path, n, d, "I", int)] = {**d, "_line": n}
+            i = _num(path, n, d, "I", int)
+            if i in nodes:  # the later line would replace the earlier node's word in silence
+                raise UserError(f"{path}:{n}: node I={i} appears twice (first on line {nodes[i]['_line']})")
+            nodes[i] = {**d, "_line": n}
         elif "J" in d:
             links.append((n, d))
         elif "N" in d or "L" in d:
@@ -162,20 +165,41 @@ def read_slf(path: str) -> Lattice:
         word = d.get("W", node_word.get(e))
         out.append(Link(s, e, None if word is None or word in EPSILON else word,
                         _num(path, n, d, "a", float, 0.0) * scale, _num(path, n, d, "l", float, 0.0) * scale))
-    has_in = {link.end for link in out}
-    has_out = {link.start for link in out}
-    start = (_node(path, header_line.get("start"), header, "start", num_nodes) if "start" in header
-             else next((i for i in range(num_nodes) if i not in has_in), 0))
-    end = (_node(path, header_line.get("end"), header, "end", num_nodes) if "end" in header
-           else next((i for i in range(num_nodes - 1, -1, -1) if i not in has_out), num_nodes - 1))
     name = header.get("UTTERANCE") or _lattice_id(path)
+    start = (_node(path, header_line.get("start"), header, "start", num_nodes) if "start" in header
+             else _one_end(path, name, out, "start"))
+    end = (_node(path, header_line.get("end"), header, "end", num_nodes) if "end" in header
+           else _one_end(path, name, out, "end", num_nodes - 1))
     times = {i: _num(path, d["_line"], d, "t", float) for i, d in nodes.items() if "t" in d}
     lat = Lattice(name, num_nodes, out, start, end, times, {k: v for k, v in header.items() if k in ("lmscale", "wdpenalty")})
     try:
         lat.topological_order()
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
+    reached, todo = {start}, [start]
+    after: dict[int, list[int]] = {}
+    for link in out:
+        after.setdefault(link.start, []).append(link.end)
+    while todo:
+        for e in after.get(todo.pop(), ()):
+            if e not in reached:
+                reached.add(e)
+                todo.append(e)
+    if end not in reached:  # found here, the file is named (rescoring would find it with the lattice's id only)
+        raise UserError(f"{path}: lattice {name!r}: the end node {end} is not reachable from the start node {start}")
     return lat
+
+
+def _one_end(path: str, name: str, links: list, which: str, default: int = 0) -> int:
+    """The start (no link into it) or end (no link out of it) node of a lattice without ``start=`` / ``end=``: an
+    SLF lattice has one; with several, taking one in silence dropped the paths through the others."""
+    has_in, has_out = {link.end for link in links}, {link.start for link in links}
+    free = sorted((has_in | has_out) - (has_in if which == "start" else has_out))
+    if len(free) > 1:
+        shown = ", ".join(map(str, free[:5])) + (", ..." if len(free) > 5 else "")
+        raise UserError(f"{path}: lattice {name!r}: {len(free)} nodes have no link {'into' if which == 'start' else 'out of'} "
+                        f"them ({shown}); an SLF lattice has one {which} node: give {which}=N in its header")
+    return free[0] if free else default
 
 
 def _lattice_id(path: str) -> str:
