@@ -68,3 +68,11 @@ def test_rescore_one_best_into_a_directory_is_named_as_such(kn, tmp_path, capsys
     (tmp_path / "n.jsonl").write_text('{"id": "u", "hyps": [{"words": "the cat", "am": -1.0, "lm": -1.0}]}\n')
     code, _, err = run_cli(["rescore", str(kn), str(tmp_path / "n.jsonl"), "--one-best", str(tmp_path)], capsys)
     assert code == 1 and "is a directory; --one-best names the file" in err, err
+
+
+def test_sum_precision_is_refused_for_models_without_a_normaliser(kn, tmp_path, capsys):
+    (tmp_path / "t.txt").write_text("the cat ran\n")
+    code, _, err = run_cli(["eval", str(kn), "--test", str(tmp_path / "t.txt"), "--sum-precision", "bf16"], capsys)
+    assert code == 1 and "--sum-precision bf16 applies to neural models" in err, err
+    code, out, err = run_cli(["eval", str(kn), "--test", str(tmp_path / "t.txt")], capsys)
+    assert code == 0, err

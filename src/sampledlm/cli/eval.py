@@ -97,6 +97,9 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
 
     t0 = time.perf_counter()
     lm, mix = _open(model, others, device, batch_size, stride, running_text, no_verify)
+    if sum_precision != "fp32" and not any(_has_normaliser(m) for m in (mix.models if mix else [lm])):
+        raise UserError(f"--sum-precision {sum_precision} applies to neural models (the products of their "
+                        f"normaliser); {', '.join([model, *others])} has none")
     if opts is None:
         opts = TextOptions(**((mix or lm).text_options or {}))  # a mixture: the options its models agree on
     given = test_path
@@ -131,6 +134,13 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
             click.echo(f"{t:.4f}\t{c}\t{math.exp(-t / c):.2f}\t{' '.join(words)}")
     _print_summary(result, lm, shown, as_json, per_sentence)
     return result
+
+
+def _has_normaliser(lm) -> bool:
+    """Whether ``lm`` normalises scores over its vocabulary with products (a neural model's output layer)."""
+    from ..neural.lm import NeuralLM
+
+    return isinstance(lm, NeuralLM)
 
 
 def _sum_precision(precision: str):
