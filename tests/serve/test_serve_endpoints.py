@@ -172,3 +172,12 @@ def test_batching_off_sends_every_request_alone(serve_models):
         b = c.info()["batching"]
         assert b["enabled"] is False and b["calls"] == b["requests"] == 8
         assert len({json.dumps(x) for x in out}) == 1
+
+
+def test_next_flags_the_words_outside_the_vocabulary(servers):
+    """A word outside the vocabulary is scored as <unk>; the answer says which ones (it did not)."""
+    name = NAMES[0]
+    got = Client(servers[name].url).request("POST", "/next", {"queries": [
+        {"history": "", "words": ["zzqqxx", "<unk>", "</s>"]}]})["results"][0]
+    assert got["oov"] == [True, False, False]
+    assert got["ln"][0] == got["ln"][1]  # the same number: P(<unk>)

@@ -5,7 +5,8 @@ Endpoints (request bodies: :mod:`.limits`; every answer is JSON)::
     GET  /health  {"status": "ok"}
     GET  /info    model, family, vocab_size, device, batching, limits, history cache, counters
     POST /score   {"sentences": [...], "per_word": false} -> {"sentences": [score --jsonl's objects], "totals": {...}}
-    POST /next    {"queries": [{"history": ..., "words": [...]}]} -> {"results": [{"ln": [...], "log10": [...]}]}
+    POST /next    {"queries": [{"history": ..., "words": [...]}]} -> {"results": [{"ln": [...], "log10": [...],
+                  "oov": [...]}]}
     POST /topk    {"histories": [...], "k": 10} -> {"results": [{"words": [...], "ln": [...], "log10": [...]}]}
 
 Every refusal is ``{"error": "one line"}`` with a 4xx status (400 bad input, 404/405 wrong path or
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from aiohttp import http_exceptions, web, web_protocol
 
+from ..data.vocab import UNK, UNK_ID
 from ..errors import UserError
 from ..lm import LanguageModel
 from ..use.score import Totals
@@ -288,7 +290,10 @@ class _Endpoints:
         with self.batcher.arriving():
             queries = read_next(await self.body(request), self.reader)
         got = await self.batcher.submit("next", [(h, w) for h, w, _ in queries])
-        return reply({"results": [{"ln": lp.tolist(), "log10": (lp / LN10).tolist()} for lp in got]})
+        # "oov": each word outside the vocabulary, scored as <unk> (a class of words, not the word asked about)
+        return reply({"results": [{"ln": lp.tolist(), "log10": (lp / LN10).tolist(),
+                                   "oov": [i == UNK_ID and t != UNK for i, t in zip(ids, toks)]}
+                                  for lp, (_, ids, toks) in zip(got, queries)]})
 
     async def topk(self, request):
         with self.batcher.arriving():
