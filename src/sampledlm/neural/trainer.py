@@ -36,8 +36,9 @@ OOV_WARNING = 0.10
 
 
 def _warn_unknown_words(config: dict, streams, log) -> None:
-    """A warning for each text of a new run whose tokens are mostly ``<unk>``: a ``--valid`` text all outside the
-    vocabulary gives a perplexity of ``<unk>`` alone, a ``--vocab`` that matches no training word a model of it."""
+    """A warning for each text of a new run with :data:`OOV_WARNING` or more of its words ``<unk>``: a ``--valid``
+    text all outside the vocabulary gives a perplexity of ``<unk>`` alone, a ``--vocab`` that matches no training
+    word a model of it."""
     import numpy as np
 
     from ..data.vocab import EOS_ID, UNK_ID
