@@ -81,3 +81,29 @@ def test_unwritable_destinations(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         with atomic_write(str(tmp_path / "missing-dir" / "x.txt")):
             pass
+
+
+def test_check_writable_probes_by_creating_a_file(tmp_path, monkeypatch):
+    """Permission bits pass (as for root on /proc) but the file system refuses the file: found before the work."""
+    import errno
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.ENOENT, "No such file or directory")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(UserError, match="refuses new files"):
+        check_writable(str(tmp_path / "out.txt"))
+
+
+def test_check_writable_leaves_nothing_behind(tmp_path):
+    check_writable(str(tmp_path / "out.txt"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_nul_byte_past_the_first_chunk_names_its_line(tmp_path):
+    """A NUL byte deep in a text file is a damaged file, not part of a word."""
+    p = tmp_path / "damaged.txt"
+    p.write_bytes(b"a b\n" * 30000 + b"c\x00d e\nf\n")
+    with pytest.raises(UserError, match=r"damaged.txt:30001: NUL byte"):
+        list(iter_lines(str(p)))

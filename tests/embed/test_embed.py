@@ -302,3 +302,16 @@ def test_analogy_answers_agree_with_gensim_and_the_formulas():
     kv.add_vectors(words, vec)
     theirs = [kv.most_similar(positive=[words[a2], words[b]], negative=[words[a]], topn=1)[0][0] for a, a2, b in q]
     assert [words[i] for i in add] == theirs
+
+
+def test_similarity_interval_narrows_with_pairs_and_holds_rho():
+    """The 95 % interval holds rho, is None under 4 pairs, and shrinks about as 1/sqrt(n)."""
+    assert ev.SimilarityResult("x", 0.5, 3, 0).ci95 is None
+    assert ev.SimilarityResult("x", 1.0, 50, 0).ci95 is None
+    lo, hi = ev.SimilarityResult("x", 0.5, 28, 0).ci95
+    assert lo < 0.5 < hi
+    lo4, hi4 = ev.SimilarityResult("x", 0.5, 103, 0).ci95  # n - 3 four times as large: about half the width
+    assert 0.4 < (hi4 - lo4) / (hi - lo) < 0.6
+    # WS-353's size: about +-0.07 around a typical rho
+    lo, hi = ev.SimilarityResult("x", 0.6, 353, 0).ci95
+    assert 0.12 < hi - lo < 0.16

@@ -141,8 +141,11 @@ def eval_cmd(vectors, sim_files, analogy_file, restrict, sections, as_json, eval
     for s in out["similarity"]:
         rho = (f"{s['spearman']:.3f}" if s["spearman"] is not None else
                "n/a (fewer than 2 pairs known)" if s["pairs"] < 2 else "n/a (constant scores)")
+        if s["ci95"]:
+            rho += f" (95 % CI {s['ci95'][0]:.3f} to {s['ci95'][1]:.3f})"
+        few = "; too few pairs to compare models" if 2 <= s["pairs"] < 30 else ""
         click.echo(f"  {s['name']:<22} Spearman rho {rho}  ({s['pairs']} pairs, {s['skipped']} skipped: "
-                   "out of vocabulary)")
+                   f"out of vocabulary{few})")
     if out["analogy"]:
         a = out["analogy"]
         for kind in ("semantic", "syntactic", "all"):

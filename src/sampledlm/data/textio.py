@@ -8,8 +8,8 @@ then encode) sees the same text twice.
 
 Files are read in large binary chunks and decoded as UTF-8 a chunk at a time (much faster
 than decoding line by line); when a chunk fails to decode, the error names the file and the
-1-based line of the first bad byte. A NUL byte in the first chunk marks a binary file; a
-corrupt compressed file is a :class:`~sampledlm.errors.UserError` naming it.
+1-based line of the first bad byte. A NUL byte in the first 64 KiB marks a binary file, one further on a
+damaged file (named with its line); a corrupt compressed file is a :class:`~sampledlm.errors.UserError` naming it.
 
 Lines end with LF, CRLF or a lone CR (old Mac files), in any mix; a UTF-8 byte-order mark
 at the start of the file is dropped.
@@ -245,6 +245,10 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
             nbytes = len(data)
             if b"\r" in data:
                 data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            nul = data.find(b"\x00") if sniff else -1
+            if nul >= 0:  # past the first 64 KiB: a damaged file (a NUL would join the words around it)
+                bad_line = line_no + data.count(b"\n", 0, nul) + 1
+                raise UserError(f"{path}:{bad_line}: NUL byte in the text (a damaged file?): remove it, text is expected")
             try:
                 text = data.decode("utf-8", errors=encoding_errors)
             except UnicodeDecodeError as e:
@@ -435,3 +439,17 @@ def check_writable(path: str) -> None:
         raise UserError(f"{path}: cannot write: {'read-only file system' if _read_only(directory) else 'permission denied'}")
     if os.path.isdir(path):
         raise UserError(f"{path}: is a directory")
+    _probe_create(path, directory)
+
+
+def _probe_create(path: str, directory: str) -> None:
+    """Create and remove a temporary file where ``path``'s writer will: ``os.access`` answers from permission bits
+    alone, and root passes it on file systems that refuse every new file (/proc, /sys, a full inode table)."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp")
+    except OSError as e:
+        why = (f"the file system of {directory} refuses new files" if e.errno == errno.ENOENT
+               else e.strerror or os.strerror(e.errno or 0))
+        raise UserError(f"{path}: cannot write: {why}") from None
+    os.close(fd)
+    _remove(probe)

@@ -4,7 +4,10 @@
 ``word1 word2 score`` lines (tab- or space-separated; ``#`` starts a comment). The cosine of each
 pair is ranked against the human scores: Spearman's rho (Pearson's r of the ranks, ties given their
 mean rank). Pairs with a word outside the vocabulary are skipped and counted; words are looked up
-as given, then lower-cased.
+as given, then lower-cased. With n >= 4 pairs scored, rho comes with a 95 % confidence interval by
+Fisher's z, ``tanh(atanh(rho) +- 1.96 sqrt(1.06 / (n - 3)))`` (Fieller, Hartley & Pearson 1957's
+variance for Spearman's rho): on WS-353's 353 pairs at rho 0.6 it is about +-0.07: the sampling noise of one such
+set, against which a small difference between two models' rho is to be read.
 
 **Analogy** (Mikolov et al. 2013a, ``questions-words.txt``): ``a a* b b*`` asks for ``b*`` from
 ``a : a* :: b : ?``. The search runs over the ``restrict`` most frequent words (30,000, as is
@@ -108,8 +111,17 @@ class SimilarityResult:
     pairs: int  # pairs scored
     skipped: int  # pairs with a word outside the vocabulary
 
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        """The 95 % interval of rho (Fisher's z, Fieller et al. 1957's variance); None under 4 pairs or at |rho| = 1."""
+        if self.pairs < 4 or not math.isfinite(self.rho) or abs(self.rho) >= 1.0:
+            return None
+        z, half = math.atanh(self.rho), 1.96 * math.sqrt(1.06 / (self.pairs - 3))
+        return math.tanh(z - half), math.tanh(z + half)
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "spearman": self.rho, "pairs": self.pairs, "skipped": self.skipped}
+        return {"name": self.name, "spearman": self.rho, "ci95": list(self.ci95) if self.ci95 else None,
+                "pairs": self.pairs, "skipped": self.skipped}
 
 
 def similarity(wv: WordVectors, pairs: list[tuple[str, str, float]], name: str = "") -> SimilarityResult:
