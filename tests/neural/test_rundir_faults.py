@@ -279,8 +279,8 @@ def test_memory_too_small_for_the_optimiser_state_is_refused_before_training(tmp
                         tmp_path / "run", "-d", "4", "--epochs", "1", "--optimizer", "sgd"], capsys)
     assert code == 1 and "does not fit in memory" in err and "0 KB are available" in err, err
     assert not (tmp_path / "run").exists()
-    monkeypatch.setattr(memory, "available_memory", lambda: 20_000)
-    # SGD without momentum keeps no state: nothing to allocate, so the same memory lets it train
+    monkeypatch.setattr(memory, "available_memory", lambda: 30_000)  # a softmax step's two [256, 11] arrays: 23 KB
+    # SGD without momentum keeps no state: only the step's scores to allocate, and they fit
     code, _, err = run(["train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "valid.txt", "-o",
                         tmp_path / "sgd", "-d", "4", "--epochs", "1", "--optimizer", "sgd", "--momentum", "0"],
                        capsys)

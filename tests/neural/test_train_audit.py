@@ -220,3 +220,23 @@ def test_a_read_only_file_system_is_named_as_such(tmp_path, monkeypatch):
     monkeypatch.setattr(textio.os, "statvfs", lambda path: SimpleNamespace(f_flag=0))
     with pytest.raises(UserError, match="cannot write: permission denied"):
         textio.check_writable(str(tmp_path / "x.txt"))
+
+
+def test_a_softmax_step_past_the_memory_is_refused_before_training(tiny_corpus, tmp_path, capsys, private_cache,
+                                                                   monkeypatch):
+    """The [N, V] scores of a full-softmax step are checked against the memory before the first step (where the
+    kernel overcommits, such a step is killed with no message); a sampled output, scoring a few words, is not."""
+    from sampledlm import memory
+    from sampledlm.data.corpus import build_vocab
+
+    v = len(build_vocab(str(tiny_corpus["train"])))
+    scores = 8 * 512 * v  # -b 512 predictions of a feed-forward model, two float32 [N, V] arrays
+    monkeypatch.setattr(memory, "available_memory", lambda: scores - 1)  # the model fits, the step's scores do not
+    monkeypatch.setattr(memory, "free_swap", lambda: 0)
+    sgd = ["--model", "ffnn", "-b", "512", "--optimizer", "sgd", "--momentum", "0"]  # no optimiser state at all
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "r", *sgd), capsys)
+    assert_one_line_error(code, err, "not enough memory for this run", tmp_path / "r")
+    assert "output scores, at least" in err and "-b or --bptt" in err and "--objective nce" in err
+    assert "optimiser" not in err  # SGD without momentum keeps none
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "n", *sgd, "--objective", "nce"), capsys)
+    assert code == 0, err

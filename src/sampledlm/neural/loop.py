@@ -68,7 +68,7 @@ from ..data.textio import atomic_write
 from .train_options import TB_EVERY, TrainOptions
 from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
-from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line
+from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line, step_scores_bytes
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
 PLOT_EVERY_S = 60.0  # the learning-curve plot is redrawn at most this often (and when training ends)
@@ -312,7 +312,8 @@ class Trainer:
             weights = runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective)
             if self.ranks.is_main:
                 runs.check_disk_room(self.run_dir, weights, runs.optimizer_state_bytes(self.optimizers))
-            runs.check_memory_room(self.optimizers, weights, self.device)
+            runs.check_memory_room(self.optimizers, weights, self.device,
+                                   step_scores_bytes(opts, self.model, self.objective, len(self.train_ids)))
         rising = RisingLoss()
         with interrupt_flag() as flag:
             while not st.done:

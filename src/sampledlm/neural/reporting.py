@@ -48,6 +48,19 @@ def out_of_memory(error: BaseException, trainer) -> UserError | None:
                      "with a smaller -b, --bptt, --hidden or vocabulary")
 
 
+def step_scores_bytes(opts, model, objective, train_tokens: int) -> int:
+    """A lower bound of the bytes one training step allocates for its output scores: ``8 N V`` where the objective
+    scores every word of each prediction (``objective.scores_every_word``: the softmax, self-normalisation), else 0.
+
+    ``N = batch x bptt`` predictions (``batch`` alone for a feed-forward model; at most the training text's
+    ``train_tokens``); two float32 ``[N, V]`` arrays live at once, the scores and their log-softmax (the backward
+    adds a gradient of the same size), so a run that would fit is never refused on this count."""
+    if not getattr(objective, "scores_every_word", False):
+        return 0
+    rows = min(opts.batch_size * (opts.bptt if getattr(model, "uses_bptt", True) else 1), train_tokens)
+    return 8 * rows * model.num_words
+
+
 def open_tensorboard(directory: str):
     """A TensorBoard ``SummaryWriter`` on ``directory`` (torch's; the ``tensorboard`` package writes the files)."""
     try:

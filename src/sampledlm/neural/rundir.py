@@ -389,16 +389,18 @@ def allocated_optimizer_bytes(optimizers: list[torch.optim.Optimizer]) -> int:
                for t in state.values() if torch.is_tensor(t) and t.dim() > 0)
 
 
-def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int, device: torch.device) -> None:
-    """Refuse to start training (:class:`UserError`) when the optimiser state that the first step allocates
-    cannot fit in the memory left: RAM the kernel can give without swapping plus free swap on the CPU, the
-    device's free memory on a GPU. Without the check the first step of such a run is killed by the kernel with
-    no message (at V = 2M words, d = 512, Adam's moments alone take 16 GB). This counts only what is certain to
-    be allocated; the step's activations and gradients come on top."""
+def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int, device: torch.device,
+                      step_bytes: int = 0) -> None:
+    """Refuse to start training (:class:`UserError`) when what the first step allocates cannot fit in the memory
+    left: RAM the kernel can give without swapping plus free swap on the CPU, the device's free memory on a GPU.
+    Without the check the first step of such a run is killed by the kernel with no message (at V = 2M words,
+    d = 512, Adam's moments alone take 16 GB). This counts only what is certain to be allocated: the optimiser's
+    state and ``step_bytes``, a lower bound of the step's own arrays (a full softmax's ``[N, V]`` scores:
+    :func:`.reporting.step_scores_bytes`); the rest of the activations and the gradients come on top."""
     from .. import memory
 
     pending = optimizer_state_bytes(optimizers) - allocated_optimizer_bytes(optimizers)
-    if pending <= 0:
+    if pending + step_bytes <= 0:
         return
     if device.type == "cuda":
         available, where = torch.cuda.mem_get_info(device)[0], f"free on {device}"
@@ -406,14 +408,21 @@ def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int,
         available, where = memory.available_memory() + memory.free_swap(), "available (RAM not in use, free swap)"
     else:
         return
-    if pending > available:
+    if pending + step_bytes > available:
         size = memory.gigabytes
-        raise UserError(f"not enough memory for this run: its optimiser keeps {size(pending)} of state beside "
-                        f"the model's {size(model_bytes)} of weights (Adam keeps two moments per weight, SGD with "
-                        f"momentum one), allocated at "
-                        f"the first step, and {size(available)} are {where}. Use a smaller "
-                        f"vocabulary (--min-count, --max-size) or model (-d, --hidden), --optimizer sgd (no state "
-                        f"without --momentum), or a machine with more memory")
+        parts, advice = [], []
+        if pending > 0:
+            parts.append(f"its optimiser's state, {size(pending)} (Adam keeps two moments per weight, SGD with "
+                         "momentum one)")
+            advice.append("a smaller vocabulary (--min-count, --max-size) or model (-d, --hidden), --optimizer sgd "
+                          "(no state without --momentum)")
+        if step_bytes > 0:
+            parts.append(f"its output scores, at least {size(step_bytes)} (every word scored for each prediction)")
+            advice.append("a smaller -b or --bptt, an output that does not score every word (--objective nce, is, "
+                          "adaptive, hsm)")
+        raise UserError(f"not enough memory for this run: its first step allocates {' and '.join(parts)} beside the "
+                        f"model's {size(model_bytes)} of weights, and {size(available)} are {where}. Use "
+                        f"{', '.join(advice)} or a machine with more memory")
 
 
 # --- optimizer and rng state as tensors + json -------------------------------------------------

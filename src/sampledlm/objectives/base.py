@@ -86,6 +86,9 @@ class OutputObjective(nn.Module):
     #: True when :meth:`forward` takes ``positions [N]``, each example's position in the training
     #: stream (e.g. to key per-example negative subsets); the trainer passes it only then.
     uses_positions: ClassVar[bool] = False
+    #: True when a training step scores all V words of every prediction (the softmax's ``[N, V]``): the trainer
+    #: then checks, before the first step, that such a step fits in memory.
+    scores_every_word: ClassVar[bool] = False
     #: True when the exact rule needs each position's previous words (an n-gram back-off, as in the
     #: short-list): the evaluator then passes ``ids=`` (the id stream) and ``positions=`` (each row's
     #: index in it) to :meth:`log_prob` and :meth:`log_prob_targets`. Training never needs them.

@@ -47,6 +47,7 @@ class SelfNormalised(OutputObjective):
     """
 
     name = "selfnorm"
+    scores_every_word = True
 
     Options = SelfNormOptions
 

@@ -17,6 +17,7 @@ class SoftmaxObjective(OutputObjective):
     """
 
     name = "softmax"
+    scores_every_word = True
 
     def forward(self, scorer: Scorer, ctx: Any, targets: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(scorer.score_all(ctx), targets)
