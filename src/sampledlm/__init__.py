@@ -27,13 +27,13 @@ try:  # the installed distribution's version (pyproject.toml), also for an edita
 except PackageNotFoundError:  # run from a checkout's src/ without installing
     __version__ = "0+unknown"
 
-__all__ = ["load", "Model", "train_ngram", "train_lm", "resume_lm", "train_maxent", "train_embeddings", "UserError",
-           "__version__"]
+__all__ = ["load", "Model", "train_ngram", "train_lm", "resume_lm", "train_maxent", "resume_maxent", "train_embeddings",
+           "UserError", "__version__"]
 
 
 #: what :func:`__getattr__` serves from :mod:`sampledlm.api` and :mod:`sampledlm.api_train` (the training
 #: functions), and the subpackages it imports on first use
-_TRAINING = ("train_ngram", "train_lm", "resume_lm", "train_maxent", "train_embeddings")
+_TRAINING = ("train_ngram", "train_lm", "resume_lm", "train_maxent", "resume_maxent", "train_embeddings")
 _API = ("load", "Model", *_TRAINING)
 _LAZY_MODULES = ("ngram", "neural", "maxent", "embed", "api", "lm")
 

@@ -177,7 +177,22 @@ def train_maxent(train, valid, output, *, force: bool = False, init_from=None, v
         train_directory(files["train"], files["valid"], os.fspath(output), MaxentRun(**run_settings), opts,
                         force=force, init_dir=None if init_from is None else os.fspath(init_from),
                         vocab_path=None if vocab is None else os.fspath(vocab), ranks=ranks,
-                        check_source=_refuse_changed(run_settings), log=log or (lambda line: None))
+                        check_source=_refuse_changed(run_settings), log=log or (lambda line: None),
+                        keep_texts=tuple(k for k, v in (("train", train), ("valid", valid))
+                                         if not isinstance(v, (str, os.PathLike))))
+    return load(output)
+
+
+def resume_maxent(output, *, log=None) -> Model:
+    """Go on with the maximum-entropy training stopped in ``output`` (Ctrl-C, a crash, kill -9) from its last
+    finished epoch, as ``sampledlm maxent train --resume`` does, with the texts and settings it began with, and
+    return the model (the same one an unbroken run makes). ``log``: a function given each progress line.
+
+        >>> lm = sampledlm.resume_maxent("melm")        # after an interrupted sampledlm.train_maxent(..., "melm")
+    """
+    from .maxent.run import resume_directory
+
+    resume_directory(os.fspath(output), log=log or (lambda line: None))
     return load(output)
 
 

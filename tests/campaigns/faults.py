@@ -404,7 +404,8 @@ def inspect_killed(tr: Trainer, ctx: Ctx) -> str:
 
 
 def recover(tr: Trainer, ctx: Ctx, argv: list[str]) -> str:
-    """What a user does next: ``--resume`` (neural), else (or when it says to) the same command again."""
+    """What a user does next: ``--resume`` (neural), else (or when it says to) the same command again; a maxent
+    training stopped with its epochs' state goes on with ``--resume`` when the same command says so."""
     steps = []
     if tr.kind == "neural":
         r = ctx.run(["train", "--resume", tr.out], timeout=600)
@@ -415,6 +416,9 @@ def recover(tr: Trainer, ctx: Ctx, argv: list[str]) -> str:
     steps.append(f"same command: {_step(r)}")
     if r.rc != 0 and tr.kind == "maxent" and "already holds" in r.stderr:
         steps.append("(the killed run had saved its model)")
+    elif r.rc != 0 and tr.kind == "maxent" and "--resume" in r.stderr:  # it says how to go on: its epochs' state
+        r = ctx.run(["maxent", "train", "--resume", tr.out], timeout=600)
+        steps.append(f"--resume: {_step(r)}")
     elif r.rc != 0 and tr.kind == "maxent":
         r = ctx.run(argv + ["--force"], timeout=600)
         steps.append(f"with --force: {_step(r)}")

@@ -30,7 +30,10 @@ def maxent():
 @click.argument("positional", nargs=-1, metavar="[TRAIN VALID]")
 @click.option("--train", "train_path", default=None, help="Training text, one sentence per line.")
 @click.option("--valid", "valid_path", default=None, help="Validation text: learning-rate schedule and the model kept.")
-@click.option("-o", "--output", "out_dir", required=True, help="Model directory to write (config.json, vocab.txt, weights).")
+@click.option("-o", "--output", "out_dir", default=None, help="Model directory to write (config.json, vocab.txt, weights).")
+@click.option("--resume", "resume_dir", default=None, metavar="DIR",
+              help="Go on with the training stopped in DIR (what -o named: Ctrl-C, a crash, kill -9) from its last "
+                   "finished epoch, with the texts and settings it began with (give no other option).")
 @click.option("--force", is_flag=True, help="Replace the maxent model already in the output directory (refused otherwise).")
 @click.option("--init-from", "init_dir", default=None, metavar="MODEL",
               help="Start from a trained maxent model's weights (its objective, features and text options; this "
@@ -43,14 +46,16 @@ def maxent():
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @config_option
 @text_options
-def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_path, min_gain_deprecated, ranks,
-          distributed, opts, **settings):
+def train(positional, train_path, valid_path, out_dir, resume_dir, force, init_dir, vocab_path, min_gain_deprecated,
+          ranks, distributed, opts, **settings):
     """Train a maximum-entropy LM on --train, with lr halving on --valid perplexity.
 
     \b
     Feature counts, the epoch log and the exact validation perplexity go to config.json.
     An existing model directory is refused unless --force is given; the directory is locked
     while it is written, and a run that fails (bad input, training diverged) saves nothing.
+    Each epoch's state is saved in the directory: a stopped run goes on with --resume DIR
+    and ends with the model an unbroken run makes.
     The older form `maxent train TRAIN VALID -o DIR` still works but is deprecated.
     Example (the paper's binary Feat-I, 5% of the negatives, 2 local processes):
       sampledlm maxent train --train ptb.train.txt --valid ptb.valid.txt -o melm --neg-rate 0.05 --ranks 2
@@ -60,9 +65,19 @@ def train(positional, train_path, valid_path, out_dir, force, init_dir, vocab_pa
       torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST0 --master-port 29500 \\
         -m sampledlm maxent train --train train.txt --valid valid.txt -o melm --distributed
     """
-    from ..maxent.run import MaxentRun, train_directory
-    from .common import keep_source_settings
+    from ..maxent.run import MaxentRun, resume_directory, train_directory
+    from .common import given, keep_source_settings
 
+    if resume_dir is not None:
+        others = [p.opts[0] for p in click.get_current_context().command.params
+                  if p.name not in ("resume_dir", "config") and p.name and given(p.name)]
+        if positional or others:
+            raise UserError(f"--resume {resume_dir} goes on with the texts and settings its run began with: give no "
+                            f"other option (got {', '.join(others) or ' '.join(positional)})")
+        resume_directory(resume_dir, log=lambda line: click.echo(line, err=True))
+        return
+    if out_dir is None:
+        raise click.UsageError("Missing option '-o' / '--output' (or --resume DIR to go on with a stopped run).")
     train_path, valid_path = _train_files(positional, train_path, valid_path)
     if min_gain_deprecated is not None:
         if settings["min_improvement"] is not None:

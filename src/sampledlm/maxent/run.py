@@ -73,40 +73,40 @@ class MaxentRun:
 def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentRun, text_options, *,
                     force: bool = False, init_dir: str | None = None, vocab_path: str | None = None, ranks: int = 1,
                     distributed: bool = False, check_source: Callable[[str, str, dict, dict], None] | None = None,
-                    log: Callable[[str], None] = lambda line: None) -> dict | None:
+                    log: Callable[[str], None] = lambda line: None, resume=None,
+                    keep_texts: tuple[str, ...] = ()) -> dict | None:
     """Train on ``train_path`` (learning rate halved on ``valid_path``'s perplexity) and write the model to
     ``out_dir``; returns its config.json (None on a torchrun rank other than 0, which writes nothing).
 
     ``init_dir``: start from that model (its objective, features and text options;
     ``check_source(init_dir, what, theirs, here)`` may refuse a given setting that differs). ``ranks``: local
-    processes (vocabulary shards); ``distributed``: one rank of a torchrun job."""
+    processes (vocabulary shards); ``distributed``: one rank of a torchrun job. Every epoch's state is saved in
+    ``out_dir`` (:mod:`.checkpoint`; not with ``distributed``); ``resume`` (the saved vocabulary) goes on from it:
+    :func:`resume_directory` gives the rest as the run began; ``keep_texts``: the roles whose files are temporary
+    (kept with the state for a resumed run)."""
     import numpy as np
 
     from .. import provenance, store
     from ..data.corpus import build_vocab, load_ids
     from ..data.vocab import Vocab
     from ..outputs import writing_directory
+    from . import checkpoint
     from .shard import ShardJob, run_from_env, train_sharded
 
     triggers = {k: (TRIGGER_DEFAULTS[k] if getattr(run, k) is None else getattr(run, k)) for k in TRIGGER_DEFAULTS}
     writer = not distributed or int(os.environ.get("RANK", "0")) == 0
-    if writer:
+    if writer and resume is None:
         check_output(out_dir, force)
     spec = FeatureSpec.parse(run.features, **triggers)
     objective, hash_size, alpha = run.objective, run.hash_size, run.alpha
     start = None
     if init_dir:
         start, spec, objective, hash_size, alpha, text_options, vocab = _init_from(init_dir, spec, vocab_path, alpha,
-                                                                                   check_source)
-    trigger_given = [f for f in TRIGGER_DEFAULTS if getattr(run, f) is not None]
-    if trigger_given and "trigger" not in spec.names:
-        raise UserError(f"--{trigger_given[0].replace('_', '-')} shapes trigger features, which --features "
-                        f"{','.join(spec.names)} does not use (add trigger, or feat-ii)")
-    if objective != "binary" and run.neg_subset is not None:
-        raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
+                                                                                   check_source, resume)
+    _check_applies(run, spec, objective)
     if start is None:
-        vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, text_options)
-    elif writer:
+        vocab = resume or (Vocab.load(vocab_path) if vocab_path else build_vocab(train_path, text_options))
+    elif writer and resume is None:
         from ..data.vocabmap import announce
 
         log(announce(init_dir, start.origin))
@@ -115,46 +115,109 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
     for path, ids in ((train_path, train_ids), (valid_path, valid_ids)):
         if len(ids) == 0:
             raise UserError(f"{path}: no sentences (empty file or blank lines only)")
-    cfg = TrainConfig(objective=objective, alpha=TrainConfig.alpha if alpha is None else alpha, lr=run.lr,
-                      epochs=run.epochs,
-                      min_gain=TrainConfig.min_gain if run.min_improvement is None else run.min_improvement,
-                      l2=run.l2, seed=run.seed, fixed_negatives=run.neg_subset == "fixed",
-                      adagrad=run.optimizer == "adagrad", average=run.average)
+    cfg = _train_config(run, objective, alpha)
     job = ShardJob(train_ids, valid_ids, vocab.counts, spec, cfg, hash_size, out_dir if writer else None, vocab,
                    # one process: its epoch lines go to ``log`` (the API's is silent); ranks in processes of their
                    # own print theirs (a function does not cross into a spawned process)
                    log=log if ranks == 1 and not distributed else True,
                    info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
                          **({"init_from": start.origin} if start else {})},
-                   text_options=text_options.to_dict(), start=start)
+                   text_options=text_options.to_dict(), start=start, checkpoint_dir=None if distributed else out_dir)
     if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
         run_from_env(job)
         return None
+    began = {"train": os.path.abspath(train_path), "valid": os.path.abspath(valid_path), "settings":
+             dataclasses.asdict(run), "ranks": ranks, "init_dir": init_dir, "text_options": text_options.to_dict()}
     with writing_directory(out_dir, store.lock_directory):
-        check_output(out_dir, force, clean=True)  # again, now that no other process can write here
-        data = provenance.data_records({"train": train_path, "valid": valid_path})
-        if distributed:
-            run_from_env(job)
+        began["data"] = data = provenance.data_records({"train": train_path, "valid": valid_path})
+        if resume is None:
+            check_output(out_dir, force, clean=True)  # again, now that no other process can write here
+            if not distributed:
+                checkpoint.write_run(out_dir, began, vocab, keep_texts)
         else:
-            train_sharded(job, ranks)
-        provenance.remove(out_dir)  # a model replaced (--force): its card goes once the new model is written (not
-        config = store.read_json(os.path.join(out_dir, "config.json"))  # before: a failed run kept the old one)
+            checkpoint.read_run(out_dir)  # still there, now that the directory is locked
+        try:
+            run_from_env(job) if distributed else train_sharded(job, ranks)
+        except UserError:  # bad input, training diverged: nothing to go on with, nothing kept (Ctrl-C keeps it)
+            checkpoint.remove(out_dir)
+            raise
         world = int(os.environ.get("WORLD_SIZE", "1")) if distributed else ranks
-        prov = provenance.new("maxent", f"A maximum-entropy language model: features {','.join(spec.names)}, "
-                              f"{objective} objective, vocabulary of {len(vocab):,} words", data,
-                              "cpu" + (f", {world} processes" if world > 1 else ""),
-                              figures={"valid_ppl": config["training"]["best_valid_ppl"]})
-        prov["finished"] = prov["created"]
-        provenance.write(out_dir, prov)
+        config = _write_card(out_dir, f"features {','.join(spec.names)}, {objective} objective, vocabulary of "
+                                      f"{len(vocab):,} words", data, world)
+        checkpoint.remove(out_dir)  # the model is written: its training state is no longer needed
     log(f"features: {', '.join(f'{k} {v:,}' for k, v in config['feature_counts'].items())}")
     log(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}")
     return config
 
 
-def _init_from(init_dir: str, spec, vocab_path: str | None, alpha: float | None, check_source):
+def _check_applies(run: MaxentRun, spec: FeatureSpec, objective: str) -> None:
+    """Refuse a setting given for features or an objective this run does not have."""
+    trigger_given = [f for f in TRIGGER_DEFAULTS if getattr(run, f) is not None]
+    if trigger_given and "trigger" not in spec.names:
+        raise UserError(f"--{trigger_given[0].replace('_', '-')} shapes trigger features, which --features "
+                        f"{','.join(spec.names)} does not use (add trigger, or feat-ii)")
+    if objective != "binary" and run.neg_subset is not None:
+        raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
+
+
+def _train_config(run: MaxentRun, objective: str, alpha: float | None) -> TrainConfig:
+    return TrainConfig(objective=objective, alpha=TrainConfig.alpha if alpha is None else alpha, lr=run.lr,
+                       epochs=run.epochs,
+                       min_gain=TrainConfig.min_gain if run.min_improvement is None else run.min_improvement,
+                       l2=run.l2, seed=run.seed, fixed_negatives=run.neg_subset == "fixed",
+                       adagrad=run.optimizer == "adagrad", average=run.average)
+
+
+def _write_card(out_dir: str, what: str, data: dict, world: int) -> dict:
+    """The model card (provenance.json) of the model just written to ``out_dir``; returns its config.json."""
+    from .. import provenance, store
+
+    provenance.remove(out_dir)  # a model replaced (--force): its card goes once the new model is written (not
+    config = store.read_json(os.path.join(out_dir, "config.json"))  # before: a failed run kept the old one)
+    prov = provenance.new("maxent", f"A maximum-entropy language model: {what}", data,
+                          "cpu" + (f", {world} processes" if world > 1 else ""),
+                          figures={"valid_ppl": config["training"]["best_valid_ppl"]})
+    prov["finished"] = prov["created"]
+    provenance.write(out_dir, prov)
+    return config
+
+
+def resume_directory(out_dir: str, log: Callable[[str], None] = lambda line: None) -> dict:
+    """Go on with the training stopped in ``out_dir`` from its last finished epoch, with the texts, settings and
+    ranks it began with (``.checkpoint/run.json``); returns the model's config.json as :func:`train_directory`."""
+    from ..data.tokenizer import TextOptions
+    from .checkpoint import committed_epoch, read_run
+
+    began, vocab = read_run(out_dir)
+    _check_same_texts(out_dir, began)
+    log(f"{out_dir}: resuming after epoch {committed_epoch(out_dir)}" if committed_epoch(out_dir)
+        else f"{out_dir}: no epoch had finished; starting its first again")
+    return train_directory(began["train"], began["valid"], out_dir, MaxentRun(**began["settings"]),
+                           TextOptions.from_dict(began["text_options"], out_dir), init_dir=began.get("init_dir"),
+                           ranks=int(began.get("ranks", 1)), log=log, resume=vocab)
+
+
+def _check_same_texts(out_dir: str, began: dict) -> None:
+    """A resumed run reads the texts it began with: each one hashed again and refused where it changed."""
+    from .. import provenance
+
+    for role in ("train", "valid"):
+        was = (began.get("data") or {}).get(role) or {}
+        if "sha256" not in was:
+            continue
+        now = provenance.file_record(began[role])
+        if now.get("sha256") != was["sha256"]:
+            what = now.get("error") or f"now {now['bytes']:,} bytes"
+            raise UserError(f"{began[role]}: the --{role} text of {out_dir} changed since its training began (then "
+                            f"{was.get('bytes', 0):,} bytes; {what}); a resumed run reads the text it began with: "
+                            f"put it back, or start again with --force")
+
+
+def _init_from(init_dir: str, spec, vocab_path: str | None, alpha: float | None, check_source, vocab_now=None):
     """``(start, spec, objective, hash_size, alpha, text options, vocabulary)`` of a run started from the model in
     ``init_dir`` (:mod:`sampledlm.maxent.finetune`): the source's objective, features and text options, its
-    ``--neg-rate`` unless one is given, its vocabulary unless ``vocab_path`` gives one."""
+    ``--neg-rate`` unless one is given, its vocabulary unless ``vocab_path`` (or a resumed run's ``vocab_now``)
+    gives one."""
     from ..data.tokenizer import TextOptions
     from ..data.vocab import Vocab
     from .finetune import Start, source_model
@@ -170,7 +233,7 @@ def _init_from(init_dir: str, spec, vocab_path: str | None, alpha: float | None,
                       "trigger_min_count": theirs.trigger_min_count,
                       "trigger_min_lift": theirs.trigger_min_lift, **text.to_dict()},
                      {"features": spec.names})
-    vocab = Vocab.load(vocab_path) if vocab_path else src_vocab
+    vocab = vocab_now or (Vocab.load(vocab_path) if vocab_path else src_vocab)
     return (Start.of(source, src_vocab, vocab, init_dir), theirs, source.objective, source.features.hash_size,
             source.alpha if alpha is None else alpha, text, vocab)
 
@@ -183,14 +246,32 @@ _INTERRUPTED_SAVE = re.compile(r"^(vocab\.txt|model-[0-9a-f]{12}\.safetensors|\.
 def check_output(out_dir: str, force: bool, clean: bool = False) -> None:
     """Refuse to overwrite: an existing model needs --force; a non-empty non-model directory is never written.
     A save that was interrupted before its config.json (the commit point) holds no model: it is started
-    again (``clean``, under the directory's lock: its files are removed first)."""
+    again (``clean``, under the directory's lock: its files are removed first). A training stopped with its epochs'
+    state saved (:mod:`.checkpoint`) is resumed, or started over with ``force``."""
     from .. import store
 
     if not os.path.exists(out_dir):
         return
     if not os.path.isdir(out_dir):
         raise UserError(f"{out_dir}: exists and is not a directory")
-    entries = [e for e in os.listdir(out_dir) if e != ".lock"]
+    from . import checkpoint
+
+    entries = [e for e in os.listdir(out_dir) if e not in (".lock", checkpoint.FOLDER)]
+    has_model = os.path.exists(os.path.join(out_dir, "config.json"))
+    stopped = os.path.isfile(os.path.join(checkpoint.folder(out_dir), "run.json")) and not has_model
+    if stopped and all(_INTERRUPTED_SAVE.match(e) for e in entries):
+        if not force:
+            epoch = checkpoint.committed_epoch(out_dir)
+            raise UserError(f"{out_dir}: holds a maxent training stopped after epoch {epoch}: go on with it by "
+                            f"`sampledlm maxent train --resume {out_dir}` (in Python: "
+                            f"sampledlm.resume_maxent({out_dir!r})), or give --force to start it over")
+        if clean:
+            for e in entries:
+                os.remove(os.path.join(out_dir, e))
+            checkpoint.remove(out_dir)
+        return
+    if clean and not has_model:
+        checkpoint.remove(out_dir)  # a state folder without its run.json: killed before it was written
     if not entries:
         return
     if not os.path.exists(os.path.join(out_dir, "config.json")) and all(_INTERRUPTED_SAVE.match(e) for e in entries) \
@@ -209,6 +290,8 @@ def check_output(out_dir: str, force: bool, clean: bool = False) -> None:
         if not force:
             raise UserError(f"{out_dir}: already holds a maxent model; give --force (in Python: "
                             "force=True) to replace it, or choose another -o")
+        if clean:
+            checkpoint.remove(out_dir)  # a finished run's state, left by a kill between the model and its removal
         return
     what = f"holds a {family} model" if family else "is not empty"
     raise UserError(f"{out_dir}: {what}; choose another -o (--force only replaces a maxent model)")

@@ -56,6 +56,7 @@ class ShardJob:
     info: dict = field(default_factory=dict)
     text_options: dict | None = None  # how the text was read (a TextOptions dict), saved with the model
     start: object = None  # a run started from another model: its .finetune.Start
+    checkpoint_dir: str | None = None  # the output directory whose .checkpoint/ each epoch's state goes to
 
 
 def check(job: ShardJob, world: int) -> None:
@@ -96,7 +97,12 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
         log = (lambda s: job.log(f"[rank {rank}/{world}] {s}"))
     elif job.log and rank == 0:
         log = (lambda s: print(f"[rank {rank}/{world}] {s}", file=sys.stderr, flush=True))
-    train(model, job.train_ids, job.valid_ids, job.cfg, owned=owned, reduce=reduce, log=log)
+    checkpoint = None
+    if job.checkpoint_dir:
+        from .checkpoint import Checkpointer
+
+        checkpoint = Checkpointer(job.checkpoint_dir, rank, barrier=lambda: reduce(np.zeros(1)))
+    train(model, job.train_ids, job.valid_ids, job.cfg, owned=owned, reduce=reduce, log=log, checkpoint=checkpoint)
     if world > 1:
         sizes = [int(np.count_nonzero(word_owner(V, world)[full.gword] == r)) for r in range(world)]
         theta = torch.zeros(max(sizes), dtype=torch.float64)

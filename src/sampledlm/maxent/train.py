@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -58,8 +58,11 @@ def train_positions(n: int, cfg: TrainConfig) -> np.ndarray:
 
 def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg: TrainConfig,
           owned: np.ndarray | None = None, reduce: Callable[[np.ndarray], np.ndarray] | None = None,
-          log: Callable[[str], None] | None = None) -> list[dict]:
-    """Train ``model`` in place (binary models are left uncalibrated; call ``calibrate``); returns the epoch log."""
+          log: Callable[[str], None] | None = None, checkpoint=None) -> list[dict]:
+    """Train ``model`` in place (binary models are left uncalibrated; call ``calibrate``); returns the epoch log.
+
+    ``checkpoint`` (a :class:`.checkpoint.Checkpointer`): the state is saved after every epoch, and a run that has
+    a saved state goes on from it, to the same model an unbroken run makes."""
     V = model.num_words
     owned = np.ones(V, bool) if owned is None else owned
     reduce = reduce or (lambda x: x)
@@ -77,36 +80,85 @@ def train(model: MaxEntModel, train_ids: np.ndarray, valid_ids: np.ndarray, cfg:
     # L2: the penalty l2/2 theta^2 of a pair of context g is spread over the n_g training positions where
     # g is active, so each update adds (l2 / n_g) theta to the pair's gradient.
     l2g = cfg.l2 / np.maximum(np.bincount(ctx.hfeat, minlength=f.num_history_features), 1) if cfg.l2 > 0 else np.zeros(0)
-    uhist = np.zeros(V if cfg.adagrad else 0)
-    hist = np.zeros(len(model.theta) if cfg.adagrad else 0)
+    adagrad = (np.zeros(V if cfg.adagrad else 0), np.zeros(len(model.theta) if cfg.adagrad else 0))
     run = _Run(model, cfg)
-    lr, halving = cfg.lr, False
-    best = valid_ppl(0, lr)
-    best_state, best_params = run.state(), (model.u.copy(), model.theta.copy())
-    history = [{"epoch": 0, "lr": lr, "valid_ppl": best, "seconds": 0.0}]
-    log(f"epoch 0: valid ppl {best:.2f}")
-    for epoch in range(1, cfg.epochs + 1):
-        t0 = time.perf_counter()
-        averaged_now = run.epoch(epoch, rng.permutation(len(at)).astype(np.int64), lr, (l2g, uhist, hist),
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is None:
+        p = _Progress(lr=cfg.lr, best=valid_ppl(0, cfg.lr), best_state=run.state(),
+                      best_params=(model.u.copy(), model.theta.copy()))
+        p.history.append({"epoch": 0, "lr": p.lr, "valid_ppl": p.best, "seconds": 0.0})
+        log(f"epoch 0: valid ppl {p.best:.2f}")
+    else:
+        p = _Progress.restore(*saved, run, rng, adagrad)
+        log(f"resumed after epoch {p.epoch} (best valid ppl {p.best:.2f}, lr {p.lr:g})")
+    while not p.stopped and p.epoch < cfg.epochs:
+        epoch, lr, t0 = p.epoch + 1, p.lr, time.perf_counter()
+        averaged_now = run.epoch(epoch, rng.permutation(len(at)).astype(np.int64), lr, (l2g, *adagrad),
                                  (at, ctx, targets, owned))
         ppl = run.evaluate(averaged_now, lambda: valid_ppl(epoch, lr))
         secs = time.perf_counter() - t0
-        history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
+        p.history.append({"epoch": epoch, "lr": lr, "valid_ppl": ppl, "seconds": secs})
         log(f"epoch {epoch}: lr {lr:g} valid ppl {ppl:.2f} ({secs:.1f} s)")
-        gained = ppl < best * (1.0 - cfg.min_gain)
-        if ppl < best:
-            best, best_state, best_params = ppl, run.state(), (model.u.copy(), model.theta.copy())
+        p.after_epoch(epoch, ppl, cfg.min_gain, run, model)
+        if checkpoint is not None:
+            checkpoint.save(epoch, *p.snapshot(run, rng, adagrad))
+    model.u[:], model.theta[:] = p.best_params
+    model.info["training"] = {"config": asdict(cfg), "epochs": p.history, "best_valid_ppl": p.best}
+    return p.history
+
+
+@dataclass
+class _Progress:
+    """The schedule's state between epochs: the rate and whether it is being halved, the best epoch's perplexity,
+    its :class:`_Run` state and evaluated weights, the epoch log; what a checkpoint holds besides the arrays."""
+
+    lr: float
+    best: float
+    best_state: list
+    best_params: tuple
+    epoch: int = 0
+    halving: bool = False
+    stopped: bool = False
+    history: list = field(default_factory=list)
+
+    def after_epoch(self, epoch: int, ppl: float, min_gain: float, run: "_Run", model: MaxEntModel) -> None:
+        """Keep or roll back the epoch's weights; halve the rate once validation stops improving by ``min_gain``,
+        and stop when it fails to again."""
+        self.epoch = epoch
+        gained = ppl < self.best * (1.0 - min_gain)
+        if ppl < self.best:
+            self.best, self.best_state, self.best_params = ppl, run.state(), (model.u.copy(), model.theta.copy())
         else:  # roll back to the best epoch's weights (and its averages)
-            run.restore(best_state)
+            run.restore(self.best_state)
         if not gained:
-            if halving:
-                break
-            halving = True
-        if halving:
-            lr /= 2
-    model.u[:], model.theta[:] = best_params
-    model.info["training"] = {"config": asdict(cfg), "epochs": history, "best_valid_ppl": best}
-    return history
+            self.stopped = self.halving
+            self.halving = True
+        if self.halving and not self.stopped:
+            self.lr /= 2
+
+    def snapshot(self, run: "_Run", rng: np.random.Generator, adagrad: tuple) -> tuple[dict, dict]:
+        """``(arrays, meta)`` of a checkpoint: everything the next epoch reads."""
+        names = ("raw_u", "raw_theta", "sums_u", "sums_theta")
+        arrays = {**dict(zip(names, (*run.raw, *run.sums))),
+                  **{f"best_{k}": v for k, v in zip(names, self.best_state)},
+                  "best_u": self.best_params[0], "best_theta": self.best_params[1],
+                  "adagrad_u": adagrad[0], "adagrad_theta": adagrad[1]}
+        meta = {"lr": self.lr, "best": self.best, "halving": self.halving, "stopped": self.stopped,
+                "history": self.history, "age": run.age, "best_age": self.best_state[4],
+                "rng": rng.bit_generator.state}
+        return arrays, meta
+
+    @classmethod
+    def restore(cls, arrays: dict, meta: dict, run: "_Run", rng: np.random.Generator, adagrad: tuple) -> "_Progress":
+        names = ("raw_u", "raw_theta", "sums_u", "sums_theta")
+        run.restore([*(arrays[k] for k in names), int(meta["age"])])
+        for mine, name in zip(adagrad, ("adagrad_u", "adagrad_theta")):
+            mine[:] = arrays[name]
+        rng.bit_generator.state = meta["rng"]
+        return cls(lr=float(meta["lr"]), best=float(meta["best"]),
+                   best_state=[*(arrays[f"best_{k}"].copy() for k in names), int(meta["best_age"])],
+                   best_params=(arrays["best_u"].copy(), arrays["best_theta"].copy()), epoch=int(meta["epoch"]),
+                   halving=bool(meta["halving"]), stopped=bool(meta["stopped"]), history=list(meta["history"]))
 
 
 def _validation(model: MaxEntModel, valid_ids: np.ndarray, owned: np.ndarray, reduce, cfg: TrainConfig):
