@@ -107,3 +107,31 @@ def test_nul_byte_past_the_first_chunk_names_its_line(tmp_path):
     p.write_bytes(b"a b\n" * 30000 + b"c\x00d e\nf\n")
     with pytest.raises(UserError, match=r"damaged.txt:30001: NUL byte"):
         list(iter_lines(str(p)))
+
+
+def test_a_named_pipe_is_written_in_place_not_replaced(tmp_path):
+    """A temporary file renamed over a FIFO (or /dev/null, as root) destroyed it; such outputs are written into."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    check_writable(str(fifo))
+    with atomic_write(str(fifo)) as f:
+        f.write("through the pipe\n")
+    reader.join(10)
+    assert got == ["through the pipe\n"]
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+def test_a_symbolic_link_keeps_pointing_at_the_replaced_file(tmp_path):
+    target, link = tmp_path / "target.txt", tmp_path / "link.txt"
+    target.write_text("old\n")
+    link.symlink_to(target.name)
+    with atomic_write(str(link)) as f:
+        f.write("new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "target.txt"]

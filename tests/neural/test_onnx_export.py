@@ -92,3 +92,21 @@ def test_a_gru_trained_on_ptb_agrees_on_ptb_test_sentences(tmp_path, capsys):
     assert run_cli(["export", str(tmp_path / "g"), "-o", str(tmp_path / "g.onnx")], capsys)[0] == 0
     sentences = [line.split() for line in (PTB_DIR / "ptb.test.txt").read_text().splitlines()[:50]]
     assert agreement(tmp_path / "g", tmp_path / "g.onnx", sentences) < 1e-4
+
+
+def test_a_killed_exports_scratch_folder_is_removed_by_the_next_export(tiny_corpus, tmp_path, capsys):
+    """The graph is written to a scratch folder beside the output first; a kill -9 left it there for good."""
+    import socket
+
+    run, path = tmp_path / "run", tmp_path / "m.onnx"
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                            "-d", "8", "--hidden", "8", "--epochs", "1", "--threads", "1", "--model", "gru", "-o",
+                            str(run)], capsys)
+    assert code == 0, err
+    host = socket.gethostname().replace(".", "_")
+    dead = tmp_path / f".m.onnx.{host}.999999999.abcd1234.tmp"  # no such process
+    dead.mkdir()
+    (dead / "graph.onnx").write_bytes(b"half a graph")
+    code, _, err = run_cli(["export", str(run), "-o", str(path)], capsys)
+    assert code == 0, err
+    assert not dead.exists() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -710,6 +710,13 @@ def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_proc
         r = run_in_process("calibrate", str(run), "--text", empty, cwd=words_corpus)
         assert r.returncode == 1 and "no sentences" in r.stderr and "left as it was" in r.stderr
         assert (run / "model.safetensors").read_bytes() == kept
+    # a run another process is writing (a training resumed) is not calibrated: the training would overwrite it
+    from sampledlm.store import lock_directory
+
+    with lock_directory(str(run)):
+        r = run_in_process("calibrate", str(run), "--text", str(words_corpus / "train.txt"), cwd=words_corpus)
+    assert r.returncode == 1 and "another sampledlm process is writing" in r.stderr
+    assert (run / "model.safetensors").read_bytes() == kept
 
 
 def test_adaptive_default_cutoffs_split_a_large_vocabularys_rare_words():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT
+from .common import CONTEXT, THREADS
 
 
 @click.command(context_settings=CONTEXT)
@@ -12,7 +12,7 @@ from .common import CONTEXT
 @click.option("--text", "text_path", required=True,
               help="Held-out text whose mean log Z becomes 0: the validation text, or text of the domain a decoder "
                    "will score.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads [torch's default: one per core].")
 def calibrate(model_dir, text_path, threads):
     """Shift a self-normalised model's output biases so its mean log Z on TEXT is 0.
 
@@ -39,23 +39,33 @@ def calibrate(model_dir, text_path, threads):
         import torch
 
         torch.set_num_threads(threads)
-    model, objective, vocab, config = runs.load_run(model_dir)
-    path = os.path.join(model_dir, "model.safetensors")
-    if not os.path.exists(path):
-        raise UserError(f"{model_dir}: training has not saved a model yet (no model.safetensors)")
-    meta = load_tensors(path)[1]
-    if meta.get("finalized") != "true":
-        raise UserError(f"{model_dir}: training has not finished; it calibrates the final model itself")
     import math
 
-    ids = load_ids(text_path, vocab, TextOptions(**config["data"].get("text_options", {})))
-    if len(ids) == 0:
-        raise UserError(f"{text_path}: no sentences to calibrate on (empty file or blank lines only); the model was "
-                        "left as it was")
-    shift = calibrate_log_z(model, objective, ids)
-    if not math.isfinite(shift):
-        raise UserError(f"{text_path}: the mean log Z is not a finite number ({shift}); the model was left as it was")
-    total = float(meta.get("log_z_shift", 0.0)) + shift
-    runs.save_model_files(model_dir, model, objective, finalized=True, meta={**meta, "log_z_shift": f"{total:.9g}"})
+    from .. import progress, store
+
+    if not os.path.isdir(model_dir):
+        raise store.no_run_directory(model_dir)
+    with store.lock_directory(model_dir):  # a training still writing the run (--resume) would overwrite the shift
+        model, objective, vocab, config = runs.load_run(model_dir, note_unfinished=False)
+        if not hasattr(objective, "calibrate"):  # before the text is read
+            raise UserError(f"{model_dir}: its objective {objective.name!r} has no unnormalised scoring mode to "
+                            "calibrate (train with --objective selfnorm)")
+        path = os.path.join(model_dir, "model.safetensors")
+        if not os.path.exists(path):
+            raise UserError(f"{model_dir}: training has not saved a model yet (no model.safetensors)")
+        meta = load_tensors(path)[1]
+        if meta.get("finalized") != "true":
+            raise UserError(f"{model_dir}: training has not finished; it calibrates the final model itself")
+        ids = load_ids(text_path, vocab, TextOptions(**config["data"].get("text_options", {})))
+        if len(ids) == 0:
+            raise UserError(f"{text_path}: no sentences to calibrate on (empty file or blank lines only); the model "
+                            "was left as it was")
+        with progress.announced(f"log Z over {os.path.basename(text_path)}"):
+            shift = calibrate_log_z(model, objective, ids)
+        if not math.isfinite(shift):
+            raise UserError(f"{text_path}: the mean log Z is not a finite number ({shift}); the model was left as it "
+                            "was")
+        total = float(meta.get("log_z_shift", 0.0)) + shift
+        runs.save_model_files(model_dir, model, objective, finalized=True, meta={**meta, "log_z_shift": f"{total:.9g}"})
     click.echo(f"mean log Z on {text_path} was {-shift:+.4f}: output biases shifted by {shift:+.4f} (total "
                f"{total:+.4f}); exact probabilities unchanged; written {path}", err=True)

@@ -34,6 +34,8 @@ class FiniteFloat(click.FloatRange):
 
 #: A seed flag: what numpy and torch accept (a negative seed is a traceback in numpy).
 SEED = click.IntRange(0, 2**32 - 1)
+#: ``--threads``: torch's CPU threads; bounded (torch.set_num_threads(99999) ends the process with a segfault)
+THREADS = click.IntRange(1, 1024)
 
 
 def text_options(f):

@@ -14,7 +14,7 @@ from .common import CONTEXT, force_option, refuse_existing, text_flags_given, te
 @click.argument("train", metavar="TRAIN")
 @click.option("-o", "--output", default="-", show_default=True, help="Vocabulary file to write (word<TAB>count); - for stdout.")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Words seen fewer times become <unk>.")
-@click.option("--max-size", type=click.IntRange(min=2), default=None, help="Keep at most this many entries, </s> and <unk> included.")
+@click.option("--max-size", type=click.IntRange(min=3), default=None, help="Keep at most this many entries, </s> and <unk> included (so at least one word) [default: no limit].")
 @force_option("the vocabulary file")
 @text_options
 def vocab(train, output, min_count, max_size, force, opts):
@@ -76,7 +76,7 @@ def stats(files, vocab_path, top_k, as_json, opts):
               help="Vocabulary file (the model's): words outside it count as <unk> [default: TRAIN's words].")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True,
               help="Without --vocab: words seen fewer times become <unk>.")
-@click.option("--max-size", type=click.IntRange(min=2), default=None,
+@click.option("--max-size", type=click.IntRange(min=3), default=None,
               help="Without --vocab: keep at most this many entries, </s> and <unk> included.")
 @click.option("--iterations", type=click.IntRange(min=1), default=20, show_default=True,
               help="At most this many passes (it stops earlier once a pass moves under 0.1 % of the words).")
@@ -138,13 +138,18 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     vocab = Vocab.load(vocab_path) if vocab_path else build_vocab(train, opts, min_count=min_count, max_size=max_size)
     _at_most_v(num_classes, len(vocab))
     ids = load_ids(train, vocab, opts)
+    counts = vocab.counts
+    if vocab_path:  # TRAIN's counts, not the vocabulary file's (another text's, or none): the file's column and
+        import numpy as np  # the clustering's starting order are TRAIN's
+
+        counts = np.bincount(np.asarray(ids), minlength=len(vocab)).astype(vocab.counts.dtype)
     c = num_classes or max(1, min(len(vocab), round(2 * math.sqrt(len(vocab)))))
 
     def report(it, moved):
         click.echo(f"pass {it}: {moved:,} of {len(vocab):,} words moved", err=True)
 
-    cls = exchange_classes(ids, len(vocab), c, vocab.counts, iterations=iterations, report=report, progress=True)
-    write_word_classes(output, vocab.words, cls, vocab.counts)
+    cls = exchange_classes(ids, len(vocab), c, counts, iterations=iterations, report=report, progress=True)
+    write_word_classes(output, vocab.words, cls, counts)
     ppl = class_bigram_perplexity(ids, cls)
     click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "
                f"bigram model {ppl:.1f}; written to {output}", err=True)

@@ -11,7 +11,7 @@ import sys
 import click
 
 from ..errors import UserError
-from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options
+from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options, THREADS
 
 
 @click.command("eval", context_settings=CONTEXT)
@@ -28,7 +28,7 @@ from .common import CONTEXT, device_option, mix_options, text_flags_given, text_
               help="Evaluation batch: feed-forward histories, sentences, or (recurrent running text) tokens per "
                    "call; it never changes the perplexity.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads.")
 @click.option("--no-verify", is_flag=True, help="Binary n-gram directories: skip checking their files against the "
                                                 "checksums config.json records (the check reads each model once).")
 @click.option("--sum-precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,

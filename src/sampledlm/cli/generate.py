@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import UserError
-from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options
+from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options, THREADS
 
 
 @click.command("generate", context_settings=CONTEXT)
@@ -21,7 +21,7 @@ from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options
               help="Stop a sentence after this many words (prefix included).")
 @click.option("--no-unk", is_flag=True, help="Never draw <unk>.")
 @click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed: one seed, the same sentences.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads.")
 @device_option
 def generate(model, others, weights, interp_valid, prefix, count, temperature, top_k, max_words, no_unk, seed, threads, device):
     """Sample sentences from a model (any family) or a mixture, one per line.

@@ -17,7 +17,7 @@ from ..neural.registry import MODELS
 from ..neural.trainer import TrainOptions
 from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
 from ..objectives.registry import OBJECTIVES, option_help
-from .common import CONTEXT, TEXT_FLAGS, deprecated, text_options
+from .common import CONTEXT, TEXT_FLAGS, deprecated, text_options, THREADS
 from .grouped import GroupedCommand
 from .configfile import config_option
 from .options import dataclass_options, objective_flag_options
@@ -75,7 +75,7 @@ def _echo(msg: str) -> None:
                    "--min-count or --max-size makes a new one (shared words keep their rows).")
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file to use [default: built from --train].")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Building the vocabulary: rarer words become <unk>.")
-@click.option("--max-size", type=click.IntRange(min=2), default=None, help="Building the vocabulary: keep at most this many entries.")
+@click.option("--max-size", type=click.IntRange(min=3), default=None, help="Building the vocabulary: keep at most this many entries, </s> and <unk> included [default: no limit].")
 @click.option("--model", "model_type", type=click.Choice(list(MODELS)), default="ffnn", show_default=True,
               help="Model: feed-forward n-gram (Bengio et al. 2003), recurrent (gru, lstm) or Transformer.")
 @MODEL_OPTIONS
@@ -84,7 +84,7 @@ def _echo(msg: str) -> None:
               help="Output objective: the exact softmax or a sampled approximation (evaluation is always exact).")
 @objective_flag_options(option_help(), OBJECTIVE_FIELDS)
 @TRAIN_OPTIONS
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads [torch default; with --resume, the run's own]; waiting threads sleep (OMP_WAIT_POLICY=PASSIVE, unless you set it: ACTIVE spins, about 15 % faster on idle cores, far slower on busy ones).")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads [torch default; with --resume, the run's own]; waiting threads sleep (OMP_WAIT_POLICY=PASSIVE, unless you set it: ACTIVE spins, about 15 % faster on idle cores, far slower on busy ones).")
 @click.option("--bf16", "bf16_alias", is_flag=True, default=False, hidden=True, help="The earlier name of --precision bf16.")
 @config_option
 @text_options

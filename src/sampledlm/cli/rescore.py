@@ -8,7 +8,7 @@ import os
 
 import click
 
-from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_options
+from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_options, THREADS
 
 OOV_WARNING = 0.10  # share of hypothesis words outside the model's vocabulary above which rescore warns
 
@@ -54,7 +54,7 @@ JSONL_NAMES = (".jsonl", ".json", ".jsonl.gz")  # the names NBEST is read as JSO
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary as one JSON object; it holds the new 1-best (one_best) unless --one-best or -o "
                    "writes it.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads.")
 @click.option("--lowercase", is_flag=True, help="Lower-case the hypotheses' words and the references before "
                                                 "scoring (a recogniser that writes upper case, a lower-case model).")
 @force_option("--one-best and -o")

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options
+from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options, THREADS
 
 
 @click.command("score", context_settings=CONTEXT)
@@ -17,7 +17,7 @@ from .common import CONTEXT, device_option, mix_options, text_flags_given, text_
 @click.option("--jsonl", is_flag=True, help="One JSON object per sentence on stdout; the file totals go to stderr.")
 @click.option("--bunch", type=click.IntRange(min=1), default=None,
               help="Sentences per bunch (recurrent) or distinct histories per bunch (feed-forward); 1: one at a time.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads.")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads.")
 @device_option
 @text_options
 def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, threads, device, opts):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT, FiniteFloat, device_option, given, mix_options
+from .common import CONTEXT, FiniteFloat, device_option, given, mix_options, THREADS
 from .configfile import config_option
 
 
@@ -35,7 +35,7 @@ from .configfile import config_option
               help="Seconds before a connection that is idle, or still sending its headers, is closed.")
 @click.option("--shutdown-timeout", type=FiniteFloat(min=0), default=30.0, show_default=True,
               help="Seconds SIGTERM waits for the requests in flight.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Torch CPU threads for the model.")
+@click.option("--threads", type=THREADS, default=None, help="Torch CPU threads for the model.")
 @device_option
 @config_option
 def serve(model, others, weights, interp_valid, host, port, batch_wait_ms, max_batch, no_batching, history_cache,

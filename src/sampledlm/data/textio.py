@@ -1,4 +1,4 @@
-"""Reading text files line by line, fast and with errors a person can act on; writing files atomically.
+"""Reading text files line by line, fast and with errors a person can act on.
 
 Input may be plain, gzip, bzip2 or xz compressed (recognised by the file's first bytes, as KenLM
 does, so the name does not matter), or ``-`` for standard input. Standard input is read once:
@@ -14,26 +14,18 @@ damaged file (named with its line); a corrupt compressed file is a :class:`~samp
 Lines end with LF, CRLF or a lone CR (old Mac files), in any mix; a UTF-8 byte-order mark
 at the start of the file is dropped.
 
-Every file the toolkit writes goes through :func:`atomic_write`: the data goes to a temporary
-file in the destination's directory, is flushed to disk, and is renamed over the destination
-only when complete, so an interrupted or failed write (a full disk included) never leaves a
-partial file behind. A name ending in ``.gz``, ``.bz2`` or ``.xz`` is written compressed. The
-file gets the permissions of any newly created file (``0666`` less the umask).
+Writing (:func:`atomic_write`, :func:`check_writable`) lives in :mod:`.writing`, re-exported here.
 """
 
 from __future__ import annotations
 
 import atexit
 import bz2
-import contextlib
-import errno
 import gzip
 import hashlib
-import io
 import json
 import lzma
 import os
-import socket
 import stat
 import sys
 import tempfile
@@ -41,6 +33,8 @@ import zlib
 from typing import IO, Iterator
 
 from ..errors import UserError
+from .writing import (_remove, _temp_prefix, atomic_write, check_writable, stream_output,  # noqa: F401 - re-exported
+                      sweep_dead_temps, write_error)
 
 CHUNK_BYTES = 1 << 23  # 8 MiB: large enough that per-chunk overhead vanishes
 BOM = b"\xef\xbb\xbf"
@@ -48,16 +42,10 @@ COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 #: what a failing read of a damaged or truncated compressed file raises
 _READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 #: errors of a write that mean "the destination cannot take the data" (reported as UserError)
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
 
 
 # --- standard input, read once --------------------------------------------------------------------
 _stdin_spool: tuple[object, str] | None = None  # (the stdin buffer it was copied from, the copy's path)
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
 
 
 def stdin_path() -> str:
@@ -273,183 +261,3 @@ def iter_lines(path: str, encoding_errors: str = "strict") -> Iterator[str]:
     """Yield the decoded lines of ``path`` one at a time (see :func:`iter_chunks`)."""
     for lines, _ in iter_chunks(path, encoding_errors):
         yield from lines
-
-
-# --- writing ----------------------------------------------------------------------------------------
-def _umask() -> int:
-    """The process's umask: read from /proc where it can be (setting it, even briefly, races with threads)."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _compressor(path: str, raw: IO[bytes]) -> IO[bytes] | None:
-    if path.endswith(".gz"):
-        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
-    if path.endswith(".bz2"):
-        return bz2.BZ2File(raw, "wb")
-    if path.endswith(".xz"):
-        return lzma.LZMAFile(raw, "wb")
-    return None
-
-
-def write_error(path: str, e: OSError) -> UserError | None:
-    """The one-line error for a write to ``path`` that failed with ``e``; None when ``e`` is not a write error."""
-    if isinstance(e, OSError) and e.errno in _WRITE_ERRNOS:
-        return UserError(f"{path}: cannot write: {e.strerror or os.strerror(e.errno)}")
-    return None
-
-
-def _temp_prefix(path: str) -> str:
-    """Temporary files beside ``path`` are ``.NAME.HOST.PID.XXXXXXXX.tmp``: hidden, and naming their writer."""
-    return f".{os.path.basename(path)}.{socket.gethostname().replace('.', '_')}."
-
-
-def _sweep_dead_temps(path: str) -> None:
-    """Remove the temporary files a writer of ``path`` on this host left when it was killed (kill -9, power loss):
-    those whose process no longer exists. Files of live writers and of other hosts are left alone."""
-    _sweep(os.path.dirname(os.path.abspath(path)), _temp_prefix(path))
-
-
-def sweep_dead_temps(directory: str) -> None:
-    """:func:`_sweep_dead_temps` for every file of ``directory`` (a run directory, when its writer takes the lock)."""
-    _sweep(directory, None)
-
-
-def _sweep(directory: str, prefix: str | None) -> None:
-    host = f".{socket.gethostname().replace('.', '_')}."
-    try:
-        names = [n for n in os.listdir(directory) if n.startswith(".") and n.endswith(".tmp")]
-    except OSError:
-        return
-    for name in names:
-        if prefix is not None:
-            if not name.startswith(prefix):
-                continue
-            rest = name[len(prefix):]
-        elif host in name:
-            rest = name.split(host, 1)[1]
-        else:
-            continue
-        pid = rest.split(".", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            _remove(os.path.join(directory, name))
-        except (PermissionError, OverflowError):  # alive under another user, or not a pid
-            pass
-
-
-@contextlib.contextmanager
-def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: bool | None = None) -> Iterator[IO]:
-    """Open a temporary file beside ``path``; on success rename it over ``path``.
-
-    On any exception the temporary file is removed and ``path`` is left untouched (a
-    previous version stays intact); a write the disk refuses (full, quota, read-only) is a
-    :class:`UserError` naming ``path``. ``path == "-"`` writes to standard output.
-    ``compress``: None (the default) compresses when the name ends in ``.gz``/``.bz2``/``.xz``;
-    False never does. The file's mode is ``0666`` less the umask, like any newly created file.
-    """
-    if not path:
-        raise UserError("the output path is empty: give a file name (or - for standard output)")
-    if mode not in ("w", "wb"):
-        raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
-    binary = mode == "wb"
-    if path == "-":
-        stream = sys.stdout.buffer if binary else sys.stdout
-        try:
-            yield stream
-            stream.flush()
-        except OSError as e:
-            err = write_error("standard output", e)
-            if err is not None:
-                raise err from None
-            raise
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UserError(f"{path}: cannot write: directory {directory} does not exist")
-    _sweep_dead_temps(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path) + f"{os.getpid()}.", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror}") from None
-    layers: list[IO] = []  # innermost (the file) first
-    fd_open = True  # fd not yet owned by a file object
-    try:
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o666 & ~_umask())
-        raw = os.fdopen(fd, "wb")
-        fd_open = False
-        layers.append(raw)
-        comp = _compressor(path, raw) if compress is not False else None
-        if comp is not None:
-            layers.append(comp)
-        if not binary:
-            layers.append(io.TextIOWrapper(layers[-1], encoding=encoding, newline="\n"))
-        yield layers[-1]
-        if not binary:
-            layers[-1].flush()
-            layers.pop().detach()  # leaves the layer below open
-        if comp is not None:
-            layers.pop().close()  # writes the compressed stream's trailer; raw stays open
-        raw.flush()
-        os.fsync(raw.fileno())
-        layers.pop().close()
-        os.replace(tmp, path)
-    except BaseException as e:
-        for layer in reversed(layers):
-            with contextlib.suppress(Exception):
-                layer.close()
-        if fd_open:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        _remove(tmp)
-        err = write_error(path, e) if isinstance(e, OSError) else None
-        if err is not None:
-            raise err from None
-        raise
-
-
-def _read_only(directory: str) -> bool:
-    """Whether ``directory`` is on a file system mounted read-only (where ``os.access`` says only "no")."""
-    try:
-        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):
-        return False
-
-
-def check_writable(path: str) -> None:
-    """Fail early (before long work) when ``path`` cannot be created."""
-    if not path:
-        raise UserError("the output path is empty: give a file name (or - for standard output)")
-    if path == "-":
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UserError(f"{path}: cannot write: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise UserError(f"{path}: cannot write: {'read-only file system' if _read_only(directory) else 'permission denied'}")
-    if os.path.isdir(path):
-        raise UserError(f"{path}: is a directory")
-    _probe_create(path, directory)
-
-
-def _probe_create(path: str, directory: str) -> None:
-    """Create and remove a temporary file where ``path``'s writer will: ``os.access`` answers from permission bits
-    alone, and root passes it on file systems that refuse every new file (/proc, /sys, a full inode table)."""
-    try:
-        fd, probe = tempfile.mkstemp(dir=directory, prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp")
-    except OSError as e:
-        why = (f"the file system of {directory} refuses new files" if e.errno == errno.ENOENT
-               else e.strerror or os.strerror(e.errno or 0))
-        raise UserError(f"{path}: cannot write: {why}") from None
-    os.close(fd)
-    _remove(probe)

@@ -50,18 +50,16 @@ def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
                         "valid.txt, test.txt, vocab.txt and model directories there: choose a new directory")
     with tempfile.TemporaryDirectory(prefix="sampledlm-demo-") as tmp:
         directory = out_dir or tmp
-        if out_dir and os.path.isdir(out_dir):  # an earlier demo run: its models are replaced
-            import shutil
-
-            for name in os.listdir(out_dir):
-                p = os.path.join(out_dir, name)
-                shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+        if out_dir and os.path.isdir(out_dir):
+            _remove_earlier_demo(out_dir)
         try:
             os.makedirs(directory, exist_ok=True)
-            open(os.path.join(directory, MARKER), "w").close()
+            theirs = set(os.listdir(directory))  # the user's own files, left alone
+            _mark(directory, theirs)
         except OSError as e:
             raise UserError(f"{directory}: cannot write the demo there ({e.strerror or e})") from None
         data = prepare(directory, seed)
+        _mark(directory, theirs)
         say("== corpus (built in: Python's pydoc topics) ==")
         for name in ("train", "valid", "test"):
             say(format_stats(corpus_stats(getattr(data, name), vocab=data.vocab, top_k=(100, 1000))))
@@ -71,9 +69,34 @@ def run_demo(out_dir: str | None = None, seed: int = 1) -> list[Result]:
         results: list[Result] = []
         for step in STEPS:
             results.extend(step(data))
+            _mark(directory, theirs)
         say("\n== models (exact perplexity; </s> counted, <s> not) ==")
         width = max([len("model"), *(len(r.model) for r in results)])
         say(f"{'model':<{width}} {'valid ppl':>10} {'test ppl':>10} {'seconds':>8}")
         for r in results:
             say(f"{r.model:<{width}} {r.valid_ppl:>10.2f} {r.test_ppl:>10.2f} {r.seconds:>8.1f}  {r.note}".rstrip())
     return results
+
+
+def _mark(directory: str, theirs: set[str]) -> None:
+    """Write :data:`MARKER` listing what the demo wrote in ``directory`` so far (every entry but ``theirs``)."""
+    ours = sorted(set(os.listdir(directory)) - theirs - {MARKER})
+    with open(os.path.join(directory, MARKER), "w", encoding="utf-8") as f:
+        f.write("".join(name + "\n" for name in ours))
+
+
+def _remove_earlier_demo(out_dir: str) -> None:
+    """Remove what an earlier demo in ``out_dir`` wrote (the entries its :data:`MARKER` lists), nothing else."""
+    import shutil
+
+    with open(os.path.join(out_dir, MARKER), encoding="utf-8") as f:
+        ours = [line.strip() for line in f if line.strip()]
+    if not ours and len(os.listdir(out_dir)) > 1:  # a marker of a version that did not list its files
+        raise UserError(f"{out_dir}: holds an earlier demo that did not record which files are its own; remove it, "
+                        "or choose a new directory")
+    for name in ours:
+        p = os.path.join(out_dir, os.path.basename(name))  # a name, never a path out of the directory
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        elif os.path.lexists(p):
+            os.remove(p)

@@ -117,11 +117,14 @@ def stream_log_normalisers(model, objective, ids: np.ndarray, batch_size: int | 
     was_training = model.training
     model.eval()
     try:
-        for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size, independent=independent):
-            log_z = objective.log_normaliser(model, ctx)
-            if log_z is None:
-                return None
-            out[positions] = (log_z[rows[0]] if rows else log_z).double().cpu().numpy()
+        with progress.task_bar(total=len(ids), unit="tok") as pb:
+            for ctx, targets, positions, *rows in model.eval_contexts(ids, batch_size=batch_size,
+                                                                     independent=independent):
+                log_z = objective.log_normaliser(model, ctx)
+                if log_z is None:
+                    return None
+                out[positions] = (log_z[rows[0]] if rows else log_z).double().cpu().numpy()
+                pb.update(len(positions))
     finally:
         model.train(was_training)
     return out

@@ -89,17 +89,26 @@ def export_onnx(run_dir, output: str, opset: int = 18) -> dict:
     meta.update({"vocab": "\n".join(vocab.words), "unk_id": str(UNK_ID), "eos_id": str(EOS_ID),
                  "text_options": json.dumps(config.get("data", {}).get("text_options") or {}),
                  "objective": config["objective"]["name"], "source": source})
+    from ..data.writing import sweep_dead_temps, temp_prefix
+
     directory = os.path.dirname(os.path.abspath(output))
-    try:
-        scratch = tempfile.TemporaryDirectory(dir=directory, prefix=".onnx-")
+    sweep_dead_temps(directory)  # a killed export's scratch folder (the whole graph) goes
+    try:  # named as the writers' temporary files are, so that the next write of OUTPUT sweeps a killed one's
+        scratch = tempfile.TemporaryDirectory(dir=directory, prefix=f"{temp_prefix(output)}{os.getpid()}.",
+                                              suffix=".tmp")
     except OSError as e:
         raise UserError(f"{output}: cannot write ({e.strerror})") from None
     with scratch as tmp:
         raw = os.path.join(tmp, "graph.onnx")
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the exporter's notes on the legacy path and on RNN batch sizes
-            torch.onnx.export(module, inputs, raw, input_names=names_in, output_names=names_out,
-                              dynamic_axes=axes, opset_version=opset, dynamo=False)
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the exporter's notes on the legacy path and on RNN batch sizes
+                torch.onnx.export(module, inputs, raw, input_names=names_in, output_names=names_out,
+                                  dynamic_axes=axes, opset_version=opset, dynamo=False)
+        except OSError as e:  # the exporter's own write (a full disk): it names no file
+            from ..data.writing import write_error
+
+            raise (write_error(output, e) or UserError(f"{output}: cannot write ({e.strerror or e})")) from None
         graph = onnx.load(raw)
         for key, value in meta.items():
             graph.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))

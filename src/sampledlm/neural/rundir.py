@@ -244,11 +244,12 @@ def load_model_files(path: str, model: torch.nn.Module, objective: torch.nn.Modu
     return meta
 
 
-def load_run(run_dir: str, weights: str | None = None):
+def load_run(run_dir: str, weights: str | None = None, note_unfinished: bool = True):
     """Load a run directory: ``(model, objective, vocab, config)``, model in eval mode.
 
     ``weights``: a weights file to use instead of ``RUN_DIR/model.safetensors``. When training
-    never finished an epoch, the latest checkpoint is used.
+    never finished an epoch, the latest checkpoint is used. ``note_unfinished``: say so on stderr when the run's
+    training has not finished (a caller that refuses such a run says it itself).
     """
     if not os.path.isdir(run_dir):
         raise store.no_run_directory(run_dir)
@@ -271,7 +272,8 @@ def load_run(run_dir: str, weights: str | None = None):
                   f"removed): using the latest checkpoint's weights ({os.path.relpath(ckpt, run_dir)})",
                   file=sys.stderr)
     meta = load_model_files(weights, model, objective)
-    if meta.get("finalized") == "false" and os.path.dirname(os.path.abspath(weights)) == os.path.abspath(run_dir):
+    if note_unfinished and meta.get("finalized") == "false" \
+            and os.path.dirname(os.path.abspath(weights)) == os.path.abspath(run_dir):
         # a run stopped early (killed, Ctrl-C, --max-steps then resumed no more): scored as it is, and said so
         print(f"sampledlm: note: {run_dir}: training has not finished ({_epochs_done(run_dir)} of "
               f"{config['train'].get('epochs')} epochs; sampledlm train --resume {run_dir} goes on): scoring the best "
