@@ -24,8 +24,10 @@ def export(run_dir, fmt, output, force, opset):
 
     \b
     The graph is the model and its objective's exact rule, so it gives eval's numbers whatever the
-    training objective (short-list runs, which back off to an n-gram, excepted). A recurrent graph maps (words [B, T], state) to (log probabilities [B, T, V],
-    new state); a feed-forward one the n-1 previous words [B, n-1] to [B, V]; a Transformer one words
+    training objective (short-list runs, which back off to an n-gram, excepted). A recurrent graph
+    maps (words [B, T], state) to (log probabilities [B, T, V], new state), starting a sentence
+    from a zero state with </s>; a feed-forward one the n-1 previous words [B, n-1] to [B, V],
+    padded at a sentence's start with the metadata's 'bos_id'; a Transformer one words
     [B, T] to [B, T, V], T at most its window (metadata 'window'). The vocabulary and the
     conventions are in the file's metadata (docs/using.md shows ONNX Runtime alone reading it).
     Example:

@@ -85,7 +85,10 @@ def export_onnx(run_dir, output: str, opset: int = 18) -> dict:
         model, objective, vocab, config = lm.model, lm.objective, lm.vocab, lm.config
         source = "(a model in memory)"
     model, objective = model.cpu().eval(), objective.cpu().eval()
-    module, inputs, names_in, names_out, axes, meta = graph_of(model, objective, config)
+    try:
+        module, inputs, names_in, names_out, axes, meta = graph_of(model, objective, config)
+    except UserError as e:  # what cannot be exported: named with the run it is about
+        raise UserError(f"{source}: {e}") from None
     meta.update({"vocab": "\n".join(vocab.words), "unk_id": str(UNK_ID), "eos_id": str(EOS_ID),
                  "text_options": json.dumps(config.get("data", {}).get("text_options") or {}),
                  "objective": config["objective"]["name"], "source": source})

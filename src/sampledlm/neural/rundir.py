@@ -251,9 +251,9 @@ def load_run(run_dir: str, weights: str | None = None, note_unfinished: bool = T
     never finished an epoch, the latest checkpoint is used. ``note_unfinished``: say so on stderr when the run's
     training has not finished (a caller that refuses such a run says it itself).
     """
-    if not os.path.isdir(run_dir):
-        raise store.no_run_directory(run_dir)
     cfg_path = os.path.join(run_dir, "config.json")
+    if not os.path.isfile(cfg_path):  # a file, a folder of something else: said so, not "config.json: no such file"
+        raise store.no_run_directory(run_dir)
     config = check_config(read_json(cfg_path), cfg_path)
     vocab = load_vocab_checked(run_dir, config)
     try:
