@@ -33,3 +33,10 @@ def test_a_folder_that_is_not_a_run_is_named_as_such(tmp_path, run_in_process):
     for args in (("export", "notes", "-o", "m.onnx"), ("calibrate", "notes", "--text", "t.txt")):
         r = run_in_process(*args, cwd=tmp_path)
         assert r.returncode == 1 and "notes: a directory, but no model in it (no config.json)" in r.stderr, r.stderr
+
+
+def test_stats_prints_nothing_when_a_later_file_is_bad(tmp_path, run_in_process):
+    (tmp_path / "ok.txt").write_text("a b\n")
+    (tmp_path / "bad.txt").write_bytes(b"a\xff\n")
+    r = run_in_process("stats", "ok.txt", "bad.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 1 and "bad.txt:1: invalid UTF-8" in r.stderr and r.stdout == ""

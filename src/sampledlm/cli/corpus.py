@@ -62,8 +62,8 @@ def stats(files, vocab_path, top_k, as_json, opts):
         if path != "-":
             open_binary(path).close()
     v = Vocab.load(vocab_path) if vocab_path else None
-    for path in files:
-        s = corpus_stats(path, opts, vocab=v, top_k=top_k)
+    results = [corpus_stats(path, opts, vocab=v, top_k=top_k) for path in files]  # all read before any is printed:
+    for s in results:  # a bad line in the last file leaves no half answer on standard output
         click.echo(json.dumps(s) if as_json else format_stats(s))
 
 

@@ -43,6 +43,10 @@ def export(run_dir, fmt, output, force, opset):
         raise UserError(f"--opset {opset}: the installed torch writes opsets 18 to {ONNX_MAX_OPSET}")
     if os.path.isdir(output):
         raise UserError(f"{output}: is a directory; -o names the ONNX file to write")
+    import sys
+
+    if output == "-" and sys.stdout.isatty():
+        raise UserError("-o -: an ONNX graph is binary; redirect standard output to a file or a pipe, or give -o FILE")
     check_writable(output)
     refuse_existing(output, force, inputs=[run_dir])
     meta = export_onnx(run_dir, output, opset=opset)
