@@ -40,3 +40,8 @@ def test_stats_prints_nothing_when_a_later_file_is_bad(tmp_path, run_in_process)
     (tmp_path / "bad.txt").write_bytes(b"a\xff\n")
     r = run_in_process("stats", "ok.txt", "bad.txt", "--json", cwd=tmp_path)
     assert r.returncode == 1 and "bad.txt:1: invalid UTF-8" in r.stderr and r.stdout == ""
+
+
+def test_export_refuses_a_compressed_name(tmp_path, run_in_process):
+    r = run_in_process("export", "run", "-o", "m.onnx.gz", cwd=tmp_path)
+    assert r.returncode == 1 and "does not read" in r.stderr and not (tmp_path / "m.onnx.gz").exists()

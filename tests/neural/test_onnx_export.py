@@ -110,3 +110,7 @@ def test_a_killed_exports_scratch_folder_is_removed_by_the_next_export(tiny_corp
     code, _, err = run_cli(["export", str(run), "-o", str(path)], capsys)
     assert code == 0, err
     assert not dead.exists() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    import onnx
+
+    out = next(o for o in onnx.load(str(path)).graph.output if o.name == "logprobs")
+    assert out.type.tensor_type.shape.dim[-1].dim_value == len(sampledlm.load(str(run)).vocab)  # V, not a free axis

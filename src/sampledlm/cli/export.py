@@ -45,6 +45,9 @@ def export(run_dir, fmt, output, force, opset):
         raise UserError(f"{output}: is a directory; -o names the ONNX file to write")
     import sys
 
+    if output.endswith((".gz", ".bz2", ".xz")):
+        raise UserError(f"{output}: would be written compressed, which ONNX Runtime does not read; give a name "
+                        "without the compression suffix")
     if output == "-" and sys.stdout.isatty():
         raise UserError("-o -: an ONNX graph is binary; redirect standard output to a file or a pipe, or give -o FILE")
     check_writable(output)

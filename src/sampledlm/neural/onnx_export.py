@@ -113,6 +113,9 @@ def export_onnx(run_dir, output: str, opset: int = 18) -> dict:
 
             raise (write_error(output, e) or UserError(f"{output}: cannot write ({e.strerror or e})")) from None
         graph = onnx.load(raw)
+        for out in graph.graph.output:  # the vocabulary axis is V, not a free dimension the tracer named
+            if out.name == "logprobs":
+                out.type.tensor_type.shape.dim[-1].dim_value = len(vocab)
         for key, value in meta.items():
             graph.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
         onnx.checker.check_model(graph)
