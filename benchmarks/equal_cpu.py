@@ -69,10 +69,16 @@ def chosen_cells(grid: list[lr_grid.Row], records: list[dict]) -> dict[str, dict
     return out
 
 
-def plan(grid: list[lr_grid.Row], records: list[dict]) -> tuple[dict | None, list[dict]]:
+#: a longer run that spent under this share of the budget is run again, sized by its own CPU seconds an epoch
+RESIZE = 0.75
+
+
+def plan(grid: list[lr_grid.Row], records: list[dict],
+         own: list[dict] | None = None) -> tuple[dict | None, list[dict]]:
     """``(the softmax's chosen cell, one entry per other GRU row)``: its rate, the epochs E that fit the budget,
     the CPU seconds an epoch took in its chosen cell and whether the rate is settled (both rates beside it tried);
-    rows without a chosen cell are left out."""
+    rows without a chosen cell are left out. ``own``: this page's records, where a longer run too short for the
+    budget re-sizes its row (:func:`_resized`)."""
     chosen = chosen_cells(grid, records)
     soft = next((chosen[r.name] for r in grid if r.model == "gru" and r.objective == "softmax"
                  and r.name in chosen), None)
@@ -86,9 +92,25 @@ def plan(grid: list[lr_grid.Row], records: list[dict]) -> tuple[dict | None, lis
         per_epoch = cell["cpu_s"] / len(cell["epochs"])
         epochs = max(len(cell["epochs"]), int(soft["cpu_s"] // per_epoch))
         res = lr_grid.results(r, records)
-        out.append({"row": r, "lr": lr_grid.norm(cell["lr"]), "epochs": epochs, "epoch_cpu_s": per_epoch,
-                    "cell": cell, "settled": settled(r, res)})
+        entry = {"row": r, "lr": lr_grid.norm(cell["lr"]), "epochs": epochs, "epoch_cpu_s": per_epoch,
+                 "cell": cell, "settled": settled(r, res)}
+        out.append(entry if own is None else _resized(entry, own, soft["cpu_s"]))
     return soft, out
+
+
+def _resized(entry: dict, records: list[dict], budget_s: float) -> dict:
+    """``entry`` again with the epochs its own longer run's CPU seconds an epoch allow, where that run spent under
+    :data:`RESIZE` of the budget (a cell's CPU an epoch, measured on another machine or under another load, can be
+    twice the longer run's); the first longer run stays in ``resized_from``."""
+    first = record_of(entry, records)
+    if first is None or not first.get("epochs") or first["cpu_s"] >= RESIZE * budget_s:
+        return entry
+    ran = first["epochs"] if isinstance(first["epochs"], int) else len(first["epochs"])  # a list: one per epoch
+    per_epoch = first["cpu_s"] / ran
+    epochs = int(budget_s // per_epoch)
+    if epochs <= entry["epochs"]:
+        return entry
+    return {**entry, "epochs": epochs, "epoch_cpu_s": per_epoch, "resized_from": first}
 
 
 def transformer_entry(grid: list[lr_grid.Row], records: list[dict],
@@ -301,18 +323,22 @@ def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, t
 
 
 def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict]) -> dict:
-    soft, entries = plan(grid, grid_records)
+    soft, entries = plan(grid, grid_records, records)
     budget = None if soft is None else soft["cpu_s"]
     rows = []
     for e in entries:
         rec, wide = record_of(e, records), wide_record_of(e, records)
+        first = e.get("resized_from")  # a candidate until its re-sized run lands
         cell = e["cell"]
         x = {"name": e["row"].name, "lr": e["lr"], "epochs": e["epochs"], "epoch_cpu_s": e["epoch_cpu_s"],
              "settled": e["settled"],
+             "resize_pending": None if first is None or rec is not None else
+             {"epochs": len(first["epochs"]) if isinstance(first["epochs"], list) else first["epochs"],
+              "cpu_s": first["cpu_s"]},
              "equal_epochs": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
                               "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"),
                               "curve": _curve(cell)},
-             "run": None if rec is None else _candidate(rec),
+             "run": None if (rec or first) is None else _candidate(rec or first),
              "wide": None if wide is None else (
                  {"none_fits": True, "probes": wide.get("probes", [])} if wide.get("none_fits") else
                  {**_candidate(wide), "hidden": wide["hidden"], "embed": wide["embed"],
@@ -447,7 +473,9 @@ def render(data: dict) -> str:
              f"process's, validation included; one thread). Each other GRU row may spend it two ways, at its own "
              f"chosen rate and every other setting at its default:", "",
              "- **longer**: as many epochs as fit the budget at its own CPU seconds an epoch (from its chosen cell; "
-             "never fewer than its default epochs), the cosine decay spread over them;",
+             "never fewer than its default epochs), the cosine decay spread over them; a longer run that spent under "
+             f"{RESIZE:.0%} of the budget is run again with the epochs its own CPU seconds an epoch allow (a cell "
+             "measured on another machine or under another load can take twice the CPU an epoch);",
              f"- **wider**: its default epochs on a trunk whose hidden state and embedding are both scaled by the "
              f"largest of {', '.join(f'{f:g}x' for f in WIDEN)} that fits the budget, as two short probes "
              f"({' and '.join(str(n) for n in PROBE_STEPS)} steps) measure it; a wider run that diverges (its last "
@@ -468,7 +496,9 @@ def render(data: dict) -> str:
         c = x["chosen"]
         body.append([x["name"], lr_grid.fmt(x["lr"]),
                      _cell_text(x["equal_epochs"], budget, "—") + f" [{x['equal_epochs']['epochs']} ep]",
-                     _cell_text(x["run"], budget, pending) + f" [{x['epochs']} ep]",
+                     _cell_text(x["run"], budget, pending) + (
+                         f" [{x['resize_pending']['epochs']} ep; re-sized to {x['epochs']} ep: not yet run]"
+                         if x.get("resize_pending") else f" [{x['epochs']} ep]"),
                      _cell_text(w, budget, pending) + ("" if not w or w.get("none_fits")
                                                         else f" [h {w['hidden']}, d {w['embed']}"
                                                         + (f", lr {lr_grid.fmt(w['run_lr'])}]" if w.get("run_lr")
@@ -477,7 +507,8 @@ def render(data: dict) -> str:
                                                            if w.get("blew_up") and not w.get("run_lr") else "")),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
-                     "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")])
+                     "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
+                     + (" so far" if x.get("resize_pending") else "")])
     lines.append(table(["row", "rate", "default epochs", "longer", "wider", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
@@ -577,7 +608,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             st.label += ", a quarter of its training text"
         with open(st.files["train"], encoding="utf-8") as f:
             tokens = sum(len(line.split()) + 1 for line in f if line.strip())
-        soft, entries = plan(grid, lr_grid.load_records(grid_path))
+        soft, entries = plan(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))
         # the rows best at the default epochs first: their runs say most about the target
         entries.sort(key=lambda e: lr_grid.valid_of(e["cell"]))
         jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries

@@ -34,6 +34,24 @@ def test_each_row_gets_the_epochs_that_fit_the_softmaxs_cpu_seconds_at_its_chose
     assert [e["settled"] for e in entries] == [False, False]
 
 
+def test_a_longer_run_that_spent_little_of_the_budget_is_resized_by_its_own_epochs():
+    """hsm's cell took 120 CPU s an epoch (14 epochs planned); its longer run took 60 here: 29 epochs fit."""
+    grid = lr_grid.rows(quick=False)
+    records = _grid_records(grid)
+    soft, entries = equal_cpu.plan(grid, records)
+    hsm = next(e for e in entries if e["row"].name == "gru hsm")
+    first = {"row": "gru hsm", "flags": " ".join(equal_cpu.flags(hsm)), "version": hsm["row"].version,
+             "epochs": [{"epoch": i + 1, "valid_ppl": 100.0, "cpu_s": 60.0 * (i + 1)} for i in range(14)],
+             "best_valid": 100.0, "test_ppl": 95.0, "cpu_s": 840.0}
+    _, again = equal_cpu.plan(grid, records, [first])
+    hsm2 = next(e for e in again if e["row"].name == "gru hsm")
+    assert (hsm["epochs"], hsm2["epochs"]) == (14, 29) and hsm2["resized_from"] is first
+    assert equal_cpu.record_of(hsm2, [first]) is None  # a new run to train
+    # a run that spent most of the budget stays as it was
+    _, same = equal_cpu.plan(grid, records, [{**first, "cpu_s": 1500.0}])
+    assert next(e for e in same if e["row"].name == "gru hsm")["epochs"] == 14
+
+
 def test_a_row_slower_than_the_softmax_keeps_its_default_epochs():
     grid = lr_grid.rows(quick=False)
     by = {r.name: r for r in grid}
