@@ -7,8 +7,9 @@ Everything lives in ``DIR/.checkpoint/`` (the output directory, written under it
   before the first epoch, with ``vocab.txt`` beside it (and ``texts/``, copies of texts given as sentences in
   Python, whose temporary files are gone when the run is resumed);
 - ``state-E-rR.safetensors``: rank R's arrays after epoch E (weights, their running averages, AdaGrad's sums, the
-  best epoch's copies; a rank holds its own vocabulary shard) with the schedule's state (learning rate, halving,
-  best perplexity, epoch log, the shuffling generator's state) in its metadata;
+  best epoch's evaluated weights: four arrays the size of the rank's vocabulary shard of feature weights, float64)
+  with the schedule's state (learning rate, halving, best perplexity, epoch log, the shuffling generator's state)
+  in its metadata;
 - ``epoch.json``: ``{"epoch": E}``, the commit point, written by rank 0 once every rank has written its file of
   epoch E; older files are removed after it.
 

@@ -137,15 +137,14 @@ class _Progress:
             self.lr /= 2
 
     def snapshot(self, run: "_Run", rng: np.random.Generator, adagrad: tuple) -> tuple[dict, dict]:
-        """``(arrays, meta)`` of a checkpoint: everything the next epoch reads."""
+        """``(arrays, meta)`` of a checkpoint: everything the next epoch reads. After :meth:`after_epoch` the run's
+        state is the best epoch's (just kept, or rolled back to), so ``best_state`` is not saved twice."""
         names = ("raw_u", "raw_theta", "sums_u", "sums_theta")
         arrays = {**dict(zip(names, (*run.raw, *run.sums))),
-                  **{f"best_{k}": v for k, v in zip(names, self.best_state)},
                   "best_u": self.best_params[0], "best_theta": self.best_params[1],
                   "adagrad_u": adagrad[0], "adagrad_theta": adagrad[1]}
         meta = {"lr": self.lr, "best": self.best, "halving": self.halving, "stopped": self.stopped,
-                "history": self.history, "age": run.age, "best_age": self.best_state[4],
-                "rng": rng.bit_generator.state}
+                "history": self.history, "age": run.age, "rng": rng.bit_generator.state}
         return arrays, meta
 
     @classmethod
@@ -155,8 +154,7 @@ class _Progress:
         for mine, name in zip(adagrad, ("adagrad_u", "adagrad_theta")):
             mine[:] = arrays[name]
         rng.bit_generator.state = meta["rng"]
-        return cls(lr=float(meta["lr"]), best=float(meta["best"]),
-                   best_state=[*(arrays[f"best_{k}"].copy() for k in names), int(meta["best_age"])],
+        return cls(lr=float(meta["lr"]), best=float(meta["best"]), best_state=run.state(),
                    best_params=(arrays["best_u"].copy(), arrays["best_theta"].copy()), epoch=int(meta["epoch"]),
                    halving=bool(meta["halving"]), stopped=bool(meta["stopped"]), history=list(meta["history"]))
 
