@@ -101,14 +101,6 @@ def test_check_writable_leaves_nothing_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_nul_byte_past_the_first_chunk_names_its_line(tmp_path):
-    """A NUL byte deep in a text file is a damaged file, not part of a word."""
-    p = tmp_path / "damaged.txt"
-    p.write_bytes(b"a b\n" * 30000 + b"c\x00d e\nf\n")
-    with pytest.raises(UserError, match=r"damaged.txt:30001: NUL byte"):
-        list(iter_lines(str(p)))
-
-
 def test_a_named_pipe_is_written_in_place_not_replaced(tmp_path):
     """A temporary file renamed over a FIFO (or /dev/null, as root) destroyed it; such outputs are written into."""
     import os

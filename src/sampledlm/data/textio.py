@@ -8,8 +8,9 @@ then encode) sees the same text twice.
 
 Files are read in large binary chunks and decoded as UTF-8 a chunk at a time (much faster
 than decoding line by line); when a chunk fails to decode, the error names the file and the
-1-based line of the first bad byte. A NUL byte in the first 64 KiB marks a binary file, one further on a
-damaged file (named with its line); a corrupt compressed file is a :class:`~sampledlm.errors.UserError` naming it.
+1-based line of the first bad byte. A NUL byte in the first 64 KiB marks a binary file (further on, it is a
+character of the word it is in, on every reading path alike); a corrupt compressed file is a
+:class:`~sampledlm.errors.UserError` naming it.
 
 Lines end with LF, CRLF or a lone CR (old Mac files), in any mix; a UTF-8 byte-order mark
 at the start of the file is dropped.
@@ -233,10 +234,6 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
             nbytes = len(data)
             if b"\r" in data:
                 data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            nul = data.find(b"\x00") if sniff else -1
-            if nul >= 0:  # past the first 64 KiB: a damaged file (a NUL would join the words around it)
-                bad_line = line_no + data.count(b"\n", 0, nul) + 1
-                raise UserError(f"{path}:{bad_line}: NUL byte in the text (a damaged file?): remove it, text is expected")
             try:
                 text = data.decode("utf-8", errors=encoding_errors)
             except UnicodeDecodeError as e:
