@@ -12,7 +12,8 @@ from .common import CONTEXT, force_option, refuse_existing, text_flags_given, te
 
 @click.command(context_settings=CONTEXT)
 @click.argument("train", metavar="TRAIN")
-@click.option("-o", "--output", default="-", show_default=True, help="Vocabulary file to write (word<TAB>count); - for stdout.")
+@click.option("-o", "--output", default="-", show_default=True, help="Vocabulary file to write (word<TAB>count); - for stdout; a name ending in .gz, .bz2 or .xz is "
+                   "written compressed.")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Words seen fewer times become <unk>.")
 @click.option("--max-size", type=click.IntRange(min=3), default=None, help="Keep at most this many entries, </s> and <unk> included (so at least one word) [default: no limit].")
 @force_option("the vocabulary file")
@@ -69,7 +70,8 @@ def stats(files, vocab_path, top_k, as_json, opts):
 
 @click.command(context_settings=CONTEXT)
 @click.argument("train", metavar="TRAIN")
-@click.option("-o", "--output", required=True, help="Word-classes file to write (class<TAB>word<TAB>count).")
+@click.option("-o", "--output", required=True, help="Word-classes file to write (class<TAB>word<TAB>count); a name ending in .gz, .bz2 or .xz is "
+                   "written compressed.")
 @click.option("--classes", "num_classes", type=click.IntRange(min=1), default=None,
               help="Number of classes C [default: round(2 sqrt(V)), as --objective class].")
 @click.option("--vocab", "vocab_path", default=None,
