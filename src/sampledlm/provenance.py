@@ -86,6 +86,17 @@ def file_record(path: str) -> dict:
     return record
 
 
+def change_of(was: dict, path: str) -> str | None:
+    """How the file at ``path`` differs from its record ``was`` (:func:`file_record`), hashed again: None when the
+    same (or when ``was`` holds no hash), else what it is now (``now 1,234 bytes, sha256 ...``, or why unreadable)."""
+    if not isinstance(was, dict) or "sha256" not in was:
+        return None
+    now = file_record(path)
+    if now.get("sha256") == was["sha256"]:
+        return None
+    return now.get("error") or f"now {now['bytes']:,} bytes, sha256 {now['sha256'][:12]}"
+
+
 def data_records(files: dict[str, str | Iterable[str] | None]) -> dict:
     """``{role: record}`` (or a list of records for a role given several files, e.g. a word2vec corpus); roles
     given None are left out."""

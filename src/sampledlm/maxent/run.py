@@ -203,11 +203,8 @@ def _check_same_texts(out_dir: str, began: dict) -> None:
 
     for role in ("train", "valid"):
         was = (began.get("data") or {}).get(role) or {}
-        if "sha256" not in was:
-            continue
-        now = provenance.file_record(began[role])
-        if now.get("sha256") != was["sha256"]:
-            what = now.get("error") or f"now {now['bytes']:,} bytes"
+        what = provenance.change_of(was, began[role])
+        if what:
             raise UserError(f"{began[role]}: the --{role} text of {out_dir} changed since its training began (then "
                             f"{was.get('bytes', 0):,} bytes; {what}); a resumed run reads the text it began with: "
                             f"put it back, or start again with --force")

@@ -59,11 +59,8 @@ def _check_same_texts(run_dir: str, config: dict) -> None:
     began = (provenance.read(run_dir) or {}).get("data") or {}
     for role in ("train", "valid"):
         was, path = began.get(role), config["data"].get(role)
-        if not isinstance(was, dict) or "sha256" not in was or not isinstance(path, str):
-            continue
-        now = provenance.file_record(path)
-        if now.get("sha256") != was["sha256"]:
-            what = now.get("error") or f"now {now['bytes']:,} bytes, sha256 {now['sha256'][:12]}"
+        what = provenance.change_of(was, path) if isinstance(path, str) else None
+        if what:
             raise UserError(f"{path}: the --{role} text of {run_dir} changed since the run began (then "
                             f"{was.get('bytes', 0):,} bytes, sha256 {was['sha256'][:12]}; {what}); a resumed run "
                             f"reads the text it began with: put it back, or start a new run from this one's weights "
