@@ -114,3 +114,18 @@ def test_a_killed_exports_scratch_folder_is_removed_by_the_next_export(tiny_corp
 
     out = next(o for o in onnx.load(str(path)).graph.output if o.name == "logprobs")
     assert out.type.tensor_type.shape.dim[-1].dim_value == len(sampledlm.load(str(run)).vocab)  # V, not a free axis
+
+
+def test_onnx_runtime_runs_a_class_objective_graph_without_shape_warnings(tiny_corpus, tmp_path, capfd):
+    """The exporter declared a 1-D shape on a 2-D branch output of the class objective's per-class maximum; ONNX
+    Runtime warned "does not match actual shape" on every call. Branch outputs now declare no shape."""
+    run, path = tmp_path / "run", tmp_path / "m.onnx"
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                            "-d", "8", "--hidden", "8", "--epochs", "1", "--threads", "1", "--model", "gru",
+                            "--objective", "class", "-o", str(run)], capfd)
+    assert code == 0, err
+    assert run_cli(["export", str(run), "-o", str(path)], capfd)[0] == 0
+    capfd.readouterr()
+    sentences = [line.split() for line in tiny_corpus["test"].read_text().splitlines()[:5]]
+    assert agreement(run, path, sentences) < 1e-4
+    assert "does not match actual shape" not in capfd.readouterr().err

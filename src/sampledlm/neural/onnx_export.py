@@ -61,6 +61,22 @@ def graph_of(model, objective, config: dict):
     return (Graph(model, objective), sig["inputs"], sig["input_names"], ["logprobs", *sig["state_names"]], axes, meta)
 
 
+def clear_branch_shapes(graph) -> None:
+    """Drop the shapes declared on the outputs of every ``If`` node's branches (element types kept).
+
+    The exporter writes ``scatter_reduce`` (the class objective's per-class maximum) as ``If(self is 0-d)``, and
+    gives the branch that keeps a 2-D tensor the 1-D shape it inferred for the other; ONNX Runtime then warned
+    "Expected shape ... does not match actual shape" on every call, though the numbers are right. A branch output
+    without a declared shape is checked against nothing; the graph's own outputs keep theirs."""
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                if node.op_type == "If":
+                    for out in sub.output:
+                        out.type.tensor_type.ClearField("shape")
+                clear_branch_shapes(sub)
+
+
 def export_onnx(run_dir, output: str, opset: int = 18) -> dict:
     """Write ``run_dir``'s model as the ONNX file ``output`` (atomically); returns its metadata. ``run_dir``: a run
     directory, or a neural model as :func:`sampledlm.load` returns it (or its ``lm``)."""
@@ -116,6 +132,7 @@ def export_onnx(run_dir, output: str, opset: int = 18) -> dict:
         for out in graph.graph.output:  # the vocabulary axis is V, not a free dimension the tracer named
             if out.name == "logprobs":
                 out.type.tensor_type.shape.dim[-1].dim_value = len(vocab)
+        clear_branch_shapes(graph.graph)
         for key, value in meta.items():
             graph.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
         onnx.checker.check_model(graph)
