@@ -98,7 +98,7 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     log = log or (lambda msg: None)
     notes: list[str] = []
     vocab = None if vocab is None else os.fspath(vocab)
-    with _text_files({"train": train, "valid": valid}) as files:
+    with _text_files({"train": train, "valid": valid}) as files, _nothing_left_on_error(os.fspath(output)):
         files = _kept_in_run(os.fspath(output), files, {"train": train, "valid": valid})
         try:
             if init_from is not None:
@@ -125,8 +125,33 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
             from .neural.finetune import copy_weights
 
             copy_weights(source, trainer.model, trainer.objective, words, os.fspath(init_from))
-        trainer.train()
+    trainer.train()  # from here a stopped run is kept, to go on with resume_lm
     return load(output)
+
+
+class _nothing_left_on_error:
+    """On a :class:`UserError` while a run is set up (a bad setting, an unknown device), remove what the setup
+    wrote in ``run_dir``: the whole directory when it did not exist before, else the entries it added (a retry
+    into the same directory was refused, or found a stray ``texts/``)."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.before = set(os.listdir(run_dir)) if os.path.isdir(run_dir) else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        import shutil
+
+        if kind is None or not issubclass(kind, UserError) or not os.path.isdir(self.run_dir):
+            return
+        if self.before is None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            return
+        for name in set(os.listdir(self.run_dir)) - self.before:
+            path = os.path.join(self.run_dir, name)
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
 
 
 def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = None, device: str | None = None,
@@ -171,10 +196,13 @@ def train_maxent(train, valid, output, *, force: bool = False, init_from=None, v
 
     from .maxent.run import MaxentRun, train_directory
 
+    from .config import from_dict
+
     fields = {f.name for f in dataclasses.fields(MaxentRun)}
     run_settings, opts = _split_settings("train_maxent", settings, fields, text_options)
+    run = from_dict(MaxentRun, run_settings, "train_maxent")  # types and ranges, as the flags check theirs
     with _text_files({"train": train, "valid": valid}) as files:
-        train_directory(files["train"], files["valid"], os.fspath(output), MaxentRun(**run_settings), opts,
+        train_directory(files["train"], files["valid"], os.fspath(output), run, opts,
                         force=force, init_dir=None if init_from is None else os.fspath(init_from),
                         vocab_path=None if vocab is None else os.fspath(vocab), ranks=ranks,
                         check_source=_refuse_changed(run_settings), log=log or (lambda line: None),

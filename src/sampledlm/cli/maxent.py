@@ -42,7 +42,7 @@ def maxent():
 @click.option("--vocab", "vocab_path", default=None, help="Vocabulary file [default: built from --train].")
 @MAXENT_OPTIONS
 @click.option("--min-gain", "min_gain_deprecated", type=FiniteFloat(max=1, max_open=True), default=None, hidden=True)
-@click.option("--ranks", type=click.IntRange(min=1), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
+@click.option("--ranks", type=click.IntRange(1, 1024), default=1, show_default=True, help="Local processes (vocabulary shards; binary only).")
 @click.option("--distributed", is_flag=True, help="Run as one rank of a torchrun job (RANK, WORLD_SIZE from the environment).")
 @config_option
 @text_options

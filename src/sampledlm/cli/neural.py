@@ -135,10 +135,11 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
         raise UserError("--init-from starts a new run from another; --resume continues a run: give one of them")
     if resume_dir:
         given = [p for p in ctx.params if p not in ("resume_dir", "threads") + RESUME_OVERRIDES
-                 and ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
+                 and ctx.get_parameter_source(p) not in (None, ParameterSource.DEFAULT)]  # a --config file's too
         if given:
+            source = "" if ctx.get_parameter_source(given[0]) == ParameterSource.COMMANDLINE else " from --config"
             raise UserError(f"--resume continues a run with its own settings; only --epochs, --max-halvings, "
-                            f"--device and --threads may be given with it (got {_flag(ctx, given[0])})")
+                            f"--device and --threads may be given with it (got {_flag(ctx, given[0])}{source})")
         over = {k: flags[k] for k in RESUME_OVERRIDES if flags.get(k) is not None}
         trainer = resume_run(resume_dir, over, log=say, refuse_finished=True, ranks=ranks)
         say(f"resuming {resume_dir} at epoch {trainer.state.epoch + 1}, step {trainer.state.step}")

@@ -18,6 +18,7 @@ TRIGGER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FeatureSpec) i
 
 
 _TRAIN = TrainConfig()
+MAX_RANKS = 1024  # local processes: each a Python process with its own copy of the features
 
 
 def _default(text) -> str:
@@ -92,9 +93,10 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
     from ..outputs import writing_directory
     from . import checkpoint
     from .shard import ShardJob, run_from_env, train_sharded
+    from .shard import check as check_job
 
     triggers = {k: (TRIGGER_DEFAULTS[k] if getattr(run, k) is None else getattr(run, k)) for k in TRIGGER_DEFAULTS}
-    writer = not distributed or int(os.environ.get("RANK", "0")) == 0
+    writer = _check_ranks(ranks, distributed, log) == 0  # this process writes the directory (rank 0)
     if writer and resume is None:
         check_output(out_dir, force)
     spec = FeatureSpec.parse(run.features, **triggers)
@@ -123,6 +125,7 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
                    info={"train_file": os.path.abspath(train_path), "valid_file": os.path.abspath(valid_path),
                          **({"init_from": start.origin} if start else {})},
                    text_options=text_options.to_dict(), start=start, checkpoint_dir=None if distributed else out_dir)
+    check_job(job, int(os.environ["WORLD_SIZE"]) if distributed else ranks)  # before the directory is touched
     if not writer:  # a torchrun rank other than 0: rank 0 writes (and locks) the directory
         run_from_env(job)
         return None
@@ -148,6 +151,29 @@ def train_directory(train_path: str, valid_path: str, out_dir: str, run: MaxentR
     log(f"features: {', '.join(f'{k} {v:,}' for k, v in config['feature_counts'].items())}")
     log(f"best valid ppl {config['training']['best_valid_ppl']:.2f}; model written to {out_dir}")
     return config
+
+
+def _check_ranks(ranks, distributed: bool, log: Callable[[str], None]) -> int:
+    """This process's rank (0 unless ``distributed``), once ``ranks`` and a torchrun environment are found sound:
+    checked before anything is written (a bad value left a half-made directory that a corrected run was refused)."""
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= MAX_RANKS:
+        raise UserError(f"ranks {ranks!r}: give a whole number of local processes from 1 to {MAX_RANKS}")
+    if distributed:
+        if ranks > 1:
+            raise UserError("--distributed runs this process as one rank of a torchrun job; --ranks starts ranks on "
+                            "this machine: give one of them")
+        from ..neural.distributed import rank_from_env, world_size_from_env
+
+        if "WORLD_SIZE" not in os.environ:
+            raise UserError("--distributed runs one rank of a torchrun job, and RANK and WORLD_SIZE are not set: "
+                            "start it with torchrun --nproc-per-node N -m sampledlm maxent train ... --distributed, "
+                            "or use --ranks N for processes on this machine")
+        return rank_from_env(world_size_from_env())
+    cpus = os.cpu_count() or 1
+    if ranks > cpus:
+        log(f"note: {ranks} ranks on {cpus} CPUs: the ranks take turns on the CPUs, so training is slower than with "
+            f"--ranks {cpus}")
+    return 0
 
 
 def _check_applies(run: MaxentRun, spec: FeatureSpec, objective: str) -> None:

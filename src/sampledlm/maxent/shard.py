@@ -60,6 +60,9 @@ class ShardJob:
 
 
 def check(job: ShardJob, world: int) -> None:
+    if world > len(job.counts):
+        raise UserError(f"{world} ranks for a vocabulary of {len(job.counts):,} words: each rank owns a shard of the "
+                        "words, so at most one rank a word")
     if world > 1 and job.hash_size:
         raise UserError("--hash-size cannot be combined with several ranks (hashed weights are shared across words)")
     if world > 1 and job.cfg.objective != "binary":
@@ -130,10 +133,38 @@ def run_rank(rank: int, world: int, job: ShardJob) -> MaxEntModel | None:
     return model
 
 
-def _spawned(rank: int, world: int, port: int, job: ShardJob) -> None:
+def die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` ends (``kill -9`` of the command included): a rank left training after its
+    parent, which held the directory's lock, went on writing checkpoints and the model beside a resumed run. Linux:
+    the kernel sends SIGKILL (``PR_SET_PDEATHSIG``); elsewhere a thread watches the parent's pid."""
+    import signal
+    import threading
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # 1 = PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent ended before the call
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _spawned(rank: int, world: int, port: int, job: ShardJob, parent: int | None = None) -> None:
     import torch
     import torch.distributed as dist
 
+    if parent is not None:
+        die_with_parent(parent)
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
@@ -159,8 +190,9 @@ def train_sharded(job: ShardJob, world: int) -> MaxEntModel | None:
     check(job, world)
     if world == 1:
         return run_rank(0, 1, job)
+    _check_spawnable()
     try:
-        mp.spawn(_spawned, args=(world, _free_port(), job), nprocs=world, join=True)
+        mp.spawn(_spawned, args=(world, _free_port(), job, os.getpid()), nprocs=world, join=True)
     except mp.ProcessRaisedException as e:
         marker = f"{UserError.__module__}.{UserError.__name__}: "
         lines = [ln for ln in str(e).splitlines() if ln.startswith(marker)]
@@ -170,12 +202,25 @@ def train_sharded(job: ShardJob, world: int) -> MaxEntModel | None:
     return None
 
 
+def _check_spawnable() -> None:
+    """Refuse local ranks when the calling script cannot be read again: each rank is a new Python process that
+    re-imports ``__main__`` from its file, and a script given on standard input (``python - < script.py``) has none
+    (the ranks died at start and the caller waited for ever)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is not None and not os.path.isfile(path):
+        raise UserError(f"several ranks start new Python processes that import the calling script again, and "
+                        f"{path} is not a file: run the script from a file, or train with ranks=1")
+
+
 def run_from_env(job: ShardJob) -> None:
     """Run one rank of a ``torchrun`` job (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment)."""
     import torch.distributed as dist
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    from ..neural.distributed import join_group, world_size_from_env
+
+    world = world_size_from_env()
+    rank = join_group("gloo", world)
     try:
         run_rank(rank, world, job)
     finally:

@@ -77,11 +77,44 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def world_size_from_env() -> int:
-    """The number of ranks torchrun started (1 without torchrun)."""
+    """The number of ranks torchrun started (1 without torchrun); a ``WORLD_SIZE`` that is no whole number >= 1
+    is refused (it was read as 1: a job meant for several ranks trained alone, with no word)."""
+    raw = os.environ.get("WORLD_SIZE", "1")
     try:
-        return int(os.environ.get("WORLD_SIZE", "1"))
+        world = int(raw)
     except ValueError:
-        return 1
+        world = 0
+    if world < 1:
+        raise UserError(f"WORLD_SIZE={raw!r} in the environment: torchrun sets it to the number of ranks (a whole "
+                        "number >= 1); unset it to train in one process")
+    return world
+
+
+def rank_from_env(world: int) -> int:
+    """This process's rank (``RANK``) among ``world``, and the rendezvous torchrun describes, checked before
+    ``init_process_group`` (which fails with a traceback, or waits without a word, on a half-set environment)."""
+    missing = [k for k in ("RANK", "MASTER_ADDR", "MASTER_PORT") if not os.environ.get(k)]
+    if missing:
+        raise UserError(f"WORLD_SIZE={world} in the environment but not {', '.join(missing)}: several ranks are "
+                        "started by torchrun (torchrun --nproc-per-node N -m sampledlm ...), which sets them all; "
+                        "unset WORLD_SIZE to train in one process")
+    raw = os.environ["RANK"]
+    if not raw.isdigit() or int(raw) >= world:
+        raise UserError(f"RANK={raw!r} in the environment: it should be a whole number below WORLD_SIZE={world}")
+    return int(raw)
+
+
+def join_group(backend: str, world: int) -> int:
+    """Join the process group of ``world`` ranks the environment describes; returns this rank. Rank 0 says where
+    it waits first, so that a rank that never comes shows as a wait, not a hang."""
+    rank = rank_from_env(world)
+    if rank == 0:
+        import sys
+
+        print(f"[rank 0/{world}] waiting for {world} ranks at {os.environ['MASTER_ADDR']}:"
+              f"{os.environ['MASTER_PORT']}", file=sys.stderr, flush=True)
+    dist.init_process_group(backend=backend, rank=rank, world_size=world)
+    return rank
 
 
 class Ranks:
@@ -103,8 +136,7 @@ class Ranks:
         if not dist.is_available():
             raise UserError("this torch build has no torch.distributed: run without torchrun")
         if not dist.is_initialized():
-            backend = "nccl" if device.type == "cuda" else "gloo"
-            dist.init_process_group(backend=backend)
+            join_group("nccl" if device.type == "cuda" else "gloo", world)
         return cls(dist.get_rank(), dist.get_world_size())
 
     @property

@@ -64,14 +64,15 @@ from ..progress import announced, bar, enabled as progress_enabled
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
-
-from .train_options import TB_EVERY, TrainOptions
+from .train_options import TB_EVERY, TrainOptions, check_resumed_options
 from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
 from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line, step_scores_bytes
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
 PLOT_EVERY_S = 60.0  # the learning-curve plot is redrawn at most this often (and when training ends)
+
+
 @dataclass
 class TrainState:
     """Everything besides tensors that a checkpoint holds."""
@@ -193,6 +194,7 @@ class Trainer:
             "rng.safetensors": rng_tensors,
             "rng.json": rng_meta,
             "trainer_state.json": dataclasses.asdict(self.state),
+            "options.json": dataclasses.asdict(self.opts),  # what a resume checks config.json against
         }
         runs.write_checkpoint(self.run_dir, f"ckpt-{self.state.step:09d}", files)
         self.ranks.barrier()
@@ -203,6 +205,7 @@ class Trainer:
             self.state = TrainState(**state)
         except TypeError as e:
             raise UserError(f"{path}/trainer_state.json: {e}") from None
+        check_resumed_options(os.path.join(path, "options.json"), self.opts, self.run_dir)
         # Recreate what the start of the epoch set up, then overwrite with the saved states.
         seed_everything(self.opts.seed, self.state.epoch, self.ranks.rank)
         if not self.state.done:

@@ -86,3 +86,29 @@ def train_options_for(model_type: str, given: dict) -> TrainOptions:
     values = dict(model_class(model_type).train_defaults)
     values.update({k: v for k, v in given.items() if v is not None})
     return TrainOptions.from_dict(values, "training options")
+
+
+#: training settings a resume may change (``train --resume RUN --epochs N``, a run moved between devices)
+RESUMABLE_CHANGES = frozenset({"epochs", "max_halvings", "device"})
+
+
+def check_resumed_options(saved_path: str, opts: TrainOptions, run_dir: str) -> None:
+    """Refuse a resume whose config.json's training settings ``opts`` are not those its checkpoint was written with
+    (``saved_path``, the checkpoint's ``options.json``): an edited ``batch_size`` met the saved recurrent state in a
+    torch traceback, an edited ``lr`` was ignored. Checkpoints written before this check hold no ``options.json``;
+    theirs are taken as they are."""
+    import dataclasses
+    import os
+
+    from ..errors import UserError
+    from .rundir import read_json
+
+    if not os.path.exists(saved_path):
+        return
+    saved, now = read_json(saved_path), dataclasses.asdict(opts)
+    for key in sorted(set(saved) & set(now) - RESUMABLE_CHANGES):
+        if saved[key] != now[key]:
+            raise UserError(f"{os.path.join(run_dir, 'config.json')}: train.{key} is {now[key]!r}, but the run's "
+                            f"checkpoint was trained with {saved[key]!r}; a run goes on with the settings it began "
+                            f"with (only epochs, max_halvings and device may change): put {saved[key]!r} back, or "
+                            f"start a new run from this one with --init-from")

@@ -1,0 +1,43 @@
+"""train_maxent checks its arguments as the flags do, before it writes anything, and a failed train_lm call leaves
+no half-made run directory behind (a user's own files in it stay)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import synthetic_sentences, write_corpus
+
+import sampledlm
+from sampledlm.errors import UserError
+
+
+
+@pytest.fixture
+def corpus(tmp_path, private_cache):
+    sents = synthetic_sentences(300, seed=3)
+    return write_corpus(tmp_path / "train.txt", sents[:250]), write_corpus(tmp_path / "valid.txt", sents[250:])
+
+
+def test_train_maxent_checks_its_arguments_before_it_writes(tmp_path, corpus):
+    train, valid = map(str, corpus)
+    for kwargs, words in (({"ranks": 0}, "ranks 0"), ({"ranks": "2"}, "ranks '2'"), ({"epochs": -1}, "epochs"),
+                          ({"alpha": 0}, "neg-rate"), ({"epochs": "3"}, "integer"), ({"ranks": 10_000}, "1024")):
+        with pytest.raises(UserError, match=words):
+            sampledlm.train_maxent(train, valid, tmp_path / "m", **kwargs)
+        assert not (tmp_path / "m").exists(), kwargs
+    with pytest.raises(UserError, match="at most one rank a word"):
+        sampledlm.train_maxent([["a", "b"]] * 20, [["a", "b"]], tmp_path / "m", ranks=8, epochs=1)
+    assert not (tmp_path / "m").exists()
+    assert sampledlm.train_maxent(train, valid, tmp_path / "m", epochs=1).perplexity(corpus[1]) > 1  # a retry trains
+
+
+def test_a_failed_train_lm_call_leaves_no_directory_behind(tmp_path, corpus):
+    sents = [line.split() for line in corpus[0].read_text().splitlines()]
+    for kwargs in ({"device": "tpu"}, {"epochs": 0}, {"model": "rnn"}):
+        with pytest.raises(UserError):
+            sampledlm.train_lm(sents, sents[:20], tmp_path / "r", **kwargs)
+        assert not (tmp_path / "r").exists(), kwargs
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's own file\n")
+    with pytest.raises(UserError):
+        sampledlm.train_lm(sents, sents[:20], tmp_path / "mine", epochs=0)
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
