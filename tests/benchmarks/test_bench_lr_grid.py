@@ -63,7 +63,7 @@ def test_the_grid_starts_with_the_softmax_above_its_default_and_ends_with_the_tr
     by = {r.name: r for r in grid}
     assert by["gru nce"].default_lr == 0.004 and by["gru softmax"].default_lr == 0.004
     assert by["gru is"].default_lr == 0.004 and by["gru css-is"].default_lr == 0.008
-    assert by["gru blackout"].default_lr == 0.008 and by["ffnn softmax"].default_lr == 0.002
+    assert by["gru blackout"].default_lr == 0.008 and by["ffnn softmax"].default_lr == 0.001
     assert by["transformer softmax"].default_lr == 0.0005
 
 

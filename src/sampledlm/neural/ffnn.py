@@ -55,7 +55,7 @@ class FFNNConfig:
 class FFNN(NeuralScorer):
     Config = FFNNConfig
     #: training settings the results pages use for this model (Adam converges in fewer epochs than SGD)
-    train_defaults = {"optimizer": "adam", "lr": 0.002, "batch_size": 256, "epochs": 12, "max_halvings": 3,
+    train_defaults = {"optimizer": "adam", "lr": 0.001, "batch_size": 256, "epochs": 12, "max_halvings": 3,
                       "min_improvement": 0.003}
     uses_bptt = False  # each prediction's context is its own n-1 words
 
