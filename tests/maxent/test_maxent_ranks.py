@@ -88,6 +88,9 @@ def test_distributed_maxent_outside_torchrun_and_with_ranks_is_refused(tmp_path,
     code, _, err = run_cli(["maxent", "train", "--train", train, "--valid", valid, "-o", str(out), "--distributed"],
                            capsys)
     assert_one_line_error(code, err, "MASTER_ADDR", out)
+    # under torchrun without --distributed: every rank locked the same directory ("another process is writing")
+    code, _, err = run_cli(["maxent", "train", "--train", train, "--valid", valid, "-o", str(out)], capsys)
+    assert_one_line_error(code, err, "add --distributed", out)
 
 
 def test_local_ranks_from_a_script_on_standard_input_are_refused_not_waited_for(tmp_path, corpus):

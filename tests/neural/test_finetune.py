@@ -44,7 +44,7 @@ def test_a_finished_run_trains_further_with_more_epochs(corpus, tmp_path, capsys
     assert code == 0, err
     first = (run / "metrics.jsonl").read_text().splitlines()
     code, err = train(capsys, "--resume", run, "--epochs", "1")
-    assert code == 1 and "already finished after 1 epochs" in err and "--epochs" in err and "--init-from" in err
+    assert code == 1 and "already finished after 1 epoch " in err and "--epochs" in err and "--init-from" in err
     code, err = train(capsys, "--resume", run, "--epochs", "2")
     assert code == 0, err
     metrics = (run / "metrics.jsonl").read_text().splitlines()

@@ -63,3 +63,16 @@ def test_a_resume_refuses_a_config_json_whose_training_settings_were_edited(tmp_
     (run / "config.json").write_text(original)
     code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
     assert code == 0, err
+
+
+def test_a_resume_names_config_json_when_its_model_section_was_edited(tmp_path, corpus, capsys):
+    """eval named the file for such an edit; train --resume gave the bare message ("unknown model type None")."""
+    run = tmp_path / "g"
+    code, _, err = run_cli(["train", "--train", str(corpus[0]), "--valid", str(corpus[1]), *GRU, "--epochs", "1",
+                            "-o", str(run)], capsys)
+    assert code == 0, err
+    config = json.loads((run / "config.json").read_text())
+    config["model"]["colour"] = "red"
+    (run / "config.json").write_text(json.dumps(config))
+    code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
+    assert code == 1 and str(run / "config.json") in err and "colour" in err, err

@@ -169,6 +169,9 @@ def _check_ranks(ranks, distributed: bool, log: Callable[[str], None]) -> int:
                             "start it with torchrun --nproc-per-node N -m sampledlm maxent train ... --distributed, "
                             "or use --ranks N for processes on this machine")
         return rank_from_env(world_size_from_env())
+    if os.environ.get("WORLD_SIZE", "1") not in ("", "0", "1"):  # every torchrun rank would lock the same directory
+        raise UserError(f"this process is one of torchrun's ranks (WORLD_SIZE={os.environ['WORLD_SIZE']}): add "
+                        "--distributed, so that each trains its shard of the words; or run without torchrun")
     cpus = os.cpu_count() or 1
     if ranks > cpus:
         log(f"note: {ranks} ranks on {cpus} CPUs: the ranks take turns on the CPUs, so training is slower than with "

@@ -233,7 +233,10 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
     vocab = runs.load_vocab_checked(run_dir, config)
     _check_same_texts(run_dir, config)
     opts = TrainOptions.from_dict(config["train"], cfg_path)
-    model, objective = runs.build_from_config(config, vocab)
+    try:
+        model, objective = runs.build_from_config(config, vocab)
+    except UserError as e:  # a field of config.json that the model or objective refuses: name the file, as eval does
+        raise UserError(f"{cfg_path}: {e}") from None
     train_ids, valid_ids = _load_streams(config, vocab)
     trainer = RunTrainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
     ckpt = runs.latest_checkpoint(run_dir)
@@ -243,7 +246,8 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
     trainer.lock = lock
     more = (overrides or {}).get("epochs") is not None and overrides["epochs"] > trainer.state.epoch
     if refuse_finished and trainer.state.finalized and not more:  # before config.json is touched
-        raise UserError(f"{run_dir}: training already finished after {trainer.state.epoch} epochs (best valid ppl "
+        n = trainer.state.epoch
+        raise UserError(f"{run_dir}: training already finished after {n} epoch{'s' if n != 1 else ''} (best valid ppl "
                         f"{trainer.state.best_valid:.2f}); give a larger --epochs to train it further, or start "
                         f"another run from it with --init-from {run_dir}")
     if ranks.is_main:  # a new session of training: its date and device (a run from before 0.2.0: begun now)
