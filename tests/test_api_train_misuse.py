@@ -41,3 +41,16 @@ def test_a_failed_train_lm_call_leaves_no_directory_behind(tmp_path, corpus):
     with pytest.raises(UserError):
         sampledlm.train_lm(sents, sents[:20], tmp_path / "mine", epochs=0)
     assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+
+
+def test_arguments_of_the_wrong_kind_are_refused_in_one_line_not_by_a_bare_type_error(tmp_path, corpus):
+    train, valid = map(str, corpus)
+    for call, words in ((lambda: sampledlm.train_lm(42, valid, tmp_path / "r"), "iterable of sentences"),
+                        (lambda: sampledlm.train_lm(train, valid, None), "output should be a path"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", threads=-3), "threads -3"),
+                        (lambda: sampledlm.resume_lm(None), "run_dir should be a path"),
+                        (lambda: sampledlm.train_maxent(train, valid, 5), "output should be a path"),
+                        (lambda: sampledlm.load(5), "not int")):
+        with pytest.raises(UserError, match=words):
+            call()
+    assert not (tmp_path / "r").exists()

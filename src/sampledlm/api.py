@@ -69,7 +69,8 @@ def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights
     from .loader import load_model
     from .lm import Mixture
 
-    if isinstance(path_or_paths, (bytes, bytearray)) or path_or_paths is None:
+    if isinstance(path_or_paths, (bytes, bytearray)) or path_or_paths is None or not (
+            isinstance(path_or_paths, (str, os.PathLike)) or isinstance(path_or_paths, Iterable)):
         raise UserError(f"load: give a model's path or a list of paths, not {type(path_or_paths).__name__}")
     paths = [os.fspath(path_or_paths)] if isinstance(path_or_paths, (str, os.PathLike)) else \
         [os.fspath(p) for p in path_or_paths]

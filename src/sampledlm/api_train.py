@@ -91,13 +91,11 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     known = set(MODEL_FIELDS) | set(TRAIN_FIELDS) | set(OBJECTIVE_FIELDS)
     settings, opts = _split_settings("train_lm", settings, known, text_options)  # lowercase=True and the like too
     flags = {k: None for k in known} | settings
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    _set_threads("train_lm", threads)
     log = log or (lambda msg: None)
     notes: list[str] = []
     vocab = None if vocab is None else os.fspath(vocab)
+    _path("train_lm", "output", output)
     with _text_files({"train": train, "valid": valid}) as files, _nothing_left_on_error(os.fspath(output)):
         files = _kept_in_run(os.fspath(output), files, {"train": train, "valid": valid})
         try:
@@ -127,6 +125,24 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
             copy_weights(source, trainer.model, trainer.objective, words, os.fspath(init_from))
     trainer.train()  # from here a stopped run is kept, to go on with resume_lm
     return load(output)
+
+
+def _path(call: str, name: str, value) -> str:
+    """``value`` as a path, or a one-line refusal naming the argument (``os.fspath`` raised a bare TypeError)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise UserError(f"{call}: {name} should be a path (a str or a pathlib.Path), not {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _set_threads(call: str, threads) -> None:
+    """torch's CPU threads for the process, when given (1-1,024, as ``--threads``)."""
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 1024:
+        raise UserError(f"{call}: threads {threads!r}: give a whole number from 1 to 1024")
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 class _nothing_left_on_error:
@@ -166,11 +182,8 @@ def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = 
     """
     from .neural.trainer import resume_run
 
-    run_dir = os.fspath(run_dir)
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    run_dir = _path("resume_lm", "run_dir", run_dir)
+    _set_threads("resume_lm", threads)
     over = {k: v for k, v in (("epochs", epochs), ("max_halvings", max_halvings), ("device", device))
             if v is not None}
     trainer = resume_run(run_dir, over, log=log or (lambda msg: None), refuse_finished=True)
@@ -201,6 +214,7 @@ def train_maxent(train, valid, output, *, force: bool = False, init_from=None, v
     fields = {f.name for f in dataclasses.fields(MaxentRun)}
     run_settings, opts = _split_settings("train_maxent", settings, fields, text_options)
     run = from_dict(MaxentRun, run_settings, "train_maxent")  # types and ranges, as the flags check theirs
+    _path("train_maxent", "output", output)
     with _text_files({"train": train, "valid": valid}) as files:
         train_directory(files["train"], files["valid"], os.fspath(output), run, opts,
                         force=force, init_dir=None if init_from is None else os.fspath(init_from),
@@ -220,7 +234,7 @@ def resume_maxent(output, *, log=None) -> Model:
     """
     from .maxent.run import resume_directory
 
-    resume_directory(os.fspath(output), log=log or (lambda line: None))
+    resume_directory(_path("resume_maxent", "output", output), log=log or (lambda line: None))
     return load(output)
 
 
@@ -327,6 +341,9 @@ class _text_files:
             if isinstance(text, (str, os.PathLike)):
                 files[name] = os.fspath(text)
                 continue
+            if not isinstance(text, Iterable) or isinstance(text, (bytes, bytearray)):
+                raise UserError(f"{name}: give a text file's path or an iterable of sentences, not "
+                                f"{type(text).__name__}")
             if self.tmp is None:
                 self.tmp = tempfile.TemporaryDirectory(prefix="sampledlm-text-")
             files[name] = os.path.join(self.tmp.name, f"{name}.txt")
