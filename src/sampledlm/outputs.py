@@ -56,3 +56,35 @@ def remove_if_empty(out_dir: str) -> None:
             shutil.rmtree(out_dir)
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def replaced_directory(path: str):
+    """Yield a scratch folder beside ``path`` to write a directory output into (n-best lists, lattices); when the
+    block ends well it takes ``path``'s place whole, so nothing of an earlier output (``--force``) stays beside the
+    new files; when it fails (or is killed: the next writer of ``path`` sweeps it) it goes and ``path`` is as it
+    was."""
+    import os
+    import shutil
+    import tempfile
+
+    from .data.writing import _umask, sweep_dead_temps, temp_prefix
+
+    parent = os.path.dirname(os.path.abspath(path))
+    sweep_dead_temps(parent)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f"{temp_prefix(path)}{os.getpid()}.", suffix=".tmp")
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's folder is the owner's alone
+        if os.path.isdir(path) and not os.path.islink(path):
+            old = tmp[: -len(".tmp")] + ".old.tmp"
+            os.rename(path, old)
+            os.rename(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            if os.path.lexists(path):  # a file given --force
+                os.unlink(path)
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

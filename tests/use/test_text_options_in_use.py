@@ -84,10 +84,10 @@ def test_rescore_refuses_meaningless_combinations(models, run_in_process, args, 
 
 
 @pytest.mark.parametrize("line,message", [
-    ('{"id": "a", "hyps": [{"words": "x y", "am": true, "lm": 1}]}', "am must be a number"),
-    ('{"id": null, "hyps": [{"words": "x y", "am": 1, "lm": 1}]}', "id must be a string or an integer"),
-    ('{"id": "a", "hyps": [{"words": 7, "am": 1, "lm": 1}]}', "words must be a string or a list of strings"),
-    ('{"id": "a", "ref": {"x": 1}, "hyps": [{"words": "x", "am": 1, "lm": 1}]}', "ref must be a string"),
+    ('{"id": "a", "hyps": [{"words": "x y", "am": true, "lm": 1}]}', r"hyps\[0\]\.am: true is not a number"),
+    ('{"id": null, "hyps": [{"words": "x y", "am": 1, "lm": 1}]}', "id: a string or an integer, not null"),
+    ('{"id": "a", "hyps": [{"words": 7, "am": 1, "lm": 1}]}', r"hyps\[0\]\.words: a string or a list of strings, not 7"),
+    ('{"id": "a", "ref": {"x": 1}, "hyps": [{"words": "x", "am": 1, "lm": 1}]}', "ref: a string or a list of strings"),
 ])
 def test_json_nbest_fields_of_the_wrong_type_are_refused(tmp_path, line, message):
     from sampledlm.errors import UserError

@@ -156,6 +156,8 @@ def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k,
     if tune_nbest is not None and not (tune_on and is_slf(tune_on)):
         raise UserError("--tune-nbest takes the best paths of the lattices given to --tune-on: "
                         + (f"{tune_on} holds n-best lists" if tune_on else "give --tune-on DEV"))
+    if output and os.path.isdir(output) and (output.endswith(JSONL_NAMES) or output_format == "jsonl"):
+        raise UserError(f"-o {output}: is a directory, and JSONL n-best lists are one file: give a file name")
     if output and output.endswith(JSONL_NAMES):
         if lattices:
             raise UserError(f"-o {output}: a JSONL file's name, but rescored lattices are written as a directory "
@@ -277,11 +279,19 @@ def _rescore_lists(lists, lm, w, output, output_format, fmt, path, summary):
     if output:
         out_fmt = output_format if output_format != "auto" else \
             "jsonl" if output.endswith(JSONL_NAMES) else fmt if fmt != "auto" else detect_format(path)
-        if out_fmt == "slf":
-            from ..errors import UserError
+        from ..errors import UserError
 
+        if out_fmt == "slf":
             raise UserError("n-best lists are written as srilm, kaldi or jsonl, not slf")
-        write_nbest(output, ranked, out_fmt)
+        if out_fmt == "jsonl":
+            if os.path.isdir(output):
+                raise UserError(f"-o {output}: is a directory, and JSONL n-best lists are one file: give a file name")
+            write_nbest(output, ranked, out_fmt)
+        else:
+            from ..outputs import replaced_directory
+
+            with replaced_directory(output) as tmp:  # the whole directory replaced: no earlier list stays beside
+                write_nbest(tmp, ranked, out_fmt)
     return [(nb.id, nb.hyps[0].words) for nb in ranked]
 
 
@@ -341,9 +351,11 @@ def _rescore_lattices(lats, lm, w, k, output, summary):
         summary.update(_wer({"first_pass_wer": first.wer, "rescored_wer": resc.wer,
                              "reference_words": first.ref_words}))
     if output:
-        os.makedirs(output, exist_ok=True)
-        for i, lat in enumerate(lats):  # exact: split by the last n-1 words; else the search's merged expansion
-            out = expand(lat, lm, k, w.first_pass_weight) if is_exact else \
-                expansion_lattice(exps[i], lat, w.first_pass_weight)
-            write_slf(os.path.join(output, f"{lat.id}.slf"), out)
+        from ..outputs import replaced_directory
+
+        with replaced_directory(output) as tmp:  # the whole directory replaced: no earlier lattice stays beside
+            for i, lat in enumerate(lats):  # exact: split by the last n-1 words; else the search's merged expansion
+                out = expand(lat, lm, k, w.first_pass_weight) if is_exact else \
+                    expansion_lattice(exps[i], lat, w.first_pass_weight)
+                write_slf(os.path.join(tmp, f"{lat.id}.slf"), out)
     return best

@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..data.jsontext import MAX_DEPTH, too_deep
-from ..data.tokenizer import TextOptions, tokenize_line
+from ..data.tokenizer import TextOptions, token_normaliser, tokenize_line
 from ..data.vocab import BOS, EOS, UNK_ID, Vocab
 
 
@@ -130,6 +130,9 @@ class Reader:
         self.vocab, self.limits = vocab, limits
         self.opts = TextOptions(**(text_options or {}))
         self.index = vocab.index
+        # a token list is read as the Python API reads one: already split, each token normalised as the model's
+        # text was (lower-cased, numbers as <num>); unnormalised, an upper-case word was <unk> here alone
+        self.normalise = token_normaliser(text_options)
 
     def tokens(self, v, where: str, *, allow_empty: bool = False, allow_eos: bool = False) -> list[str]:
         if isinstance(v, str):
@@ -143,6 +146,7 @@ class Reader:
                     raise BadRequest(f"{where}[{i}]: {_show(t)} is not one token (empty or holds whitespace)")
                 if t == BOS or (t == EOS and not allow_eos):
                     raise BadRequest(f"{where}[{i}]: {t} is not a word here (sentence markers are implied)")
+            toks = [self.normalise(t) for t in toks]
         else:
             raise BadRequest(f"{where}: expected a string or a list of tokens, got {_kind(v)}")
         if not toks and not allow_empty:

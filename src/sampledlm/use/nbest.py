@@ -33,33 +33,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from ..data.jsontext import MAX_DEPTH, too_deep
 from ..data.textio import atomic_write, iter_lines
 from ..errors import UserError
+from ._nbest_types import MARKERS, Hypothesis, NBest, _words  # noqa: F401 - re-exported
+from ._nbest_jsonl import read_jsonl  # noqa: F401 - re-exported
 from .wer import Errors, align
 
 LN10 = math.log(10.0)
-MARKERS = frozenset({"<s>", "</s>"})
-
-
-@dataclass
-class Hypothesis:
-    """One entry of an n-best list; ``am``, ``lm`` first-pass natural-log scores, ``lm_new`` the rescoring LM's."""
-
-    words: list[str]
-    am: float
-    lm: float
-    lm_new: float | None = None
-
-
-@dataclass
-class NBest:
-    """An utterance's hypotheses in first-pass order, and its reference when known."""
-
-    id: str
-    hyps: list[Hypothesis]
-    ref: list[str] | None = None
-
 
 @dataclass
 class Weights:
@@ -84,10 +64,6 @@ def _float(path: str, line: int, text: str, what: str) -> float:
     if not math.isfinite(v):
         raise UserError(f"{path}:{line}: {what} {text!r} is not a finite number")
     return v
-
-
-def _words(tokens: list[str]) -> list[str]:
-    return [t for t in tokens if t not in MARKERS]
 
 
 def _utterance_id(path: str) -> str:
@@ -190,62 +166,6 @@ def read_kaldi(directory: str) -> list[NBest]:
     return [NBest(u, [h for _, h in sorted(hs, key=lambda x: x[0])]) for u, hs in by_utt.items()]
 
 
-def _json_words(value, what: str) -> list[str]:
-    """A JSON n-best's words: a string (split at white space) or a list of strings; anything else is refused
-    (``str()`` of a list had read ``['no', 'it']`` as the words ``['no',`` and ``'it']``)."""
-    if isinstance(value, str):
-        return value.split()
-    if isinstance(value, list) and all(isinstance(w, str) for w in value):
-        return [t for w in value for t in w.split()]
-    raise TypeError(f"{what} must be a string or a list of strings, not {json.dumps(value)[:40]}")
-
-
-def _json_number(value, what: str) -> float:
-    if isinstance(value, str):  # a number written as a string, as some tools do
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):  # true is not 1: a score is a number
-        raise TypeError(f"{what} must be a number, not {json.dumps(value)[:40]}")
-    return float(value)
-
-
-def read_jsonl(path: str) -> list[NBest]:
-    """A line per utterance: ``{"id": str, "ref": str (optional), "hyps": [{"words": str, "am": x, "lm": y}]}``;
-    ``words`` and ``ref`` may also be lists of strings, ``id`` an integer."""
-    out = []
-    for n, line in enumerate(iter_lines(path), 1):
-        if not line.strip():
-            continue
-        if too_deep(line):
-            raise UserError(f"{path}:{n}: JSON nested too deeply (over {MAX_DEPTH} levels)")
-        try:
-            d = json.loads(line)
-            hyps = [Hypothesis(_words(_json_words(h["words"], "words")), _json_number(h["am"], "am"),
-                               _json_number(h["lm"], "lm")) for h in d["hyps"]]
-            if isinstance(d["id"], bool) or not isinstance(d["id"], (str, int)):
-                raise TypeError(f"id must be a string or an integer, not {json.dumps(d['id'])[:40]}")
-            uid = str(d["id"])
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
-        except RecursionError:
-            raise UserError(f"{path}:{n}: JSON nested too deeply") from None
-        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
-            raise UserError(f"{path}:{n}: expected {{\"id\", \"hyps\": [{{\"words\", \"am\", \"lm\"}}]}} "
-                            f"({type(e).__name__}: {e})") from None
-        if not hyps:
-            raise UserError(f"{path}:{n}: utterance {uid!r} has no hypotheses")
-        if not all(math.isfinite(h.am) and math.isfinite(h.lm) for h in hyps):
-            raise UserError(f"{path}:{n}: a score is not a finite number")
-        ref = d.get("ref")
-        try:
-            ref = None if ref is None else _words(_json_words(ref, "ref"))
-        except TypeError as e:
-            raise UserError(f"{path}:{n}: {e}") from None
-        out.append(NBest(uid, hyps, ref))
-    if not out:
-        raise UserError(f"{path}: no utterances")
-    return out
-
-
 def detect_format(path: str) -> str:
     if os.path.isdir(path):
         # any of Kaldi's file names makes it a Kaldi directory, so a missing one is named as such
@@ -271,11 +191,13 @@ def read_nbest(path: str, fmt: str = "auto") -> list[NBest]:
 
 def read_refs(path: str, lists: list[NBest]) -> None:
     """Attach references from a Kaldi-style ``utt w1 .. wn`` file; every utterance needs one."""
-    refs = {}
+    refs, first = {}, {}
     for n, line in enumerate(iter_lines(path), 1):
         f = line.split()
         if f:
-            refs[f[0]] = _words(f[1:])
+            if f[0] in refs:  # the last had won, and the WER reported and tuned on changed without a word
+                raise UserError(f"{path}:{n}: utterance {f[0]!r} appears twice (first on line {first[f[0]]})")
+            refs[f[0]], first[f[0]] = _words(f[1:]), n
     for nb in lists:
         if nb.id not in refs:
             raise UserError(f"{path}: no reference for utterance {nb.id!r}")
@@ -485,3 +407,4 @@ def oov_share(items, lm) -> tuple[int, int]:
     words = [w for it in items for h in getattr(it, "hyps", ()) for w in h.words]
     words += [link.word for it in items for link in getattr(it, "links", ()) if link.word is not None]
     return sum(norm(w) not in index for w in words), len(words)
+
