@@ -270,3 +270,16 @@ def four_models(tmp_path_factory) -> pathlib.Path:
     """A directory with train.txt, valid.txt, test.txt (a synthetic corpus, vocabulary 50) and one tiny model of
     each family trained on them through the CLI: kn3.arpa, ffnn3/, gru/, melm/ (one test module's)."""
     return _train_tiny_models(tmp_path_factory.mktemp("models"), maxent=True)
+
+
+@pytest.fixture(scope="module")
+def samples_kn3(tmp_path_factory):
+    """``sampledlm samples``'s files and kn3.arpa trained on their train.txt."""
+    from sampledlm.cli import main
+
+    d = tmp_path_factory.mktemp("samples")
+    for args in (["samples", str(d)], ["ngram", "train", "--train", str(d / "train.txt"), "-o", str(d / "kn3.arpa")]):
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        assert e.value.code == 0
+    return d

@@ -13,15 +13,9 @@ from sampledlm.use.nbest import read_srilm_file
 
 
 @pytest.fixture(scope="module")
-def samples(tmp_path_factory):
-    """``sampledlm samples``'s files and kn3.arpa trained on their train.txt."""
-    from sampledlm.cli import main
-
-    d = tmp_path_factory.mktemp("samples")
-    for args in (["samples", str(d)], ["ngram", "train", "--train", str(d / "train.txt"), "-o", str(d / "kn3.arpa")]):
-        with pytest.raises(SystemExit) as e:
-            main(args)
-        assert e.value.code == 0
+def samples(samples_kn3):
+    """``sampledlm samples``'s files, kn3.arpa, and references without words."""
+    d = samples_kn3
     (d / "empty-refs.txt").write_text("".join(f"{line.split()[0]}\n" for line in (d / "refs.txt").read_text()
                                               .splitlines()))
     (d / "empty-refs.jsonl").write_text("".join(json.dumps({**json.loads(line), "ref": ""}) + "\n"

@@ -14,16 +14,8 @@ from sampledlm.use.nbest import read_jsonl
 
 
 @pytest.fixture(scope="module")
-def samples(tmp_path_factory):
-    """``sampledlm samples``'s files and kn3.arpa trained on their train.txt."""
-    from sampledlm.cli import main
-
-    d = tmp_path_factory.mktemp("samples")
-    for args in (["samples", str(d)], ["ngram", "train", "--train", str(d / "train.txt"), "-o", str(d / "kn3.arpa")]):
-        with pytest.raises(SystemExit) as e:
-            main(args)
-        assert e.value.code == 0
-    return d
+def samples(samples_kn3):
+    return samples_kn3
 
 
 def test_force_replaces_a_directory_output_whole(samples, run_in_process, tmp_path):
