@@ -56,9 +56,20 @@ def test_recurrent_and_transformer_models_read_the_whole_history(kind, options):
     assert tiny_neural(kind, **options).context_length is None
 
 
-def test_a_maxent_model_reads_the_whole_history(four_models):
+def test_a_maxent_model_reads_as_far_as_its_features(four_models, tmp_path):
+    """Feat-I looks back two words, so a lattice is expanded exactly for it as for a trigram (it was said to read
+    the whole history, and lattice rescoring asked for --k); trigger features read further: None."""
+    import sampledlm
+
     lm = load_model(str(four_models / "melm"))
-    assert lm.family == "maxent" and lm.context_length is None
+    assert lm.family == "maxent" and lm.context_length == 2
+    words = (four_models / "train.txt").read_text().split()[:6]
+    model = sampledlm.load(four_models / "melm")
+    one, two = model.word_scores(words[:5]), model.word_scores(words[5:6] + words[1:5])
+    assert one[-1].logprob == two[-1].logprob and one[-2].logprob == two[-2].logprob  # the same last two words
+    sents = [line.split() for line in (four_models / "train.txt").read_text().splitlines()]
+    triggers = sampledlm.train_maxent(sents, sents[:20], tmp_path / "feat2", features="feat-ii", epochs=1)
+    assert load_model(str(tmp_path / "feat2")).context_length is None and triggers.context_length is None
 
 
 def test_a_mixture_reads_as_far_as_its_farthest_model(four_models):

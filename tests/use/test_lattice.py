@@ -85,7 +85,7 @@ def test_nbest_from_a_lattice_is_the_top_of_all_paths():
     np.testing.assert_allclose([h.am + 0.7 * h.lm + 0.3 * len(h.words) for h in got.hyps], want)
 
 
-@pytest.mark.parametrize("name", ["kn3.arpa", "ffnn3", "mix"])
+@pytest.mark.parametrize("name", ["kn3.arpa", "ffnn3", "mix", "melm"])  # melm: Feat-I, trigrams and no triggers
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_exact_expansion_equals_enumerating_paths(four_models, name, seed):
     lm = (Mixture([load_model(str(four_models / "ffnn3")), load_model(str(four_models / "kn3.arpa"))], [0.4, 0.6])

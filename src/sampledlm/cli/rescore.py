@@ -308,7 +308,8 @@ def _search_k(lm, k, output):
 
     exact = lm.context_length
     if k is None and exact is None:
-        raise UserError("this model looks back over the whole sentence (recurrent): give --k, the number of last "
+        raise UserError("this model looks back over the whole sentence (a recurrent or Transformer model, or maxent trigger "
+                        "features): give --k, the number of last "
                         "words by which lattice histories are merged")
     return exact if k is None else k
 

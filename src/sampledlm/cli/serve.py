@@ -18,7 +18,8 @@ from .configfile import config_option
               help="Longest wait of a batch's first request for others to join it (it waits only while "
                    "other requests are being read; a lone client never waits).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True,
-              help="Most items (sentences, history-word pairs, histories) in one model call.")
+              help="Most items (sentences, history-word pairs, histories) that requests arriving together join into "
+                   "one model call; one request over it is still answered by one call.")
 @click.option("--no-batching", is_flag=True, help="Send every request to the model by itself.")
 @click.option("--history-cache", type=click.IntRange(min=0), default=20000, show_default=True,
               help="Contexts of feed-forward histories kept (LRU; 0: none). Other models keep none.")
@@ -27,7 +28,7 @@ from .configfile import config_option
 @click.option("--max-items", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Most sentences, history-word pairs or histories in one request (413 above).")
 @click.option("--max-words", type=click.IntRange(min=1), default=200, show_default=True,
-              help="Most tokens in one sentence or history (413 above).")
+              help="Most tokens in one sentence, one history or one /next query's word list (413 above).")
 @click.option("--max-k", type=click.IntRange(min=1), default=1000, show_default=True, help="Largest k of /topk.")
 @click.option("--read-timeout", type=FiniteFloat(min=0.1), default=10.0, show_default=True,
               help="Seconds a client has to send a request's body (408 after).")

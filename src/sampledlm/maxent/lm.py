@@ -37,9 +37,11 @@ class MaxEntLM(LanguageModel):
         self.text_options = text_options if text_options is not None else model.text_options
 
     @property
-    def context_length(self) -> None:
-        """None: trigger features look back arbitrarily far (the same is said of every MaxEnt LM, triggers or not)."""
-        return None
+    def context_length(self) -> int | None:
+        """The most words a feature looks back (2 for Feat-I's trigrams, 3 with skip-trigrams), so that a lattice
+        is expanded exactly as for an n-gram; None with trigger features, whose window reaches back further."""
+        spec = self.model.features.spec
+        return None if spec.has_triggers else spec.max_back
 
     @property
     def crosses_sentences(self) -> bool:
