@@ -144,6 +144,23 @@ def test_a_write_killed_before_its_last_file_leaves_no_config_and_the_same_comma
     assert np.array_equal(a.vectors, b.vectors) and np.array_equal(a.vectors, c.vectors)
 
 
+def test_a_write_killed_in_its_first_file_leaves_a_temporary_the_same_command_sweeps(trained, tmp_path, capsys):
+    """Found by `sampledlm bench crashes` (2026-11-30): a kill a few ms into the write left only the temporary of
+    the staged vectors.safetensors, and the same command refused the directory as someone else's."""
+    import socket
+
+    from sampledlm.embed import formats
+
+    out = tmp_path / "vec"
+    out.mkdir()
+    host = socket.gethostname().replace(".", "_")
+    (out / f".{formats.STAGED}vectors.safetensors.{host}.999999999.abcd1234.tmp").write_bytes(b"half a tensor")
+    code, _, err = run_cli(_train_args(trained, out), capsys)  # the same command, no --force
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir() if p.name.endswith(".tmp")) == []
+    assert (out / "config.json").exists()
+
+
 def test_a_second_writer_of_the_directory_stops_before_reading_the_corpus(trained, tmp_path, capsys, monkeypatch):
     """The output directory is locked for the whole command: a second `embed train -o DIR` stops at once with a
     clear message (it used to train to the end and only then meet the lock, or write vectors.bin and vectors.txt

@@ -192,7 +192,9 @@ def interrupted_write(names: list[str]) -> bool:
     names = [n for n in names if n != ".lock"]
     ours = all(n in DIRECTORY_FILES or n in NAMES or n.startswith(STAGED) or (n.startswith(".") and n.endswith(".tmp"))
                for n in names)
-    return ours and any(n.startswith(("vectors.", ".vectors.", STAGED + "vectors.")) for n in names)
+    # the first file written is vectors.safetensors, staged: a kill in its write leaves only that file's temporary
+    return ours and any(n.startswith(("vectors.", ".vectors.", STAGED + "vectors.", "." + STAGED + "vectors."))
+                        for n in names)
 
 
 def write_directory(path: str, wv: WordVectors, extra: dict, tensors: dict[str, np.ndarray], text: bool = True,
