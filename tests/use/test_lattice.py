@@ -234,3 +234,16 @@ def test_continuation_queries_grouped_by_history_give_score_numbers(four_models)
             stream = np.array(list(hist) + [word] + ([] if word == EOS_ID else [EOS_ID]), dtype=np.int64)
             want.append(lm.logprobs(stream, independent=True)[len(hist)])
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_exact_expansion_keeps_the_node_times(four_models, tmp_path):
+    """Each node's copies keep its time (t=), which ASR pipelines need for CTMs and alignment; they were dropped."""
+    lm = load_model(str(four_models / "kn3.arpa"))
+    lat = random_lattice(4, WORDS)
+    lat.times = {i: 0.25 * i for i in range(lat.num_nodes)}
+    big = expand(lat, lm)
+    assert big.num_nodes > lat.num_nodes and set(big.times) == set(range(big.num_nodes))
+    assert big.times[big.start] == 0.0 and big.times[big.end] == 0.25 * (lat.num_nodes - 1)
+    assert all(big.times[lk.end] > big.times[lk.start] for lk in big.links)  # every link goes forward in time
+    write_slf(str(tmp_path / "big.slf"), big)
+    assert read_slf(str(tmp_path / "big.slf")).times == big.times

@@ -162,7 +162,9 @@ def expand(lat: Lattice, lm, k: int | None = None, first_pass_weight: float = 0.
     compact = {s: i for i, s in enumerate(used)}
     for lk in links:
         lk.start, lk.end = compact[lk.start], compact[lk.end]
-    return Lattice(lat.id, len(used), links, 0, compact[final], {}, dict(lat.header))
+    times = {compact[renumber[s]]: lat.times[node] for (node, _), s in state_id.items()  # each copy keeps its
+             if node in lat.times and renumber[s] in compact}                              # node's time (t=)
+    return Lattice(lat.id, len(used), links, 0, compact[final], times, dict(lat.header))
 
 
 def best_path(lat: Lattice, weights: Weights = Weights()) -> tuple[list[str], float]:
