@@ -68,6 +68,10 @@ def test_rescore_warns_about_out_of_vocabulary_words_and_folds_case_on_request(m
     assert "100.0% of the hypothesis words" in r.stderr and "--lowercase" in r.stderr
     r = run_in_process("rescore", "kn2.arpa", "up.jsonl", "--json", "--lowercase", cwd=models)
     assert json.loads(r.stdout)["oov_words"] == 0 and "warning" not in r.stderr
+    (models / "zz.jsonl").write_text(json.dumps({"id": "u", "hyps": [{"words": "zzqx qqzx", "am": -1, "lm": -2}]})
+                                     + "\n")  # words of no case the model knows: --lowercase would not help
+    r = run_in_process("rescore", "kn2.arpa", "zz.jsonl", "--json", cwd=models)
+    assert "100.0% of the hypothesis words" in r.stderr and "--lowercase" not in r.stderr
 
 
 @pytest.mark.parametrize("args,message", [

@@ -173,11 +173,12 @@ def _oov_words(items, lm, lowercase, summary) -> None:
     :data:`OOV_WARNING` of them."""
     from ..use.nbest import oov_share
 
-    oov, total = oov_share(items, lm)
+    oov, total, folded = oov_share(items, lm, folded=True)
     if total and oov / total > OOV_WARNING:
+        hint = "" if lowercase or not folded else \
+            f"; {folded:,} of them are in it lower-cased: the recogniser writes another case, try --lowercase"
         click.echo(f"sampledlm: warning: {100 * oov / total:.1f}% of the hypothesis words ({oov:,} of {total:,}) are "
-                   f"outside the model's vocabulary and score as <unk>"
-                   + ("" if lowercase else "; if the recogniser writes another case, try --lowercase"), err=True)
+                   f"outside the model's vocabulary and score as <unk>" + hint, err=True)
     summary.update({"oov_words": oov, "hypothesis_words": total})
 
 

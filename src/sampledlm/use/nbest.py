@@ -398,13 +398,15 @@ def fold_case(items) -> None:
             it.ref = [w.lower() for w in it.ref]
 
 
-def oov_share(items, lm) -> tuple[int, int]:
+def oov_share(items, lm, folded: bool = False) -> tuple[int, ...]:
     """``(words outside the model's vocabulary, words)`` over every hypothesis (n-best) or link (lattice) word,
-    read as the model reads text (its own lower-casing and numbers)."""
+    read as the model reads text (its own lower-casing and numbers); ``folded``: a third count, of those outside
+    words that are in the vocabulary lower-cased (whether ``--lowercase`` would help)."""
     from ..data.tokenizer import token_normaliser
 
     norm, index = token_normaliser(lm.text_options), lm.vocab.index
     words = [w for it in items for h in getattr(it, "hyps", ()) for w in h.words]
     words += [link.word for it in items for link in getattr(it, "links", ()) if link.word is not None]
-    return sum(norm(w) not in index for w in words), len(words)
+    out = [norm(w) for w in words if norm(w) not in index]
+    return (len(out), len(words)) + ((sum(w.lower() in index for w in out),) if folded else ())
 
