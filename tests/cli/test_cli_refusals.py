@@ -11,7 +11,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from helpers import assert_one_line_error
+from helpers import assert_one_line_error, synthetic_sentences, write_corpus
 from sampledlm.cli import cli
 
 
@@ -84,9 +84,12 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(tiny_corpus, tmp_p
     sents = tiny_corpus["train"].read_text().splitlines()
     (tmp_path / "l.jsonl").write_text("".join(json.dumps({"id": f"u{i}", "hyps": [{"words": s, "am": -1, "lm": -2}]})
                                               + "\n" for i, s in enumerate(sents * 10)))
+    # the n-gram model of a larger text: tiny_corpus's trigram ARPA (63,755 bytes) fits in a 64 KiB pipe, so the
+    # command could finish its write before the reader closed, and then print its summary (a race, seen in CI)
+    big = write_corpus(tmp_path / "big.txt", synthetic_sentences(3000, vocab_size=400, seed=1))  # ARPA ~470 KB
     args = {"score": [str(model), str(tiny_corpus["train"]), "--per-word"],
             "rescore": [str(model), str(tmp_path / "l.jsonl")],
-            "ngram": ["train", "--train", str(tiny_corpus["train"]), "--order", "3", "-o", "-"]}[command]
+            "ngram": ["train", "--train", str(big), "--order", "3", "-o", "-"]}[command]
     p = subprocess.Popen([sys.executable, "-m", "sampledlm", command, *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     p.stdout.read(100)  # as `| head -c 100`: the command writes far more than a pipe holds
