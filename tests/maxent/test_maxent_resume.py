@@ -145,3 +145,15 @@ def test_sentences_given_in_python_are_kept_for_the_resumed_run(tmp_path, monkey
             sampledlm.train_maxent(sents[:160], sents[160:], out, **SETTINGS)
     lm = sampledlm.resume_maxent(out)
     assert lm.perplexity(sents[160:]) == sampledlm.load(whole).perplexity(sents[160:])
+
+
+def test_a_training_stopped_before_its_first_epoch_is_said_so(tmp_path, corpus, monkeypatch, capsys):
+    """It was "stopped after epoch 0"."""
+    out = tmp_path / "m"
+    with monkeypatch.context() as m:
+        m.setattr(checkpoint.Checkpointer, "save", lambda self, epoch, arrays, meta: (_ for _ in ()).throw(Killed()))
+        with pytest.raises(Killed):
+            sampledlm.train_maxent(*map(str, corpus), out, epochs=3)
+    assert checkpoint.committed_epoch(str(out)) == 0
+    code, err = cli(["maxent", "train", "--train", str(corpus[0]), "--valid", str(corpus[1]), "-o", str(out)], capsys)
+    assert code == 1 and "stopped before its first epoch ended" in err and "epoch 0" not in err, err

@@ -288,7 +288,8 @@ def check_output(out_dir: str, force: bool, clean: bool = False) -> None:
     if stopped and all(_INTERRUPTED_SAVE.match(e) for e in entries):
         if not force:
             epoch = checkpoint.committed_epoch(out_dir)
-            raise UserError(f"{out_dir}: holds a maxent training stopped after epoch {epoch}: go on with it by "
+            when = f"after epoch {epoch}" if epoch else "before its first epoch ended"
+            raise UserError(f"{out_dir}: holds a maxent training stopped {when}: go on with it by "
                             f"`sampledlm maxent train --resume {out_dir}` (in Python: "
                             f"sampledlm.resume_maxent({out_dir!r})), or give --force to start it over")
         if clean:
