@@ -94,6 +94,15 @@ def test_a_bad_file_is_one_line_naming_file_and_line(tiny_corpus, tmp_path, caps
     assert not (tmp_path / "x.arpa").exists()
 
 
+def test_a_scalar_for_a_list_setting_is_quoted_back_as_the_file_wrote_it(tiny_corpus, tmp_path, capsys):
+    """`hidden = "abc"` was quoted back as `hidden = ["abc"]`, which is not what the file says."""
+    (tmp_path / "bad.toml").write_text('hidden = "abc"\n')
+    code, _, err = run_cli(["train", "--config", str(tmp_path / "bad.toml"), "--train", str(tiny_corpus["train"]),
+                            "--valid", str(tiny_corpus["valid"]), "-o", str(tmp_path / "r")], capsys)
+    assert code == 1 and 'line 1: hidden = "abc": expected integer' in err and "[" not in err.split("hidden =")[1][:3]
+
+
+
 @pytest.mark.parametrize("command", [["train"], ["maxent", "train"], ["embed", "train", "x.txt"], ["serve", "m"]])
 def test_every_train_command_and_serve_take_a_config_file(tmp_path, capsys, command):
     (tmp_path / "c.toml").write_text("no-such-setting = 1\n")

@@ -89,16 +89,17 @@ def read_settings(path: str, ctx: click.Context) -> dict:
                             "see --help)")
         if p.name in settings:
             raise UserError(f"{where}: {key!r} sets {p.name!r} a second time")
+        given = _toml_value(value) or repr(value)  # as the file says it (a scalar is not quoted back as a list)
         if isinstance(p, click.Option) and p.multiple and not isinstance(value, list):
             value = [value]
         wanted = _toml_type(p)
         if wanted and not all(_is(v, wanted) for v in (value if isinstance(value, list) else [value])):
-            raise UserError(f"{where}: {key} = {_toml_value(value) or repr(value)}: expected {wanted} (a TOML "
+            raise UserError(f"{where}: {key} = {given}: expected {wanted} (a TOML "
                             f"{'list of ' + wanted + 's' if isinstance(value, list) else wanted}, as --{key} takes)")
         try:
             settings[p.name] = p.type_cast_value(ctx, value)
         except click.BadParameter as e:
-            raise UserError(f"{where}: {key} = {value!r}: {e.message}") from None
+            raise UserError(f"{where}: {key} = {given}: {e.message}") from None
     return settings
 
 
