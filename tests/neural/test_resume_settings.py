@@ -71,8 +71,15 @@ def test_a_resume_names_config_json_when_its_model_section_was_edited(tmp_path, 
     code, _, err = run_cli(["train", "--train", str(corpus[0]), "--valid", str(corpus[1]), *GRU, "--epochs", "1",
                             "-o", str(run)], capsys)
     assert code == 0, err
-    config = json.loads((run / "config.json").read_text())
+    original = (run / "config.json").read_text()
+    config = json.loads(original)
     config["model"]["colour"] = "red"
     (run / "config.json").write_text(json.dumps(config))
     code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
     assert code == 1 and str(run / "config.json") in err and "colour" in err, err
+    for edit, words in ((lambda c: c["model"].pop("type"), "field 'type'"), (lambda c: c.pop("train"), "missing section")):
+        config = json.loads(original)
+        edit(config)  # "unknown model type None" and "unknown keys [] / missing keys ['train']" before
+        (run / "config.json").write_text(json.dumps(config))
+        code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
+        assert code == 1 and str(run / "config.json") in err and words in err and "[]" not in err, err

@@ -96,9 +96,12 @@ def check_config(config, path: str) -> dict:
     unknown = sorted(set(config) - CONFIG_KEYS)
     missing = sorted(CONFIG_KEYS - set(config))
     if unknown or missing:
-        raise UserError(f"{path}: unknown keys {unknown} / missing keys {missing}")
+        said = ([f"unknown key(s) {', '.join(unknown)}"] if unknown else []) + \
+            ([f"missing section(s) {', '.join(missing)}"] if missing else [])
+        raise UserError(f"{path}: {'; '.join(said)}")
     for key in ("model", "objective", "train", "data", "vocab"):
         store.check_type(config, key, dict, path)
+    store.check_type(config["model"], "type", str, f"{path}: model")
     store.check_type(config["objective"], "name", str, f"{path}: objective")
     if not isinstance(config["objective"].get("options", {}), dict):
         raise UserError(f"{path}: objective options should be a JSON object")
