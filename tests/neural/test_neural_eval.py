@@ -84,7 +84,7 @@ def test_run_dir_refuses_damage_and_mismatch(trained_ffnn, tmp_path, capsys):
     cfg["model"]["hidden"] = [8]
     cfg["surprise"] = 1
     (run / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(UserError, match="unknown keys"):
+    with pytest.raises(UserError, match=r"unknown key\(s\) surprise"):
         runs.load_run(str(run))
     (run / "config.json").write_text("{not json")
     with pytest.raises(UserError, match="not valid JSON"):
