@@ -11,6 +11,15 @@ from helpers import assert_one_line_error, run_cli, synthetic_sentences, write_c
 
 GRU = ["--model", "gru", "-d", "8", "--hidden", "8", "--threads", "1"]
 
+
+def trained_gru(tmp_path, corpus, capsys):
+    """A finished one-epoch GRU run, ``tmp_path/g``."""
+    run = tmp_path / "g"
+    code, _, err = run_cli(["train", "--train", str(corpus[0]), "--valid", str(corpus[1]), *GRU, "--epochs", "1",
+                            "-o", str(run)], capsys)
+    assert code == 0, err
+    return run
+
 @pytest.fixture
 def corpus(tmp_path, private_cache):
     sents = synthetic_sentences(300, seed=3)
@@ -33,10 +42,7 @@ def test_a_half_set_torchrun_environment_is_said_in_one_line(tmp_path, corpus, c
 
 
 def test_a_resume_refuses_settings_from_a_config_file_as_it_refuses_the_flags(tmp_path, corpus, capsys):
-    run = tmp_path / "g"
-    code, _, err = run_cli(["train", "--train", str(corpus[0]), "--valid", str(corpus[1]), *GRU, "--epochs", "1",
-                            "-o", str(run)], capsys)
-    assert code == 0, err
+    run = trained_gru(tmp_path, corpus, capsys)
     (tmp_path / "lr.toml").write_text("lr = 0.5\nepochs = 2\n")
     code, _, err = run_cli(["train", "--resume", str(run), "--config", str(tmp_path / "lr.toml")], capsys)
     assert code == 1 and "--lr from --config" in err
@@ -48,10 +54,7 @@ def test_a_resume_refuses_settings_from_a_config_file_as_it_refuses_the_flags(tm
 
 def test_a_resume_refuses_a_config_json_whose_training_settings_were_edited(tmp_path, corpus, capsys):
     """An edited batch size met the checkpoint's recurrent state in a torch traceback; an edited rate was ignored."""
-    run = tmp_path / "g"
-    code, _, err = run_cli(["train", "--train", str(corpus[0]), "--valid", str(corpus[1]), *GRU, "--epochs", "1",
-                            "-o", str(run)], capsys)
-    assert code == 0, err
+    run = trained_gru(tmp_path, corpus, capsys)
     original = (run / "config.json").read_text()
     for key, value in (("batch_size", 8), ("lr", 0.5)):
         config = json.loads(original)
@@ -67,10 +70,7 @@ def test_a_resume_refuses_a_config_json_whose_training_settings_were_edited(tmp_
 
 def test_a_resume_names_config_json_when_its_model_section_was_edited(tmp_path, corpus, capsys):
     """eval named the file for such an edit; train --resume gave the bare message ("unknown model type None")."""
-    run = tmp_path / "g"
-    code, _, err = run_cli(["train", "--train", str(corpus[0]), "--valid", str(corpus[1]), *GRU, "--epochs", "1",
-                            "-o", str(run)], capsys)
-    assert code == 0, err
+    run = trained_gru(tmp_path, corpus, capsys)
     original = (run / "config.json").read_text()
     config = json.loads(original)
     config["model"]["colour"] = "red"
