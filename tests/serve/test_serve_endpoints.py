@@ -181,3 +181,9 @@ def test_next_flags_the_words_outside_the_vocabulary(servers):
         {"history": "", "words": ["zzqqxx", "<unk>", "</s>"]}]})["results"][0]
     assert got["oov"] == [True, False, False]
     assert got["ln"][0] == got["ln"][1]  # the same number: P(<unk>)
+
+
+def test_score_per_word_flags_the_words_outside_the_vocabulary(servers):
+    """/score's per-word entries carry the oov flag /next gives (they had none)."""
+    got = Client(servers[NAMES[0]].url).score(["zzqqxx <unk>"], per_word=True)["sentences"][0]["per_word"]
+    assert [(w["word"], w["oov"]) for w in got] == [("zzqqxx", True), ("<unk>", False), ("</s>", False)]

@@ -84,6 +84,12 @@ def test_oovs_are_counted_and_scored(four_models, run_in_process, tmp_path):
     (tmp_path / "oov.txt").write_text("w1 never-seen-word w2\n\n", encoding="utf-8")
     rows, tot = score_totals(run_in_process, four_models, str(four_models / "kn3.arpa"), str(tmp_path / "oov.txt"))
     assert tot["oovs"] == 1 and tot["words"] == 3 and tot["sentences"] == 1 and math.isfinite(tot["ln"])
+    (tmp_path / "oov.txt").write_text("w1 never-seen-word <unk> w2\n", encoding="utf-8")
+    rows, _ = score_totals(run_in_process, four_models, str(four_models / "kn3.arpa"), str(tmp_path / "oov.txt"),
+                           "--per-word")
+    # the word outside the vocabulary is flagged; <unk> written in the text is the vocabulary's own word, and </s> too
+    assert [(w["word"], w["oov"]) for w in rows[0]["per_word"]] == [
+        ("w1", False), ("never-seen-word", True), ("<unk>", False), ("w2", False), ("</s>", False)]
 
 
 def test_empty_file_and_missing_model_are_one_line_errors(four_models, run_in_process, tmp_path):

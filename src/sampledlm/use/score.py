@@ -27,7 +27,7 @@ import numpy as np
 from .. import progress
 from ..data.textio import file_size
 from ..data.tokenizer import TextOptions, iter_sentence_chunks
-from ..data.vocab import EOS, UNK_ID
+from ..data.vocab import EOS, UNK, UNK_ID
 from ..errors import UserError
 from ..lm import LanguageModel, perplexity_from_nll, sentence_bounds
 
@@ -45,6 +45,7 @@ class SentenceScore:
     token_lp: np.ndarray
     oovs: int
     orders: np.ndarray | None = None  # n-gram models: the order each probability came from
+    unk: np.ndarray | None = None  # per token: scored as <unk> (the word is outside the vocabulary, or <unk> itself)
 
     @property
     def ln_prob(self) -> float:
@@ -68,6 +69,7 @@ class SentenceScore:
         if per_word:
             d["per_word"] = [
                 {"word": w, "ln": float(lp), "log10": float(lp) / LN10,
+                 **({"oov": bool(self.unk[i]) and w != UNK} if self.unk is not None else {}),
                  **({"order": int(self.orders[i])} if self.orders is not None else {})}
                 for i, (w, lp) in enumerate(zip(self.words + [EOS], self.token_lp))]
         return d
@@ -137,8 +139,10 @@ def score_sentences(lm: LanguageModel, sentences: list[list[str]], with_orders: 
     ids = encode(sentences, lm)
     lp, orders = score_ids(lm, ids, with_orders)
     starts, ends = sentence_bounds(ids)
-    oovs = np.add.reduceat((ids == UNK_ID).astype(np.int64), starts).tolist()  # a sentence's </s> is never <unk>
-    return [SentenceScore(first_index + k, words, lp[s : e + 1], oov, None if orders is None else orders[s : e + 1])
+    unk = ids == UNK_ID
+    oovs = np.add.reduceat(unk.astype(np.int64), starts).tolist()  # a sentence's </s> is never <unk>
+    return [SentenceScore(first_index + k, words, lp[s : e + 1], oov, None if orders is None else orders[s : e + 1],
+                          unk[s : e + 1])
             for k, (s, e, words, oov) in enumerate(zip(starts.tolist(), ends.tolist(), sentences, oovs))]
 
 
