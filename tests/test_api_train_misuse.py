@@ -20,7 +20,7 @@ def corpus(tmp_path, private_cache):
 def test_train_maxent_checks_its_arguments_before_it_writes(tmp_path, corpus):
     train, valid = map(str, corpus)
     for kwargs, words in (({"ranks": 0}, "ranks 0"), ({"ranks": "2"}, "ranks '2'"), ({"epochs": -1}, "epochs"),
-                          ({"alpha": 0}, "neg-rate"), ({"epochs": "3"}, "integer"), ({"ranks": 10_000}, "1024")):
+                          ({"alpha": 0}, "alpha=0.0: must be > 0"), ({"epochs": "3"}, "integer"), ({"ranks": 10_000}, "1024")):
         with pytest.raises(UserError, match=words):
             sampledlm.train_maxent(train, valid, tmp_path / "m", **kwargs)
         assert not (tmp_path / "m").exists(), kwargs
@@ -54,3 +54,21 @@ def test_arguments_of_the_wrong_kind_are_refused_in_one_line_not_by_a_bare_type_
         with pytest.raises(UserError, match=words):
             call()
     assert not (tmp_path / "r").exists()
+
+
+def test_messages_name_the_keyword_arguments_not_the_commands_flags(tmp_path, corpus):
+    """train_lm(epochs=0) said "--epochs 0: must be >= 1", a flag the caller never wrote."""
+    train, valid = map(str, corpus)
+    for call, words in ((lambda: sampledlm.train_lm(train, valid, tmp_path / "r", epochs=0), "epochs=0: must be >= 1"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", objective="nce", samples=0),
+                         "samples=0: must be >= 1"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", model="ffnn", bptt=7),
+                         "bptt do not apply to model 'ffnn'"),
+                        (lambda: sampledlm.train_embeddings(train, tmp_path / "v", dim=0), "dim=0: must be >= 1")):
+        with pytest.raises(UserError, match=words) as e:
+            call()
+        assert "--" not in str(e.value)
+    with pytest.raises(UserError, match="^--epochs 0: must be >= 1$"):  # outside the API the flags are named
+        from sampledlm.config import check_value
+
+        check_value("epochs", 0, {"min": 1})

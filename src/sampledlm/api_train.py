@@ -7,19 +7,32 @@
     >>> wv = sampledlm.train_embeddings("corpus.txt", "vec", dim=100)                    # sampledlm embed train
 
 Texts are files (``str`` or ``pathlib.Path``) or iterables of sentences (strings, or lists of words); the
-functions print nothing unless given ``log`` and take the commands' options by their Python names.
+functions print nothing unless given ``log`` and take the commands' options by their Python names, which their
+messages use too (``epochs=0: must be >= 1``, where the command says ``--epochs 0``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 
 from .api import Model, _one_word, _text_options_given, _with_text_options, load
+from .config import python_names
 from .data.tokenizer import TextOptions
 from .errors import UserError
 
 
+def _python_names(fn):
+    """Run ``fn`` with messages naming settings by their keyword arguments (:func:`sampledlm.config.python_names`)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with python_names():
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+@_python_names
 def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool = False, vocab=None, valid=None,
                 text_options=None, force: bool = False, **settings) -> Model:
     """Estimate an n-gram model from words, as ``sampledlm ngram train`` does, and return it as a :class:`Model`.
@@ -63,6 +76,7 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     return Model(_with_text_options(ArpaLM.open(target), target, opts))
 
 
+@_python_names
 def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
              min_count: int = 1, max_size: int | None = None, text_options=None, threads: int | None = None, log=None,
              init_from=None, **settings) -> Model:
@@ -170,6 +184,7 @@ class _nothing_left_on_error:
             shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
 
 
+@_python_names
 def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = None, device: str | None = None,
               threads: int | None = None, log=None) -> Model:
     """Continue the neural run in ``run_dir`` from its last checkpoint, as ``sampledlm train --resume`` does
@@ -191,6 +206,7 @@ def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = 
     return load(run_dir)
 
 
+@_python_names
 def train_maxent(train, valid, output, *, force: bool = False, init_from=None, vocab=None, ranks: int = 1,
                  text_options=None, log=None, **settings) -> Model:
     """Train a maximum-entropy LM into the model directory ``output``, as ``sampledlm maxent train`` does, and
@@ -225,6 +241,7 @@ def train_maxent(train, valid, output, *, force: bool = False, init_from=None, v
     return load(output)
 
 
+@_python_names
 def resume_maxent(output, *, log=None) -> Model:
     """Go on with the maximum-entropy training stopped in ``output`` (Ctrl-C, a crash, kill -9) from its last
     finished epoch, as ``sampledlm maxent train --resume`` does, with the texts and settings it began with, and
@@ -238,6 +255,7 @@ def resume_maxent(output, *, log=None) -> Model:
     return load(output)
 
 
+@_python_names
 def train_embeddings(corpus, output, *, force: bool = False, init_from=None, no_text: bool = False,
                      text_options=None, log=None, **settings):
     """Train word vectors into the directory ``output``, as ``sampledlm embed train`` does, and return them as

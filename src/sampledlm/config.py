@@ -9,6 +9,8 @@ from a file or from Python.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import types
@@ -17,6 +19,7 @@ from typing import Any
 
 from .errors import UserError
 
+_PYTHON_NAMES = contextvars.ContextVar("python_names", default=False)
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a larger setting overflows in the model's arithmetic
 
 
@@ -42,13 +45,33 @@ def option(default: Any, help: str, *, min: float | None = None, max: float | No
     return dataclasses.field(default=default, metadata=meta)
 
 
-def flag_name(f: dataclasses.Field) -> str:
-    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+@contextlib.contextmanager
+def python_names():
+    """Within it, messages name settings as the Python API's keyword arguments (``epochs=0``), not as the
+    command line's flags (``--epochs 0``): the API's training functions run inside it."""
+    token = _PYTHON_NAMES.set(True)
+    try:
+        yield
+    finally:
+        _PYTHON_NAMES.reset(token)
+
+
+def setting_name(name: str, flag: str | None = None) -> str:
+    """How messages name the setting ``name`` (a field name): its flag (``--max-halvings``), or its keyword
+    argument inside :func:`python_names`."""
+    return name if _PYTHON_NAMES.get() else flag or "--" + name.replace("_", "-")
+
+
+def setting_value(name: str, value: Any, flag: str | None = None, quoted: bool = False) -> str:
+    """A setting and its value as the user wrote it: ``--epochs 0`` on the command line, ``epochs=0`` in Python."""
+    if _PYTHON_NAMES.get():
+        return f"{name}={value!r}"
+    return f"{setting_name(name, flag)} {value!r}" if quoted else f"{setting_name(name, flag)} {value}"
 
 
 def check_value(name: str, value: Any, meta: dict) -> None:
-    """Refuse a value outside the field's range or choices (the message names the flag)."""
-    flag = meta.get("flag") or "--" + name.replace("_", "-")
+    """Refuse a value outside the field's range or choices (the message names the flag or keyword)."""
+    flag = meta.get("flag")
     if value is None:
         return
     values = value if isinstance(value, (list, tuple)) else [value]
@@ -57,17 +80,17 @@ def check_value(name: str, value: Any, meta: dict) -> None:
             continue
         if isinstance(v, (int, float)):
             if not math.isfinite(v):
-                raise UserError(f"{flag} {v}: must be a finite number")
+                raise UserError(f"{setting_value(name, v, flag)}: must be a finite number")
             if isinstance(v, float) and abs(v) > FLOAT32_MAX:
-                raise UserError(f"{flag} {v:g}: too large (the models compute in float32: at most {FLOAT32_MAX:.3g})")
+                raise UserError(f"{setting_value(name, v, flag)}: too large (the models compute in float32: at most {FLOAT32_MAX:.3g})")
             lo, hi = meta.get("min"), meta.get("max")
             if lo is not None and (v < lo or (meta.get("min_open") and v == lo)):
-                raise UserError(f"{flag} {v}: must be {'>' if meta.get('min_open') else '>='} {lo:g}")
+                raise UserError(f"{setting_value(name, v, flag)}: must be {'>' if meta.get('min_open') else '>='} {lo:g}")
             if hi is not None and (v > hi or (meta.get("max_open") and v == hi)):
-                raise UserError(f"{flag} {v}: must be {'<' if meta.get('max_open') else '<='} {hi:g}")
+                raise UserError(f"{setting_value(name, v, flag)}: must be {'<' if meta.get('max_open') else '<='} {hi:g}")
         choices = meta.get("choices")
         if choices and v not in choices:
-            raise UserError(f"{flag} {v!r}: choose from {', '.join(map(str, choices))}")
+            raise UserError(f"{setting_value(name, v, flag, quoted=True)}: choose from {', '.join(map(str, choices))}")
 
 
 def check(obj) -> None:

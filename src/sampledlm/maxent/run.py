@@ -8,7 +8,7 @@ import os
 import re
 from typing import Callable
 
-from ..config import option
+from ..config import option, setting_name, setting_value
 from ..errors import UserError
 from .config import AVERAGES, TrainConfig
 from .features import FeatureSpec
@@ -183,10 +183,11 @@ def _check_applies(run: MaxentRun, spec: FeatureSpec, objective: str) -> None:
     """Refuse a setting given for features or an objective this run does not have."""
     trigger_given = [f for f in TRIGGER_DEFAULTS if getattr(run, f) is not None]
     if trigger_given and "trigger" not in spec.names:
-        raise UserError(f"--{trigger_given[0].replace('_', '-')} shapes trigger features, which --features "
-                        f"{','.join(spec.names)} does not use (add trigger, or feat-ii)")
+        raise UserError(f"{setting_name(trigger_given[0])} shapes trigger features, which "
+                        f"{setting_value('features', ','.join(spec.names))} does not use (add trigger, or feat-ii)")
     if objective != "binary" and run.neg_subset is not None:
-        raise UserError(f"--neg-subset chooses the binary objective's negatives; the {objective} objective has none")
+        raise UserError(f"{setting_name('neg_subset')} chooses the binary objective's negatives; the {objective} "
+                        "objective has none")
 
 
 def _train_config(run: MaxentRun, objective: str, alpha: float | None) -> TrainConfig:

@@ -38,7 +38,7 @@ def model_spec(type_: str, **options) -> dict:
     names = {f.name for f in dataclasses.fields(cls.Config)}
     unknown = sorted(k for k, v in options.items() if k not in names and v is not None)
     if unknown:
-        raise UserError(f"option(s) {', '.join('--' + u.replace('_', '-') for u in unknown)} do not apply to model {type_!r}")
+        raise UserError(f"option(s) {', '.join(cfgmod.setting_name(u) for u in unknown)} do not apply to model {type_!r}")
     given = {k: v for k, v in options.items() if v is not None}
     if "hidden" in given:  # one flag, two shapes: a list of layer sizes (ffnn) or one state size (rnn)
         sizes = list(given["hidden"]) if isinstance(given["hidden"], (list, tuple)) else [given["hidden"]]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ..config import setting_name, setting_value
 from ..errors import UserError
 from ..objectives.registry import OBJECTIVES, objective_options, objective_settings
 from .registry import MODELS
@@ -110,8 +111,8 @@ def sequence_defaults(model_type: str, objective: str, flags: dict, notes: list[
              if k in flags and k not in given and not given & set(cls.sequence_unless.get(k, ()))}
     flags.update(unset)
     if unset:
-        set_now = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in unset.items())
-        _note(notes, f"--objective {objective} on a {model_type}: {set_now} ({cls.sequence_why})")
+        set_now = " ".join(setting_value(k, v) for k, v in unset.items())
+        _note(notes, f"{setting_value('objective', objective)} on a {model_type}: {set_now} ({cls.sequence_why})")
     return flags
 
 
@@ -151,7 +152,7 @@ def _long_run_defaults(cls, steps_of, what: str, train_opts, given: dict, notes:
         return train_opts
     short = {k: getattr(train_opts, k) for k in long}
     where = f"{what} over {steps:,} steps"
-    _note(notes, f"{where}: " + " ".join(f"--{k.replace('_', '-')} {v} (not {short[k]})" for k, v in long.items())
+    _note(notes, f"{where}: " + " ".join(f"{setting_value(k, v)} (not {short[k]})" for k, v in long.items())
           + f" ({why})")
     if sources is not None:
         sources.update({k: where for k in long})
@@ -166,9 +167,10 @@ def _model_flags(model_type: str, context_size: int | None, flags: dict) -> dict
 
     cls = model_class(model_type)
     if context_size is not None and "order" not in {f.name for f in dataclasses.fields(cls.Config)}:
-        raise UserError(f"option(s) --context-size do not apply to model {model_type!r}")
+        raise UserError(f"option(s) {setting_name('context_size')} do not apply to model {model_type!r}")
     if _given(flags.get("bptt")) and not cls.uses_bptt:
-        raise UserError(f"option(s) --bptt do not apply to model {model_type!r} (its context is --order - 1 words)")
+        raise UserError(f"option(s) {setting_name('bptt')} do not apply to model {model_type!r} (its context is "
+                        f"{setting_name('order')} - 1 words)")
     model_flags = {k: (list(flags[k]) if isinstance(flags[k], tuple) else flags[k]) for k in MODEL_FIELDS}
     model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
     if context_size is not None:

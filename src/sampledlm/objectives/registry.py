@@ -7,7 +7,7 @@ import typing
 
 import numpy as np
 
-from ..config import check_value
+from ..config import check_value, setting_name
 from ..errors import UserError
 from .base import OutputObjective
 from .adaptive import AdaptiveSoftmax
@@ -91,7 +91,7 @@ def objective_settings(name: str, **options):
     given = {k: v for k, v in options.items() if v is not None}
     wrong = sorted(set(given) - set(fields))
     if wrong:
-        flags = ", ".join("--" + w.replace("_", "-") for w in wrong)
+        flags = ", ".join(setting_name(w) for w in wrong)
         raise UserError(f"{flags} do(es) not apply to objective {name!r}")
     for k, v in given.items():
         check_value(k, v, dict(fields[k].metadata))
