@@ -8,7 +8,14 @@ else that escapes is a bug in sampledlm and keeps its traceback.
 
 
 class UserError(Exception):
-    """An error caused by input the user controls; the message names the file (and line)."""
+    """An error caused by input the user controls; the message names the file (and line).
+
+    ``every_rank``: every process of a torchrun job raises the same error at the same point (a checkpoint written by
+    another number of ranks), so the command line prints it from rank 0 only rather than once per rank."""
+
+    def __init__(self, *args, every_rank: bool = False):
+        super().__init__(*args)
+        self.every_rank = every_rank
 
 
 class TrainingInterrupted(KeyboardInterrupt):

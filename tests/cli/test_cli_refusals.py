@@ -202,3 +202,28 @@ def test_vocab_file_words_without_counts_take_the_training_texts(tiny_corpus, tm
                             "-o", str(tmp_path / "ours")], capsys)
     assert code == 0, err
     assert "taken from the training text" not in err
+
+
+@pytest.mark.parametrize("rank,every_rank,printed", [("0", True, True), ("1", True, False), ("1", False, True),
+                                                      (None, True, True)])
+def test_under_torchrun_an_error_of_every_rank_is_printed_by_rank_0_alone(monkeypatch, capsys, rank, every_rank,
+                                                                         printed):
+    """A checkpoint of another rank count was refused once per rank (3 identical lines under --nproc-per-node 3);
+    an error that is a rank's own still prints from that rank."""
+    import click
+
+    from sampledlm.cli import main
+    from sampledlm.errors import UserError
+
+    @click.command()
+    def refuse():
+        raise UserError("run: written by a run with 2 rank(s)", every_rank=every_rank)
+
+    if rank is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", rank)
+    with pytest.raises(SystemExit) as e:
+        main([], command=refuse)
+    assert e.value.code == 1
+    assert ("written by a run with 2 rank(s)" in capsys.readouterr().err) == printed

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         rc = _invoke(command or cli, argv, prog_name)
         sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit
     except UserError as e:
-        click.echo(f"sampledlm: error: {e}", err=True)
+        if not (e.every_rank and os.environ.get("RANK", "0") != "0"):  # torchrun: rank 0 says it for all
+            click.echo(f"sampledlm: error: {e}", err=True)
         sys.exit(1)
     except click.exceptions.Abort as e:  # a prompt's ^C (click raises Abort there)
         cause = str(e.__cause__ or "")

@@ -221,7 +221,7 @@ class Trainer:
         saved_world = rng_meta.get("world", 1)
         if saved_world != self.ranks.world:
             raise UserError(f"{path}: written by a run with {saved_world} rank(s); resume it with the same number "
-                            f"(torchrun --nproc-per-node {saved_world}), not {self.ranks.world}")
+                            f"(torchrun --nproc-per-node {saved_world}), not {self.ranks.world}", every_rank=True)
         if self.ranks.rank:
             prefix = f"rank{self.ranks.rank}/"
             rng_tensors = {k[len(prefix):]: v for k, v in rng_tensors.items() if k.startswith(prefix)}
