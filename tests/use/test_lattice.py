@@ -12,7 +12,7 @@ import pytest
 from sampledlm.errors import UserError
 from sampledlm.lm import Mixture
 from sampledlm.loader import load_model
-from sampledlm.use.lattice import all_paths, best_path, expand, nbest, rescore, rescore_all
+from sampledlm.use.lattice import all_paths, best_path, expand, expansion_lattice, nbest, rescore, rescore_all
 from sampledlm.use.nbest import Weights
 from sampledlm.use.score import score_sentences
 from sampledlm.use.slf import Lattice, Link, read_lattices, read_slf, write_slf
@@ -247,3 +247,18 @@ def test_an_exact_expansion_keeps_the_node_times(four_models, tmp_path):
     assert all(big.times[lk.end] > big.times[lk.start] for lk in big.links)  # every link goes forward in time
     write_slf(str(tmp_path / "big.slf"), big)
     assert read_slf(str(tmp_path / "big.slf")).times == big.times
+
+
+def test_a_merged_expansion_keeps_the_node_times(four_models, tmp_path):
+    """A recurrent model's merged lattice (its search's states) keeps each node's time too; it had none."""
+    lm = load_model(str(four_models / "gru"))
+    lat = random_lattice(5, WORDS)
+    lat.times = {i: 0.25 * i for i in range(lat.num_nodes)}
+    _, (exp,) = rescore_all([lat], lm, k=1, record=True)
+    merged = expansion_lattice(exp, lat)
+    assert set(merged.times) == set(range(merged.num_nodes))
+    assert merged.times[merged.start] == 0.0 and merged.times[merged.end] == 0.25 * (lat.num_nodes - 1)
+    for lk in merged.links:  # a word's link goes forward in time; only the closing </s> link stays at the end node
+        assert merged.times[lk.end] > merged.times[lk.start] or (lk.word is None and lk.end == merged.end)
+    write_slf(str(tmp_path / "merged.slf"), merged)
+    assert read_slf(str(tmp_path / "merged.slf")).times == merged.times

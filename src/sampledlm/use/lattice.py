@@ -232,6 +232,7 @@ class Expansion:
     lm_first: np.ndarray
     words: list
     ref: list[str] | None = None
+    nodes: np.ndarray | None = None  # [num_states]: the lattice node each state is a copy of (its time t=)
 
     def best_words(self, weights: Weights) -> list[str]:
         """The best path's words under ``weights`` (a Viterbi search; ties: the first link found)."""
@@ -263,7 +264,8 @@ def expansion_lattice(exp: Expansion, lat: Lattice, first_pass_weight: float = 0
     b = first_pass_weight
     links = [Link(int(s), int(d), w, float(a), float((1 - b) * n + b * f))
              for s, d, w, a, n, f in zip(exp.src, exp.dst, exp.words, exp.am, exp.lm_new, exp.lm_first)]
-    return Lattice(lat.id, exp.num_states, links, 0, exp.final, {}, dict(lat.header))
+    times = {} if exp.nodes is None else {i: lat.times[n] for i, n in enumerate(exp.nodes.tolist()) if n in lat.times}
+    return Lattice(lat.id, exp.num_states, links, 0, exp.final, times, dict(lat.header))
 
 
 def _best_path_ids(src, dst, score, num_states, final, wid) -> list[int]:
@@ -385,13 +387,16 @@ class _Search:
     def expansion(self) -> Expansion:
         final = len(self.ids)
         rec = self.rec
+        nodes = np.full(final + 1, self.lat.end, dtype=np.int64)  # the added final state follows the end node
+        for (node, _), i in self.ids.items():
+            nodes[i] = node
         return Expansion(self.lat.id, final + 1, final,
                          np.array([r[0] for r in rec], dtype=np.int64),
                          np.array([final if r[1] is None else r[1] for r in rec], dtype=np.int64),
                          np.array([r[2] for r in rec], dtype=np.float64),
                          np.array([r[3] for r in rec], dtype=np.float64),
                          np.array([r[4] for r in rec], dtype=np.float64),
-                         [r[5] for r in rec], self.lat.ref)
+                         [r[5] for r in rec], self.lat.ref, nodes)
 
 
 def first_pass_best(lat: Lattice, weights: Weights = Weights()) -> Hypothesis:
