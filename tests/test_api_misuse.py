@@ -39,6 +39,8 @@ def test_load_refuses_weights_it_cannot_read_and_a_model_whose_own_text_options_
         sampledlm.load([kn, kn], weights=[0.5, 0.5], valid=str(four_models / "valid.txt"))
     with pytest.raises(UserError, match="give a model's path"):
         sampledlm.load(None)
+    with pytest.raises(UserError, match="not a model directory"):  # it said "config.json: no such file"
+        sampledlm.load(four_models)
     with pytest.raises(UserError, match="recorded when it was trained"):
         sampledlm.load(four_models / "gru", text_options={"lowercase": True})
 

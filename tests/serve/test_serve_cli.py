@@ -95,6 +95,13 @@ def test_a_taken_port_is_one_line(serve_models):
     assert r.returncode == 1
     assert r.stderr.startswith("sampledlm: error: 127.0.0.1:") and "cannot listen" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    assert "give another --port" in r.stderr
+
+
+def test_an_address_not_of_this_machine_asks_for_another_host(serve_models):
+    r = subprocess.run([sys.executable, "-m", "sampledlm", "serve", str(serve_models / "kn3.arpa"), "--host",
+                        "256.1.1.1", "--port", "0"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "cannot listen" in r.stderr and "give another --host" in r.stderr, r.stderr
 
 
 def test_announce_says_who_can_reach_it():

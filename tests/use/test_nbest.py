@@ -78,6 +78,7 @@ def test_kaldi_costs_are_negated_logs(tmp_path):
     ("srilm", {"u.nbest": "-1 -2 1 a\n-1 x 1 b\n"}, "u.nbest:2: LM score 'x' is not a number"),
     ("srilm", {"u.nbest": "-1 -2 1 a\n-1 -2\n"}, "u.nbest:2: expected 'am_score lm_score nwords word...'"),
     ("srilm", {"u.nbest": "NBestList1.0\n(-5) a b\n"}, "u.nbest:1: NBestList1.0 (Decipher)"),
+    ("srilm", {"u.nbest": "0 ||| a b ||| LM0= -1.5 TM0= -2 ||| -3\n"}, "u.nbest:1: a Moses n-best line"),
     ("srilm", {"u.nbest": "-1 -2 one a\n"}, "u.nbest:1: word count 'one'"),
     ("jsonl", {"l.jsonl": '{"id": "a", "hyps": [{"words": "x", "am": 1, "lm": 2}]}\n{"id": "b", "hyps": [{"words": "x"}]}\n'},
      'l.jsonl:2: hyps[0]: missing "am"'),

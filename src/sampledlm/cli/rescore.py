@@ -213,7 +213,7 @@ def _report(best, summary, w, to_files: bool, as_json: bool) -> None:
     say = functools.partial(click.echo, err=not to_files)
     tuned = f" (tuned on {summary['tuned_on']}: WER {100 * summary['dev']['rescored_wer']:.2f}%)" \
         if "tuned_on" in summary else ""
-    say(f"{summary['input']}: {summary['utterances']} utterances; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, "
+    say(f"{summary['input']}: {summary['utterances']} utterance{'' if summary['utterances'] == 1 else 's'}; weights: am {w.am_scale:g}, lm {w.lm_weight:.4g}, "
         f"word penalty {w.word_penalty:.4g}, first pass {w.first_pass_weight:g}" + tuned)
     if "rescored_wer" in summary and not summary["reference_words"]:
         say(f"WER: n/a ({NO_REFERENCE_WORDS})")

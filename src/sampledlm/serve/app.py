@@ -21,6 +21,7 @@ received are answered (up to ``shutdown_timeout`` seconds), then the worker thre
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import math
@@ -347,8 +348,9 @@ class Server:
             await site.start()
         except OSError as e:
             await runner.cleanup()
-            raise UserError(f"{self.host}:{self.port}: cannot listen there ({e.strerror or e}); "
-                            "give another --port (0: any free port)") from None
+            hint = ("give another --port (0: any free port)" if e.errno in (errno.EADDRINUSE, errno.EACCES)
+                    else "give another --host (an address of this machine, e.g. 127.0.0.1 or 0.0.0.0)")
+            raise UserError(f"{self.host}:{self.port}: cannot listen there ({e.strerror or e}); {hint}") from None
         self.port = runner.addresses[0][1]
         self.app = app
         try:

@@ -84,6 +84,9 @@ def read_srilm_file(path: str) -> NBest:
         if n == 1 and f[0].startswith("NBestList"):
             raise UserError(f"{path}:1: {f[0]} (Decipher) lists are not read; write them in SRILM's plain format "
                             "'am lm nwords words...' (nbest-lattice -write-nbest)")
+        if "|||" in f:
+            raise UserError(f"{path}:{n}: a Moses n-best line ('id ||| words ||| features ||| score') is not read; "
+                            "convert the lists to JSONL (docs/formats.md: n-best lists)")
         if len(f) < 3:
             raise UserError(f"{path}:{n}: expected 'am_score lm_score nwords word...', got {line.strip()[:60]!r}")
         am, lm = _float(path, n, f[0], "acoustic score"), _float(path, n, f[1], "LM score")
