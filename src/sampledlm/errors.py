@@ -26,3 +26,10 @@ class TrainingInterrupted(KeyboardInterrupt):
     def __init__(self, message: str = "", signum: int = 2):
         super().__init__(message)
         self.exit_code = 128 + int(signum)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler's stop, ``timeout``) raised as an interrupt in a command that has no handler of its
+    own, so that it cleans up as Ctrl-C does (temporary files and spill directories removed) and exits with 143."""
+
+    exit_code = 128 + 15

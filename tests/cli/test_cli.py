@@ -102,3 +102,51 @@ def test_stats_json_and_oov(tiny_corpus):
 def test_usage_error_exit_code():
     r = run("vocab")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("command", [["ngram", "train", "--train", "-", "--order", "3", "-o", "out.arpa"],
+                                     ["embed", "train", "-", "-o", "vec"]])
+def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path, command):
+    """SIGTERM (a scheduler's stop, `timeout`) killed the command outright: no message, status -15, and an n-gram
+    build's spill directory and hidden partial output (or embed's half-made directory) left behind. The command
+    waits on its open standard input when the signal comes, so it is always mid-run."""
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", *command], cwd=tmp_path, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**__import__("os").environ,
+                                                                                        "TMPDIR": str(tmp_path)})
+    p.stdin.write("the cat sat on the mat\n" * 200)
+    p.stdin.flush()
+    time.sleep(5)  # started and reading (a slow start only delays the signal's handler, never skips it)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "sampledlm: terminated (SIGTERM)" and "Traceback" not in err
+    assert sorted(x.name for x in tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_inside_compiled_code_is_an_interrupt_not_a_traceback(monkeypatch, capsys):
+    """numba turns a ^C raised inside a compiled function's call into SystemError("... returned a result with an
+    exception set"), whose context is the KeyboardInterrupt: it printed 57 lines of traceback and exited 1."""
+    import click
+
+    from sampledlm.cli import main
+
+    @click.command()
+    def compiled():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("CPUDispatcher(<function join_texts>) returned a result with an exception set")
+
+    with pytest.raises(SystemExit) as e:
+        main([], command=compiled)
+    assert e.value.code == 130 and capsys.readouterr().err == "sampledlm: interrupted\n"
+
+    @click.command()
+    def other():
+        raise SystemError("a bug")
+
+    with pytest.raises(SystemError, match="a bug"):  # any other SystemError stays a bug with its traceback
+        main([], command=other)

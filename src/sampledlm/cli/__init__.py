@@ -14,7 +14,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import Terminated, UserError
 
 from .common import CONTEXT
 
@@ -84,6 +84,17 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     click release treats them: a reader that stops reading (``| head``) ends the command quietly with status 0, a
     full disk behind standard output is one line and status 1, ^C is status 130."""
     passive_thread_wait()
+    set_here = raise_on_sigterm()
+    try:
+        _main(argv, command, prog_name)
+    finally:
+        if set_here:  # an in-process caller (a test, a script calling main) gets its default back
+            import signal
+
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _main(argv: list[str] | None, command: click.Command | None, prog_name: str) -> None:
     try:
         rc = _invoke(command or cli, argv, prog_name)
         sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit
@@ -102,8 +113,9 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         click.echo(f"sampledlm: error: a file ended too soon ({e or 'end of file'})", err=True)
         sys.exit(1)
     except KeyboardInterrupt as e:  # training raises one that says where its checkpoint is and how to resume
-        click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
-        sys.exit(getattr(e, "exit_code", 130))  # 143 after a SIGTERM
+        _interrupted(e)
+    except SystemError as e:  # ^C inside compiled code (numba) surfaces as "returned a result with an exception set"
+        _interrupted(_interrupt_in(e) or _reraise(e))
     except BrokenPipeError:
         _drop_stdout()
         sys.exit(0)
@@ -117,6 +129,49 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
         _drop_stdout()
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _interrupted(e: KeyboardInterrupt):
+    click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
+    sys.exit(getattr(e, "exit_code", 130))  # 143 after a SIGTERM
+
+
+def _interrupt_in(e: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt an exception was raised in the middle of handling, if any (its cause or context chain)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _reraise(e: BaseException):
+    raise e
+
+
+def raise_on_sigterm() -> bool:
+    """Make SIGTERM raise :class:`~sampledlm.errors.Terminated` (an interrupt) in this process, unless a handler is
+    already set; commands that stop in their own way (training's checkpoint, the server's drain) set theirs on top.
+    Without it SIGTERM killed a command outright: an n-gram build left its spill directory and hidden partial output
+    (hundreds of MB) and printed nothing. A child process that inherits the handler (a fork) dies by the signal as
+    before. Returns whether the handler was set."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return False
+    main_pid = os.getpid()
+
+    def on_sigterm(signum, frame):
+        if os.getpid() != main_pid:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated("terminated (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    return True
 
 
 def passive_thread_wait(environ=os.environ, modules=sys.modules) -> bool:
