@@ -21,9 +21,13 @@ def test_an_ngram_model_reads_text_with_the_options_it_was_trained_with(tmp_path
     assert by_name.logprob("The CAT sat") == lm.logprob("the cat sat")
     binary = sampledlm.train_ngram(SENTS, tmp_path / "lc", binary=True, order=2, text_options={"lowercase": True})
     assert binary.logprob("The CAT sat") == lm.logprob("the cat sat")
-    # the files do not record it (as KenLM's and SRILM's do not): load takes it
-    assert sampledlm.load(tmp_path / "lc").word_scores("Cat")[0].oov
+    # the binary directory records them; an ARPA file does not (as KenLM's and SRILM's do not): load takes them
+    assert not sampledlm.load(tmp_path / "lc").word_scores("Cat")[0].oov
     again = sampledlm.load(tmp_path / "lc", text_options={"lowercase": True})
+    assert again.logprob("The CAT sat") == lm.logprob("the cat sat")
+    sampledlm.train_ngram(SENTS, tmp_path / "lc.arpa", order=2, text_options={"lowercase": True})
+    assert sampledlm.load(tmp_path / "lc.arpa").word_scores("Cat")[0].oov
+    again = sampledlm.load(tmp_path / "lc.arpa", text_options={"lowercase": True})
     assert again.logprob("The CAT sat") == lm.logprob("the cat sat")
     with pytest.raises(UserError, match="unknown setting"):
         sampledlm.train_ngram(SENTS, order=2, lowercas=True)
@@ -39,7 +43,7 @@ def test_load_refuses_weights_it_cannot_read_and_a_model_whose_own_text_options_
         sampledlm.load([kn, kn], weights=[0.5, 0.5], valid=str(four_models / "valid.txt"))
     with pytest.raises(UserError, match="give a model's path"):
         sampledlm.load(None)
-    with pytest.raises(UserError, match="not a model directory"):  # it said "config.json: no such file"
+    with pytest.raises(UserError, match="holds no config.json, so it is not a model directory"):  # it said "config.json: no such file"
         sampledlm.load(four_models)
     with pytest.raises(UserError, match="recorded when it was trained"):
         sampledlm.load(four_models / "gru", text_options={"lowercase": True})

@@ -63,9 +63,9 @@ def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights
     else by EM on the text file ``valid``, else equally. ``device``: where neural models run (``auto``,
     ``cpu``, ``cuda``; default ``auto``). ``text_options``: how the n-gram models read a string into words
     (a :class:`~sampledlm.data.tokenizer.TextOptions` or a dict of its fields, e.g. ``{"lowercase": True}``):
-    ARPA files and binary directories, like KenLM's and SRILM's, do not record it (the commands take
-    ``--lowercase`` and the like at each use); a neural or maximum-entropy model records its own, and different
-    options for it are refused."""
+    an ARPA file, like KenLM's and SRILM's, does not record it (the commands take ``--lowercase`` and the like at
+    each use); a binary n-gram directory written by ``ngram train --binary``, a neural or a maximum-entropy model
+    records its own, and different options for it are refused."""
     from .loader import load_model
     from .lm import Mixture
 

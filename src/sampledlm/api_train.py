@@ -44,8 +44,8 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     :class:`sampledlm.ngram.build.BuildConfig` (``order=5``, ``smoothing="kn"``, ``memory="2G"``, ...), each
     defaulting as the command's flags do. ``text_options``: how text becomes words (a dict of
     :class:`~sampledlm.data.tokenizer.TextOptions` fields, e.g. ``{"lowercase": True}``); the model returned reads
-    strings the same way, but the ARPA file or binary directory does not record it (as KenLM's and SRILM's do
-    not): give the same ``text_options`` to :func:`load`. (:func:`sampledlm.ngram.train_ngram` is the id-level
+    strings the same way; a binary directory records it, an ARPA file does not (as KenLM's and SRILM's do not):
+    give the same ``text_options`` to :func:`load` for one. (:func:`sampledlm.ngram.train_ngram` is the id-level
     estimator.)
 
         >>> lm = sampledlm.train_ngram(["the cat sat", "the dog sat"], order=2)
@@ -69,10 +69,10 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
     from .ngram.build.output import model_output
 
     target = os.fspath(output)
-    with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid]):
+    with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid], opts):
         build(config, files["train"], target, binary=binary, vocab=vocab, valid=valid, text_options=opts,
               locked=binary)
-    # the model file does not record how text was read (module docstring of load): this Model does
+    # an ARPA file does not record how text was read (module docstring of load): this Model does
     return Model(_with_text_options(ArpaLM.open(target), target, opts))
 
 

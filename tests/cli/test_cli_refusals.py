@@ -227,3 +227,11 @@ def test_under_torchrun_an_error_of_every_rank_is_printed_by_rank_0_alone(monkey
         main([], command=refuse)
     assert e.value.code == 1
     assert ("written by a run with 2 rank(s)" in capsys.readouterr().err) == printed
+
+
+def test_two_inputs_from_standard_input_are_refused(tmp_path):
+    """`ngram train --train - --valid -` reported the training text's perplexity as the validation perplexity."""
+    r = subprocess.run([sys.executable, "-m", "sampledlm", "ngram", "train", "--train", "-", "--valid", "-", "--order",
+                        "2", "-o", "-"], input="a b c\nb c a\n", capture_output=True, text=True, cwd=tmp_path)
+    assert error_line(r) == ("--train and --valid both read standard input, which can be read only once: give a file for "
+                             "all but one")

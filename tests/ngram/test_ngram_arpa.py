@@ -141,7 +141,10 @@ def test_parsed_files_are_cached_until_they_change(arpa_corpus, tmp_path):
     path = tmp_path / "m.arpa"
     write_arpa(train_ngram(train, vocab, 3), str(path))
     first = read_arpa(str(path))
-    assert list((tmp_path / "cache").glob("m.arpa.*.safetensors"))
+    assert len(list((tmp_path / "cache").glob("arpa.*.safetensors"))) == 1
+    (tmp_path / "copy.arpa").write_bytes(path.read_bytes())  # the same model under another name: kept once
+    assert read_arpa(str(tmp_path / "copy.arpa")).words == first.words
+    assert len(list((tmp_path / "cache").glob("arpa.*.safetensors"))) == 1
     again = read_arpa(str(path))
     assert again.words == first.words and again.info == first.info
     np.testing.assert_array_equal(again.stream_logprobs(valid, vocab), first.stream_logprobs(valid, vocab))
@@ -156,3 +159,20 @@ def test_the_old_logprob_name_warns_and_keeps_its_base(tmp_path):
     with pytest.warns(DeprecationWarning, match="log10_prob"):
         old = lm.logprob(["a"], "b")
     assert old == lm.log10_prob(["a"], "b")  # log10 still: no caller's numbers change base silently
+
+
+@pytest.mark.parametrize("many", [False, True])  # a small section (line by line) and a large one (parsed at once)
+def test_minus_inf_is_a_zero_probability_read_as_srilms_minus_99(tmp_path, many):
+    """Some tools write -inf for a zero probability (KenLM reads it); it was refused as not finite."""
+    extra = [f"-2.0\tw{i}\t-0.1" for i in range(300 if many else 0)]
+    unigrams = ["-inf\t<s>\t-0.5", "-0.5\t</s>", "-1.0\t<unk>", "-0.7\ta\t-inf", *extra]
+    text = ("\\data\\\nngram 1=%d\nngram 2=1\n\n\\1-grams:\n%s\n\n\\2-grams:\n-0.2\t<s> a\n\n\\end\\\n"
+            % (len(unigrams), "\n".join(unigrams)))
+    (tmp_path / "inf.arpa").write_text(text)
+    lm = read_arpa(str(tmp_path / "inf.arpa"), cache=False)
+    words = lm.words
+    uni = lm.tables[0]
+    assert uni.logp[words.index("<s>")] == -99.0 and uni.bow[words.index("a")] == -99.0
+    (tmp_path / "bad.arpa").write_text(text.replace("-inf\t<s>", "inf\t<s>"))
+    with pytest.raises(UserError, match="log10 probability must be a finite number"):
+        read_arpa(str(tmp_path / "bad.arpa"), cache=False)

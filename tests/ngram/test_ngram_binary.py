@@ -170,3 +170,18 @@ def test_a_directory_of_someone_else_s_files_is_refused(model_files, tmp_path, c
     code, _, err = run_cli(["ngram", "build-binary", str(d / "kn4.arpa"), "-o", str(out)], capsys)
     assert code == 1 and err.count("\n") == 1 and "not empty" in err and str(out) in err
     assert [p.name for p in out.iterdir()] == ["words.json"]
+
+
+def test_a_binary_model_reads_text_as_its_training_text_was_read(tmp_path, run_in_process):
+    """ngram train --binary recorded no text options: eval read "The Cat" as two words outside a --lowercase
+    model's vocabulary (ppl 6090 against 221 on the audit's sentence), silently."""
+    (tmp_path / "train.txt").write_text("the cat sat .\nthe dog sat .\n" * 20)
+    (tmp_path / "test.txt").write_text("The Cat sat.\n")
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--tokenizer", "raw", "--lowercase", "--order", "2",
+                       "--binary", "-o", "lc.bin", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("eval", "lc.bin", "--test", "test.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["oov"] == 0, r.stdout + r.stderr
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--order", "2", "--binary", "-o", "plain.bin",
+                       cwd=tmp_path)
+    assert "text_options" not in json.loads((tmp_path / "plain.bin" / "config.json").read_text())["ngram"]["info"]

@@ -7,7 +7,9 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+from helpers import synthetic_sentences, write_corpus
 
 pytestmark = pytest.mark.usefixtures("private_cache")  # parsed-ARPA and corpus caches: not the user's
 
@@ -111,3 +113,18 @@ def test_every_smoothing_is_offered_and_described_once():
     out = CliRunner().invoke(cli, ["ngram", "train", "--help"], terminal_width=200).output
     assert "[" + "|".join(SMOOTHINGS) + "]" in out
     assert all(f"{k}: {DESCRIPTIONS[k]}" in " ".join(out.split()) for k in SMOOTHINGS)
+
+
+def test_fallback_discounts_are_said(tmp_path, run_in_process):
+    """Where modified Kneser-Ney's discounts are out of range (small text), KenLM's fallback (0.5, 1, 1.5) is used,
+    as lmplz --discount_fallback does; it was used silently, so a user comparing with lmplz could not know."""
+    write_corpus(tmp_path / "tiny.txt", synthetic_sentences(12, seed=4))
+    r = run_in_process("ngram", "train", "--train", "tiny.txt", "--order", "5", "-o", "tiny.arpa", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    warning = [x for x in r.stderr.splitlines() if "fallback discounts" in x]
+    assert len(warning) == 1 and warning[0].startswith("sampledlm: warning: the Kneser-Ney discounts of order(s) ")
+    ids = np.random.default_rng(0).zipf(1.3, 40_000) % 5_000  # a Zipfian vocabulary: healthy counts of counts
+    (tmp_path / "zipf.txt").write_text("".join(" ".join(f"w{i}" for i in ids[k : k + 20]) + "\n"
+                                               for k in range(0, len(ids), 20)))
+    r = run_in_process("ngram", "train", "--train", "zipf.txt", "--order", "2", "-o", "zipf.arpa", cwd=tmp_path)
+    assert r.returncode == 0 and "fallback" not in r.stderr, r.stderr

@@ -51,7 +51,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
     ('ngram eval' and 'maxent eval' are this command). Every word and </s> is counted, <s> never;
     OOVs are the tokens scored as <unk> (a model without <unk> gives them log10 p = -100, as KenLM's
     query does), and the perplexity excluding them is reported beside. The text is read as the
-    model's training text was (its config.json records how; an ARPA file records nothing); text
+    model's training text was (its config.json records how, a binary n-gram directory's too; an ARPA file records nothing); text
     flags given here replace that.
     With --mix: P = sum_k W_k P_k (weights by EM on held-out text unless given).
     Recurrent models read the test file as running text (the state carried across sentences, the
@@ -216,7 +216,7 @@ def _print_summary(result: dict, lm, shown: str, as_json: bool, per_sentence: bo
         click.echo(json.dumps(result), file=sys.stderr if per_sentence else None)
         return
     how = "scored as <unk>" if lm.has_unk else "log10 p -100 each, plus the history's back-off as in KenLM: the model has no <unk>"
-    msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentences; {result['oov']:,} "
+    msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentence{'' if result['sentences'] == 1 else 's'}; {result['oov']:,} "
            f"OOV, {how}), ppl {result['ppl']:.2f}")
     if "components" in result:
         parts = ", ".join(f"{c['model']} {c['ppl']:.2f}" for c in result["components"])

@@ -91,9 +91,14 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
         raise UserError(f"--k is add-k's k: give it with --smoothing addk (not {smoothing})")
     if given("workers") and (engine != "dask" or scheduler):
         raise UserError("--workers sizes the local Dask cluster: give it with --engine dask and without --scheduler")
+    stdin = [flag for flag, path in (("--train", train_path), ("--vocab", vocab_path), ("--valid", valid_path))
+             if path == "-"]
+    if len(stdin) > 1:  # standard input is read once: the second would read what is left of it (nothing)
+        raise UserError(f"{' and '.join(stdin)} both read standard input, which can be read only once: give a file "
+                        "for all but one")
     if valid_path:
         _refuse_empty(valid_path, opts)
-    with model_output(output, binary, force, [train_path, vocab_path, valid_path]):
+    with model_output(output, binary, force, [train_path, vocab_path, valid_path], opts):
         _train(train_path, order, smoothing, output, binary, vocab_path, valid_path, add_k, prune, memory, temp_dir,
                engine, scheduler, workers, opts)
 
@@ -136,6 +141,12 @@ def _train(train_path, order, smoothing, output, binary, vocab_path, valid_path,
     if r.valid_ppl is not None:
         msg += f"; valid perplexity {r.valid_ppl:.2f}"
     click.echo(msg, err=True)
+    if r.fallback_orders:
+        click.echo(f"sampledlm: warning: the Kneser-Ney discounts of order(s) {', '.join(map(str, r.fallback_orders))} "
+                   "are out of range when estimated from this text's counts of counts (usual for small text or order 1): "
+                   "KenLM's fallback discounts 0.5, 1, 1.5 are used there, as lmplz --discount_fallback does "
+                   "(lmplz stops without that flag)",
+                   err=True)
 
 
 def _plural(n: int, noun: str) -> str:

@@ -239,9 +239,16 @@ def _parse_fast(sec: _Section, index: dict[str, int] | None, highest: bool, expe
                               for c in cols[1 : k + 1]], axis=1)
     except (ValueError, KeyError):
         return None
+    logp, bow = _zero_as_minus_99(logp), _zero_as_minus_99(bow)
     if not (np.isfinite(logp).all() and (logp <= 1e-6).all() and np.isfinite(bow).all()):
         return None
     return words, logp, bow, np.arange(expected)
+
+
+def _zero_as_minus_99(values: np.ndarray) -> np.ndarray:
+    """``-inf`` (a zero probability, as some tools write it; KenLM reads it) as -99, SRILM's value for it (``<s>``'s
+    probability), so that every number of the model stays finite; +inf and nan stay refused."""
+    return np.where(values == -np.inf, -99.0, values) if np.isneginf(values).any() else values
 
 
 def _parse_section(path: str, sec: _Section, index: dict[str, int] | None, highest: bool, expected: int = -1):
@@ -277,6 +284,7 @@ def _parse_section(path: str, sec: _Section, index: dict[str, int] | None, highe
         except ValueError:
             _bad_float(path, sec, rows[has_bow], fields, -1)
             raise
+    logp, bow = _zero_as_minus_99(logp), _zero_as_minus_99(bow)
     bad = np.flatnonzero(~np.isfinite(logp) | (logp > 1e-6) | ~np.isfinite(bow))
     if len(bad):
         r = int(rows[bad[0]])

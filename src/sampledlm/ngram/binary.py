@@ -56,7 +56,8 @@ def _cache_path(path: str) -> str | None:
     if path == "-" or not os.path.isfile(path):
         return None  # stdin is not cached; a missing file is reported by the parser
     key = json.dumps([FORMAT, "sha1", content_hash(path)])
-    return os.path.join(cache_dir(), f"{os.path.basename(path)}.{hashlib.sha1(key.encode()).hexdigest()[:20]}.safetensors")
+    # keyed by the bytes alone: the same model under several names (copies, links) is parsed and kept once
+    return os.path.join(cache_dir(), f"arpa.{hashlib.sha1(key.encode()).hexdigest()[:20]}.safetensors")
 
 
 def cached_read(path: str, parse: Callable[[str], NgramLM]) -> NgramLM:

@@ -42,7 +42,7 @@ class ArpaLM(LanguageModel):
         self.path = path
         words = [w for w in ngram.words if w not in (EOS, UNK, BOS)]
         self.vocab = Vocab([EOS, UNK] + words, np.zeros(len(words) + 2, dtype=np.int64))
-        self.text_options = None
+        self.text_options = ngram.info.get("text_options") or None  # recorded by ngram train --binary
 
     @classmethod
     def open(cls, path: str, warn: bool = True, config: dict | None = None) -> "ArpaLM":

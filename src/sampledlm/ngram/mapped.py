@@ -46,7 +46,8 @@ import shutil
 import numpy as np
 
 from ..errors import UserError
-from ..data.textio import atomic_write, read_json, sweep_dead_temps
+from ..data.textio import atomic_write, read_json
+from ..data.tokenizer import TextOptions
 from .model import NgramLM, NgramTable
 
 FORMAT, FAMILY, VERSION = "sampledlm-model", "ngram", 2
@@ -80,70 +81,35 @@ def interrupted_write(names: list[str]) -> bool:
         any(n.startswith(("keys_", ".keys_")) for n in names) or len(temps) == len(names))
 
 
-@contextlib.contextmanager
 def lock_directory(out_dir: str):
-    """An exclusive OS lock on ``out_dir/.lock`` while writing (a second writer stops with a clear message).
+    """An exclusive OS lock on ``out_dir/.lock`` while writing (:func:`sampledlm.outputs.lock_directory`: a second
+    writer stops with a clear message, the lock file is gone once the block ends, and a directory this created is
+    removed again if the block fails and nothing is left in it; a killed writer's ``.lock`` is taken by the next)."""
+    from ..outputs import lock_directory as lock
 
-    The lock file is removed when the block ends (while still locked), so a finished directory holds no
-    ``.lock``; a writer that then finds its lock on a file no longer at that path (the one before it removed
-    it between our open and lock) opens the new one. When the block ends with an exception, a directory this
-    created is removed again if nothing is left in it. A killed writer leaves its ``.lock``: the next takes it.
-
-    :func:`sampledlm.store.lock_directory` does the same for model directories, but ``store`` imports torch,
-    which the n-gram commands never load (they start in a fraction of a second)."""
-    import fcntl
-
-    lock = os.path.join(out_dir, ".lock")
-    created = not os.path.isdir(out_dir)
-    while True:
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as e:
-            raise UserError(f"{out_dir}: cannot create or lock this directory ({e.strerror or e})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise UserError(f"{out_dir}: another sampledlm process is writing into this directory") from None
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            current = os.path.samestat(os.fstat(fd), os.stat(lock))
-        except OSError:
-            current = False
-        if current:
-            break
-        os.close(fd)  # locked a .lock its holder removed when done: not the lock of the directory
-    ok = False
-    try:
-        sweep_dead_temps(out_dir)
-        yield
-        ok = True
-    finally:
-        with contextlib.suppress(OSError):
-            os.remove(lock)  # still held: whoever opened it meanwhile finds it gone (above) and opens a new one
-        os.close(fd)
-        if created and not ok:
-            with contextlib.suppress(OSError):
-                os.rmdir(out_dir)  # only when empty
+    return lock(out_dir)
 
 
 #: The provenance records of the texts the model being written comes from (``{role: {path, bytes, sha256}}``),
 #: set by the command around the write (:func:`data_records_of_write`).
 _DATA_RECORDS: contextvars.ContextVar[dict] = contextvars.ContextVar("ngram_data_records", default={})
+#: How the texts were read (:class:`~sampledlm.data.tokenizer.TextOptions`), recorded in the model's info so that
+#: eval, score and generate read text as training did (an ARPA file has no place for them)
+_TEXT_OPTIONS: contextvars.ContextVar[dict] = contextvars.ContextVar("ngram_text_options", default={})
 
 
 @contextlib.contextmanager
-def data_records_of_write(records: dict):
+def data_records_of_write(records: dict, text_options=None):
     """Within the block, :func:`write_binary_arrays` writes ``records`` into the model's provenance (a command's
-    texts, hashed before the estimate: :mod:`.build.output`)."""
-    token = _DATA_RECORDS.set(dict(records))
+    texts, hashed before the estimate: :mod:`.build.output`) and ``text_options`` (a TextOptions or its dict; the
+    defaults are not written) into its info."""
+    opts = text_options.to_dict() if hasattr(text_options, "to_dict") else dict(text_options or {})
+    tokens = _DATA_RECORDS.set(dict(records)), _TEXT_OPTIONS.set(opts)
     try:
         yield
     finally:
-        _DATA_RECORDS.reset(token)
+        _DATA_RECORDS.reset(tokens[0])
+        _TEXT_OPTIONS.reset(tokens[1])
 
 
 def write_binary(lm: NgramLM, out_dir: str, locked: bool = False) -> None:
@@ -197,6 +163,8 @@ def write_binary_arrays(out_dir: str, words: list[str], counts: list[int], info:
         written.append("words.json")
         hashes["words.json"] = _file_hash(os.path.join(out_dir, "words.json"))
         info = {k: v for k, v in info.items() if isinstance(v, (str, int, float, list, dict, bool, type(None)))}
+        if _TEXT_OPTIONS.get() and _TEXT_OPTIONS.get() != TextOptions().to_dict():
+            info["text_options"] = _TEXT_OPTIONS.get()
         config = {"format": FORMAT, "family": FAMILY, "version": VERSION,
                   "ngram": {"order": order, "counts": list(counts), "words": len(words), "info": info,
                             "sha256": hashes}}

@@ -11,7 +11,7 @@ from ...outputs import refuse_existing, writing_directory
 
 
 @contextlib.contextmanager
-def model_output(output: str, binary: bool, force: bool, inputs):
+def model_output(output: str, binary: bool, force: bool, inputs, text_options=None):
     """The checks of an n-gram model's output before it is estimated (``ngram train``, ``sampledlm.train_ngram``):
     an ARPA file is writable, none of ``inputs``, and replaced only with ``force``; a binary directory is new, empty
     or (with ``force``) a binary model, checked again under its lock, held to the end (a second writer stops)."""
@@ -31,7 +31,7 @@ def model_output(output: str, binary: bool, force: bool, inputs):
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
         from ..mapped import data_records_of_write
 
-        with data_records_of_write(_data_records(inputs)):
+        with data_records_of_write(_data_records(inputs), text_options):
             yield
 
 

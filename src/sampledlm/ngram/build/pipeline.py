@@ -43,6 +43,9 @@ class BuildReport:
     stages: dict = field(default_factory=dict)
     dask: dict | None = None
     valid_ppl: float | None = None
+    #: Kneser-Ney orders whose discounts could not be estimated from the counts of counts, so KenLM's
+    #: ``--discount_fallback`` values (0.5, 1, 1.5) were used (lmplz refuses such text without that flag)
+    fallback_orders: list[int] = field(default_factory=list)
 
 
 def build(config: BuildConfig, train: str, output: str, *, binary: bool = False, vocab: str | None = None,
@@ -99,7 +102,8 @@ def _bounded(config, budget, train, output, binary, vocab_path, valid, opts, loc
         info = _run_bounded(config, budget, train, output, vocab_path, opts, common)
         report = BuildReport("bounded", list(info["ngrams"]), info["vocabulary"], 0.0, budget=budget,
                              auto_budget=config.memory is None, spilled_bytes=info["spilled_bytes"],
-                             stages=dict(info["seconds"]), dask=info.get("dask"))
+                             stages=dict(info["seconds"]), dask=info.get("dask"),
+                             fallback_orders=list(info.get("fallback_orders", [])))
         if valid:  # the model just written, read back as ngram eval reads it (a directory: memory-mapped)
             report.valid_ppl = _perplexity_of_written(output, valid, opts)
         if to_stdout:
@@ -174,7 +178,8 @@ def _in_memory(config, train, output, binary, vocab_path, valid, opts, locked, t
         write_binary(lm, output, locked=locked)
     else:
         write_arpa(lm, output)
-    report = BuildReport("memory", list(lm.counts()), len(vocab), time.perf_counter() - t0, dask=dask)
+    report = BuildReport("memory", list(lm.counts()), len(vocab), time.perf_counter() - t0, dask=dask,
+                         fallback_orders=list(lm.info.get("fallback_orders", [])))
     if valid_ids is not None and len(valid_ids):
         report.valid_ppl = lm.perplexity(valid_ids, vocab)
     return report
