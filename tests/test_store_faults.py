@@ -38,3 +38,17 @@ def test_a_directory_that_cannot_be_created_is_a_one_line_error(tmp_path):
     with pytest.raises(UserError, match="a-file/out: cannot create or lock this directory"):
         with store.lock_directory(str(tmp_path / "a-file" / "out")):
             pass
+
+
+def test_a_path_without_a_model_says_what_it_is(tmp_path):
+    """A model file given where a directory is read, and a directory a killed command left (only its .lock): the
+    message said "no such model directory" for an existing file and "config.json: no such file" for the rest."""
+    (tmp_path / "kn3.arpa").write_text("\\data\\\n")
+    with pytest.raises(UserError, match="kn3.arpa: a file, not a model directory"):
+        store.read_config(str(tmp_path / "kn3.arpa"))
+    (tmp_path / "killed").mkdir()
+    (tmp_path / "killed" / ".lock").write_text("")
+    with pytest.raises(UserError, match="holds no model, only what an interrupted command left"):
+        store.read_config(str(tmp_path / "killed"))
+    with pytest.raises(UserError, match="no such model directory"):
+        store.read_config(str(tmp_path / "nope"))

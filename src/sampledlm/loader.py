@@ -27,11 +27,11 @@ def load_model(path: str, device: str | None = None) -> LanguageModel:
             from .ngram.lm import ArpaLM
 
             return ArpaLM.open(path)
-        from .store import read_config
+        from .store import no_model_here, read_config
 
         if not os.path.exists(os.path.join(path, "config.json")):
-            raise UserError(f"{path}: not a model directory (no config.json, and not a binary n-gram model); give a "
-                            "run directory of train, maxent train or ngram build-binary, or an ARPA file")
+            raise no_model_here(path, "a model directory (a run of train or maxent train, a binary n-gram model) "
+                                      "or an ARPA file")
         config, family = read_config(path)
         if family == "neural":
             from .neural.lm import load_neural

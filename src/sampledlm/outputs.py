@@ -88,3 +88,59 @@ def replaced_directory(path: str):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def lock_directory(path: str, sweep: tuple[str, ...] = ("",), remove_created: bool = True, busy_hint: str = ""):
+    """An exclusive OS lock on ``path/.lock`` while writing into ``path`` (created if missing); a second writer
+    stops at once with a clear message instead of interleaving its files with the first one's.
+
+    The lock file is removed when the block ends (while still held), so a finished directory holds no ``.lock``; a
+    writer that finds its lock on a file no longer at that path (the holder before it removed it between our open and
+    lock) opens the new one. A killed writer leaves its ``.lock``: the next one takes it. ``sweep``: folders under
+    ``path`` ("" itself) whose dead temporaries (a killed writer's) are removed once the lock is held;
+    ``remove_created``: a directory this created is removed again, when empty, if the block fails."""
+    import fcntl
+    import os
+
+    from .data.textio import sweep_dead_temps
+    from .errors import UserError
+
+    if path == "-":
+        raise UserError("-o -: this command writes a model directory, not a stream; give -o DIR")
+    lock = os.path.join(path, ".lock")
+    created = not os.path.isdir(path)
+    while True:
+        try:
+            os.makedirs(path, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise UserError(f"{path}: cannot create or lock this directory ({e.strerror or e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UserError(f"{path}: another sampledlm process is writing into this directory{busy_hint}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            current = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            current = False
+        if current:
+            break
+        os.close(fd)  # locked a .lock its holder removed when done: not the lock of the directory
+    ok = False
+    try:
+        for d in sweep:
+            sweep_dead_temps(os.path.join(path, d) if d else path)
+        yield
+        ok = True
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(lock)  # still held: whoever opened it meanwhile finds it gone (above) and opens a new one
+        os.close(fd)
+        if created and not ok and remove_created:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)  # only when empty

@@ -20,7 +20,6 @@ same output directory cannot interleave their files.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -179,11 +178,26 @@ def check_source(path: str, family: str, what: str) -> None:
         raise UserError(f"--init-from {path}: holds {held}, not {what}")
 
 
+def no_model_here(model_dir: str, expected: str = "a model directory") -> UserError:
+    """The error for a path that holds no sampledlm model: a file, nothing, or a directory without config.json (one
+    holding only dot-files is what an interrupted command left: its lock, its temporaries)."""
+    if os.path.isfile(model_dir):
+        return UserError(f"{model_dir}: a file, not {expected}")
+    if not os.path.isdir(model_dir):
+        return UserError(f"{model_dir}: no such model directory")
+    if all(n.startswith(".") for n in os.listdir(model_dir)):
+        return UserError(f"{model_dir}: holds no model, only what an interrupted command left (a lock or temporary "
+                         "files): run that command again, or remove the directory")
+    return UserError(f"{model_dir}: holds no config.json, so it is not {expected}")
+
+
 def read_config(model_dir: str) -> tuple[dict, str]:
     """``(config, family)`` of a model directory; a clear error for anything else."""
     if not os.path.isdir(model_dir):
-        raise UserError(f"{model_dir}: no such model directory")
+        raise no_model_here(model_dir)
     path = os.path.join(model_dir, "config.json")
+    if not os.path.exists(path) and all(n.startswith(".") for n in os.listdir(model_dir)):
+        raise no_model_here(model_dir)
     config = read_json(path)
     if not isinstance(config, dict):
         raise UserError(f"{path}: not a sampledlm model config (a JSON object is expected)")
@@ -238,31 +252,13 @@ def check_type(config: dict, key: str, kind, path: str):
 
 
 # --- locks -----------------------------------------------------------------------------------
-@contextlib.contextmanager
 def lock_directory(path: str):
-    """Hold an exclusive lock on ``path/.lock`` while writing into ``path``.
+    """Hold an exclusive lock on ``path/.lock`` while writing into ``path``
+    (:func:`sampledlm.outputs.lock_directory`): a second process that asks for the same directory stops at once with a
+    clear message instead of interleaving its files with the first one's; the lock is released when the process
+    ends, however it ends (an OS file lock), and its file removed when the block ends. What a killed writer of the
+    directory left (temporaries in it and in ``checkpoints/``) is swept once the lock is held."""
+    from .outputs import lock_directory as lock
 
-    A second process that asks for the same directory stops at once with a clear message
-    instead of interleaving its files with the first one's. The lock is released when the
-    process ends, however it ends (an OS file lock, not a marker file).
-    """
-    import fcntl
-
-    try:
-        os.makedirs(path, exist_ok=True)
-        fd = os.open(os.path.join(path, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise UserError(f"{path}: cannot create or lock this directory ({e.strerror or e})") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UserError(f"{path}: another sampledlm process is writing into this directory; "
-                            "wait for it to finish or choose another output") from None
-        from .data.textio import sweep_dead_temps
-
-        for d in (path, os.path.join(path, "checkpoints")):  # what a killed writer of this directory left
-            sweep_dead_temps(d)
-        yield
-    finally:
-        os.close(fd)
+    return lock(path, sweep=("", "checkpoints"), remove_created=False,
+                busy_hint="; wait for it to finish or choose another output")

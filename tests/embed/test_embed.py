@@ -195,6 +195,9 @@ def test_no_word_above_min_count_is_one_line_error(tmp_path):
 
     with pytest.raises(UserError, match="--min-count 5"):
         read_corpus([(str(path), TextOptions())], min_count=5)
+    path.write_text("\n  \n")  # said "no word occurs --min-count 5 times or more (0 tokens, 0 distinct)"
+    with pytest.raises(UserError, match="no words found"):
+        read_corpus([(str(path), TextOptions())], min_count=5)
 
 
 # --- files -----------------------------------------------------------------------------------------------------------

@@ -124,3 +124,16 @@ def test_the_plain_layout_is_srilms(four_models, capsys):
     s, w, lp = int(total.group(1)), int(total.group(2)), float(total.group(4))
     assert float(total.group(5)) == pytest.approx(10 ** (-lp / (w + s)), rel=1e-4)
     assert float(total.group(6)) == pytest.approx(math.pow(10, -lp / w), rel=1e-4)
+
+
+@pytest.mark.parametrize("command", [["score", "kn3.arpa", "test.txt"], ["generate", "kn3.arpa", "-n", "1"]])
+def test_a_mixture_says_the_weights_em_chose(four_models, run_in_process, command):
+    """score and generate with --mix never said which weights EM chose (eval does), so an output's mixture was
+    unknown."""
+    r = run_in_process(*command, "--mix", "ffnn3", "--interp-valid", "valid.txt", cwd=four_models)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stderr.splitlines() if x.startswith("interpolation weights by EM on valid.txt: "))
+    weights = [float(w.split()[-1]) for w in line.split(": ", 1)[1].split(", ")]
+    assert len(weights) == 2 and sum(weights) == pytest.approx(1, abs=2e-3)
+    r = run_in_process(*command, "--mix", "ffnn3", "--weights", "0.5,0.5", cwd=four_models)
+    assert "interpolation weights" not in r.stderr  # given, not chosen

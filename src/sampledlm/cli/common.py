@@ -143,6 +143,16 @@ def mix_options(f):
     return wrapper
 
 
+def say_fitted_weights(lm, paths: list[str]) -> None:
+    """One stderr line with the weights EM chose for a ``--mix`` run whose output does not show them (score,
+    generate, rescore): which mixture made the output is part of the result."""
+    from ..use.mixing import fitted_weights_note
+
+    note = fitted_weights_note(lm, paths)
+    if note:
+        click.echo(note, err=True)
+
+
 def force_option(what: str):
     """``--force``: replace ``what`` when the output already exists (every writer refuses otherwise)."""
     return click.option("--force", is_flag=True, help=f"Replace {what} if the output exists (refused otherwise).")

@@ -88,9 +88,9 @@ def _which_option():
 @embed.command("eval", context_settings=CONTEXT)
 @click.argument("vectors")
 @click.option("--similarity", "sim_files", multiple=True,
-              help="Word-pair file(s) 'w1 w2 score' (WS-353, SimLex-999) [default: WS-353 and SimLex-999 from $SAMPLEDLM_EVAL or ../shared/data/eval].")
+              help="Word-pair file(s) 'w1 w2 score' (WS-353, SimLex-999) [default: WS-353 and SimLex-999 from --eval-dir or $SAMPLEDLM_EVAL].")
 @click.option("--analogy", "analogy_file", default=None,
-              help="Analogy questions (questions-words.txt) [default: questions-words.txt from $SAMPLEDLM_EVAL or ../shared/data/eval].")
+              help="Analogy questions (questions-words.txt) [default: questions-words.txt from --eval-dir or $SAMPLEDLM_EVAL].")
 @click.option("--restrict", type=click.IntRange(min=1), default=30_000, show_default=True,
               help="Analogy answers are searched among this many most frequent words.")
 @click.option("--sections", is_flag=True, help="Also print the analogy accuracy of every section.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import UserError
-from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options, THREADS
+from .common import CONTEXT, FiniteFloat, SEED, device_option, mix_options, say_fitted_weights, THREADS
 
 
 @click.command("generate", context_settings=CONTEXT)
@@ -43,6 +43,7 @@ def generate(model, others, weights, interp_valid, prefix, count, temperature, t
 
         torch.set_num_threads(threads)
     lm = open_models([model, *others], weights, interp_valid, device=device)
+    say_fitted_weights(lm, [model, *others])
     words = tokenize_line(prefix, TextOptions(**(lm.text_options or {})))
     if len(words) >= max_words:
         raise UserError(f"--max-words {max_words} counts the prefix, which holds {len(words)} words already: give "

@@ -8,7 +8,7 @@ import os
 
 import click
 
-from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_options, THREADS
+from .common import CONTEXT, FiniteFloat, device_option, force_option, mix_options, say_fitted_weights, THREADS
 
 OOV_WARNING = 0.10  # share of hypothesis words outside the model's vocabulary above which rescore warns
 
@@ -104,6 +104,7 @@ def rescore(model, nbest, others, weights, interp_valid, fmt, refs, am_scale, lm
         fold_case(items)
         fold_case(dev or [])
     lm = open_models([model, *others], weights, interp_valid, device=device)
+    say_fitted_weights(lm, [model, *others])
     summary = {"model": model, "mix": list(others), "input": nbest, "utterances": len(items)}
     _oov_words(items, lm, lowercase, summary)
     w = Weights(am_scale, lm_weight, word_penalty, first_pass_weight)

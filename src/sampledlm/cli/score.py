@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import CONTEXT, device_option, mix_options, text_flags_given, text_options, THREADS
+from .common import CONTEXT, device_option, mix_options, say_fitted_weights, text_flags_given, text_options, THREADS
 
 
 @click.command("score", context_settings=CONTEXT)
@@ -43,6 +43,7 @@ def score(model, text, others, weights, interp_valid, per_word, jsonl, bunch, th
 
         torch.set_num_threads(threads)
     lm = open_models([model, *others], weights, interp_valid, batch_size=bunch, device=device)
+    say_fitted_weights(lm, [model, *others])
     shown = "standard input" if text == "-" else text
     totals = Totals()
     for s in score_file(lm, text, with_orders=per_word, opts=opts if text_flags_given() else None):

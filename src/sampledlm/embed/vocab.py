@@ -148,6 +148,8 @@ def read_corpus(sources: list[tuple[str, TextOptions]], min_count: int = 5, max_
             order = order[:max_vocab]
         if not order:
             names = ", ".join(p for p, _ in sources)
+            if not len(stream):
+                raise UserError(f"{names}: no words found (empty, or blank lines only)")
             raise UserError(f"{names}: no word occurs --min-count {min_count} times or more "
                             f"({len(stream)} tokens, {len(words_prov)} distinct)")
         remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order))

@@ -75,5 +75,15 @@ def open_models(paths: list[str], weights: str | None = None, valid: str | None 
     if len(models) == 1:
         return models[0]
     mix = Mixture(models)
-    set_weights(mix, weights, valid, paths[0])
+    mix.fitted_on = set_weights(mix, weights, valid, paths[0])  # the file EM read (None: weights given)
     return mix
+
+
+def fitted_weights_note(lm: LanguageModel, paths: list[str]) -> str | None:
+    """A line saying which weights EM chose for a mixture :func:`open_models` fitted (None otherwise), for commands
+    whose output does not show them (score, generate, rescore, serve), so that a run says what mixture it used."""
+    source = getattr(lm, "fitted_on", None)
+    if source is None:
+        return None
+    weights = ", ".join(f"{p} {w:.3f}" for p, w in zip(paths, lm.weights))
+    return f"interpolation weights by EM on {source}: {weights}"
