@@ -185,7 +185,8 @@ def no_model_here(model_dir: str, expected: str = "a model directory") -> UserEr
         return UserError(f"{model_dir}: a file, not {expected}")
     if not os.path.isdir(model_dir):
         return UserError(f"{model_dir}: no such model directory")
-    if all(n.startswith(".") for n in os.listdir(model_dir)):
+    names = os.listdir(model_dir)
+    if names and all(n.startswith(".") for n in names):
         return UserError(f"{model_dir}: holds no model, only what an interrupted command left (a lock or temporary "
                          "files): run that command again, or remove the directory")
     return UserError(f"{model_dir}: holds no config.json, so it is not {expected}")
@@ -196,7 +197,7 @@ def read_config(model_dir: str) -> tuple[dict, str]:
     if not os.path.isdir(model_dir):
         raise no_model_here(model_dir)
     path = os.path.join(model_dir, "config.json")
-    if not os.path.exists(path) and all(n.startswith(".") for n in os.listdir(model_dir)):
+    if not os.path.exists(path) and os.listdir(model_dir) and all(n.startswith(".") for n in os.listdir(model_dir)):
         raise no_model_here(model_dir)
     config = read_json(path)
     if not isinstance(config, dict):

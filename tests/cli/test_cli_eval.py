@@ -100,6 +100,10 @@ def test_eval_reports_oov_counts_for_every_family(trained_ffnn, tmp_path, capsys
         assert json.loads(out)["oov"] == 3 and json.loads(out)["predictions"] == 5
         code, out, err = run_cli(["eval", str(model), "--test", str(tmp_path / "oov.txt")], capsys)
         assert "3 OOV, scored as <unk>)" in out
+        # a text read otherwise than the training text (case, tokeniser) was silent at 83 % OOV
+        assert "100.0 % of its 3 words are outside the model's vocabulary" in err
+        code, out, err = run_cli(["eval", str(model), "--test", str(trained_ffnn / "train.txt")], capsys)
+        assert code == 0 and "outside the model's vocabulary" not in err
 
 
 @pytest.mark.parametrize("command, model", [("maxent", "ffnn3"), ("maxent", "kn3.arpa"), ("ngram", "ffnn3"),

@@ -84,13 +84,15 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     click release treats them: a reader that stops reading (``| head``) ends the command quietly with status 0, a
     full disk behind standard output is one line and status 1, ^C is status 130."""
     passive_thread_wait()
-    set_here = raise_on_sigterm()
+    ours = raise_on_sigterm()
     try:
         _main(argv, command, prog_name)
     finally:
-        if set_here:  # an in-process caller (a test, a script calling main) gets its default back
-            import signal
+        import signal
 
+        # an in-process caller (a test, a script calling main) gets its default back; a handler a command set on
+        # top stays (the server ignores late signals while it exits)
+        if ours is not None and signal.getsignal(signal.SIGTERM) is ours:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
@@ -151,16 +153,16 @@ def _reraise(e: BaseException):
     raise e
 
 
-def raise_on_sigterm() -> bool:
+def raise_on_sigterm():
     """Make SIGTERM raise :class:`~sampledlm.errors.Terminated` (an interrupt) in this process, unless a handler is
     already set; commands that stop in their own way (training's checkpoint, the server's drain) set theirs on top.
     Without it SIGTERM killed a command outright: an n-gram build left its spill directory and hidden partial output
     (hundreds of MB) and printed nothing. A child process that inherits the handler (a fork) dies by the signal as
-    before. Returns whether the handler was set."""
+    before. Returns the handler set (None when another was there)."""
     import signal
 
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return False
+        return None
     main_pid = os.getpid()
 
     def on_sigterm(signum, frame):
@@ -171,7 +173,7 @@ def raise_on_sigterm() -> bool:
         raise Terminated("terminated (SIGTERM)")
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    return True
+    return on_sigterm
 
 
 def passive_thread_wait(environ=os.environ, modules=sys.modules) -> bool:

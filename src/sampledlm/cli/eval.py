@@ -72,6 +72,22 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
              no_verify=no_verify, sum_precision=sum_precision, opts=opts if text_flags_given() else None)
 
 
+OOV_WARNING = 0.10  # share of the test words outside the vocabulary from which eval warns (as train and rescore do)
+
+
+def _warn_many_oovs(shown: str, ids, oov_mask) -> None:
+    """A warning when :data:`OOV_WARNING` or more of the test words are scored as ``<unk>``: most often the text is
+    read otherwise than the model's training text was (case, tokeniser), and the perplexity is of ``<unk>``."""
+    from ..data.vocab import EOS_ID
+
+    words = len(ids) - int((ids == EOS_ID).sum())
+    share = int(oov_mask.sum()) / max(words, 1)
+    if words and share >= OOV_WARNING:
+        click.echo(f"sampledlm: warning: {shown}: {100 * share:.1f} % of its {words:,} words are outside the "
+                   "model's vocabulary (scored as <unk>): is the text read as the training text was (--lowercase, "
+                   "--tokenizer)?", err=True)
+
+
 def evaluate(model: str, test_path: str, others=(), weights: str | None = None, interp_valid: str | None = None, *,
              per_sentence: bool = False, running_text: bool = False, batch_size: int | None = None,
              as_json: bool = False, threads: int | None = None, stride: int | None = None, device=None,
@@ -115,6 +131,7 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     # The one schema of `eval --json` (docs/formats.md#eval-json): "ppl" is always the perplexity of what was evaluated
     # (the mixture when mixing); each model's own is under "components", in the order given.
     oov_mask = (mix or lm).oov_mask(ids)
+    _warn_many_oovs(shown, ids, oov_mask)
     result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),
               "oov": int(oov_mask.sum()), "model_has_unk": lm.has_unk}
     from .. import progress

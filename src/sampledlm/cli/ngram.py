@@ -30,7 +30,7 @@ def ngram():
 @click.option("--train", "train_path", required=True,
               help="Training text, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--order", type=click.IntRange(min=1), default=build_default("order"), show_default=True,
-              help="n-gram order.")
+              help="n-gram order (Kneser-Ney, the default: 1 .. 254).")
 @click.option("--smoothing", type=click.Choice(list(SMOOTHINGS)), default=build_default("smoothing"),
               show_default=True,
               help="; ".join(f"{k}: {v}" + (" (weights tuned on --valid)" if k == "jm" else "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import contextvars
 import errno
 import gzip
 import io
@@ -118,6 +119,40 @@ def _sweep(directory: str, prefix: str | None) -> None:
             pass
 
 
+#: Paths whose write must not replace a file that appeared meanwhile (:func:`new_file_only`)
+_NEW_ONLY: contextvars.ContextVar[frozenset] = contextvars.ContextVar("new_file_only", default=frozenset())
+
+
+@contextlib.contextmanager
+def new_file_only(path: str):
+    """Within the block, :func:`atomic_write` of ``path`` (absent when the command checked it) puts its file in
+    place only if none has appeared there meanwhile: two commands started on the same ``-o`` without ``--force``
+    both passed the check at their start, and the later one to finish replaced the other's model."""
+    token = _NEW_ONLY.set(_NEW_ONLY.get() | {_final_path(path)})
+    try:
+        yield
+    finally:
+        _NEW_ONLY.reset(token)
+
+
+def _put_in_place(tmp: str, path: str, name: str) -> None:
+    if path not in _NEW_ONLY.get():
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # fails if path exists: a rename that never replaces
+    except FileExistsError:
+        raise UserError(f"{name}: written by another process while this one ran; it is kept and this output is "
+                        "dropped (give --force to replace it, or choose another -o)") from None
+    except OSError:  # a file system without hard links: check, then rename (a narrow window stays)
+        if os.path.exists(path):
+            raise UserError(f"{name}: written by another process while this one ran; it is kept and this output "
+                            "is dropped (give --force to replace it, or choose another -o)") from None
+        os.replace(tmp, path)
+        return
+    os.remove(tmp)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: bool | None = None) -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
@@ -175,7 +210,7 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
         raw.flush()
         os.fsync(raw.fileno())
         layers.pop().close()
-        os.replace(tmp, path)
+        _put_in_place(tmp, path, name)
     except BaseException as e:
         for layer in reversed(layers):
             with contextlib.suppress(Exception):

@@ -90,7 +90,9 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
     """
     check_streaming(smoothing)
     if not isinstance(order, (int, np.integer)) or not 1 <= order <= 254:
-        raise UserError(f"order {order!r}: bounded estimation takes an integer 1 .. 254")
+        from ...config import setting_value
+
+        raise UserError(f"{setting_value('order', order)}: Kneser-Ney (mkn, kn) estimation takes an integer 1 .. 254")
     thresholds = parse_thresholds(prune or [], int(order))
     info: dict = {"smoothing": smoothing, "order": order, "memory": memory, "seconds": {}}
     t = time.perf_counter()

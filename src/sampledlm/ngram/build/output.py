@@ -16,11 +16,16 @@ def model_output(output: str, binary: bool, force: bool, inputs, text_options=No
     an ARPA file is writable, none of ``inputs``, and replaced only with ``force``; a binary directory is new, empty
     or (with ``force``) a binary model, checked again under its lock, held to the end (a second writer stops)."""
     from ...data.textio import check_writable
+    from ...data.writing import new_file_only
 
     if not binary:
         check_writable(output)
         refuse_existing(output, force, inputs)
-        yield
+        if force or output == "-":
+            yield
+        else:
+            with new_file_only(output):  # a file that another run put there meanwhile is not replaced
+                yield
         return
     from ..mapped import lock_directory
 
