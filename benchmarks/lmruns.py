@@ -132,18 +132,35 @@ def cli(*args: str, log: str | None = None) -> str:
     appended to ``log`` as it comes (``tail -f`` it), or captured. UserError on failure."""
     cmd = [sys.executable, "-m", "sampledlm", *args]
     if log is None:
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = _run_to_end(cmd, stderr=subprocess.PIPE)
         err = p.stderr
     else:
         with open(log, "a") as f:
             start = f.tell()
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=f, text=True)
+            p = _run_to_end(cmd, stderr=f)
         with open(log) as f:
             f.seek(start)
             err = f.read()
     if p.returncode:
         raise UserError(f"`sampledlm {' '.join(args)}` failed: {err.strip()[-600:]}")
     return p.stdout
+
+
+def _run_to_end(cmd: list[str], stderr) -> subprocess.CompletedProcess:
+    """``cmd`` run to its end, stdout captured. Stopped meanwhile (^C, or SIGTERM, which the command line raises as
+    an interrupt), the child is asked to stop too (SIGTERM: a training writes its checkpoint) and waited for, where
+    ``subprocess.run`` would kill it outright and lose the training since its last checkpoint."""
+    import signal
+
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True) as p:
+        try:
+            out, err = p.communicate()
+        except KeyboardInterrupt:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            p.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def run_dir(work: str, files: dict, run: Run) -> str:

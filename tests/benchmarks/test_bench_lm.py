@@ -108,3 +108,28 @@ def test_transformer_quick(tmp_path, monkeypatch):
     names = {r["name"] for r in data["rows"]}
     assert names == {"ours-softmax", "ours-css-is", "best"}
     assert all(r["test_ppl"] > 1 for r in data["rows"])
+
+
+def test_a_stopped_runner_lets_its_training_checkpoint_before_it_ends(tmp_path):
+    """SIGTERM is an interrupt in `python -m benchmarks` (the command line raises it); subprocess.run then killed the
+    `sampledlm train` child outright (SIGKILL), losing the training since its last checkpoint. The child is now
+    asked to stop (SIGTERM) and waited for."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    import pytest
+
+    marker = tmp_path / "saved"
+    child = ("import signal, sys, time\n"
+             f"def stop(*a):\n    open({str(marker)!r}, 'w').write('checkpoint'); sys.exit(143)\n"
+             "signal.signal(signal.SIGTERM, stop)\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lmruns._run_to_end([sys.executable, "-c", child], stderr=None)
+    finally:
+        timer.cancel()
+    assert marker.read_text() == "checkpoint"
