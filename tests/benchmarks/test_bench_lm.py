@@ -125,11 +125,16 @@ def test_a_stopped_runner_lets_its_training_checkpoint_before_it_ends(tmp_path):
     child = ("import signal, sys, time\n"
              f"def stop(*a):\n    open({str(marker)!r}, 'w').write('checkpoint'); sys.exit(143)\n"
              "signal.signal(signal.SIGTERM, stop)\nprint('ready', flush=True)\ntime.sleep(60)\n")
-    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    def interrupt(signum, frame):  # as ^C would (a pytest-xdist worker ignores SIGINT itself)
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGUSR1, interrupt)
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGUSR1))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             lmruns._run_to_end([sys.executable, "-c", child], stderr=None)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGUSR1, old)
     assert marker.read_text() == "checkpoint"
