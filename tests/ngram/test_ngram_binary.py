@@ -185,3 +185,11 @@ def test_a_binary_model_reads_text_as_its_training_text_was_read(tmp_path, run_i
     r = run_in_process("ngram", "train", "--train", "train.txt", "--order", "2", "--binary", "-o", "plain.bin",
                        cwd=tmp_path)
     assert "text_options" not in json.loads((tmp_path / "plain.bin" / "config.json").read_text())["ngram"]["info"]
+    # an ARPA file records nothing: build-binary takes the text flags and records them
+    r = run_in_process("ngram", "train", "--train", "train.txt", "--tokenizer", "raw", "--lowercase", "--order", "2",
+                       "-o", "lc.arpa", cwd=tmp_path)
+    r = run_in_process("ngram", "build-binary", "lc.arpa", "--tokenizer", "raw", "--lowercase", "-o", "lc2.bin",
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in_process("eval", "lc2.bin", "--test", "test.txt", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["oov"] == 0, r.stdout + r.stderr

@@ -198,7 +198,8 @@ def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
 @click.option("--verify", is_flag=True, help="Instead: check MODEL, a binary directory, against the SHA-256 of "
                                              "each file recorded in its config.json.")
 @force_option("the model directory")
-def build_binary(model, output, verify, force):
+@text_options
+def build_binary(model, output, verify, force, opts):
     """Convert an ARPA model into a binary directory that loads by memory-mapping.
 
     \b
@@ -211,13 +212,19 @@ def build_binary(model, output, verify, force):
     Example:
       sampledlm ngram build-binary kn5.arpa -o kn5.bin
       sampledlm ngram eval kn5.bin --test test.txt
+      sampledlm ngram build-binary book5.arpa --tokenizer raw --lowercase -o book5.bin
+
+    \b
+    The text flags say how the model's training text was read (an ARPA file cannot record it): the
+    directory records them, and eval, score and generate then read text the same way.
     """
     from ..ngram.arpa import read_arpa
-    from ..ngram.mapped import lock_directory, verify_binary, write_binary
+    from ..ngram.mapped import data_records_of_write, lock_directory, verify_binary, write_binary
+    from .common import text_flags_given
 
     if verify:
-        if output:
-            raise UserError("--verify checks MODEL and writes nothing: leave out -o")
+        if output or text_flags_given():
+            raise UserError("--verify checks MODEL and writes nothing: leave out -o and the text flags")
         if not os.path.isdir(model):
             raise UserError(f"{model}: not a binary model directory (--verify checks a directory that "
                             "ngram build-binary or ngram train --binary wrote)")
@@ -238,7 +245,8 @@ def build_binary(model, output, verify, force):
     with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
         lm = read_arpa(model, cache=False)
-        write_binary(lm, output, locked=True)
+        with data_records_of_write({}, opts):
+            write_binary(lm, output, locked=True)
     click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
                f"{time.perf_counter() - t0:.1f} s", err=True)
 
