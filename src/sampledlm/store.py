@@ -197,7 +197,8 @@ def read_config(model_dir: str) -> tuple[dict, str]:
     if not os.path.isdir(model_dir):
         raise no_model_here(model_dir)
     path = os.path.join(model_dir, "config.json")
-    if not os.path.exists(path) and os.listdir(model_dir) and all(n.startswith(".") for n in os.listdir(model_dir)):
+    names = os.listdir(model_dir)
+    if not os.path.exists(path) and names and all(n.startswith(".") for n in names):
         raise no_model_here(model_dir)
     config = read_json(path)
     if not isinstance(config, dict):

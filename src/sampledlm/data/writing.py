@@ -139,15 +139,15 @@ def _put_in_place(tmp: str, path: str, name: str) -> None:
     if path not in _NEW_ONLY.get():
         os.replace(tmp, path)
         return
+    appeared = UserError(f"{name}: written by another process while this one ran; it is kept and this output is "
+                         "dropped (give --force to replace it, or choose another -o)")
     try:
         os.link(tmp, path)  # fails if path exists: a rename that never replaces
     except FileExistsError:
-        raise UserError(f"{name}: written by another process while this one ran; it is kept and this output is "
-                        "dropped (give --force to replace it, or choose another -o)") from None
+        raise appeared from None
     except OSError:  # a file system without hard links: check, then rename (a narrow window stays)
         if os.path.exists(path):
-            raise UserError(f"{name}: written by another process while this one ran; it is kept and this output "
-                            "is dropped (give --force to replace it, or choose another -o)") from None
+            raise appeared from None
         os.replace(tmp, path)
         return
     os.remove(tmp)
