@@ -124,6 +124,9 @@ def test_sentences_and_generation_settings_that_are_not_what_they_say_are_refuse
             lm.logprob(bad)
         with pytest.raises(UserError, match="logprobs: give a list of sentences"):
             lm.logprobs(bad)
+    for bad in (None, 123, 2.5):
+        with pytest.raises(UserError, match="perplexity: give a sentence, an iterable"):
+            lm.perplexity(bad)
     with pytest.raises(UserError, match="'new york', which is not one word"):
         lm.logprob(["the", "new york"])
     for kw, what in ((dict(temperature=float("nan")), "temperature"), (dict(top_k=-1), "top_k"),

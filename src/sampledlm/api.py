@@ -222,6 +222,9 @@ class Model:
                                     f"file: give pathlib.Path({sentences!r}) to score the file, or [{sentences!r}] "
                                     "for the one-word sentence")
                 sentences = [sentences]
+            elif not isinstance(sentences, Iterable):
+                raise UserError("perplexity: give a sentence, an iterable of sentences or a pathlib.Path, not "
+                                f"{type(sentences).__name__}")
             scored = self._scored_stream(sentences, skip_blank=True)
         for s in scored:
             totals.add(s)

@@ -181,3 +181,41 @@ def test_only_rank_0_checks_the_new_run_directory(tiny_corpus, tmp_path, monkeyp
     assert trainer.new_run(str(half_written), config, vocab, ranks=Ranks(1, 2)) == "rank 1's trainer"
     with pytest.raises(UserError, match="holds vocab.txt"):  # a single process still refuses it
         trainer.new_run(str(half_written), config, vocab)
+
+
+def test_a_launch_stopped_while_it_runs_passes_sigterm_on_and_waits_for_the_launcher(tmp_path):
+    # the launcher stands in for torchrun: it writes a marker when SIGTERM reaches it (as torchrun then stops its
+    # ranks); subprocess.run would SIGKILL it, leaving the ranks of a real launch training with nobody to stop them
+    import signal
+    import threading
+
+    from sampledlm.neural.distributed import run_launch
+
+    marker = tmp_path / "got-sigterm"
+    child = ("import pathlib, signal, sys, time\n"
+             f"def stop(*a): pathlib.Path({str(marker)!r}).write_text('stopped'); sys.exit(143)\n"
+             "signal.signal(signal.SIGTERM, stop)\n"
+             f"pathlib.Path({str(tmp_path / 'started')!r}).touch()\n"
+             "time.sleep(60)\n")
+
+    class Stop(Exception):
+        pass
+
+    def raise_stop(*a):
+        raise Stop
+
+    old = signal.signal(signal.SIGUSR1, raise_stop)  # xdist workers ignore SIGINT; SIGTERM is the runner's own
+    try:
+        def poke():
+            while not (tmp_path / "started").exists():
+                threading.Event().wait(0.05)
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+        threading.Thread(target=poke, daemon=True).start()
+        with pytest.raises(Stop):
+            run_launch([sys.executable, "-c", child], grace_s=30)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    assert marker.read_text() == "stopped"
+    done = run_launch([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")

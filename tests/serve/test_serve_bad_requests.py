@@ -51,6 +51,8 @@ BAD = [
     ("/score", b"[" * 3000, 400, "nested too deeply"),
     ("/score", b'{"sentences": ' + b"[" * 150 + b"]" * 150 + b"}", 400, "nested too deeply"),  # valid JSON anywhere
     ("/score", b'{"sentences": [NaN]}', 400, "NaN"),
+    ("/score", b'{"sentences": ["w1"], "sentences": ["w2"]}', 400, 'field "sentences" given twice'),
+    ("/next", b'{"queries": [{"history": "w1", "words": "w2", "words": "w3"}]}', 400, 'field "words" given twice'),
     ("/score", b'{"sentences": []}', 400, "empty list"),
     ("/score", b'{"sentences": "w1 w2"}', 400, "expected a list"),
     ("/score", b'{"sentences": [5]}', 400, "sentences[0]: expected a string or a list"),

@@ -5,13 +5,12 @@ there are GPUs), then evaluated exactly like any run directory."""
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 import time
 
 from ..errors import UserError
 from ..loader import load_model
-from ..neural.distributed import launch_error, local_launch
+from ..neural.distributed import launch_error, local_launch, run_launch
 from ..lm import perplexity_of
 from .common import DemoData, Result
 
@@ -26,7 +25,7 @@ def parallel_step(data: DemoData) -> list[Result]:
             "--vocab", os.path.join(data.directory, "vocab.txt"), "--objective", "css-is", "--samples", "100",
             "--epochs", "1", "--threads", "1", "--seed", str(data.seed), "-o", out]
     with tempfile.TemporaryDirectory(prefix="sampledlm-torchrun-") as logs:
-        p = subprocess.run([*local_launch(2, log_dir=logs), *args], env=env, capture_output=True, text=True)
+        p = run_launch([*local_launch(2, log_dir=logs), *args], env=env)
     if p.returncode != 0:
         raise UserError("data-parallel demo step: torchrun failed:\n" + launch_error(p.stderr))
     lm = load_model(out)

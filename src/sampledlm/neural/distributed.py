@@ -51,6 +51,29 @@ def local_launch(nproc: int, log_dir: str | None = None) -> list[str]:
             "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", uuid.uuid4().hex, *logs]
 
 
+def run_launch(argv: list[str], env: dict[str, str] | None = None, grace_s: float = 30.0):
+    """Run a launcher (``argv``: :func:`local_launch` and its script) to its end and return its
+    ``subprocess.CompletedProcess`` (stdout, stderr captured as text). If this process is stopped while it waits
+    (SIGTERM raised as an error, Ctrl-C), the launcher gets SIGTERM, which torchrun passes on to its ranks so each
+    stops as its own SIGTERM says, and ``grace_s`` seconds to end before SIGKILL: ``subprocess.run`` would SIGKILL
+    torchrun at once, and ranks whose launcher dies that way go on training in the background."""
+    import signal
+    import subprocess
+
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        try:
+            out, err = p.communicate()
+        except BaseException:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.communicate(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
 #: A line a rank's own failure prints (our error line, a Python exception's last line), as opposed to torchrun's
 #: summary of which rank failed.
 _RANK_ERROR = re.compile(r"^(\[rank\d+\]:\s*)?(sampledlm: |[A-Za-z_.]*(Error|Exception)\b.*:)")

@@ -65,7 +65,7 @@ def parse_json(body: bytes) -> dict:
     if too_deep(text):
         raise BadRequest(f"malformed JSON: nested too deeply (over {MAX_DEPTH} levels)")
     try:
-        obj = json.loads(text, parse_constant=_no_constant)
+        obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as e:
         raise BadRequest(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
@@ -74,6 +74,17 @@ def parse_json(body: bytes) -> dict:
         raise BadRequest(f"malformed JSON: {e}") from None
     if not isinstance(obj, dict):
         raise BadRequest(f"the request must be a JSON object, not {_kind(obj)}")
+    return obj
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    # json's default keeps the last of two equal keys in silence: a client that sends {"k": 5, "k": 50} or two
+    # "sentences" lists gets answers to a request other than the one it believes it sent
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise BadRequest(f"malformed JSON: field {_show(dup)} given twice in one object")
     return obj
 
 
