@@ -237,13 +237,21 @@ class ClassSoftmax(WordClassObjective):
         """``[N]`` within-class log-probabilities, each example against its own class's members, padded to the
         batch's largest class ``M`` (``scorer.score_each`` over ``[N, M]`` ids, the padding masked): no loop over
         classes. Costs ``N M h``; at V = 485k a batch of 1,120 targets hits ~700 classes, and the per-class
-        loop's small products and their backward took most of a step."""
+        loop's small products and their backward took most of a step. The examples go to the compiled loops
+        grouped by class (and come back in their order), so that a class's rows, read for its first example,
+        are still in cache for the next: at V = 485k (1,393 classes of up to 614 words) that took the scores and
+        their backward from 0.27 to 0.19 CPU s a batch."""
+        order = torch.argsort(c, stable=True)
+        back = torch.empty_like(order)
+        back[order] = torch.arange(len(order), device=order.device)
+        ctx, targets, c = ctx[order], targets[order], c[order]
         size = self.class_size[c]
         j = torch.arange(int(size.max()), device=targets.device)
         keep = j.unsqueeze(0) < size.unsqueeze(1)  # [N, M]
         words = self.members[self.class_start[c].unsqueeze(1) + torch.where(keep, j.unsqueeze(0), 0)]
         scores = scorer.score_each(ctx, words).float().masked_fill(~keep, float("-inf"))
-        return scores.gather(1, self.pos_in_class[targets].unsqueeze(1)).squeeze(1) - torch.logsumexp(scores, 1)
+        within = scores.gather(1, self.pos_in_class[targets].unsqueeze(1)).squeeze(1) - torch.logsumexp(scores, 1)
+        return within[back]
 
     def _within_shared(self, scorer: Scorer, ctx: Any, targets: torch.Tensor, uc: torch.Tensor,
                        inv: torch.Tensor, usize: torch.Tensor) -> torch.Tensor:
