@@ -187,6 +187,10 @@ def no_model_here(model_dir: str, expected: str = "a model directory") -> UserEr
         return UserError(f"{model_dir}: no such model directory")
     names = os.listdir(model_dir)
     if names and all(n.startswith(".") for n in names):
+        if os.path.isfile(os.path.join(model_dir, ".checkpoint", "run.json")):  # maxent's epoch checkpoints
+            return UserError(f"{model_dir}: holds a maxent training that stopped before it wrote its model: go on "
+                             f"with 'sampledlm maxent train --resume {model_dir}' (or remove the directory to start "
+                             "over)")
         return UserError(f"{model_dir}: holds no model, only what an interrupted command left (a lock or temporary "
                          "files): run that command again, or remove the directory")
     return UserError(f"{model_dir}: holds no config.json, so it is not {expected}")

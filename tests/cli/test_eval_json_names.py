@@ -28,6 +28,19 @@ def test_eval_json_keys_name_what_they_hold(trained_ffnn, run_in_process):
     assert "components" not in alone["run"] and alone["run"]["model"] == "run"
     ngram = _json(run_in_process, "ngram", "eval", "kn3.arpa", "--test", "test.txt", cwd=d)
     assert ngram["ppl"] == alone["kn3.arpa"]["ppl"]
+    # which protocol a number came from: a recurrent model reads running text unless --per-sentence
+    assert alone["kn3.arpa"]["history"] == "each sentence alone" and "stride" not in alone["kn3.arpa"]
+    assert alone["run"]["history"] == "each sentence alone"  # a feed-forward model
+
+
+def test_eval_json_says_whether_a_recurrent_model_read_running_text(four_models, run_in_process):
+    """Both protocols gave the same keys, so a collected number could not say which one it was."""
+    d = four_models
+    running = _json(run_in_process, "eval", "gru", "--test", "test.txt", cwd=d)
+    r = run_in_process("eval", "gru", "--test", "test.txt", "--per-sentence", "--json", cwd=d)
+    alone = json.loads(r.stderr.strip().splitlines()[-1])
+    assert (running["history"], alone["history"]) == ("running text", "each sentence alone")
+    assert running["ppl"] != alone["ppl"]
 
 
 def test_standard_input_is_named_as_given(tmp_path):

@@ -161,6 +161,24 @@ def test_classes_file_round_trip_and_errors(tmp_path):
     assert read_word_classes(str(tmp_path / "bits.txt"), words, labels=True)[2] == ["0110", "0111", None]
 
 
+def test_a_malformed_classes_line_is_refused_not_misread(tmp_path):
+    """A space typed for the first tab made a class '1 just' of the next column's word; a count that is not a
+    number passed; one label of a tree's bit paths typed wrong turned the whole tree into flat classes in silence."""
+    words = ["</s>", "<unk>", "a", "b", "c", "d"]
+    for text, why in (("0\ta\t3\n1 b\tc\t2\n", r"f.txt:2: class label '1 b' holds white space"),
+                      ("0\ta\t3\n1\tc d\t2\n", r"f.txt:2: word 'c d' holds white space"),
+                      ("0\ta\t3\n1\tc\tabc\n", r"f.txt:2: count 'abc' is not a whole number"),
+                      ("0\ta\t3\n1\tc\t2\t9\n", r"f.txt:2: expected 'class<TAB>word\[<TAB>count\]'"),
+                      ("00\ta\n01\tb\n1x\tc\n10\td\n", r"f.txt:3: class label '1x' is not a bit path, while 3 of")):
+        (tmp_path / "f.txt").write_text(text)
+        with pytest.raises(UserError, match=why):
+            read_word_classes(str(tmp_path / "f.txt"), words)
+    # decimal class numbers hold a few bit paths (0, 1, 10, 11) and are no tree; nor is a file without long paths
+    for labels in (range(12), range(3)):
+        (tmp_path / "n.txt").write_text("".join(f"{k}\tw{k}\t1\n" for k in labels))
+        assert read_word_classes(str(tmp_path / "n.txt"), [f"w{k}" for k in labels])[1] == 0
+
+
 @pytest.mark.parametrize("objective", ["class", "hsm"])
 def test_classes_command_feeds_word_classes(objective, tmp_path, run_in_process):
     from helpers import write_word_corpus

@@ -157,3 +157,26 @@ def test_a_training_stopped_before_its_first_epoch_is_said_so(tmp_path, corpus, 
     assert checkpoint.committed_epoch(str(out)) == 0
     code, err = cli(["maxent", "train", "--train", str(corpus[0]), "--valid", str(corpus[1]), "-o", str(out)], capsys)
     assert code == 1 and "stopped before its first epoch ended" in err and "epoch 0" not in err, err
+
+
+def test_an_interrupt_says_how_to_resume_and_so_does_a_reader_of_the_directory(tmp_path, corpus, monkeypatch, capsys):
+    """Ctrl-C or SIGTERM printed only 'interrupted', and eval on the directory said to run the command again (which
+    is refused) or to remove the directory (losing the finished epochs)."""
+    from sampledlm.errors import Terminated
+
+    real = checkpoint.Checkpointer.save
+
+    def save(self, epoch, arrays, meta):
+        real(self, epoch, arrays, meta)
+        raise Terminated("terminated (SIGTERM)")
+
+    out = tmp_path / "stopped"
+    with monkeypatch.context() as m:
+        m.setattr(checkpoint.Checkpointer, "save", save)
+        code, err = cli(["maxent", "train", "--train", str(corpus[0]), "--valid", str(corpus[1]), "-o", str(out),
+                         "--epochs", "3"], capsys)
+    assert code == 143 and f"terminated (SIGTERM); resume with: sampledlm maxent train --resume {out}" in err, err
+    code, err = cli(["eval", str(out), "--test", str(corpus[1])], capsys)
+    assert code == 1 and f"go on with 'sampledlm maxent train --resume {out}'" in err, err
+    code, err = cli(["maxent", "train", "--resume", str(out)], capsys)
+    assert code == 0 and (out / "config.json").exists(), err

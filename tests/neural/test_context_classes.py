@@ -137,7 +137,8 @@ def test_classes_from_model_refusals(tmp_path, run_in_process):
     write_word_corpus(tmp_path / "train.txt", 20, 1)
     (tmp_path / "vocab.txt").write_text("</s>\t1\n")
     for args, words in ((("--tree",), "--tree builds its tree from a model's contexts"),
-                        (("--from-model", "nowhere"), "--from-model nowhere: not a run directory"),
+                        (("--from-model", "nowhere"), "--from-model nowhere: no such run directory"),
+                        (("--from-model", "train.txt"), "--from-model train.txt: is a file, not a run directory"),
                         (("--from-model", ".", "--vocab", "vocab.txt"), "the model's own vocabulary"),
                         (("--from-model", ".", "--lowercase"), "the model's own vocabulary")):
         r = run_in_process("classes", "train.txt", "-o", "out.txt", *args, cwd=tmp_path)

@@ -8,6 +8,7 @@ import errno
 import gzip
 import io
 import json
+import re
 import math
 import os
 import sys
@@ -225,8 +226,12 @@ def test_missing_unk_scores_and_counts_like_kenlm(tmp_path, run):
     warning = [ln for ln in r.stderr.splitlines() if ln.strip() and "outside the model's vocabulary" not in ln]
     assert len(warning) == 1 and warning[0].startswith("sampledlm: warning: nounk.arpa") and "<unk>" in warning[0]
     assert "-100" in warning[0]
+    share = [ln for ln in r.stderr.splitlines() if "outside the model's vocabulary" in ln]
+    assert len(share) == 1 and "log10 p -100 each: the model has no <unk>" in share[0] and "scored as" not in share[0]
     text = run("ngram", "eval", "nounk.arpa", "--test", "t.txt", cwd=tmp_path).stdout
     assert "has no <unk>" in text and "excluding OOVs" in text
+    # a perplexity of 1e40 in powers of ten, not 41 digits
+    assert re.search(r"ppl \d\.\d{3}e\+\d+;", text) and f"ppl {incl:.3e}" in text, text
 
 
 def test_a_model_with_unk_gives_no_warning(k3, run):

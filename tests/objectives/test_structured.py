@@ -717,6 +717,15 @@ def test_calibrate_command_centres_log_z_on_other_text(words_corpus, run_in_proc
         r = run_in_process("calibrate", str(run), "--text", str(words_corpus / "train.txt"), cwd=words_corpus)
     assert r.returncode == 1 and "another sampledlm process is writing" in r.stderr
     assert (run / "model.safetensors").read_bytes() == kept
+    # a run without its model file: one error line, not first a warning that a checkpoint's weights will do
+    import shutil
+
+    shutil.copytree(run, words_corpus / "no-model")
+    (words_corpus / "no-model" / "model.safetensors").unlink()
+    r = run_in_process("calibrate", str(words_corpus / "no-model"), "--text", str(words_corpus / "train.txt"),
+                       cwd=words_corpus)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        f"sampledlm: error: {words_corpus / 'no-model'}: training has not saved a model yet (no model.safetensors)"]
 
 
 def test_adaptive_default_cutoffs_split_a_large_vocabularys_rare_words():

@@ -46,13 +46,14 @@ def calibrate(model_dir, text_path, threads):
     if not os.path.isdir(model_dir):
         raise store.no_run_directory(model_dir)
     with store.lock_directory(model_dir):  # a training still writing the run (--resume) would overwrite the shift
+        path = os.path.join(model_dir, "model.safetensors")
+        if os.path.isfile(os.path.join(model_dir, "config.json")) and not os.path.exists(path):
+            # before the loader, which would warn that it takes a checkpoint's weights instead (calibrate does not)
+            raise UserError(f"{model_dir}: training has not saved a model yet (no model.safetensors)")
         model, objective, vocab, config = runs.load_run(model_dir, note_unfinished=False)
         if not hasattr(objective, "calibrate"):  # before the text is read
             raise UserError(f"{model_dir}: its objective {objective.name!r} has no unnormalised scoring mode to "
                             "calibrate (train with --objective selfnorm)")
-        path = os.path.join(model_dir, "model.safetensors")
-        if not os.path.exists(path):
-            raise UserError(f"{model_dir}: training has not saved a model yet (no model.safetensors)")
         meta = load_tensors(path)[1]
         if meta.get("finalized") != "true":
             raise UserError(f"{model_dir}: training has not finished; it calibrates the final model itself")

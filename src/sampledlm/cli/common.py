@@ -121,8 +121,8 @@ def mix_options(f):
                      help="Another model (any family) to interpolate with; repeat for more."),
         click.option("--interpolate", "others_alias", multiple=True, metavar="MODEL2", hidden=True),
         click.option("--weights", default=None, metavar="W1,W2,...|auto",
-                     help="Interpolation weights, MODEL's first (summing to 1), or 'auto': EM on --interp-valid "
-                          "[auto]."),
+                     help="Interpolation weights, MODEL's first (summing to 1; with two models one number "
+                          "is MODEL's, 0.4 meaning 0.4,0.6), or 'auto': EM on --interp-valid [auto]."),
         click.option("--interp-valid", default=None,
                      help="Held-out text for --weights auto [default: MODEL's validation file]."),
     ]

@@ -34,13 +34,14 @@ def vocab(train, output, min_count, max_size, force, opts):
     refuse_existing(output, force, [train])
     v = build_vocab(train, opts, min_count=min_count, max_size=max_size)
     v.save(output)
-    click.echo(f"{len(v):,} entries ({len(v) - 2:,} word types, <unk> and </s>); <unk> count {int(v.counts[1]):,}",
+    click.echo(f"{len(v):,} entries ({len(v) - 2:,} word type{'' if len(v) == 3 else 's'}, <unk> and </s>); <unk> count {int(v.counts[1]):,}",
                err=True)
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@click.option("--vocab", "vocab_path", default=None, help="Vocabulary file: report the OOV rate against it.")
+@click.option("--vocab", "vocab_path", default=None, help="Vocabulary file: report the OOV rate against it (words outside it; literal <unk> tokens are "
+                   "counted apart, as unk_tokens_in_text: eval counts both as OOV).")
 @click.option("--top-k", type=click.IntRange(min=1), multiple=True, default=(100, 1000, 10000), show_default=True,
               help="Report the share of tokens covered by the k most frequent words (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per file instead of text.")
@@ -153,7 +154,7 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     cls = exchange_classes(ids, len(vocab), c, counts, iterations=iterations, report=report, progress=True)
     write_word_classes(output, vocab.words, cls, counts)
     ppl = class_bigram_perplexity(ids, cls)
-    click.echo(f"{int(cls.max()) + 1} classes over {len(vocab):,} words; TRAIN's perplexity under their class "
+    click.echo(f"{int(cls.max()) + 1} class{'' if cls.max() == 0 else 'es'} over {len(vocab):,} words; TRAIN's perplexity under their class "
                f"bigram model {ppl:.1f}; written to {output}", err=True)
 
 
@@ -176,11 +177,17 @@ def _classes_from_model(train: str, output: str, run: str, num_classes: int | No
     from ..neural.context_classes import kmeans_classes, mean_contexts, tree_paths
     from ..objectives.structure import auto_class_count
 
+    from .. import store
+
     if not os.path.isdir(run):
-        raise UserError(f"--from-model {run}: not a run directory (give what 'sampledlm train -o' wrote)")
+        raise store.no_run_directory(run, "--from-model")
+    family = store.read_config(run)[1]
+    if family != "neural":
+        raise UserError(f"--from-model {run}: holds a {family} model; give a neural run directory (what 'sampledlm "
+                        "train -o' wrote)")
     lm = load_model(run, device="cpu")
     if not hasattr(lm, "model") or not hasattr(lm.model, "eval_contexts"):
-        raise UserError(f"--from-model {run}: is {lm.describe()}; give a neural run directory")
+        raise UserError(f"--from-model {run}: this neural model gives no context vectors to cluster")
     _at_most_v(num_classes, len(lm.vocab))
     ids = load_ids(train, lm.vocab, TextOptions(**(lm.text_options or {})), cache=False)
     if len(ids) == 0:
@@ -203,7 +210,7 @@ def _classes_from_model(train: str, output: str, run: str, num_classes: int | No
     c = num_classes or auto_class_count(len(words))
     cls = kmeans_classes(x, counts, c, seed=seed)
     write_word_classes(output, words, cls, counts)
-    click.echo(f"{int(cls.max()) + 1} classes over {len(words):,} words from {run}'s contexts; written to {output}",
+    click.echo(f"{int(cls.max()) + 1} class{'' if cls.max() == 0 else 'es'} over {len(words):,} words from {run}'s contexts; written to {output}",
                err=True)
 
 

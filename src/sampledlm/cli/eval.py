@@ -75,7 +75,7 @@ def eval_cmd(model, test_path, others, weights, weight, interp_valid, per_senten
 OOV_WARNING = 0.10  # share of the test words outside the vocabulary from which eval warns (as train and rescore do)
 
 
-def _warn_many_oovs(shown: str, ids, oov_mask) -> None:
+def _warn_many_oovs(shown: str, ids, oov_mask, has_unk: bool = True) -> None:
     """A warning when :data:`OOV_WARNING` or more of the test words are scored as ``<unk>``: most often the text is
     read otherwise than the model's training text was (case, tokeniser), and the perplexity is of ``<unk>``."""
     from ..data.vocab import EOS_ID
@@ -84,8 +84,8 @@ def _warn_many_oovs(shown: str, ids, oov_mask) -> None:
     share = int(oov_mask.sum()) / max(words, 1)
     if words and share >= OOV_WARNING:
         click.echo(f"sampledlm: warning: {shown}: {100 * share:.1f} % of its {words:,} words are outside the "
-                   "model's vocabulary (scored as <unk>): is the text read as the training text was (--lowercase, "
-                   "--tokenizer)?", err=True)
+                   f"model's vocabulary ({'scored as <unk>' if has_unk else 'log10 p -100 each: the model has no <unk>'}"
+                   "): is the text read as the training text was (--lowercase, --tokenizer)?", err=True)
 
 
 def evaluate(model: str, test_path: str, others=(), weights: str | None = None, interp_valid: str | None = None, *,
@@ -131,9 +131,10 @@ def evaluate(model: str, test_path: str, others=(), weights: str | None = None, 
     # The one schema of `eval --json` (docs/formats.md#eval-json): "ppl" is always the perplexity of what was evaluated
     # (the mixture when mixing); each model's own is under "components", in the order given.
     oov_mask = (mix or lm).oov_mask(ids)
-    _warn_many_oovs(shown, ids, oov_mask)
+    _warn_many_oovs(shown, ids, oov_mask, lm.has_unk)
     result = {"model": model, "test": given, "predictions": int(len(ids)), "sentences": sentence_count(ids),
               "oov": int(oov_mask.sum()), "model_has_unk": lm.has_unk}
+    result.update(_history(lm, mix, independent))
     from .. import progress
 
     # a neural model's exact scoring draws a bar (V = 485k: about 25 CPU-minutes for 227k tokens)
@@ -168,6 +169,18 @@ def _sum_precision(precision: str):
     from ..objectives.normaliser import sum_precision
 
     return sum_precision(precision)
+
+
+def _history(lm, mix, independent: bool) -> dict:
+    """How the words were predicted, for the JSON summary: ``history`` "running text" (a recurrent or Transformer
+    model, or trigger features, reading across sentence ends) or "each sentence alone", and for a Transformer on
+    running text its ``stride`` (each window's first ``window - stride`` words are context only)."""
+    running = not independent and (mix or lm).crosses_sentences
+    out = {"history": "running text" if running else "each sentence alone"}
+    stride = getattr(getattr(lm, "model", None), "stride", None)
+    if running and isinstance(stride, int):
+        out["stride"] = stride
+    return out
 
 
 def _open(model: str, others, device, batch_size: int | None, stride: int | None, running_text: bool,
@@ -226,6 +239,12 @@ def _logprobs(lm, mix, ids, names: list[str], weights, interp_valid, independent
     return lp
 
 
+def shown_ppl(ppl: float) -> str:
+    """A perplexity as the summary line shows it: two decimals, or in powers of ten past a billion (a model
+    without ``<unk>`` scores each OOV at log10 p = -100, so a text with many of them reaches 1e40)."""
+    return f"{ppl:.2f}" if ppl < 1e9 else f"{ppl:.3e}"
+
+
 def _print_summary(result: dict, lm, shown: str, as_json: bool, per_sentence: bool) -> None:
     """The summary: one JSON object, or a line (and the self-normalisation line); on standard error when the
     per-sentence lines hold standard output."""
@@ -234,11 +253,11 @@ def _print_summary(result: dict, lm, shown: str, as_json: bool, per_sentence: bo
         return
     how = "scored as <unk>" if lm.has_unk else "log10 p -100 each, plus the history's back-off as in KenLM: the model has no <unk>"
     msg = (f"{shown}: {result['predictions']:,} predictions ({result['sentences']:,} sentence{'' if result['sentences'] == 1 else 's'}; {result['oov']:,} "
-           f"OOV, {how}), ppl {result['ppl']:.2f}")
+           f"OOV, {how}), ppl {shown_ppl(result['ppl'])}")
     if "components" in result:
         parts = ", ".join(f"{c['model']} {c['ppl']:.2f}" for c in result["components"])
         msg += f" (interpolated, weights {', '.join(f'{x:.3f}' for x in result['weights'])}; alone: {parts})"
-    msg += f"; excluding OOVs {result['ppl_excluding_oov']:.2f}; log10 prob {result['log10_prob']:.2f}"
+    msg += f"; excluding OOVs {shown_ppl(result['ppl_excluding_oov'])}; log10 prob {result['log10_prob']:.2f}"
     click.echo(msg, err=per_sentence)
     if "self_normalisation" in result:
         sn = result["self_normalisation"]

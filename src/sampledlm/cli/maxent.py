@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import click
 
 from .common import CONTEXT, FiniteFloat, deprecated, text_options
-from ..errors import UserError
+from ..errors import TrainingInterrupted, UserError
 from ..maxent.run import MaxentRun
 from .configfile import config_option
 from .options import dataclass_options
@@ -74,7 +75,8 @@ def train(positional, train_path, valid_path, out_dir, resume_dir, force, init_d
         if positional or others:
             raise UserError(f"--resume {resume_dir} goes on with the texts and settings its run began with: give no "
                             f"other option (got {', '.join(others) or ' '.join(positional)})")
-        resume_directory(resume_dir, log=lambda line: click.echo(line, err=True))
+        with _resume_hint(resume_dir):
+            resume_directory(resume_dir, log=lambda line: click.echo(line, err=True))
         return
     if out_dir is None:
         raise click.UsageError("Missing option '-o' / '--output' (or --resume DIR to go on with a stopped run).")
@@ -86,10 +88,26 @@ def train(positional, train_path, valid_path, out_dir, resume_dir, force, init_d
         settings["min_improvement"] = min_gain_deprecated
     # None = not given: MaxentRun's default, or the library's (the objective's, the source model's with --init-from)
     values = {k: v for k, v in settings.items() if v is not None}
-    train_directory(train_path, valid_path, out_dir, MaxentRun(**values), opts, force=force, init_dir=init_dir,
-                    vocab_path=vocab_path, ranks=ranks, distributed=distributed,
-                    check_source=lambda where, what, theirs, here: keep_source_settings(where, what, theirs, here),
-                    log=lambda line: click.echo(line, err=True))
+    with _resume_hint(out_dir):
+        train_directory(train_path, valid_path, out_dir, MaxentRun(**values), opts, force=force, init_dir=init_dir,
+                        vocab_path=vocab_path, ranks=ranks, distributed=distributed,
+                        check_source=lambda where, what, theirs, here: keep_source_settings(where, what, theirs, here),
+                        log=lambda line: click.echo(line, err=True))
+
+
+@contextlib.contextmanager
+def _resume_hint(out_dir: str):
+    """An interrupt (Ctrl-C, SIGTERM) that leaves epoch checkpoints in ``out_dir`` says how to go on from them, as
+    the neural ``train`` does."""
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        from ..maxent.checkpoint import folder
+
+        if isinstance(e, TrainingInterrupted) or not os.path.isfile(os.path.join(folder(out_dir), "run.json")):
+            raise
+        raise TrainingInterrupted(f"{e or 'interrupted'}; resume with: sampledlm maxent train --resume {out_dir}",
+                                  signum=getattr(e, "exit_code", 130) - 128) from e
 
 
 def _train_files(positional, train_path, valid_path) -> tuple[str, str]:

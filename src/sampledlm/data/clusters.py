@@ -207,16 +207,19 @@ def read_word_classes(path: str, words: list[str], labels: bool = False):
     """
     index = {w: i for i, w in enumerate(words)}
     label_id: dict[str, int] = {}
+    first_line: dict[str, int] = {}
     cls = np.full(len(words), -1, dtype=np.int64)
     seen: dict[str, int] = {}
     try:
         for n, line in enumerate(iter_lines(path), 1):
             if not line.strip():
                 continue
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) < 2 or not parts[0] or not parts[1]:
+            parts = line.rstrip("\r\n").split("\t")
+            if not 2 <= len(parts) <= 3 or not parts[0] or not parts[1]:
                 raise UserError(f"{path}:{n}: expected 'class<TAB>word[<TAB>count]', got {line.strip()[:60]!r}")
             label, word = parts[0], parts[1]
+            _check_fields(path, n, label, word, parts[2] if len(parts) == 3 else None)
+            first_line.setdefault(label, n)
             if word in seen:
                 raise UserError(f"{path}:{n}: word {word!r} already given a class on line {seen[word]}")
             seen[word] = n
@@ -226,6 +229,7 @@ def read_word_classes(path: str, words: list[str], labels: bool = False):
         raise read_error(path, e) from None
     if not label_id:
         raise UserError(f"{path}: no word of the vocabulary has a class")
+    _check_tree_labels(path, first_line)
     missing = int((cls < 0).sum())
     if missing:
         cls[cls < 0] = len(label_id)
@@ -235,6 +239,35 @@ def read_word_classes(path: str, words: list[str], labels: bool = False):
         return cls.astype(np.int64), missing
     names = [*label_id, None]
     return cls.astype(np.int64), missing, [names[k] for k in kept.tolist()]
+
+
+def is_bit_path(label) -> bool:
+    """Whether a class label is a path in a binary tree, as Brown clustering writes them (``0110``)."""
+    return isinstance(label, str) and label != "" and set(label) <= {"0", "1"}
+
+
+def _check_fields(path: str, n: int, label: str, word: str, count: str | None) -> None:
+    """A UserError naming ``path:n`` for a label or word holding white space (a space typed for the tab would
+    make a class named '1 just' of the word after the next tab) or a count that is not a whole number."""
+    for what, text in (("class label", label), ("word", word)):
+        if any(ch.isspace() for ch in text):
+            raise UserError(f"{path}:{n}: {what} {text!r} holds white space; a line is 'class<TAB>word[<TAB>count]'")
+    if count is not None and not count.strip().isdigit():
+        raise UserError(f"{path}:{n}: count {count!r} is not a whole number")
+
+
+def _check_tree_labels(path: str, first_line: dict[str, int]) -> None:
+    """A file whose labels are mostly bit paths (a tree: ``classes --tree``, Liang's ``brown-cluster`` paths) but
+    not all: one label typed wrong would turn the whole file into flat classes without a word, since ``hsm``
+    arranges its tree by the paths only when every label is one. Decimal class numbers (the exchange algorithm's
+    0, 1, 2, ...) hold few bit paths of two digits or more (10, 11, 100, ...), so they never count as a tree."""
+    bits = [lab for lab in first_line if is_bit_path(lab)]
+    others = [lab for lab in first_line if not is_bit_path(lab)]
+    if others and 2 * len(bits) > len(first_line) and any(len(lab) > 1 for lab in bits):
+        lab = min(others, key=first_line.get)
+        raise UserError(f"{path}:{first_line[lab]}: class label {lab!r} is not a bit path, while {len(bits):,} of the "
+                        f"file's {len(first_line):,} labels are (a tree's paths: hsm follows them only when every "
+                        "label is one); correct the line, or give every class a plain name")
 
 
 def check_class_file(path: str) -> str:

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import torch
 
+from ..data.clusters import is_bit_path
 from ..errors import UserError
 from .base import OutputObjective
 
@@ -64,11 +65,6 @@ def _merge(heap: list, parent: np.ndarray, side: np.ndarray, nxt: int) -> tuple[
         heapq.heappush(heap, (w0 + w1, nxt, nxt))
         nxt += 1
     return heap[0][2], nxt
-
-
-def is_bit_path(label) -> bool:
-    """Whether a class label is a path in a binary tree, as Brown clustering writes them (``0110``)."""
-    return isinstance(label, str) and label != "" and set(label) <= {"0", "1"}
 
 
 def class_huffman_tree(counts, word_class, labels=None) -> tuple[np.ndarray, np.ndarray]:
@@ -279,7 +275,8 @@ def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
 
     path = check_class_file(options["word_classes"])
     missing = read_word_classes(path, vocab.words)[1]
-    notes = [f"{options['word_classes']}: {missing:,} of the {len(vocab):,} vocabulary words have no class there; "
+    verb = "has" if missing == 1 else "have"
+    notes = [f"{options['word_classes']}: {missing:,} of the {len(vocab):,} vocabulary words {verb} no class there; "
              "they share one extra class"] if missing else []
     return {**options, "word_classes": path}, notes
 

@@ -23,7 +23,13 @@ def parse_weights(text: str, count: int) -> list[float]:
     except ValueError:
         raise UserError(f"--weights {text!r}: give comma-separated numbers or 'auto'") from None
     if len(w) == 1 and count == 2:
+        if not 0.0 <= w[0] <= 1.0:
+            raise UserError(f"--weights {text}: one number is the first model's weight (the second gets the rest), "
+                            "so it lies in [0, 1]")
         w = [w[0], 1.0 - w[0]]
+    elif len(w) != count:
+        raise UserError(f"--weights {text}: {len(w)} number(s) for {count} models: give one per model (MODEL's "
+                        "first)" + (", or one, MODEL's, with two models" if count == 2 else ""))
     return w
 
 
