@@ -102,6 +102,11 @@ def test_classes_from_a_model_feed_class_and_hsm(tmp_path, run_in_process):
     assert r.returncode == 0, r.stderr
     r = run_in_process("classes", "train.txt", "--from-model", "ffnn", "--classes", "3", "-o", "ffnn.txt", cwd=tmp_path)
     assert r.returncode == 0, r.stderr  # a feed-forward model's contexts too
+    assert "warning" not in r.stderr
+    (tmp_path / "few.txt").write_text((tmp_path / "train.txt").read_text().splitlines()[0] + "\n")
+    r = run_in_process("classes", "few.txt", "--from-model", "ffnn", "--classes", "3", "-o", "few-cls.txt",
+                       cwd=tmp_path)  # a text that shows few of the model's words: said, not silent
+    assert r.returncode == 0 and "never occur in few.txt: they are placed by their output rows alone" in r.stderr
     r = run_in_process("train", "--train", "train.txt", "--valid", "valid.txt", "--model", "transformer", "-d", "8",
                        "--layers", "1", "--heads", "2", "--epochs", "1", "-o", "tf", "--threads", "1", cwd=tmp_path)
     assert r.returncode == 0, r.stderr

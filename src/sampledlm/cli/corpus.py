@@ -10,6 +10,9 @@ import click
 from ..errors import UserError
 from .common import CONTEXT, force_option, refuse_existing, text_flags_given, text_options
 
+UNSEEN_WARNING = 0.25  # share of the vocabulary without a context in TRAIN from which classes --from-model warns
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("train", metavar="TRAIN")
 @click.option("-o", "--output", default="-", show_default=True, help="Vocabulary file to write (word<TAB>count); - for stdout; a name ending in .gz, .bz2 or .xz is "
@@ -196,6 +199,11 @@ def _classes_from_model(train: str, output: str, run: str, num_classes: int | No
     x, counts = mean_contexts(lm.model, ids)
     click.echo(f"mean contexts of {int((counts > 0).sum()):,} of {len(counts):,} words over {len(ids):,} predictions "
                f"({time.perf_counter() - t0:.0f} s)", err=True)
+    unseen = int((counts == 0).sum())
+    if unseen >= UNSEEN_WARNING * len(counts):
+        click.echo(f"sampledlm: warning: {unseen:,} of the model's {len(counts):,} words ({100 * unseen / len(counts):.0f} "
+                   f"%) never occur in {train}: they are placed by their output rows alone, not by contexts; the "
+                   "model's own training text shows them all", err=True)
     words = lm.vocab.words
     if tree:
         paths = tree_paths(x, counts, seed=seed)
