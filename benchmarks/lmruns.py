@@ -150,17 +150,9 @@ def _run_to_end(cmd: list[str], stderr) -> subprocess.CompletedProcess:
     """``cmd`` run to its end, stdout captured. Stopped meanwhile (^C, or SIGTERM, which the command line raises as
     an interrupt), the child is asked to stop too (SIGTERM: a training writes its checkpoint) and waited for, where
     ``subprocess.run`` would kill it outright and lose the training since its last checkpoint."""
-    import signal
+    from sampledlm.neural.distributed import run_launch
 
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True) as p:
-        try:
-            out, err = p.communicate()
-        except KeyboardInterrupt:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            p.communicate()
-            raise
-    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    return run_launch(cmd, grace_s=None, stderr=stderr)
 
 
 def run_dir(work: str, files: dict, run: Run) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 
 import torch
 import torch.distributed as dist
@@ -51,20 +52,23 @@ def local_launch(nproc: int, log_dir: str | None = None) -> list[str]:
             "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", uuid.uuid4().hex, *logs]
 
 
-def run_launch(argv: list[str], env: dict[str, str] | None = None, grace_s: float = 30.0):
-    """Run a launcher (``argv``: :func:`local_launch` and its script) to its end and return its
-    ``subprocess.CompletedProcess`` (stdout, stderr captured as text). If this process is stopped while it waits
-    (SIGTERM raised as an error, Ctrl-C), the launcher gets SIGTERM, which torchrun passes on to its ranks so each
-    stops as its own SIGTERM says, and ``grace_s`` seconds to end before SIGKILL: ``subprocess.run`` would SIGKILL
-    torchrun at once, and ranks whose launcher dies that way go on training in the background."""
+def run_launch(argv: list[str], env: dict[str, str] | None = None, grace_s: float | None = 30.0,
+               stderr=subprocess.PIPE):
+    """Run a child process (a launcher: :func:`local_launch` and its script; or a training) to its end and return
+    its ``subprocess.CompletedProcess`` (stdout captured as text; stderr too unless ``stderr`` says otherwise, as
+    ``subprocess.Popen`` reads it: a file, or None for this process's own).
+    If this process is stopped while it waits (SIGTERM raised as an error, Ctrl-C), the child gets SIGTERM (torchrun
+    passes it on to its ranks, a training writes its checkpoint) and ``grace_s`` seconds to end before SIGKILL
+    (None: as long as it takes). ``subprocess.run`` would SIGKILL it at once: ranks whose launcher dies that way go
+    on training in the background, and a training loses what it did since its last checkpoint."""
     import signal
-    import subprocess
 
-    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True) as p:
         try:
             out, err = p.communicate()
         except BaseException:
-            p.send_signal(signal.SIGTERM)
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
             try:
                 p.communicate(timeout=grace_s)
             except subprocess.TimeoutExpired:
