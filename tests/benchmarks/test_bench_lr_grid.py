@@ -64,7 +64,7 @@ def test_the_grid_starts_with_the_softmax_above_its_default_and_ends_with_the_tr
     assert by["gru nce"].default_lr == 0.004 and by["gru softmax"].default_lr == 0.004
     assert by["gru is"].default_lr == 0.004 and by["gru css-is"].default_lr == 0.008
     assert by["gru blackout"].default_lr == 0.008 and by["ffnn softmax"].default_lr == 0.001
-    assert by["transformer softmax"].default_lr == 0.0005
+    assert by["transformer softmax"].default_lr == 0.001
 
 
 def test_a_start_skips_the_cells_its_records_hold(tmp_path):
@@ -99,9 +99,10 @@ def test_cells_beside_a_rows_best_train_before_those_beyond_a_rate_that_lost(tmp
     lr_grid.append_record(str(path), _record(by["gru nce"], 0.008, 99.5))
     todo = [(r.name, lr) for r, lr in lr_grid.pending(grid, lr_grid.load_records(str(path)))]
     assert len(todo) == 4 * len(grid) - 4
-    # rows with nothing finished: their default rate and its neighbours first (the Transformer's default 0.0005 is
-    # below the grid: 0.001 beside it), the rest with the other rows' far cells
+    # rows with nothing finished: their default rate and its neighbours first (the Transformer's default is 0.001,
+    # the grid's lowest rate), the rest with the other rows' far cells
     assert todo.index(("gru softmax", 0.001)) > todo.index(("transformer softmax", 0.001))
+    assert todo.index(("gru softmax", 0.001)) > todo.index(("transformer softmax", 0.002))
     # a row with nothing finished whose default is 0.004: its neighbours first (0.008 then 0.002), its default
     # (quality-cpu's run, the same training) next, 0.001 with the far cells
     mid = next(r.name for r in grid if r.name.startswith("gru ") and r.name not in ("gru softmax", "gru nce")

@@ -143,7 +143,7 @@ def window_spans(n: int, window: int, stride: int) -> list[tuple[int, int, int]]
 class TransformerLM(NeuralScorer):
     Config = TransformerConfig
     #: training settings for this model (Adam; the results page's PTB runs)
-    train_defaults = {"optimizer": "adam", "lr": 0.0005, "batch_size": 32, "bptt": 64, "clip": 1.0, "epochs": 10,
+    train_defaults = {"optimizer": "adam", "lr": 0.001, "batch_size": 32, "bptt": 64, "clip": 1.0, "epochs": 10,
                       "max_halvings": 3, "min_improvement": 0.003}
     uses_counts = True  # the adaptive input's bands are ranks by training count
     crosses_sentences = True  # running text: the window holds the sentences before
