@@ -953,3 +953,18 @@ def test_hsm_node_rows_take_row_sparse_gradients_with_sparse_output_rows(group_m
     dense = make_objective("hsm", COUNTS, arity=4)
     dense.bind(OutputLayer(V, 6))  # dense output rows: a dense node layer, as before
     assert dense.sparse_parameters() == []
+
+
+def test_class_notes_a_file_whose_words_are_each_alone_in_a_class_and_hsm_does_not(tmp_path):
+    """A tree file (one bit path a word) given to ``class`` is V classes of one word: said before training."""
+    words = [f"w{i}" for i in range(8)]
+    vocab = type("V", (), {"words": words, "__len__": lambda self: len(words)})()
+    tree = tmp_path / "tree.txt"
+    tree.write_text("".join(f"{i:03b}\t{w}\t1\n" for i, w in enumerate(words)))
+    flat = tmp_path / "flat.txt"
+    flat.write_text("".join(f"{i % 2}\t{w}\t1\n" for i, w in enumerate(words)))
+    _, notes = OBJECTIVES["class"].settle_options({"word_classes": str(tree)}, vocab)
+    assert any("8 of the 8 vocabulary words are alone in their class (8 classes)" in n and "hsm" in n
+               for n in notes), notes
+    assert not any("alone" in n for n in OBJECTIVES["hsm"].settle_options({"word_classes": str(tree)}, vocab)[1])
+    assert not any("alone" in n for n in OBJECTIVES["class"].settle_options({"word_classes": str(flat)}, vocab)[1])

@@ -20,7 +20,8 @@ from .common import CONTEXT, device_option, mix_options, text_flags_given, text_
 @mix_options
 @click.option("--weight", default=None, hidden=True, help="Two models: the weight of MODEL (old name of --weights W).")
 @click.option("--per-sentence", is_flag=True, help="One line per sentence: ln-prob, predictions, perplexity, text "
-                                                  "(each sentence scored from a fresh state).")
+                                                  "(each sentence scored from a fresh state); blank lines hold no sentence and get no "
+                                                  "line.")
 @click.option("--running-text", is_flag=True,
               help="Recurrent, Transformer and trigger maxent models: carry the history across sentences also with "
                    "--per-sentence (the default for the overall perplexity).")

@@ -158,7 +158,8 @@ def _plural(n: int, noun: str) -> str:
 @click.option("--test", "test_path", required=True,
               help="Text to score, one sentence per line (.gz/.bz2/.xz ok; - for stdin).")
 @click.option("--per-sentence", is_flag=True, help="One line per sentence: ln-prob, predictions, perplexity, text "
-                                                  "(as sampledlm eval); the summary then goes to stderr.")
+                                                  "(as sampledlm eval; blank lines get no line); the summary then "
+                                                  "goes to stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--no-verify", is_flag=True, help="A binary directory: skip checking its files against the checksums "
                                                 "config.json records (the check reads the whole model once).")

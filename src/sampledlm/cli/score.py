@@ -14,7 +14,8 @@ from .common import CONTEXT, device_option, mix_options, say_fitted_weights, tex
 @click.argument("text", metavar="FILE")
 @mix_options
 @click.option("--per-word", is_flag=True, help="Every word's probability (and, for n-gram models, the order used).")
-@click.option("--jsonl", is_flag=True, help="One JSON object per sentence on stdout; the file totals go to stderr.")
+@click.option("--jsonl", is_flag=True, help="One JSON object per sentence on stdout (blank lines hold none, so "
+              "'sentence' counts non-blank lines); the file totals go to stderr.")
 @click.option("--bunch", type=click.IntRange(min=1), default=None,
               help="Sentences per bunch (recurrent) or distinct histories per bunch (feed-forward); 1: one at a time.")
 @click.option("--threads", type=THREADS, default=None, help="Torch CPU threads.")

@@ -261,9 +261,11 @@ def word_classes_path(word_classes: str | None) -> str | None:
     return None if word_classes == NO_CLASSES else word_classes
 
 
-def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
+def settle_word_classes(options: dict, vocab, flat: bool = False) -> tuple[dict, list[str]]:
     """``settle_options`` of the objectives that take ``word_classes``: the file read once now (a bad line fails
-    before training), its absolute path recorded, and a note when some vocabulary words have no class;
+    before training), its absolute path recorded, and a note when some vocabulary words have no class (with
+    ``flat``, the class layer's, also when half the words or more are alone in their class: a tree's leaves taken
+    as classes);
     ``auto`` is recorded as it is (the run clusters its training text in :func:`attach_word_classes`); ``none``
     is no file (the objective's own frequency classes or Huffman tree)."""
     if options.get("word_classes") in (None, NO_CLASSES):
@@ -274,11 +276,27 @@ def settle_word_classes(options: dict, vocab) -> tuple[dict, list[str]]:
     from ..data.clusters import check_class_file, read_word_classes
 
     path = check_class_file(options["word_classes"])
-    missing = read_word_classes(path, vocab.words)[1]
+    cls, missing = read_word_classes(path, vocab.words)
     verb = "has" if missing == 1 else "have"
     notes = [f"{options['word_classes']}: {missing:,} of the {len(vocab):,} vocabulary words {verb} no class there; "
              "they share one extra class"] if missing else []
+    if flat:
+        notes += _singleton_note(options["word_classes"], cls)
     return {**options, "word_classes": path}, notes
+
+
+def _singleton_note(path: str, cls: np.ndarray) -> list[str]:
+    """A note when half the vocabulary or more sits alone in its class: such a file is usually a tree whose leaves
+    are single words (``classes --tree``, a Huffman code), which the class layer would score as V classes of one
+    word, a softmax's cost and no better."""
+    sizes = np.bincount(cls)
+    alone = int((sizes == 1).sum())
+    if len(cls) < 4 or 2 * alone < len(cls):
+        return []
+    return [f"{path}: {alone:,} of the {len(cls):,} vocabulary words are alone in their class ({len(sizes):,} "
+            "classes); --objective class scores each label as one class, at about the softmax's cost (a tree's "
+            "paths, one word each, are for --objective hsm; `sampledlm classes TRAIN -o FILE` makes "
+            f"round(2 sqrt(V)) = {auto_class_count(len(cls)):,} classes)"]
 
 
 def auto_class_count(num_words: int) -> int:
@@ -321,7 +339,7 @@ class WordClassObjective(OutputObjective):
 
     @classmethod
     def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
-        return settle_word_classes(options, vocab)
+        return settle_word_classes(options, vocab, flat=cls.name == "class")
 
     def attach(self, vocab, fresh: bool, open_ngram, train_ids=None) -> None:
         attach_word_classes(self, vocab, fresh, train_ids)
