@@ -133,6 +133,15 @@ def test_sentences_and_generation_settings_that_are_not_what_they_say_are_refuse
                      (dict(top_k="3"), "top_k"), (dict(max_words=-3), "max_words")):
         with pytest.raises(UserError, match=f"generate: {what}"):
             lm.generate(1, **kw)
+    for bad in ("3", 2.5, 0):
+        with pytest.raises(UserError, match="top_k .*: give a whole number >= 1"):
+            lm.next_logprobs("the", top_k=bad)
+    with pytest.raises(UserError, match="load: device 'gpu0'"):
+        sampledlm.load(tmp_path / "x.arpa", device="gpu0")  # refused for an n-gram model as for a neural one
+    with pytest.raises(UserError, match="generate: seed 'x'"):
+        lm.generate(1, seed="x")
+    # a prefix word outside the vocabulary: conditioned on as <unk>, returned as typed (as sampledlm generate prints)
+    assert all(s.startswith("the zzzqqq") for s in lm.generate(3, prefix="the zzzqqq", seed=1))
     for text, why in (([["the", "new york"]], "each a non-empty string without spaces"), (["a b\nc d"], "line break"),
                       (["caf\udce9"], "not valid text")):
         with pytest.raises(UserError, match=why):

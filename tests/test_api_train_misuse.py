@@ -72,3 +72,39 @@ def test_messages_name_the_keyword_arguments_not_the_commands_flags(tmp_path, co
         from sampledlm.config import check_value
 
         check_value("epochs", 0, {"min": 1})
+
+
+def test_what_a_slip_would_turn_into_another_training_is_refused_before_any_work(tmp_path, corpus):
+    """A misspelt file in a list of files (read as two sentences of file names), a file name given as ``log`` (found
+    an epoch in, the epoch lost), the command's ``prune`` string (read one character at a time), ``hidden=[]`` (the
+    default trained): each a UserError before anything is written."""
+    train, valid = map(str, corpus)
+    with pytest.raises(UserError, match="nope.txt: no such file"):
+        sampledlm.train_embeddings([train, str(tmp_path / "nope.txt")], tmp_path / "v", dim=8, epochs=1)
+    for kwargs, words in (({"log": "progress.log"}, "log: 'progress.log' is not a function"),
+                          ({"hidden": []}, r"hidden=\[\]: give at least one value"),
+                          ({"epoch": 1}, r"epoch \(did you mean epochs\?\)")):
+        with pytest.raises(UserError, match=words):
+            sampledlm.train_lm(train, valid, tmp_path / "r", **kwargs)
+    with pytest.raises(UserError, match="the Python name of --neg-rate is alpha"):
+        sampledlm.train_maxent(train, valid, tmp_path / "m", neg_rate=0.2)
+    assert not any((tmp_path / d).exists() for d in ("v", "r", "m"))
+    lines = corpus[0].read_text().splitlines()[:5]
+    flag = sampledlm.train_ngram(train, order=3, prune="0,0,1").logprobs(lines)
+    assert flag == sampledlm.train_ngram(train, order=3, prune=(0, 0, 1)).logprobs(lines)
+    assert flag != sampledlm.train_ngram(train, order=3).logprobs(lines)
+    for bad in (3, [0, "x"]):
+        with pytest.raises(UserError, match="prune .*: give one count threshold per order"):
+            sampledlm.train_ngram(train, order=3, prune=bad)
+    with pytest.raises(UserError, match="train_ngram: output should be a path"):
+        sampledlm.train_ngram(train, 5, order=2)
+
+
+def test_init_from_refuses_a_model_named_even_the_default_and_resume_maxent_names_a_neural_run(tmp_path, corpus):
+    train, valid = map(str, corpus)
+    sampledlm.train_lm(train, valid, tmp_path / "gru", model="gru", hidden=[8], embed_dim=8, epochs=1)
+    with pytest.raises(UserError, match="come from that run"):
+        sampledlm.train_lm(train, valid, tmp_path / "x", init_from=tmp_path / "gru", model="ffnn", epochs=1)
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(UserError, match="holds a neural model, not a maxent run .*resume_lm"):
+        sampledlm.resume_maxent(tmp_path / "gru")

@@ -149,6 +149,20 @@ def test_states_of_different_vocabularies_are_refused_by_length(four_models):
     assert isinstance(np.asarray(lm.advance_many([lm.begin_sentence()], ["w1"])[0]), np.ndarray)
 
 
+@pytest.mark.parametrize("name", ["kn3.arpa", "ffnn3", "gru", "melm"])
+def test_a_state_of_another_model_of_the_same_kind_and_shape_is_refused(four_models, name):
+    """Two loads of one model have the same vocabulary and shapes; a decoder that mixes up its two LMs' states
+    must hear of it rather than score the wrong history."""
+    a, b = sampledlm.load(four_models / name), sampledlm.load(four_models / name)
+    word = a.words((four_models / "test.txt").read_text().splitlines()[0])[0]
+    after_a = a.advance(a.begin_sentence(), word)[1]
+    for state in (after_a, a.begin_sentence()):
+        with pytest.raises(sampledlm.UserError, match="not a state of this model"):
+            b.advance(state, word)
+    assert a.advance(after_a, word)[0] == pytest.approx(b.advance(b.advance(b.begin_sentence(), word)[1], word)[0],
+                                                        rel=1e-5, abs=1e-6)
+
+
 def test_the_use_functions_take_what_load_returns(four_models):
     from sampledlm.use.generate import generate
     from sampledlm.use.nbest import Hypothesis, NBest, add_lm_scores

@@ -82,6 +82,9 @@ def load(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], weights
         raise UserError("load: give weights or valid (weights estimated on it), not both")
     if isinstance(weights, (str, bytes)):
         raise UserError(f"load: weights is a list of numbers, one per model (e.g. [0.7, 0.3]), not {weights!r}")
+    if device is not None and not (isinstance(device, str) and (device in ("auto", "cpu", "cuda") or (
+            device.startswith("cuda:") and device[5:].isdigit()))):  # an n-gram model alone would never read it
+        raise UserError(f"load: device {device!r}: choose auto, cpu, cuda or cuda:N")
     opts = _text_options_given(text_options)
     models = [_with_text_options(load_model(p, device=device), p, opts) for p in paths]
     if len(models) == 1:
@@ -294,10 +297,10 @@ class Model:
     def next_logprobs(self, words: Sentence = (), top_k: int | None = None) -> dict[str, float]:
         """``ln P(w | <s> words)`` for every vocabulary word ``w`` (``</s>`` included), most probable first;
         ``top_k`` keeps the k most probable."""
+        if top_k is not None:
+            _check_number("top_k", top_k, lambda x: x >= 1, "a whole number >= 1, or None for every word", whole=True)
         lp = np.asarray(self.lm.next_logprobs(self._ids(self.words(words))), dtype=np.float64)
         k = len(lp) if top_k is None else int(top_k)
-        if k < 1:
-            raise UserError(f"top_k {top_k}: give a number >= 1")
         order = np.argsort(-lp, kind="stable")[:k]
         return {self.vocab.words[i]: float(lp[i]) for i in order.tolist()}
 
@@ -306,18 +309,18 @@ class Model:
         """``n`` sentences sampled after ``prefix`` (each with its prefix), as ``sampledlm generate`` samples
         them: the same ``seed`` gives the same sentences (``sampledlm generate --seed``); None (the default) draws
         fresh ones each call."""
-        from .use.generate import sample_sentence
+        from .use.generate import generate
 
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise UserError(f"generate: n {n!r}: give a whole number >= 0")
         _check_number("generate: temperature", temperature, lambda x: x > 0, "a positive number")
         _check_number("generate: top_k", top_k, lambda x: x >= 0, "a whole number >= 0 (0: every word)", whole=True)
         _check_number("generate: max_words", max_words, lambda x: x >= 1, "a whole number >= 1", whole=True)
-        rng = np.random.default_rng(seed)
-        start = self._ids(self.words(prefix))
-        return [" ".join(self.vocab.decode(sample_sentence(self.lm, start, rng, temperature=temperature,
-                                                           top_k=top_k, max_words=max_words, allow_unk=allow_unk)))
-                for _ in range(n)]
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise UserError(f"generate: seed {seed!r}: give a whole number >= 0, or None for fresh sentences")
+        # the prefix as typed (a word outside the vocabulary is conditioned on as <unk>), as sampledlm generate
+        return [" ".join(words) for words in generate(self.lm, self.words(prefix), n, seed, temperature=temperature,
+                                                       top_k=top_k, max_words=max_words, allow_unk=allow_unk)]
 
 
 def _one_word(w: str) -> bool:

@@ -68,7 +68,7 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
             return Model(_with_text_options(ArpaLM.open(target), target, opts))
     from .ngram.build.output import model_output
 
-    target = os.fspath(output)
+    target = _path("train_ngram", "output", output)
     with _text_files({"train": text}) as files, model_output(target, binary, force, [files["train"], vocab, valid], opts):
         build(config, files["train"], target, binary=binary, vocab=vocab, valid=valid, text_options=opts,
               locked=binary)
@@ -77,15 +77,14 @@ def train_ngram(text, output: str | os.PathLike | None = None, *, binary: bool =
 
 
 @_python_names
-def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "softmax", vocab=None,
+def train_lm(train, valid, output, *, model: str | None = None, objective: str | None = None, vocab=None,
              min_count: int = 1, max_size: int | None = None, text_options=None, threads: int | None = None, log=None,
              init_from=None, **settings) -> Model:
     """Train a neural LM into the run directory ``output``, as ``sampledlm train`` does, and return it as a
     :class:`Model`.
 
-    ``train``, ``valid``: text files or iterables of sentences; ``model``: ``ffnn``, ``gru``, ``lstm`` or
-    ``transformer``; ``objective``:
-    any of ``sampledlm train --objective``'s. ``settings``: the command's other options by their Python names
+    ``train``, ``valid``: text files or iterables of sentences; ``model``: ``ffnn`` (the default), ``gru``,
+    ``lstm`` or ``transformer``; ``objective``: any of ``sampledlm train --objective``'s (default ``softmax``). ``settings``: the command's other options by their Python names
     (the fields of the model's ``Config``, of :class:`sampledlm.neural.trainer.TrainOptions` and the objectives'
     options: ``epochs=2``, ``hidden=[256]``, ``lr=0.002``, ``samples=20``, ``device="cuda"``, ...), each
     defaulting as the flag does. ``threads``: torch's CPU threads (``torch.set_num_threads``, for the process).
@@ -100,13 +99,17 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
     from .neural.trainer import new_run
     from .objectives.registry import OBJECTIVES
 
-    if objective not in OBJECTIVES:
+    if objective is not None and objective not in OBJECTIVES:
         raise UserError(f"train_lm: unknown objective {objective!r}; choose from {', '.join(OBJECTIVES)}")
     known = set(MODEL_FIELDS) | set(TRAIN_FIELDS) | set(OBJECTIVE_FIELDS)
     settings, opts = _split_settings("train_lm", settings, known, text_options)  # lowercase=True and the like too
+    empty = sorted(k for k, v in settings.items() if isinstance(v, (list, tuple)) and not v)
+    if empty:  # the flag given no value is the flag not given: its default would train, not what was asked
+        raise UserError(f"train_lm: {empty[0]}=[]: give at least one value (e.g. hidden=[256]), or leave it out for "
+                        "its default")
     flags = {k: None for k in known} | settings
     _set_threads("train_lm", threads)
-    log = log or (lambda msg: None)
+    log = _log(log)
     notes: list[str] = []
     vocab = None if vocab is None else os.fspath(vocab)
     _path("train_lm", "output", output)
@@ -117,7 +120,7 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
                 from .neural.settings import init_config
 
                 shape = sorted(k for k, v in settings.items() if v is not None and k not in TRAIN_FIELDS)
-                if shape or opts != TextOptions() or (model, objective) != ("ffnn", "softmax"):
+                if shape or opts != TextOptions() or (model, objective) != (None, None):
                     raise UserError(f"train_lm: init_from={os.fspath(init_from)!r}: the model, its objective and "
                                     "how text is read come from that run; give training settings only"
                                     + (f" (got {shape[0]})" if shape else ""))
@@ -127,8 +130,8 @@ def train_lm(train, valid, output, *, model: str = "ffnn", objective: str = "sof
 
                 notes.append(announce(os.fspath(init_from), config["data"]["init_from"]))
             else:
-                config, words = build_config(opts, files["train"], files["valid"], vocab, min_count, max_size, model,
-                                             None, objective, flags, notes)
+                config, words = build_config(opts, files["train"], files["valid"], vocab, min_count, max_size,
+                                             model or "ffnn", None, objective or "softmax", flags, notes)
         finally:
             for note in notes:
                 log(note)
@@ -201,7 +204,7 @@ def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = 
     _set_threads("resume_lm", threads)
     over = {k: v for k, v in (("epochs", epochs), ("max_halvings", max_halvings), ("device", device))
             if v is not None}
-    trainer = resume_run(run_dir, over, log=log or (lambda msg: None), refuse_finished=True)
+    trainer = resume_run(run_dir, over, log=_log(log), refuse_finished=True)
     trainer.train()
     return load(run_dir)
 
@@ -228,14 +231,14 @@ def train_maxent(train, valid, output, *, force: bool = False, init_from=None, v
     from .config import from_dict
 
     fields = {f.name for f in dataclasses.fields(MaxentRun)}
-    run_settings, opts = _split_settings("train_maxent", settings, fields, text_options)
+    run_settings, opts = _split_settings("train_maxent", settings, fields, text_options, _flag_renames(MaxentRun))
     run = from_dict(MaxentRun, run_settings, "train_maxent")  # types and ranges, as the flags check theirs
     _path("train_maxent", "output", output)
     with _text_files({"train": train, "valid": valid}) as files:
         train_directory(files["train"], files["valid"], os.fspath(output), run, opts,
                         force=force, init_dir=None if init_from is None else os.fspath(init_from),
                         vocab_path=None if vocab is None else os.fspath(vocab), ranks=ranks,
-                        check_source=_refuse_changed(run_settings), log=log or (lambda line: None),
+                        check_source=_refuse_changed(run_settings), log=_log(log),
                         keep_texts=tuple(k for k, v in (("train", train), ("valid", valid))
                                          if not isinstance(v, (str, os.PathLike))))
     return load(output)
@@ -251,7 +254,7 @@ def resume_maxent(output, *, log=None) -> Model:
     """
     from .maxent.run import resume_directory
 
-    resume_directory(_path("resume_maxent", "output", output), log=log or (lambda line: None))
+    resume_directory(_path("resume_maxent", "output", output), log=_log(log))
     return load(output)
 
 
@@ -279,26 +282,53 @@ def train_embeddings(corpus, output, *, force: bool = False, init_from=None, no_
     given, opts = _split_settings("train_embeddings", settings, fields, text_options)
     given = {k: v for k, v in given.items() if v is not None}
     common = dict(force=force, no_text=no_text, init_dir=None if init_from is None else os.fspath(init_from),
-                  check_source=_refuse_changed(given), log=log or (lambda line: None))
-    if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
-                                                  and all(isinstance(c, (str, os.PathLike)) for c in corpus)
-                                                  and all(os.path.exists(c) for c in corpus)):
-        paths = [os.fspath(corpus)] if isinstance(corpus, (str, os.PathLike)) else [os.fspath(c) for c in corpus]
+                  check_source=_refuse_changed(given), log=_log(log))
+    paths = _corpus_files(corpus)
+    if paths is not None:
         return train_directory(paths, os.fspath(output), given, opts, **common)
     with _text_files({"corpus": corpus}) as files:
         return train_directory([files["corpus"]], os.fspath(output), given, opts, **common)
 
 
-def _split_settings(caller: str, settings: dict, fields: set[str], text_options):
+def _log(log):
+    """``log`` checked before any work (a file name given for it would fail only at the first progress line, an
+    epoch in): a function of one line, or None for silence."""
+    if log is None:
+        return lambda line: None
+    if not callable(log):
+        raise UserError(f"log: {log!r} is not a function: give one that takes each progress line (print, "
+                        "list.append, a logger's info), or None for silence")
+    return log
+
+
+def _corpus_files(corpus) -> list[str] | None:
+    """The files of ``train_embeddings``'s corpus, or None for sentences: a path, or a list of paths (one ``Path``
+    in it, or one string naming an existing file, makes it a list of files, so a misspelt name among them is
+    refused rather than read as a sentence)."""
+    if isinstance(corpus, (str, os.PathLike)):
+        return [os.fspath(corpus)]
+    if not (isinstance(corpus, (list, tuple)) and corpus and all(isinstance(c, (str, os.PathLike)) for c in corpus)):
+        return None
+    if not any(isinstance(c, os.PathLike) or os.path.isfile(c) for c in corpus):
+        return None
+    for c in corpus:
+        if not os.path.isfile(c):
+            raise UserError(f"corpus: {os.fspath(c)}: no such file (the list's other entries are files, so it is "
+                            "read as a list of files)")
+    return [os.fspath(c) for c in corpus]
+
+
+def _split_settings(caller: str, settings: dict, fields: set[str], text_options, renamed: dict | None = None):
     """``(the family's settings, TextOptions)`` from keyword arguments: the family's fields, and the text options
-    by name (``lowercase=True``) beside or instead of ``text_options``; any other name is refused."""
+    by name (``lowercase=True``) beside or instead of ``text_options``; any other name is refused, with the
+    nearest known name, or the Python name of a flag whose name differs (``renamed``: ``{"neg_rate": "alpha"}``)."""
     from .data.tokenizer import TextOptions
 
     text_names = set(TextOptions.__dataclass_fields__)
     unknown = sorted(set(settings) - fields - text_names)
     if unknown:
-        raise UserError(f"{caller}: unknown setting(s) {', '.join(unknown)} (the command's --help lists its options; "
-                        "the Python names use _ for -)")
+        raise UserError(f"{caller}: unknown setting(s) {', '.join(_with_hint(u, fields | text_names, renamed) for u in unknown)}"
+                        " (the command's --help lists its options; the Python names use _ for -)")
     if not (text_options is None or isinstance(text_options, (TextOptions, dict))):
         raise UserError(f"{caller}: text_options is a dict of text settings (e.g. {{'lowercase': True}}) or a "
                         f"TextOptions, not {type(text_options).__name__}")
@@ -306,6 +336,29 @@ def _split_settings(caller: str, settings: dict, fields: set[str], text_options)
     base.update({k: v for k, v in settings.items() if k in text_names and v is not None})
     opts = TextOptions.from_dict(base, "text_options")
     return {k: v for k, v in settings.items() if k in fields}, opts
+
+
+def _with_hint(name: str, known: set[str], renamed: dict | None) -> str:
+    """``name`` with what was probably meant: ``neg_rate (the Python name is alpha)``, ``epoch (did you mean
+    epochs?)``."""
+    import difflib
+
+    if renamed and name in renamed:
+        return f"{name} (the Python name of --{name.replace('_', '-')} is {renamed[name]})"
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"{name} (did you mean {close[0]}?)" if close else name
+
+
+def _flag_renames(config_class) -> dict[str, str]:
+    """``{flag's Python form: field}`` for the fields of ``config_class`` whose flag is not their name."""
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(config_class):
+        flag = f.metadata.get("flag")
+        if flag and flag.startswith("--") and flag[2:].replace("-", "_") != f.name:
+            out[flag[2:].replace("-", "_")] = f.name
+    return out
 
 
 def _refuse_changed(given: dict):

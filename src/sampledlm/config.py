@@ -62,6 +62,12 @@ def setting_name(name: str, flag: str | None = None) -> str:
     return name if _PYTHON_NAMES.get() else flag or "--" + name.replace("_", "-")
 
 
+def said(cli: str, python: str) -> str:
+    """The way out a message gives: ``cli`` (a command or flag) on the command line, ``python`` (a call or keyword)
+    inside :func:`python_names`."""
+    return python if _PYTHON_NAMES.get() else cli
+
+
 def setting_value(name: str, value: Any, flag: str | None = None, quoted: bool = False) -> str:
     """A setting and its value as the user wrote it: ``--epochs 0`` on the command line, ``epochs=0`` in Python."""
     if _PYTHON_NAMES.get():

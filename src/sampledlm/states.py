@@ -27,9 +27,11 @@ from .lm import LanguageModel, Mixture, mix_logprobs
 
 
 class HistoryState(NamedTuple):
-    """The words of the sentence so far, at most the model's ``context_length`` of them (ids of its vocabulary)."""
+    """The words of the sentence so far, at most the model's ``context_length`` of them (ids of its vocabulary), and
+    which model made it (``owner``: the ids mean words of that model's vocabulary only)."""
 
     ids: tuple[int, ...] = ()
+    owner: int = 0
 
 
 class MixtureState(NamedTuple):
@@ -45,7 +47,13 @@ def begin(lm: LanguageModel):
     recurrent = _recurrent(lm)
     if recurrent is not None:
         return recurrent.begin(lm)
-    return HistoryState()
+    return HistoryState(owner=owner(lm))
+
+
+def owner(lm) -> int:
+    """The tag a model's states carry: the model object's identity (a state of another model, even one of the same
+    kind and shape, is refused by :func:`fits`; its ids or hidden vectors would mean other words)."""
+    return id(lm)
 
 
 def advance(lm: LanguageModel, states: Sequence, words: Sequence[int]) -> tuple[np.ndarray, list]:
@@ -67,13 +75,16 @@ def advance(lm: LanguageModel, states: Sequence, words: Sequence[int]) -> tuple[
 def fits(lm: LanguageModel, state, start=None) -> bool:
     """Whether ``state`` can be a state of ``lm`` (``start``: ``begin(lm)``, given to save making it): of the kind
     :func:`begin` makes for it, a mixture's with one part per model, a recurrent one of its shapes, a history of
-    ids in its vocabulary. (Another model of the same kind and shape passes: a state does not name its model.)"""
+    ids in its vocabulary, and made by this model object (its ``owner``; two loads of the same files are two
+    owners)."""
     start = begin(lm) if start is None else start
     if type(state) is not type(start):
         return False
     if isinstance(state, MixtureState):
         return len(state.parts) == len(start.parts) and all(
             fits(m, p, q) for m, p, q in zip(lm.models, state.parts, start.parts))
+    if getattr(state, "owner", None) != getattr(start, "owner", None):
+        return False
     if isinstance(state, HistoryState):
         return all(isinstance(i, (int, np.integer)) and 0 <= i < len(lm.vocab) for i in state.ids)
     # a recurrent state: the model's shapes
@@ -97,14 +108,14 @@ def _recurrent(lm: LanguageModel):
 
 def _advance_history(lm: LanguageModel, states, words: list[int]) -> tuple[np.ndarray, list]:
     lp = np.concatenate(lm.logprobs_after([list(s.ids) for s in states], [[w] for w in words]))
-    keep = lm.context_length
+    keep, tag = lm.context_length, owner(lm)
     out = []
     for s, w in zip(states, words):
         if w == EOS_ID:
-            out.append(HistoryState())
+            out.append(HistoryState(owner=tag))
             continue
         ids = s.ids + (w,)
-        out.append(HistoryState(ids[len(ids) - keep:] if keep is not None and len(ids) > keep else ids))
+        out.append(HistoryState(ids[len(ids) - keep:] if keep is not None and len(ids) > keep else ids, tag))
     return np.asarray(lp, dtype=np.float64), out
 
 

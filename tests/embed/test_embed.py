@@ -318,3 +318,16 @@ def test_similarity_interval_narrows_with_pairs_and_holds_rho():
     # WS-353's size: about +-0.07 around a typical rho
     lo, hi = ev.SimilarityResult("x", 0.6, 353, 0).ci95
     assert 0.12 < hi - lo < 0.16
+
+
+def test_neighbors_wants_a_count_of_at_least_one_and_lookup_answers_none_for_an_unknown_word():
+    from sampledlm.errors import UserError
+
+    wv = WordVectors(["a", "b", "c"], np.array([[1, 0], [1, 0.1], [0, 1]], dtype=np.float32))
+    assert [w for w, _ in wv.neighbors("a", 1)] == ["b"] and len(wv.neighbors("a", 5)) == 2
+    for bad in (-1, 0, 2.5, True):  # -1 sliced [:-1]: nearly the whole vocabulary
+        with pytest.raises(UserError, match="neighbors: n"):
+            wv.neighbors("a", bad)
+    assert wv.lookup("zzz") is None
+    with pytest.raises(UserError, match="not in the vocabulary"):
+        wv.neighbors("zzz", 1)

@@ -42,7 +42,8 @@ class WordVectors:
         return self._unit
 
     def lookup(self, word: str, lowercase: bool = False) -> int | None:
-        """Row of ``word`` (``lowercase``: also try its lower-case form); None when absent."""
+        """Row of ``word`` (``lowercase``: also try its lower-case form); None when absent (where :meth:`neighbors`
+        and :meth:`similarity` refuse a word outside the vocabulary: this is the way to ask)."""
         i = self.index.get(word)
         if i is None and lowercase:
             i = self.index.get(word.lower())
@@ -50,6 +51,8 @@ class WordVectors:
 
     def neighbors(self, word: str, n: int = 10) -> list[tuple[str, float]]:
         """The ``n`` words of highest cosine similarity to ``word`` (itself excluded)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise UserError(f"neighbors: n {n!r}: give a whole number >= 1")
         i = self.lookup(word, lowercase=True)
         if i is None:
             raise UserError(f"{word!r} is not in the vocabulary ({len(self)} words)")

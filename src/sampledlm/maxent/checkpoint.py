@@ -62,13 +62,30 @@ def read_run(out_dir: str) -> tuple[dict, object]:
 
     path = os.path.join(folder(out_dir), "run.json")
     if not os.path.isfile(path):
-        what = ("holds a finished maxent model" if os.path.isfile(os.path.join(out_dir, "config.json"))
+        family = _family(out_dir)
+        if family not in (None, "maxent"):
+            raise UserError(f"{out_dir}: holds a {family} model, not a maxent run"
+                            + (" (a neural run resumes with sampledlm train --resume; in Python: "
+                               "sampledlm.resume_lm)" if family == "neural" else ""))
+        what = ("holds a finished maxent model" if family == "maxent"
                 else "holds no interrupted maxent training" if os.path.isdir(out_dir) else "does not exist")
         raise UserError(f"{out_dir}: {what}: nothing to resume")
     run = store.read_json(path)
     if not isinstance(run, dict) or not isinstance(run.get("settings"), dict):
         raise UserError(f"{path}: not a maxent run's settings (damaged?)")
     return run, Vocab.load(os.path.join(folder(out_dir), "vocab.txt"))
+
+
+def _family(out_dir: str) -> str | None:
+    """The ``family`` its config.json records (``maxent``, ``neural``, ...), or None without a readable one."""
+    import json
+
+    try:
+        with open(os.path.join(out_dir, "config.json"), encoding="utf-8") as f:
+            family = json.load(f).get("family")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return family if isinstance(family, str) else None
 
 
 def committed_epoch(out_dir: str) -> int:

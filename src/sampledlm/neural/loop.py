@@ -2,12 +2,11 @@
 
 One epoch visits every prediction of the training stream once:
 
-* feed-forward models: mini-batches of ``(histories [B, n-1], targets [B])`` in a random order
-  that depends only on ``(seed, epoch)`` (Schwenk's *bunch mode*);
-* recurrent models: the stream cut into ``B`` rows read in BPTT segments ``[B, T]``; the
-  output ``[B, T, h]`` is flattened to ``[N, h]`` keeping ``mask == True`` positions before the
-  objective sees it. The recurrent state is carried (detached) from one segment to the next and
-  reset to zero at the start of every epoch and of every evaluation.
+* feed-forward models: mini-batches of ``(histories [B, n-1], targets [B])`` in a random order that depends only
+  on ``(seed, epoch)`` (Schwenk's *bunch mode*);
+* recurrent models: the stream cut into ``B`` rows read in BPTT segments ``[B, T]``; the output ``[B, T, h]`` is
+  flattened to ``[N, h]`` keeping ``mask == True`` positions before the objective sees it. The recurrent state is
+  carried (detached) from one segment to the next and reset to zero at the start of every epoch and evaluation.
 
 Each step: ``loss = objective(model, hidden, targets)`` (mean over the N predictions), backward,
 optional gradient clipping to a total norm (``--precision bf16|fp16`` runs the forward pass under
@@ -24,17 +23,16 @@ anneals within the epoch budget, where halving on a plateau may start only after
 The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
 they are reloaded, ``objective.finalize(model)`` runs once, and the final model is saved.
 
-Exact resume: before every epoch torch, numpy and Python's ``random`` are re-seeded from
-``(seed, epoch)`` and ``objective.start_epoch(epoch)`` is called; a checkpoint stores the model,
-objective, optimiser and RNG states, the position in the epoch (batch index, recurrent state)
-and the schedule, so ``--resume`` continues with the very numbers of an uninterrupted run.
-Checkpoints are written at the end of every epoch, every ``checkpoint_every`` steps, and on
-SIGINT/SIGTERM (then training stops; the previous checkpoint stays intact until the new one is
+Exact resume: before every epoch torch, numpy and Python's ``random`` are re-seeded from ``(seed, epoch)`` and
+``objective.start_epoch(epoch)`` is called; a checkpoint stores the model, objective, optimiser and RNG states, the
+position in the epoch (batch index, recurrent state) and the schedule, so ``--resume`` continues with the very
+numbers of an uninterrupted run. Checkpoints are written at the end of every epoch, every ``checkpoint_every``
+steps, and on SIGINT/SIGTERM (then training stops; the previous checkpoint stays intact until the new one is
 complete, see :mod:`sampledlm.neural.rundir`).
 
-Devices and processes: the model, the objective and each batch live on ``--device``; under
-``torchrun`` every rank trains on its share of each global batch and the gradients are averaged
-over the ranks (:mod:`sampledlm.neural.distributed`); rank 0 alone writes the run directory.
+Devices and processes: the model, the objective and each batch live on ``--device``; under ``torchrun`` every rank
+trains on its share of each global batch and the gradients are averaged over the ranks
+(:mod:`sampledlm.neural.distributed`); rank 0 alone writes the run directory.
 """
 
 from __future__ import annotations
@@ -55,11 +53,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from . import rundir as runs
-from ..errors import TrainingInterrupted, UserError
-from .lm import perplexity
 from tqdm import tqdm
 
+from . import rundir as runs
+from ..config import said
+from ..errors import TrainingInterrupted, UserError
+from .lm import perplexity
 from ..progress import announced, bar, enabled as progress_enabled
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
@@ -340,8 +339,7 @@ class Trainer:
                             raise out_of_memory(e, self) or e
                         if diverged(loss):
                             raise UserError(self.diverged_message(loss))
-                        st.batch += 1
-                        st.step += 1
+                        st.batch, st.step = st.batch + 1, st.step + 1
                         st.loss_sum += loss * n
                         st.loss_count += n
                         st.epoch_tokens += n
@@ -375,7 +373,8 @@ class Trainer:
                         stop = self.ranks.any(stop, self.device)  # one rank's Ctrl-C stops them all at this step
                         if stop:
                             self.save_checkpoint()
-                            raise TrainingInterrupted(f"interrupted at step {st.step}; resume with --resume {self.run_dir}",
+                            raise TrainingInterrupted(f"interrupted at step {st.step}; resume with " + said(
+                                f"--resume {self.run_dir}", f"sampledlm.resume_lm({self.run_dir!r})"),
                                                       flag.get("signal") or signal.SIGINT)
                         if opts.checkpoint_every and st.step % opts.checkpoint_every == 0 and st.batch < nb:
                             self.save_checkpoint()

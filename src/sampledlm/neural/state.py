@@ -22,6 +22,7 @@ class RecurrentState(NamedTuple):
 
     hidden: torch.Tensor | tuple[torch.Tensor, torch.Tensor]
     ctx: torch.Tensor
+    owner: int = 0  # the model that made it (sampledlm.states.owner): another model's is refused
 
 
 def carries_state(lm) -> bool:
@@ -50,7 +51,7 @@ def begin(lm) -> RecurrentState:
     start = getattr(lm, "_start_state", None)
     if start is None:
         ctx, hidden = _step(lm.model, torch.full((1, 1), EOS_ID, dtype=torch.int64, device=_device(lm.model)), None)
-        start = lm._start_state = RecurrentState(hidden, ctx)
+        start = lm._start_state = RecurrentState(hidden, ctx, id(lm))
     return start
 
 
@@ -83,5 +84,5 @@ def advance(lm, states: list[RecurrentState], words: list[int]) -> tuple[np.ndar
     if going:
         new_ctx, hidden = _step(model, targets[going].unsqueeze(1), _stack([states[i].hidden for i in going]))
         for j, i in enumerate(going):
-            out[i] = RecurrentState(_row(hidden, j), new_ctx[j : j + 1])
+            out[i] = RecurrentState(_row(hidden, j), new_ctx[j : j + 1], id(lm))
     return lp.double().cpu().numpy(), out

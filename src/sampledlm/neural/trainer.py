@@ -11,6 +11,7 @@ import torch
 
 from . import rundir as runs
 from .. import provenance, store
+from ..config import said
 from ..errors import UserError
 from .distributed import Ranks
 
@@ -215,7 +216,8 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_fin
     config = runs.check_config(runs.read_json(cfg_path), cfg_path)
     if runs.latest_checkpoint(run_dir) is None:
         raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
-                        f"start it again with the same 'sampledlm train ... -o {run_dir}' command")
+                        "start it again with the same " + said(f"'sampledlm train ... -o {run_dir}' command",
+                                                               f"sampledlm.train_lm(..., {run_dir!r}) call"))
     lock = _hold_lock(run_dir) if ranks.is_main else None
     try:
         return _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished, ranks)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 
 from ...errors import UserError
@@ -59,7 +60,13 @@ class BuildConfig:
             raise UserError("--scheduler is the Dask scheduler's address: give it with --engine dask")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise UserError(f"--workers {self.workers!r}: must be an integer >= 1")
-        object.__setattr__(self, "prune", tuple(parse_thresholds(self.prune, self.order)) if self.prune else ())
+        prune = self.prune
+        if isinstance(prune, str):  # the flag's own form, "0,0,1" (a string read one character at a time would not be)
+            prune = parse_prune(prune, self.order)
+        elif prune and (not isinstance(prune, (list, tuple)) or not all(
+                isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in prune)):
+            raise UserError(f"prune {prune!r}: give one count threshold per order, e.g. (0, 0, 1) or '0,0,1'")
+        object.__setattr__(self, "prune", tuple(parse_thresholds(prune, self.order)) if prune else ())
 
     @property
     def thresholds(self) -> list[int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
+from ...config import said
 from ...errors import UserError
 from ...outputs import refuse_existing, writing_directory
 
@@ -68,4 +69,5 @@ def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
         if not is_binary(out_dir):
             raise UserError(f"{out_dir}: exists and is not empty (nor a binary n-gram model); choose another -o")
         if not force:
-            raise UserError(f"{out_dir}: already holds {what}; give --force to replace it, or choose another -o")
+            raise UserError(f"{out_dir}: already holds {what}; give " + said("--force", "force=True")
+                            + " to replace it, or choose another " + said("-o", "output"))
