@@ -58,7 +58,8 @@ def test_a_text_mostly_outside_the_vocabulary_is_warned_about(tiny_corpus, tmp_p
     code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(oov), *SMALL,
                             "-o", str(tmp_path / "r")], capsys)
     assert code == 0, err
-    assert f"warning: {oov}: 100.0 % of its 120 words are outside the vocabulary" in err and "check --vocab" in err
+    assert f"warning: {oov}: 100.0 % of its 120 words are outside the vocabulary" in err
+    assert "the vocabulary was made from" in err
     assert f"warning: {tiny_corpus['train']}" not in err  # the training text defines the vocabulary: none
     code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "plain"), capsys)
     assert code == 0 and "outside the vocabulary" not in err, err
@@ -240,3 +241,42 @@ def test_a_softmax_step_past_the_memory_is_refused_before_training(tiny_corpus, 
     assert "optimiser" not in err  # SGD without momentum keeps none
     code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "n", *sgd, "--objective", "nce"), capsys)
     assert code == 0, err
+
+
+def test_a_run_ended_by_max_steps_says_so_and_resume_will_not_add_one_step_epochs(tiny_corpus, tmp_path, capsys,
+                                                                                  private_cache):
+    """--resume --epochs 5 of a run that reached its --max-steps trained one step and recorded it as an epoch."""
+    run = tmp_path / "ms"
+    args = train_args(tiny_corpus, run, "--model", "ffnn", "-b", "4", "--max-steps", "3")
+    args[args.index("--epochs") + 1] = "2"
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+    assert "training ended at its --max-steps 3 (step 3), after epoch 1 of 2" in err
+    before = (run / "metrics.jsonl").read_bytes()
+    for more in ([], ["--epochs", "5"]):
+        code, _, err = run_cli(["train", "--resume", str(run), *more], capsys)
+        assert code == 1 and "training ended at its --max-steps 3 (step 3), which --resume does not change" in err
+        assert "--init-from" in err
+    assert (run / "metrics.jsonl").read_bytes() == before
+
+
+def test_a_seed_past_64_bits_is_refused_and_a_default_sample_count_above_v_is_halved(tiny_corpus, tmp_path, capsys,
+                                                                                     private_cache):
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "s", "--seed", str(2**64)), capsys)
+    assert code != 0 and "--seed" in err and "Traceback" not in err and not (tmp_path / "s").exists()
+    # V = 8 here: the objective's own default of 250 samples is not smaller than V, as a given 250 would not be
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "c", "--objective", "css-is", "--max-size", "8"), capsys)
+    assert code == 0, err
+    assert "--objective css-is: --samples 4 (half the vocabulary of 8 words: the default, 250, is not" in err
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "d", "--objective", "css-is", "--max-size", "8",
+                                      "--samples", "250"), capsys)
+    assert code == 1 and "must be smaller than the vocabulary size" in err
+
+
+def test_resume_with_more_epochs_writes_them_into_config_toml(tiny_corpus, tmp_path, capsys, private_cache):
+    run = tmp_path / "e"
+    code, _, err = run_cli(train_args(tiny_corpus, run, "--model", "gru", "-b", "4", "--bptt", "5"), capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
+    assert code == 0, err
+    assert "epochs = 2  # --resume --epochs 2" in (run / "config.toml").read_text()

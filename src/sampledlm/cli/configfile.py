@@ -185,6 +185,25 @@ def recorded_setting(directory: str, key: str):
         return None
 
 
+def amend_setting(directory: str, key: str, value, why: str) -> None:
+    """Put ``key = value  # why`` in place of ``key``'s line of ``directory/config.toml`` (a run extended by
+    ``--resume --epochs``), atomically; nothing where the file or the line is missing."""
+    from ..data.textio import atomic_write
+
+    path = os.path.join(directory, CONFIG_NAME)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return
+    hits = [i for i, line in enumerate(lines) if line.split("=", 1)[0].strip() == key]
+    if not hits:
+        return
+    lines[hits[0]] = f"{key} = {value!r}  # {why}"
+    with atomic_write(path) as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def write_settings(directory: str, ctx: click.Context, skip: set[str] = frozenset(), header: str = "",
                    resolved: dict | None = None, sources: dict | None = None) -> str:
     """Write :func:`settings_toml` to ``directory/config.toml`` (atomically); returns its path."""

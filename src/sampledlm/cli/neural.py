@@ -14,7 +14,7 @@ from click.core import ParameterSource
 
 from ..errors import UserError
 from ..neural.registry import MODELS
-from ..neural.trainer import TrainOptions
+from ..neural.trainer import TrainOptions, stopped_by
 from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
 from ..objectives.registry import OBJECTIVES, option_help
 from .common import CONTEXT, TEXT_FLAGS, deprecated, text_options, THREADS
@@ -52,7 +52,7 @@ HELP_GROUPS = [
     ("Input and output", ("train_path", "valid_path", "run_dir", "resume_dir", "init_dir", "config_file")),
     ("Model", ("model_type", "context_size", *MODEL_FIELDS)),
     ("Training", ("threads", *(f for f in TRAIN_FIELDS if f not in REPRODUCTION))),
-    ("Output objective (each option names the objectives it applies to)",
+    ("Output objective (most options name the objectives they apply to; one given where it does not apply is refused)",
      ("objective", *(f for f in OBJECTIVE_FIELDS if f not in REPRODUCTION))),
     ("Vocabulary and text", ("vocab_path", "min_count", "max_size", *TEXT_FLAGS)),
     ("Reproducing papers' protocols (time budgets, data subsets, estimator variants)", REPRODUCTION),
@@ -142,6 +142,11 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
                             f"--device and --threads may be given with it (got {_flag(ctx, given[0])}{source})")
         over = {k: flags[k] for k in RESUME_OVERRIDES if flags.get(k) is not None}
         trainer = resume_run(resume_dir, over, log=say, refuse_finished=True, ranks=ranks)
+        if over.get("epochs") is not None and ranks.is_main:  # config.toml repeats what the run now is
+            from .configfile import amend_setting
+
+            amend_setting(resume_dir, "epochs", over["epochs"], f"--resume --epochs {over['epochs']} (a cosine run "
+                          "extended so restarts its decay: one run of this many epochs is not the same)")
         say(f"resuming {resume_dir} at epoch {trainer.state.epoch + 1}, step {trainer.state.step}")
     else:
         trainer, created = _start_run(ctx, opts, flags, say, ranks)
@@ -156,7 +161,9 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
     ranks.close()
     valid = [m["valid_ppl"] for m in state.metrics]
     best = valid.index(min(valid)) + 1 if valid else 0
-    say(f"best valid ppl {state.best_valid:.2f} (epoch {best} of {len(valid)}); model in {resume_dir}")
+    limit = stopped_by(trainer.opts, state)
+    say(f"best valid ppl {state.best_valid:.2f} (epoch {best} of {len(valid)}); model in {resume_dir}"
+        + (f" (training ended at its {limit}, after epoch {state.epoch} of {trainer.opts.epochs})" if limit else ""))
 
 
 def _start_run(ctx, opts, flags: dict, say, ranks):

@@ -231,10 +231,13 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
     train_opts = _long_run_defaults(cls, recurrent and (lambda: planned_steps(train_path, vocab, opts, train_opts)),
                                     f"--objective {objective} on a {model_type}", train_opts, before, notes, sources)
-    if not samples_given and obj_opts.get("samples") is not None and obj_opts["samples"] >= len(vocab):
+    fields = {f.name: f for f in dataclasses.fields(cls.Options)} if getattr(cls, "Options", None) else {}
+    default = obj_opts.get("samples") if obj_opts.get("samples") is not None else \
+        getattr(fields.get("samples"), "default", None)  # the objective's own default (250) as much as its GRU one
+    if not samples_given and isinstance(default, int) and default >= len(vocab):
         obj_opts["samples"] = max(1, len(vocab) // 2)  # a default made for large vocabularies, on a small one
         _note(notes, f"--objective {objective}: --samples {obj_opts['samples']} (half the vocabulary of "
-                     f"{len(vocab):,} words; the default for sequence models is more)")
+                     f"{len(vocab):,} words: the default, {default:,}, is not smaller than V)")
         _record(sources, ["samples"], f"half the vocabulary of {len(vocab):,} words")
     if spec.get("adaptive_input") and spec.get("input_cutoffs") is None and obj_opts.get("head_coverage") \
             and not obj_opts.get("cutoffs"):  # tied bands: the input's default bands follow the softmax's head

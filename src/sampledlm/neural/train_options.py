@@ -43,7 +43,7 @@ class TrainOptions:
                                min=0)
     min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
                                     max=1.0)
-    seed: int = option(1, "one seed for all randomness", min=0)
+    seed: int = option(1, "one seed for all randomness", min=0, max=2**64 - 1)
     tensorboard: str | None = option(None, "also write TensorBoard scalars (loss, learning rate, tokens/s every "
                                            f"{TB_EVERY} steps; validation perplexity every epoch) to this directory "
                                            "(needs the tensorboard package: pip install 'sampledlm[tensorboard]')")

@@ -50,7 +50,9 @@ def _warn_unknown_words(config: dict, streams, log) -> None:
         share = int(np.count_nonzero(ids == UNK_ID)) / max(words, 1)
         if words and share >= OOV_WARNING and log is not None:
             log(f"warning: {config['data'][role]}: {100 * share:.1f} % of its {words:,} words are outside the "
-                f"vocabulary (read as <unk>){': check --vocab' if share >= 0.5 else ''}")
+                f"vocabulary (read as <unk>)" + (": is it the language and tokenisation the vocabulary was made from "
+                                                 "(--vocab, or --train with --min-count and --max-size)?"
+                                                 if share >= 0.5 else ""))
 
 
 def _check_same_texts(run_dir: str, config: dict) -> None:
@@ -201,6 +203,19 @@ def _hold_lock(run_dir: str):
     return lock
 
 
+def stopped_by(opts: TrainOptions, st) -> str | None:
+    """The budget that ended a run before its epochs (``--max-steps 1000``, ``--max-time 0.5 s (cpu clock)``), or None
+    when its epochs (or the plateau rule) did."""
+    if st.epoch >= opts.epochs:
+        return None
+    if opts.max_steps and st.step >= opts.max_steps:
+        return f"--max-steps {opts.max_steps:,} (step {st.step:,})"
+    spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
+    if opts.max_time > 0 and spent >= opts.max_time:
+        return f"--max-time {opts.max_time:g} s ({opts.time_clock} clock, {spent:,.1f} s spent)"
+    return None
+
+
 def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_finished: bool = False,
                ranks: Ranks | None = None) -> Trainer:
     """A trainer that continues ``run_dir`` from its latest checkpoint.
@@ -214,12 +229,12 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_fin
     if not os.path.isdir(run_dir):
         raise store.no_run_directory(run_dir)
     config = runs.check_config(runs.read_json(cfg_path), cfg_path)
-    if runs.latest_checkpoint(run_dir) is None:
-        raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
-                        "start it again with the same " + said(f"'sampledlm train ... -o {run_dir}' command",
-                                                               f"sampledlm.train_lm(..., {run_dir!r}) call"))
-    lock = _hold_lock(run_dir) if ranks.is_main else None
+    lock = _hold_lock(run_dir) if ranks.is_main else None  # first: a run still training is said to be, not "stopped"
     try:
+        if runs.latest_checkpoint(run_dir) is None:
+            raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
+                            "start it again with the same " + said(f"'sampledlm train ... -o {run_dir}' command",
+                                                                   f"sampledlm.train_lm(..., {run_dir!r}) call"))
         return _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finished, ranks)
     except BaseException:
         if lock is not None:
@@ -247,6 +262,10 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
     trainer.load_checkpoint(ckpt)
     trainer.lock = lock
     more = (overrides or {}).get("epochs") is not None and overrides["epochs"] > trainer.state.epoch
+    limit = stopped_by(opts, trainer.state)
+    if refuse_finished and trainer.state.finalized and limit:  # more epochs would take one step, or one epoch, each
+        raise UserError(f"{run_dir}: training ended at its {limit}, which --resume does not change; start another run "
+                        f"from it with --init-from {run_dir} (and a new budget)")
     if refuse_finished and trainer.state.finalized and not more:  # before config.json is touched
         n = trainer.state.epoch
         raise UserError(f"{run_dir}: training already finished after {n} epoch{'s' if n != 1 else ''} (best valid ppl "
