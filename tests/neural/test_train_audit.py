@@ -69,6 +69,11 @@ def test_a_text_mostly_outside_the_vocabulary_is_warned_about(tiny_corpus, tmp_p
     (["--optimizer", "adam", "--momentum", "0.9"], "--momentum applies to --optimizer sgd only"),
     (["--model", "ffnn", "--bptt", "7"], "--bptt do not apply to model 'ffnn'"),
     (["--model", "gru", "--context-size", "4"], "--context-size do not apply to model 'gru'"),
+    # the flag as typed (a boolean's off form too) and the objectives that take it
+    (["--objective", "softmax", "--samples", "5"], "--samples applies to --objective is, css-is, "),
+    (["--objective", "is", "--samples", "5", "--include-true"],
+     "--include-true applies to --objective neg, blackout, ranking only (this run: is)"),
+    (["--objective", "softmax", "--no-true-term"], "--no-true-term applies to --objective is only (this run: softmax)"),
 ])
 def test_flags_that_would_do_nothing_are_refused(tiny_corpus, tmp_path, capsys, private_cache, flags, words):
     code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "r", *flags), capsys)

@@ -81,6 +81,20 @@ def _show(value) -> str:
             else str(value))
 
 
+def _not_applying(option: str, value, name: str) -> str:
+    """``--include-true applies to --objective neg, blackout, ranking only (this run: is)``: the flag as typed (a
+    boolean's off form too) and the objectives that take it."""
+    takers = [n for n, c in OBJECTIVES.items() if option in {f.name for f in dataclasses.fields(c.Options)}]
+    field = next((f for c in map(OBJECTIVES.get, takers) for f in dataclasses.fields(c.Options) if f.name == option),
+                 None)
+    flag = setting_name(option)
+    if value is False and flag.startswith("--"):
+        off = field.metadata.get("negatable") if field is not None else None
+        flag = ("--" + off.lstrip("-")) if off else "--no-" + flag[2:]
+    where = f"applies to --objective {', '.join(takers)} only" if takers else "applies to no objective"
+    return f"{flag} {where} (this run: {name})"
+
+
 def objective_settings(name: str, **options):
     """The options of objective ``name`` as its ``Options`` dataclass, checked (unknown names, ranges, rules between
     options) without building the objective; ``options`` with None values are left at their defaults."""
@@ -91,8 +105,7 @@ def objective_settings(name: str, **options):
     given = {k: v for k, v in options.items() if v is not None}
     wrong = sorted(set(given) - set(fields))
     if wrong:
-        flags = ", ".join(setting_name(w) for w in wrong)
-        raise UserError(f"{flags} do(es) not apply to objective {name!r}")
+        raise UserError(_not_applying(wrong[0], given[wrong[0]], name))
     for k, v in given.items():
         check_value(k, v, dict(fields[k].metadata))
     return cls.Options(**given)
