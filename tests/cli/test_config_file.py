@@ -139,3 +139,12 @@ def test_a_recurrent_default_replaced_on_a_long_run_says_so(tiny_corpus, tmp_pat
     assert code == 0, err  # two steps are not above two
     assert f"lr = {short}  # --objective is on a gru\n" in \
         (tmp_path / "c" / "config.toml").read_text()
+
+
+def test_a_relative_path_in_a_config_file_that_does_not_exist_is_named_with_its_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "c.toml").write_text('epochs = 1\ntrain = "tr.txt"\n')
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    code, _, err = run_cli(["train", "--config", "../c.toml", "-o", "r"], capsys)
+    assert code == 1 and '../c.toml: line 2: train = "tr.txt": no such file or directory' in err, err
+    assert "read from the current directory" in err and not (tmp_path / "sub" / "r").exists()

@@ -100,7 +100,14 @@ def read_settings(path: str, ctx: click.Context) -> dict:
             settings[p.name] = p.type_cast_value(ctx, value)
         except click.BadParameter as e:
             raise UserError(f"{where}: {key} = {given}: {e.message}") from None
+        if p.name in INPUT_PATHS and isinstance(value, str) and value != "-" and not os.path.exists(value):
+            raise UserError(f"{where}: {key} = {given}: no such file or directory (a relative path is read from the "
+                            f"current directory, {os.getcwd()}, not from the file's)")
     return settings
+
+
+#: settings that name an existing input (checked where a file gives them, so the error can name its line)
+INPUT_PATHS = frozenset({"train_path", "valid_path", "test_path", "vocab_path", "init_dir", "resume_dir"})
 
 
 def _toml_type(p: click.Parameter) -> str | None:
