@@ -113,3 +113,24 @@ def test_init_from_refuses_what_would_change_the_model(corpus, tmp_path, capsys,
     code, err = train(capsys, "--init-from", tmp_path / "nope", "--train", corpus / "domain.txt", "--valid",
                       corpus / "domain-valid.txt", "-o", tmp_path / "ft")
     assert code == 1 and "no such run directory" in err
+
+
+@pytest.mark.parametrize("objective", ["class", "hsm", "adaptive"])
+def test_init_from_a_structured_output_refuses_a_new_vocabulary_up_front(corpus, tmp_path, capsys, private_cache,
+                                                                         objective):
+    """Its classes, tree or bands are the vocabulary's: a new one failed on a tensor's shape, or named a flag the
+    user never gave; its own vocabulary still works."""
+    src = tmp_path / "src"
+    code, err = train(capsys, "--train", corpus / "train.txt", "--valid", corpus / "valid.txt", "--epochs", "1",
+                      "--model", "gru", "-d", "8", "--hidden", "8", "--objective", objective, "-o", src)
+    assert code == 0, err
+    base = ["--init-from", src, "--train", corpus / "domain.txt", "--valid", corpus / "domain-valid.txt", "--epochs",
+            "1", "--threads", "1"]
+    code, err = train(capsys, *base, "--min-count", "1", "-o", tmp_path / "ft")
+    assert code == 1 and f"its output ({objective}" in err and "a new vocabulary" in err, err
+    assert not (tmp_path / "ft").exists()
+    code, err = train(capsys, *base, "-o", tmp_path / "same")
+    if objective == "hsm":  # its tree is clustered again on the new text: a clear refusal, not a torch traceback
+        assert code == 1 and "made again from this training text" in err and "Traceback" not in err, err
+    else:
+        assert code == 0, err

@@ -285,3 +285,15 @@ def test_resume_with_more_epochs_writes_them_into_config_toml(tiny_corpus, tmp_p
     code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
     assert code == 0, err
     assert "epochs = 2  # --resume --epochs 2" in (run / "config.toml").read_text()
+
+
+def test_a_typed_flag_the_run_never_reads_is_warned_of(tiny_corpus, tmp_path, capsys, private_cache):
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "g", "--model", "gru", "-b", "4", "--bptt", "5",
+                                      "--max-halvings", "2", "--time-clock", "cpu", "--input-factor", "2"), capsys)
+    assert code == 0, err
+    for words in ("--max-halvings has no effect without --lr-schedule plateau (this run: --lr-schedule cosine)",
+                  "--time-clock has no effect without --max-time", "--input-factor has no effect without --adaptive"):
+        assert f"warning: {words}" in err, err
+    code, _, err = run_cli(train_args(tiny_corpus, tmp_path / "p", "--model", "gru", "-b", "4", "--bptt", "5",
+                                      "--lr-schedule", "plateau", "--max-halvings", "2"), capsys)
+    assert code == 0 and "no effect" not in err, err

@@ -193,6 +193,7 @@ def _start_run(ctx, opts, flags: dict, say, ranks):
         finally:  # what was settled before a refusal is said too, as before
             for note in notes:
                 _echo(note)
+    _warn_idle_flags(ctx, config)
     created = ranks.is_main and not os.path.exists(run_dir)
     try:
         trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
@@ -206,6 +207,28 @@ def _start_run(ctx, opts, flags: dict, say, ranks):
         _remove_unstarted(run_dir, created)
         raise
     return trainer, created
+
+
+#: (setting, when it would do nothing in the resolved config, what it needs): typed on the command line, warned of
+IDLE_FLAGS = (
+    ("max_halvings", lambda c: c["train"]["lr_schedule"] != "plateau", "--lr-schedule plateau"),
+    ("min_improvement", lambda c: c["train"]["lr_schedule"] != "plateau", "--lr-schedule plateau"),
+    ("time_clock", lambda c: not c["train"].get("max_time"), "--max-time"),
+    ("data_subset", lambda c: c["train"].get("data_fraction", 1.0) >= 1.0, "--data-fraction below 1"),
+    ("input_cutoffs", lambda c: not c["model"].get("adaptive_input"), "--adaptive-input"),
+    ("input_factor", lambda c: not c["model"].get("adaptive_input"), "--adaptive-input"),
+)
+
+
+def _warn_idle_flags(ctx, config: dict) -> None:
+    """A warning for a flag typed for a new run that its resolved settings never read (``--max-halvings`` under the
+    GRU's cosine schedule). Not refused, as ``--momentum`` with Adam is: reproduction scripts give them beside
+    schedules that ignore them, and a run's own config.toml (read by ``--config``) records them all."""
+    for name, idle, needs in IDLE_FLAGS:
+        if name in ctx.params and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE and idle(config):
+            this = (f"this run: --lr-schedule {config['train']['lr_schedule']}" if "schedule" in needs
+                    else "this run has none")
+            _echo(f"warning: {_flag(ctx, name)} has no effect without {needs} ({this})")
 
 
 def _store_settings(ctx, run_dir: str, init_dir: str | None, config: dict, sources: dict | None = None) -> None:

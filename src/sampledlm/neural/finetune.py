@@ -61,6 +61,10 @@ def copy_weights(source, model: torch.nn.Module, objective: torch.nn.Module, voc
         new_state = {}
         for name, fresh in dst_state.items():
             src = src_state[name]
+            if same and src.shape != fresh.shape:  # hsm's tree, clustered again on this run's training text
+                raise UserError(f"--init-from {where}: {part} tensor {name} is {tuple(src.shape)} there and "
+                                f"{tuple(fresh.shape)} here: the output's word classes were made again from this "
+                                "training text (--word-classes auto) and came out otherwise; train a new run")
             if same or src.shape == fresh.shape and (src.dim() == 0 or src.shape[0] not in (v_src, v_src + 1, v_src + 2)):
                 new_state[name] = src
             elif src.dim() >= 1 and 0 <= src.shape[0] - v_src == fresh.shape[0] - v_new <= 2 \

@@ -261,6 +261,10 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     return make_config(spec, objective, obj_opts, dataclasses.asdict(train_opts), data, vocab), vocab
 
 
+#: objectives whose output structure is a function of the vocabulary (classes, a tree, frequency bands)
+FIXED_BY_VOCABULARY = frozenset({"class", "hsm", "adaptive"})
+
+
 def init_config(init_dir: str, train_path: str, valid_path: str, vocab_path: str | None, min_count: int | None,
                 max_size: int | None, flags: dict, notes: list[str] | None = None):
     """``(source, config, vocab)`` of a run started from the trained run ``init_dir``
@@ -287,6 +291,12 @@ def init_config(init_dir: str, train_path: str, valid_path: str, vocab_path: str
         vocab = build_vocab(train_path, text, min_count=min_count or 1, max_size=max_size)
     else:
         vocab = src_vocab
+    fixed = src_config["objective"]["name"] in FIXED_BY_VOCABULARY or src_config["model"].get("adaptive_input")
+    if fixed and list(vocab.words) != list(src_vocab.words):
+        raise UserError(f"--init-from {init_dir}: its output ({src_config['objective']['name']}"
+                        f"{', adaptive input' if src_config['model'].get('adaptive_input') else ''}) is built on its "
+                        "vocabulary's classes or frequency bands, so a new vocabulary (--vocab, --min-count, "
+                        "--max-size) cannot take its weights: drop those to keep its vocabulary, or train a new run")
     model_type = src_config["model"]["type"]
     flags = sequence_defaults(model_type, src_config["objective"]["name"],
                               {k: v for k, v in flags.items() if k not in OBJECTIVE_FIELDS}, notes)
