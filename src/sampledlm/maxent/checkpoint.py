@@ -77,15 +77,13 @@ def read_run(out_dir: str) -> tuple[dict, object]:
 
 
 def _family(out_dir: str) -> str | None:
-    """The ``family`` its config.json records (``maxent``, ``neural``, ...), or None without a readable one."""
-    import json
+    """The family of the model ``out_dir`` holds (``maxent``, ``neural``, ...), or None where it holds none."""
+    from ..store import read_config
 
     try:
-        with open(os.path.join(out_dir, "config.json"), encoding="utf-8") as f:
-            family = json.load(f).get("family")
-    except (OSError, ValueError, AttributeError):
+        return read_config(out_dir)[1]
+    except UserError:
         return None
-    return family if isinstance(family, str) else None
 
 
 def committed_epoch(out_dir: str) -> int:
