@@ -14,7 +14,7 @@ from click.core import ParameterSource
 
 from ..errors import UserError
 from ..neural.registry import MODELS
-from ..neural.trainer import TrainOptions, stopped_by
+from ..neural.train_options import TrainOptions, stopped_by
 from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
 from ..objectives.registry import OBJECTIVES, option_help
 from .common import CONTEXT, TEXT_FLAGS, deprecated, text_options, THREADS

@@ -63,7 +63,7 @@ from ..progress import announced, bar, enabled as progress_enabled
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
-from .train_options import TB_EVERY, TrainOptions, check_resumed_options
+from .train_options import TB_EVERY, TrainOptions, check_resumed_options, stopped_by
 from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
 from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line, step_scores_bytes
@@ -440,9 +440,7 @@ class Trainer:
                 set_lr(self.optimizers, st.lr)
         st.epoch += 1
         st.batch = 0
-        spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
-        if (st.epoch >= opts.epochs or (opts.max_time > 0 and spent >= opts.max_time)
-                or (opts.max_steps and st.step >= opts.max_steps)):
+        if st.epoch >= opts.epochs or stopped_by(opts, st):  # its epochs, or a budget (--max-steps, --max-time)
             st.done = True
         self.save_checkpoint()
         self.write_metrics()

@@ -79,6 +79,19 @@ class TrainOptions:
             raise UserError(f"--momentum applies to --optimizer sgd only (this run: --optimizer {self.optimizer})")
 
 
+def stopped_by(opts: TrainOptions, st) -> str | None:
+    """The budget that ended a run before its epochs (``--max-steps 1000``, ``--max-time 0.5 s (cpu clock)``), or None
+    when its epochs (or the plateau rule) did."""
+    if st.epoch >= opts.epochs:
+        return None
+    if opts.max_steps and st.step >= opts.max_steps:
+        return f"--max-steps {opts.max_steps:,} (step {st.step:,})"
+    spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
+    if opts.max_time > 0 and spent >= opts.max_time:
+        return f"--max-time {opts.max_time:g} s ({opts.time_clock} clock, {spent:,.1f} s spent)"
+    return None
+
+
 def train_options_for(model_type: str, given: dict) -> TrainOptions:
     """The training options of a new run: the model kind's defaults, then the user's (None = default)."""
     from .registry import model_class

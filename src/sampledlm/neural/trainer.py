@@ -19,7 +19,7 @@ from .loop import (DIVERGED_LOSS, LOG_SECONDS, PLOT_EVERY_S, Trainer, TrainingIn
                    diverged, interrupt_flag, seed_everything)
 from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr  # noqa: F401
 from .reporting import open_tensorboard, plot_learning_curve  # noqa: F401
-from .train_options import LR_SCHEDULES, TB_EVERY, TrainOptions, train_options_for  # noqa: F401
+from .train_options import LR_SCHEDULES, TB_EVERY, TrainOptions, stopped_by, train_options_for  # noqa: F401
 
 
 # --- starting and resuming runs --------------------------------------------------------------
@@ -201,19 +201,6 @@ def _hold_lock(run_dir: str):
     lock = store.lock_directory(run_dir)
     lock.__enter__()
     return lock
-
-
-def stopped_by(opts: TrainOptions, st) -> str | None:
-    """The budget that ended a run before its epochs (``--max-steps 1000``, ``--max-time 0.5 s (cpu clock)``), or None
-    when its epochs (or the plateau rule) did."""
-    if st.epoch >= opts.epochs:
-        return None
-    if opts.max_steps and st.step >= opts.max_steps:
-        return f"--max-steps {opts.max_steps:,} (step {st.step:,})"
-    spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
-    if opts.max_time > 0 and spent >= opts.max_time:
-        return f"--max-time {opts.max_time:g} s ({opts.time_clock} clock, {spent:,.1f} s spent)"
-    return None
 
 
 def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_finished: bool = False,
