@@ -106,14 +106,14 @@ def prepare_kn_text(data: str, work: str, prefix: str) -> dict:
             continue
         n = 0
         with open(os.path.join(data, f"{part}.txt"), encoding="utf-8") as f, \
-                open(path + ".tmp", "w", encoding="utf-8") as g:
+                open(path + f".tmp{os.getpid()}", "w", encoding="utf-8") as g:
             for line in f:
                 if part == "train" and limit is not None and n >= limit:
                     break
                 words = [UNK_WORD if w == "<unk>" else w for w in line.split()]
                 n += len(words)
                 g.write(" ".join(words) + "\n")
-        os.replace(path + ".tmp", path)
+        os.replace(path + f".tmp{os.getpid()}", path)
     out["train_tokens"] = sum(len(line.split()) for line in open(out["train"], encoding="utf-8"))
     return out
 

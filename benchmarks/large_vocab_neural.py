@@ -195,9 +195,9 @@ def strided_file(src: str, dst: str, tokens: int) -> None:
         lines = f.readlines()
     total = sum(len(line.split()) for line in lines)
     k = max(1, math.floor(total / max(tokens, 1)))
-    with open(dst + ".tmp", "w", encoding="utf-8") as g:
+    with open(dst + f".tmp{os.getpid()}", "w", encoding="utf-8") as g:
         g.writelines(lines[::k])
-    os.replace(dst + ".tmp", dst)
+    os.replace(dst + f".tmp{os.getpid()}", dst)
 
 
 def vocab_file(data: str, dst: str, unk_count: int) -> str:
@@ -306,9 +306,9 @@ def checkpoint_steps(speed: float, model: str = "gru") -> int:
 def write_plan(d: str, plan: dict) -> None:
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "plan.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    with open(path + f".tmp{os.getpid()}", "w", encoding="utf-8") as f:
         json.dump(plan, f, indent=1)
-    os.replace(path + ".tmp", path)
+    os.replace(path + f".tmp{os.getpid()}", path)
 
 
 def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: float, epochs: int,

@@ -87,13 +87,13 @@ def prefix_file(src: str, dst: str, tokens: int) -> int:
     """The first lines of ``src`` holding ``tokens`` tokens, into ``dst``; tokens + </s> written."""
     n = lines = 0
     if not os.path.exists(dst):
-        with open(src, encoding="utf-8") as f, open(dst + ".tmp", "w", encoding="utf-8") as g:
+        with open(src, encoding="utf-8") as f, open(dst + f".tmp{os.getpid()}", "w", encoding="utf-8") as g:
             for line in f:
                 if n >= tokens:
                     break
                 n += len(line.split())
                 g.write(line)
-        os.replace(dst + ".tmp", dst)
+        os.replace(dst + f".tmp{os.getpid()}", dst)
     n = 0
     with open(dst, encoding="utf-8") as f:
         for line in f:
@@ -114,10 +114,10 @@ def vocab_file(data: str, sub: str, dst: str, unk_count: int) -> str:
     with open(os.path.join(data, sub, "train.txt"), "rb") as f:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
     with open(os.path.join(data, sub, "vocab.txt"), encoding="utf-8") as f, \
-            open(dst + ".tmp", "w", encoding="utf-8") as g:
+            open(dst + f".tmp{os.getpid()}", "w", encoding="utf-8") as g:
         g.write(f"</s>\t{lines}\n<unk>\t{unk_count}\n")
         g.writelines(f)
-    os.replace(dst + ".tmp", dst)
+    os.replace(dst + f".tmp{os.getpid()}", dst)
     return dst
 
 

@@ -205,3 +205,7 @@ def test_train_embeddings_equals_the_embed_train_command(tmp_path, capsys):
     from_sentences = sampledlm.train_embeddings(sents, tmp_path / "api2", dim=16, threads=1, seed=3, min_count=1,
                                                 epochs=2)
     assert (from_sentences.vectors == ref.vectors).all()
+    # the sentences went through a temporary file, gone now: the directory says what the corpus was instead
+    config = json.loads((tmp_path / "api2" / "config.json").read_text())
+    assert config["data"]["corpus"] == ["sentences given to train_embeddings"]
+    assert "sampledlm-text-" not in (tmp_path / "api2" / "provenance.json").read_text()

@@ -64,7 +64,17 @@ def test_messages_name_the_keyword_arguments_not_the_commands_flags(tmp_path, co
                          "samples=0: must be >= 1"),
                         (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", model="ffnn", bptt=7),
                          "bptt do not apply to model 'ffnn'"),
-                        (lambda: sampledlm.train_embeddings(train, tmp_path / "v", dim=0), "dim=0: must be >= 1")):
+                        (lambda: sampledlm.train_embeddings(train, tmp_path / "v", dim=0), "dim=0: must be >= 1"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", exclude_true=False),
+                         "exclude_true applies to objective neg, blackout, ranking only"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", objective="nce", samples=10**6),
+                         r"samples=1000000: must be smaller than .* use objective='softmax'"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", model="gru", momentum=0.9),
+                         "momentum applies to optimizer='sgd' only"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", objective="hsm", arity=3),
+                         "arity=3: a power of two"),
+                        (lambda: sampledlm.train_lm(train, valid, tmp_path / "r", min_count=0),
+                         "min_count=0: give a whole number >= 1")):
         with pytest.raises(UserError, match=words) as e:
             call()
         assert "--" not in str(e.value)

@@ -108,6 +108,9 @@ def train_lm(train, valid, output, *, model: str | None = None, objective: str |
         raise UserError(f"train_lm: {empty[0]}=[]: give at least one value (e.g. hidden=[256]), or leave it out for "
                         "its default")
     flags = {k: None for k in known} | settings
+    _whole("train_lm", "min_count", min_count, 1, "1 keeps every word")
+    if max_size is not None:
+        _whole("train_lm", "max_size", max_size, 3, "</s> and <unk> included; None for no limit")
     _set_threads("train_lm", threads)
     log = _log(log)
     notes: list[str] = []
@@ -149,6 +152,12 @@ def _path(call: str, name: str, value) -> str:
     if not isinstance(value, (str, os.PathLike)):
         raise UserError(f"{call}: {name} should be a path (a str or a pathlib.Path), not {type(value).__name__}")
     return os.fspath(value)
+
+
+def _whole(call: str, name: str, value, least: int, why: str) -> None:
+    """A one-line refusal unless ``value`` is a whole number >= ``least`` (as the flag's range checks it)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise UserError(f"{call}: {name}={value!r}: give a whole number >= {least} ({why})")
 
 
 def _set_threads(call: str, threads) -> None:
@@ -287,7 +296,8 @@ def train_embeddings(corpus, output, *, force: bool = False, init_from=None, no_
     if paths is not None:
         return train_directory(paths, os.fspath(output), given, opts, **common)
     with _text_files({"corpus": corpus}) as files:
-        return train_directory([files["corpus"]], os.fspath(output), given, opts, **common)
+        return train_directory([files["corpus"]], os.fspath(output), given, opts, **common,
+                               corpus_label="sentences given to train_embeddings")
 
 
 def _log(log):

@@ -14,7 +14,7 @@ from ..errors import UserError
 def train_directory(corpus: list[str], out_dir: str, settings: dict, text_options, *, force: bool = False,
                     no_text: bool = False, init_dir: str | None = None,
                     check_source: Callable[[str, str, dict], None] | None = None,
-                    log: Callable[[str], None] = lambda line: None):
+                    log: Callable[[str], None] = lambda line: None, corpus_label: str | None = None):
     """Train word2vec on the files ``corpus`` (read with ``text_options``, a
     :class:`~sampledlm.data.tokenizer.TextOptions`) and write the vectors to ``out_dir``; returns the
     :class:`~sampledlm.embed.vectors.WordVectors`.
@@ -23,7 +23,8 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
     its defaults). ``init_dir``: start from those vectors (their kind, size and text options;
     ``check_source(init_dir, what, theirs)`` may refuse a given setting that differs from ``theirs``).
     ``out_dir`` must be new, empty, what a killed training left, or (with ``force``) word embeddings; it is locked
-    while written. ``log`` receives the progress lines."""
+    while written. ``log`` receives the progress lines. ``corpus_label``: what the config and provenance record in
+    place of the corpus's path (sentences given in Python reach here as a temporary file, gone once trained)."""
     from .. import provenance, store
     from ..config import check
     from ..outputs import writing_directory
@@ -48,6 +49,10 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
     with writing_directory(out_dir, store.lock_directory):  # held to the end: a second writer of out_dir stops at once
         check_output(out_dir, force)  # again, now that no other process can write here
         texts = provenance.data_records({"corpus": list(corpus)})  # hashed once, a block at a time
+        paths = [os.path.abspath(p) for p in corpus]
+        if corpus_label is not None:
+            paths = [corpus_label] * len(corpus)
+            texts["corpus"] = [{**r, "path": corpus_label} for r in texts["corpus"]]
         t0 = time.perf_counter()
         same_words = source is not None and "min_count" not in given
         vocab, data = read_corpus([(p, text_options) for p in corpus], min_count=cfg.min_count,
@@ -68,7 +73,7 @@ def train_directory(corpus: list[str], out_dir: str, settings: dict, text_option
         if same_words:  # the source's words, no count applied here: its min count is the one that made them
             settings_used["min_count"] = source.settings.get("min_count", settings_used["min_count"])
         extra = {"word2vec": settings_used,
-                 "data": {"corpus": [os.path.abspath(p) for p in corpus], "text_options": text_options.to_dict(),
+                 "data": {"corpus": paths, "text_options": text_options.to_dict(),
                           "tokens": data.tokens_read, "words": data.words, "sentences": data.sentences,
                           **({"init_from": origin} if origin else {})},
                  "training": {"seconds": round(result.seconds, 3),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..config import setting_name
 from ..errors import UserError
 from ..objectives.output import OutputLayer
 
@@ -58,7 +59,7 @@ class NeuralScorer(nn.Module):
         """Refuse training options this kind of model cannot honour, before a run directory is made. Default:
         models that read running text in order cannot train on a random share of positions."""
         if opts.data_fraction < 1.0:
-            raise UserError("--data-fraction applies to feed-forward models only")
+            raise UserError(f"{setting_name('data_fraction')} applies to feed-forward models only")
 
     #: True when ``eval_contexts`` yields ``rows`` (one context serves several predictions): exact
     #: scoring then takes ``objective.log_prob(ctx)[rows, targets]``, else ``log_prob_targets``

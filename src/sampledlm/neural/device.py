@@ -31,6 +31,7 @@ import sys
 
 import torch
 
+from ..config import setting_value
 from ..errors import UserError
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -62,14 +63,14 @@ def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
     if name == "cuda" or name.startswith("cuda:"):
         index = name[5:]
         if index and not index.isdigit():
-            raise UserError(f"--device {name}: expected cuda:N with N a GPU number")
+            raise UserError(f"{setting_value('device', name)}: expected cuda:N with N a GPU number")
         if not torch.cuda.is_available():
-            raise UserError(f"--device {name}: this torch build or machine has no CUDA GPU "
-                            f"(torch {torch.__version__}); use --device cpu or auto")
+            raise UserError(f"{setting_value('device', name)}: this torch build or machine has no CUDA GPU "
+                            f"(torch {torch.__version__}); use {setting_value('device', 'cpu')} or auto")
         if index and int(index) >= torch.cuda.device_count():
-            raise UserError(f"--device {name}: only {torch.cuda.device_count()} GPU(s) visible")
+            raise UserError(f"{setting_value('device', name)}: only {torch.cuda.device_count()} GPU(s) visible")
         return torch.device(name)
-    raise UserError(f"--device {name}: choose auto, cpu, cuda or cuda:N")
+    raise UserError(f"{setting_value('device', name)}: choose auto, cpu, cuda or cuda:N")
 
 
 def device_name(device: torch.device) -> str:

@@ -23,6 +23,7 @@ import torch
 from ..data.vocab import Vocab
 from ..data.vocabmap import VocabMap
 from .. import store
+from ..config import setting_value
 from ..errors import UserError
 from . import rundir as runs
 
@@ -53,26 +54,25 @@ def copy_weights(source, model: torch.nn.Module, objective: torch.nn.Module, voc
     same, s_idx, d_idx = mapping.same, torch.from_numpy(mapping.source), torch.from_numpy(mapping.target)
     v_src, v_new = len(src_vocab), len(vocab)
     for part, src_part, dst_part in (("model", src_model, model), ("objective", src_objective, objective)):
-        src_state, dst_state = src_part.state_dict(), dst_part.state_dict()
+        src_state = src_part.state_dict()
+        if same and hasattr(dst_part, "upgrade_state"):  # the source's tree first: hsm's node layer follows it
+            src_state = dst_part.upgrade_state(dict(src_state))
+        dst_state = dst_part.state_dict()
         if set(src_state) != set(dst_state):
-            raise UserError(f"--init-from {where}: its {part} holds other tensors than this run's "
+            raise UserError(f"{setting_value('init_from', where)}: its {part} holds other tensors than this run's "
                             f"({sorted(set(src_state) ^ set(dst_state))[:3]}...)")
         buffers = {name for name, _ in dst_part.named_buffers()}
         new_state = {}
         for name, fresh in dst_state.items():
             src = src_state[name]
-            if same and src.shape != fresh.shape:  # hsm's tree, clustered again on this run's training text
-                raise UserError(f"--init-from {where}: {part} tensor {name} is {tuple(src.shape)} there and "
-                                f"{tuple(fresh.shape)} here: the output's word classes were made again from this "
-                                "training text (--word-classes auto) and came out otherwise; train a new run")
-            if same or src.shape == fresh.shape and (src.dim() == 0 or src.shape[0] not in (v_src, v_src + 1, v_src + 2)):
+            if src.shape == fresh.shape and (same or src.dim() == 0 or src.shape[0] not in (v_src, v_src + 1, v_src + 2)):
                 new_state[name] = src
             elif src.dim() >= 1 and 0 <= src.shape[0] - v_src == fresh.shape[0] - v_new <= 2 \
                     and src.shape[1:] == fresh.shape[1:]:
                 new_state[name] = fresh if part == "objective" and name in buffers else \
                     _rows(src, fresh, (s_idx, d_idx), src.shape[0] - v_src)
             else:
-                raise UserError(f"--init-from {where}: {part} tensor {name} is {tuple(src.shape)} there and "
-                                f"{tuple(fresh.shape)} here; the model's shape comes from the source run")
+                raise UserError(f"{setting_value('init_from', where)}: {part} tensor {name} is {tuple(src.shape)} "
+                                f"there and {tuple(fresh.shape)} here; the model's shape comes from the source run")
         dst_part.load_state_dict(new_state)
     objective.unfinalize(model)

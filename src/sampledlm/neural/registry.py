@@ -45,7 +45,8 @@ def model_spec(type_: str, **options) -> dict:
         if isinstance(cls.Config().hidden, list):
             given["hidden"] = sizes
         elif len(sizes) != 1:
-            raise UserError(f"--hidden is given once for a {type_} model (use --layers for depth), found {sizes}")
+            raise UserError(f"{cfgmod.setting_name('hidden')} is given once for a {type_} model (use {cfgmod.setting_name('layers')} "
+                            f"for depth), found {sizes}")
         else:
             given["hidden"] = sizes[0]
     cfg = cfgmod.from_dict(cls.Config, given, f"model {type_}")

@@ -175,7 +175,7 @@ def _model_flags(model_type: str, context_size: int | None, flags: dict) -> dict
     model_flags = {k: (v or None) if isinstance(v, list) else v for k, v in model_flags.items()}
     if context_size is not None:
         if model_flags.get("order") is not None and model_flags["order"] != context_size + 1:
-            raise UserError(f"--order {model_flags['order']} and --context-size {context_size} disagree "
+            raise UserError(f"{setting_value('order', model_flags['order'])} and {setting_value('context_size', context_size)} disagree "
                             "(order = context size + 1)")
         model_flags["order"] = context_size + 1
     return model_flags
@@ -293,10 +293,10 @@ def init_config(init_dir: str, train_path: str, valid_path: str, vocab_path: str
         vocab = src_vocab
     fixed = src_config["objective"]["name"] in FIXED_BY_VOCABULARY or src_config["model"].get("adaptive_input")
     if fixed and list(vocab.words) != list(src_vocab.words):
-        raise UserError(f"--init-from {init_dir}: its output ({src_config['objective']['name']}"
+        raise UserError(f"{setting_value('init_from', init_dir)}: its output ({src_config['objective']['name']}"
                         f"{', adaptive input' if src_config['model'].get('adaptive_input') else ''}) is built on its "
-                        "vocabulary's classes or frequency bands, so a new vocabulary (--vocab, --min-count, "
-                        "--max-size) cannot take its weights: drop those to keep its vocabulary, or train a new run")
+                        f"vocabulary's classes or frequency bands, so a new vocabulary "
+                        f"({', '.join(map(setting_name, ('vocab', 'min_count', 'max_size')))}) cannot take its weights: drop those to keep its vocabulary, or train a new run")
     model_type = src_config["model"]["type"]
     flags = sequence_defaults(model_type, src_config["objective"]["name"],
                               {k: v for k, v in flags.items() if k not in OBJECTIVE_FIELDS}, notes)

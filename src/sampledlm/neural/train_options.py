@@ -76,7 +76,8 @@ class TrainOptions:
         if self.momentum and self.optimizer != "sgd":  # Adam keeps moments of its own; the value would do nothing
             from ..errors import UserError
 
-            raise UserError(f"--momentum applies to --optimizer sgd only (this run: --optimizer {self.optimizer})")
+            raise UserError(f"{cfgmod.setting_name('momentum')} applies to {cfgmod.setting_value('optimizer', 'sgd')} only "
+                            f"(this run: {cfgmod.setting_value('optimizer', self.optimizer)})")
 
 
 def stopped_by(opts: TrainOptions, st) -> str | None:

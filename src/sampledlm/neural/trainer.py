@@ -91,7 +91,10 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     if ranks.is_main:
         _warn_unknown_words(config, (train_ids, valid_ids), log)
     torch.manual_seed(opts.seed)  # the initial weights depend on the seed only
-    model, objective = runs.build_from_config(config, vocab, fresh=True, train_ids=lambda: train_ids)
+    # a run started from another over the same vocabulary takes that run's classes or tree with its weights
+    # (finetune.copy_weights): clustering this text again would cost minutes at a large V and could come out otherwise
+    structure_given = config["data"].get("init_from", {}).get("vocabulary") == "same"
+    model, objective = runs.build_from_config(config, vocab, fresh=not structure_given, train_ids=lambda: train_ids)
     objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
     if len(train_ids) == 0 or len(valid_ids) == 0:
         raise UserError(f"{config['data']['train'] if len(train_ids) == 0 else config['data']['valid']}: no sentences")

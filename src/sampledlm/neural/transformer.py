@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import option
+from ..config import option, setting_value
 from ..data.vocab import EOS_ID
 from ..errors import UserError
 from ..lm import sentence_bounds
@@ -233,7 +233,7 @@ class TransformerLM(NeuralScorer):
     def train_data(self, ids: np.ndarray, opts) -> RecurrentData:
         self.check_train_options(opts)
         if opts.bptt > self.context:
-            raise UserError(f"--bptt {opts.bptt} is longer than the transformer's window (context {self.context})")
+            raise UserError(f"{setting_value('bptt', opts.bptt)} is longer than the transformer's window (context {self.context})")
         return RecurrentData(ids, opts.batch_size, opts.bptt)
 
     def train_contexts(self, batch, carry):

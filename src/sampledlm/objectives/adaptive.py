@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config import option
+from ..config import option, said, setting_value
 from ..errors import UserError
 from .cpu_linear import FastLinear
 from .base import OutputObjective, Scorer
@@ -89,7 +89,7 @@ class AdaptiveOptions:
 
     def __post_init__(self):
         if not 0.0 < float(self.head_coverage) < 1.0:
-            raise UserError(f"--head-coverage {self.head_coverage}: a share of the training tokens, between 0 and 1")
+            raise UserError(f"{setting_value('head_coverage', self.head_coverage)}: a share of the training tokens, between 0 and 1")
 
 
 class AdaptiveSoftmax(OutputObjective):
@@ -134,7 +134,7 @@ class AdaptiveSoftmax(OutputObjective):
         cuts = self.cutoffs_option if self.cutoffs_option is not None else \
             default_cutoffs(self.counts, v, self.head_coverage, self.max_head)
         if any(b <= a for a, b in zip(cuts, cuts[1:])) or any(c < 1 or c > v - 1 for c in cuts):
-            raise UserError(f"--cutoffs {' '.join(map(str, cuts))}: give increasing ranks between 1 and V-1 = {v - 1}")
+            raise UserError(f"{said('--cutoffs ' + ' '.join(map(str, cuts)), f'cutoffs={list(cuts)!r}')}: give increasing ranks between 1 and V-1 = {v - 1}")
         self.cutoffs = list(cuts) + [v]  # c_0 .. c_{K-1}, V
         order = frequency_order(self.counts, v)
         rank = np.empty(v, dtype=np.int64)

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config import option
+from ..config import option, setting_name, setting_value
 from ..errors import UserError
 from .cpu_linear import FastLinear
 from .base import Scorer
@@ -95,7 +95,7 @@ class ClassOptions(WordClassOptions):
 
     def __post_init__(self):
         if self.word_classes not in (None, NO_CLASSES) and self.classes is not None:
-            raise UserError("--classes and --word-classes: give one (the file decides the number of classes)")
+            raise UserError(f"{setting_name('classes')} and {setting_name('word_classes')}: give one (the file decides the number of classes)")
 
 
 class ClassSoftmax(WordClassObjective):
@@ -132,7 +132,7 @@ class ClassSoftmax(WordClassObjective):
             raise ValueError(f"counts has {len(self.counts)} entries, the scorer {v} words")
         c = self.classes_option or max(1, min(v, round(2 * math.sqrt(v))))
         if c > v:
-            raise UserError(f"--classes {c}: at most V = {v}")
+            raise UserError(f"{setting_value('classes', c)}: at most V = {v}")
         self._set_classes(frequency_classes(self.counts, v, c, self.binning), h)
 
     def set_word_classes(self, cls, labels=None) -> None:

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..config import option
+from ..config import option, setting_name, setting_value
 from ..errors import UserError
 from .base import Scorer
 from .options import WordClassOptions, like
@@ -96,12 +96,12 @@ class HSMOptions(WordClassOptions):
     def __post_init__(self):
         arity, components = self.arity, self.components
         if arity < 2 or arity & (arity - 1):
-            raise UserError(f"--arity {arity}: a power of two (2, 4, 8, 16, ...)")
+            raise UserError(f"{setting_value('arity', arity)}: a power of two (2, 4, 8, 16, ...)")
         if components < 1:
-            raise UserError(f"--components {components}: at least 1")
+            raise UserError(f"{setting_value('components', components)}: at least 1")
         if components > 1 and arity == 2:
-            raise UserError("--components applies to hsm's node layer, which binary nodes do not have: give --arity 4 "
-                            "or more")
+            raise UserError(f"{setting_name('components')} applies to hsm's node layer, which binary nodes do not have: "
+                            f"give {setting_value('arity', 4)} or more")
 
 
 class HierarchicalSoftmax(WordClassObjective):

@@ -91,7 +91,7 @@ def _not_applying(option: str, value, name: str) -> str:
     if value is False and flag.startswith("--"):
         off = field.metadata.get("negatable") if field is not None else None
         flag = ("--" + off.lstrip("-")) if off else "--no-" + flag[2:]
-    where = f"applies to --objective {', '.join(takers)} only" if takers else "applies to no objective"
+    where = f"applies to {setting_name('objective')} {', '.join(takers)} only" if takers else "applies to no objective"
     return f"{flag} {where} (this run: {name})"
 
 

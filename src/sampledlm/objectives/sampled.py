@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import option
+from ..config import option, setting_name, setting_value
 from ..errors import UserError
 from .sampling import SAMPLERS, BernoulliSampler, bernoulli_probs, first_k_not, noise_distribution
 from .base import OutputObjective, Scorer, score_true_and_candidates
@@ -100,7 +100,7 @@ class SampledObjective(OutputObjective):
         super().__init__(counts, **options)
         o = self.options
         if o.sampler not in SAMPLERS:
-            raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {o.sampler!r}")
+            raise UserError(f"{setting_name('sampler')} must be one of {', '.join(SAMPLERS)}, got {o.sampler!r}")
         self.samples = int(o.samples)
         self.noise_power = float(o.noise_power)
         self.sample_mode = o.sample_mode
@@ -193,8 +193,8 @@ class SampledObjective(OutputObjective):
     def settle_options(cls, options: dict, vocab) -> tuple[dict, list[str]]:
         """``samples`` given must leave a word out: S >= V would score every word, the softmax's cost."""
         if options.get("samples") is not None and options["samples"] >= len(vocab):
-            raise UserError(f"--samples {options['samples']}: must be smaller than the vocabulary size V = {len(vocab)} "
-                            "(to score every word, use --objective softmax)")
+            raise UserError(f"{setting_value('samples', options['samples'])}: must be smaller than the vocabulary size V = "
+                            f"{len(vocab)} (to score every word, use {setting_value('objective', 'softmax')})")
         return dict(options), []
 
 
