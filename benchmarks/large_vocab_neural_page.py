@@ -99,8 +99,9 @@ def section(rows: dict) -> tuple[str, list[str]]:
              "all of V).", "",
              "**Learning rates, chosen on validation the same way for every row** (benchmarks/large_vocab_race.py): "
              "the candidates are the row's default rate as PTB's lr grid chose it (the GRU's 0.004 with Adam, NCE's "
-             "too; BlackOut, CSS-IS, class and hsm 0.008; the Transformer's 0.001, 0.0005 before 2026-12-01; IS's "
-             "and BlackOut's races began at their then default, 0.008, and both now default to 0.002 on a run of "
+             "too; BlackOut, CSS-IS, class and hsm 0.008; the Transformer's 0.001, 0.0005 before 2026-12-01; IS's, "
+             "BlackOut's and CSS-IS's races began at their then default, 0.008, and all three now default to 0.002 "
+             "on a run of "
              "more than 20,000 steps such as these: IS's race with the vocabulary cut to 10k words gave 0.002 75.98 "
              "against 0.004 81.30, so the run's length decides, not V; benchmarks/notes/large-vocab-findings.md), "
              "then "

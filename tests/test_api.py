@@ -64,6 +64,8 @@ def test_next_logprobs_are_a_normalised_distribution_over_words(four_models):
     assert len(dist) == len(lm.vocab) and math.fsum(math.exp(v) for v in dist.values()) == pytest.approx(1, abs=1e-5)
     top = lm.next_logprobs(" ".join(first), top_k=3)
     assert list(top) == list(dist)[:3] and list(top.values()) == sorted(top.values(), reverse=True)
+    for k in (1, 17, len(dist) - 1, len(dist)):  # the k best found without sorting all V: the same words, in order
+        assert list(lm.next_logprobs(first, top_k=k).items()) == list(dist.items())[:k]
     # the next word's entry is what word_scores gives it (ln vs log10)
     sentence = (four_models / "test.txt").read_text().splitlines()[0].split()
     w, ln = lm.word_scores(sentence)[2][:2]

@@ -301,7 +301,10 @@ class Model:
             _check_number("top_k", top_k, lambda x: x >= 1, "a whole number >= 1, or None for every word", whole=True)
         lp = np.asarray(self.lm.next_logprobs(self._ids(self.words(words))), dtype=np.float64)
         k = len(lp) if top_k is None else int(top_k)
-        order = np.argsort(-lp, kind="stable")[:k]
+        cand = np.arange(len(lp))
+        if k < len(lp):  # the words at or above the k-th score (ties kept), then sorted: not a sort of all V
+            cand = np.flatnonzero(-lp <= np.partition(-lp, k - 1)[k - 1])
+        order = cand[np.argsort(-lp[cand], kind="stable")][:k]
         return {self.vocab.words[i]: float(lp[i]) for i in order.tolist()}
 
     def generate(self, n: int = 1, prefix: Sentence = (), *, temperature: float = 1.0, top_k: int = 0,

@@ -58,9 +58,9 @@ def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[
     words = missing[missing != UNK_ID]  # <unk>: counted from the text without a word said (a vocabulary file
     if len(words):                       # gives it no count: `sampledlm vocab` writes 0)
         named = [vocab.words[i] for i in words[:3]]
-        _note(notes, f"--vocab {vocab_path}: {len(words):,} word(s) had no count (or count 0) there "
-                     f"({', '.join(named)}{', ...' if len(words) > 3 else ''}); their counts were taken from the "
-                     "training text")
+        _note(notes, f"--vocab {vocab_path}: {len(words):,} word(s) without a count there (not in the file, or "
+                     f"listed with count 0: {', '.join(named)}{', ...' if len(words) > 3 else ''}); counted in the "
+                     "training text, as <unk> is")
     return Vocab(vocab.words, counts)
 
 

@@ -273,6 +273,10 @@ class CSSImportance(SampledObjective):
     sequence_why = ("PTB GRU-256, 8 epochs, each rate of 0.004-0.016 tried (docs/results/lr-grid.md): 1,000 shared "
                     "draws at lr 0.008 give valid 98.75, test 93.71, against the softmax's 92.01 at its own best rate "
                     "(0.004); 250 draws trail 1,000 by 9 % after 2 epochs")
+    sequence_train_long = ((20_000, {"lr": 0.002},
+                            "over the first epoch of a 4-epoch cosine run of about 96,000 steps on 26.6M words of "
+                            "Wikipedia at V = 485k (1,000 shared draws): 0.008 diverged, 0.004 248.74, 0.002 231.05 "
+                            "(7.1 % better), 0.001 242.74, as IS and BlackOut; PTB's 8 epochs take 6,640 steps"),)
     excludes_true = True
 
     def loss(self, true, logq_true, scores, logq, keep):
