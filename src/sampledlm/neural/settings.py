@@ -181,6 +181,19 @@ def _model_flags(model_type: str, context_size: int | None, flags: dict) -> dict
     return model_flags
 
 
+#: from this vocabulary size on, an output that scores every word is said to be the slow choice
+LARGE_VOCABULARY = 100_000
+
+
+def _whole_vocabulary_note(cls, objective: str, v: int, notes: list[str] | None) -> None:
+    """A note when the output scores all of a large vocabulary at every position (a GRU's softmax at V = 485k trained
+    at 43 words a second on one CPU thread, NCE and IS at 9,500-17,600): the objectives made for that V."""
+    if getattr(cls, "scores_every_word", False) and v >= LARGE_VOCABULARY:
+        _note(notes, f"{setting_value('objective', objective)} scores all {v:,} words at every position, training "
+                     f"and memory growing with V: at this size {setting_value('objective', 'is')} or nce trains "
+                     "hundreds of times faster (docs/neural.md, Large vocabularies)")
+
+
 def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, model_type, context_size, objective,
                  flags: dict, notes: list[str] | None = None, sources: dict | None = None):
     """``(config, vocab)`` of a new run from the given settings (``flags``: every field of :data:`MODEL_FIELDS`,
@@ -231,6 +244,7 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
     train_opts = _long_run_defaults(cls, recurrent and (lambda: planned_steps(train_path, vocab, opts, train_opts)),
                                     f"--objective {objective} on a {model_type}", train_opts, before, notes, sources)
+    _whole_vocabulary_note(cls, objective, len(vocab), notes)
     fields = {f.name: f for f in dataclasses.fields(cls.Options)} if getattr(cls, "Options", None) else {}
     default = obj_opts.get("samples") if obj_opts.get("samples") is not None else \
         getattr(fields.get("samples"), "default", None)  # the objective's own default (250) as much as its GRU one
