@@ -191,7 +191,7 @@ def test_vocab_file_words_without_counts_take_the_training_texts(tiny_corpus, tm
                                 "--vocab", str(tmp_path / f"{name}.txt"), "--objective", "nce", "--epochs", "1",
                                 "-d", "8", "--hidden", "16", "-o", str(tmp_path / name)], capsys)
         assert code == 0, err
-        assert "counts were taken from the training text" in err and "</s>" in err and "<unk>" not in err
+        assert "counted in the training text" in err and "</s>" in err and "<unk>" not in err
         v = Vocab.load(str(tmp_path / name / "vocab.txt"))
         assert v.counts[v.index["</s>"]] == len(sents)
         assert all(v.counts[v.index[w]] == c for w, c in counts.items())

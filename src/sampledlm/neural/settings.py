@@ -60,7 +60,7 @@ def counts_from_text(vocab, vocab_path: str, train_path: str, opts, notes: list[
         named = [vocab.words[i] for i in words[:3]]
         _note(notes, f"--vocab {vocab_path}: {len(words):,} word(s) without a count there (not in the file, or "
                      f"listed with count 0: {', '.join(named)}{', ...' if len(words) > 3 else ''}); counted in the "
-                     "training text, as <unk> is")
+                     "training text")
     return Vocab(vocab.words, counts)
 
 

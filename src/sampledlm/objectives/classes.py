@@ -120,6 +120,10 @@ class ClassSoftmax(WordClassObjective):
                     "97.58, test 92.31 against 98.25 / 92.35 at 0.004, and valid 210 after 6 of 8 epochs at 0.016 "
                     "(docs/results/lr-grid.md; the softmax at its best rate: 92.01)")
     sequence_train = {"lr": 0.008}
+    sequence_train_long = ((10_000, {"lr": 0.002},
+                            "over the first epoch of a 4-epoch cosine run of about 15,400 steps on 4.3M words of "
+                            "Wikipedia at V = 485k (its 1,393 exchange classes): 0.008 463.89, 0.004 382.39, 0.002 "
+                            "378.42, 0.001 431.75; PTB's 8 epochs take 6,640 steps, where 0.008 and 0.004 tie"),)
 
     def __init__(self, counts=None, **options):
         super().__init__(counts, **options)
