@@ -8,7 +8,8 @@ validation, the next one to test, the rest to training; the files are PTB's spli
 
 Every objective trains the feed-forward trigram of ``objectives_ptb.md`` (same options) on a random
 tenth of the training positions per epoch (``--data-fraction 0.1``), so validation comes about every
-tenth of the data, and stops at the end of the epoch that passes the larger budget (``--max-time``).
+tenth of the data, and stops at the step that passes the larger budget (``--max-time``; at the end of
+the epoch that passed it when the committed page was measured).
 The budgets count the training process's CPU seconds (``--time-clock cpu``; one thread), not wall
 seconds: this machine is shared with other jobs, and CPU time is what each method was given. The
 runs go one after another; the page reads each run's best validation perplexity among the epochs

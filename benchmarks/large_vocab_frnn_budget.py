@@ -19,7 +19,8 @@ The same protocol as our rows (:mod:`.large_vocab_neural`), decided here so that
   the budget. So it gets a smaller subset taken the same way (every k-th line of valid.txt, about
   :data:`VALID_TOKENS` tokens), about a minute a validation, near what ours cost (about 77 s).
 - Budget: the run is stopped at the end of the epoch that passes the budget in process CPU seconds (the rule of our
-  ``--max-time``), or after :data:`EPOCHS` epochs, whichever comes first, or when it stops by itself. It is stopped
+  ``--max-time`` when these runs were planned; ours now stops at the step), or after :data:`EPOCHS` epochs,
+  whichever comes first, or when it stops by itself. It is stopped
   once the next epoch has begun, since faster-rnnlm saves its weights after printing an epoch's validation, so that
   the saved model is the last epoch's (or the last one it kept: it rejects an epoch whose validation got much worse).
 - Test: ``rnnlm -rnnlm MODEL -test SUBSET -nce-accurate-test 1`` (exact normalisation over V, one thread), its

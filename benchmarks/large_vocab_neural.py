@@ -12,16 +12,16 @@ SIGTERM to the step is passed on to the training, which writes a checkpoint and 
 
 How a row spends its budget (decided here, the same for every row):
 
-- ``sampledlm train`` validates (and its ``--max-time`` budget is checked) only at the end of an epoch, and one
+- ``sampledlm train`` validates only at the end of an epoch (or of a partial one that a budget ended), and one
   pass over the 165.5M training tokens takes 3-90 CPU-hours depending on the output layer. So each row trains
   :data:`EPOCHS` epochs over the first N tokens of the training text (whole lines), N sized from the row's
   measured words per CPU second (the speed rows at V = 485k, else a short pilot run) so that the epochs fill the
   budget: ``N = speed x (budget - EPOCHS x estimated validation cost) x SAFETY / EPOCHS``. A faster output layer
   thus sees more of the corpus in the same CPU time; the rate follows the GRU's default cosine decay over the
-  EPOCHS epochs; ``--max-time BUDGET --time-clock cpu`` stops a run that is slower than planned at the end of the
-  epoch that passes the budget. The budget clock is the trainer's (training loop and validation, the process's
-  CPU seconds); what runs before the first step (reading the data, class/hsm's word clustering) is outside it and
-  reported beside it. The speed comes from the speed rows (a few hundred steps), which ran 20-30 % slower than a
+  EPOCHS epochs; ``--max-time BUDGET --time-clock cpu`` stops a run that is slower than planned at the step that
+  passes the budget (the partial epoch validated; before 2026-12-01, at the end of that epoch). The budget
+  clock is the trainer's (training loop and validation, the process's CPU seconds); what runs before the first
+  step (reading the data, class/hsm's word clustering) is outside it and reported beside it. The speed comes from the speed rows (a few hundred steps), which ran 20-30 % slower than a
   long run does; so each row's first stretch (to its first checkpoint, about 5 CPU-minutes) is measured, and a row
   more than 10 % off its plan starts again with epochs sized from that measurement (:func:`calibrate`; the
   discarded start is recorded in the row's plan).

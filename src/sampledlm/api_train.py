@@ -198,11 +198,12 @@ class _nothing_left_on_error:
 
 @_python_names
 def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = None, device: str | None = None,
-              threads: int | None = None, log=None) -> Model:
+              checkpoint_every: int | None = None, threads: int | None = None, log=None) -> Model:
     """Continue the neural run in ``run_dir`` from its last checkpoint, as ``sampledlm train --resume`` does
     (a run stopped by Ctrl-C, a crash or a time limit; the same numbers as an unbroken run), and return it as a
     :class:`Model`. ``epochs``, ``max_halvings``: train a run longer (a finished one too); ``device``: move it
-    between a GPU and the CPU; every other setting is the run's own. ``threads``: torch's CPU threads for the
+    between a GPU and the CPU; ``checkpoint_every``: checkpoint every N steps from here on (0: at epoch ends only);
+    every other setting is the run's own. ``threads``: torch's CPU threads for the
     process (``torch.set_num_threads``). ``log``: a function given each progress line (default: silent).
 
         >>> lm = sampledlm.resume_lm("gru")              # after an interrupted sampledlm.train_lm(..., "gru", ...)
@@ -211,8 +212,9 @@ def resume_lm(run_dir, *, epochs: int | None = None, max_halvings: int | None = 
 
     run_dir = _path("resume_lm", "run_dir", run_dir)
     _set_threads("resume_lm", threads)
-    over = {k: v for k, v in (("epochs", epochs), ("max_halvings", max_halvings), ("device", device))
-            if v is not None}
+    given = (("epochs", epochs), ("max_halvings", max_halvings), ("device", device),
+             ("checkpoint_every", checkpoint_every))
+    over = {k: v for k, v in given if v is not None}
     trainer = resume_run(run_dir, over, log=_log(log), refuse_finished=True)
     trainer.train()
     return load(run_dir)

@@ -18,6 +18,11 @@ class UserError(Exception):
         self.every_rank = every_rank
 
 
+class InputWarning(UserWarning):
+    """Input that is read, but likely not as its author meant (a NUL byte mid-file); the message names the file and
+    line. The command line prints it as ``sampledlm: warning: <message>``; a program sees a Python warning."""
+
+
 class TrainingInterrupted(KeyboardInterrupt):
     """Raised by training after the checkpoint written on an interrupt is complete (its message says how to
     resume). ``exit_code``: 128 + the signal that stopped it, the shell's convention (130 for Ctrl-C, 143 for

@@ -61,6 +61,13 @@ def task_bar(total=None, unit: str = "it", **kw) -> tqdm:
     return bar(total=total, desc=desc, unit=unit, **kw)
 
 
+def say(line: str) -> None:
+    """One line on stderr (what a long step is about to do), unless ``SAMPLEDLM_NO_PROGRESS`` is set."""
+    if not silenced():
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
 def bar(total=None, desc: str = "", unit: str = "it", unit_scale: bool = True, disable: bool | None = None,
         *, every: float | None = None, clock=time.monotonic, **kw) -> tqdm:
     """A tqdm bar on stderr when stderr is a terminal; off a terminal a :class:`LineBar` (plain lines at most

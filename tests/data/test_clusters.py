@@ -222,3 +222,18 @@ def test_word_classes_errors(tmp_path, run_in_process):
     r = run_in_process(*base, "--objective", "softmax", "--word-classes", "c.txt", cwd=tmp_path)
     assert r.returncode == 1 and "--word-classes" in r.stderr and "softmax" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_clustering_with_progress_says_what_it_does_off_a_terminal(capsys, monkeypatch):
+    """Off a terminal (a log), a clustering run said nothing before its first pass's line, however long counting
+    the bigrams of a large text took; it now says what comes and how many passes at most."""
+    monkeypatch.setenv("SAMPLEDLM_PROGRESS_SECONDS", "0.000001")
+    monkeypatch.delenv("SAMPLEDLM_NO_PROGRESS", raising=False)
+    ids = np.random.default_rng(0).integers(0, 50, size=2000)
+    exchange_classes(ids, 50, 5, iterations=3, progress=True)
+    err = capsys.readouterr().err
+    assert err.startswith("word classes: counting the bigrams of 2,000 tokens (V = 50, C = 5), then up to 3 exchange")
+    assert "word classes (exchange pass 1 of at most 3):" in err
+    monkeypatch.setenv("SAMPLEDLM_NO_PROGRESS", "1")
+    exchange_classes(ids, 50, 5, iterations=3, progress=True)
+    assert capsys.readouterr().err == ""

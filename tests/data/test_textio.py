@@ -61,6 +61,30 @@ def test_binary_and_missing_files(tmp_path):
         list(iter_lines(str(tmp_path)))
 
 
+def test_a_nul_byte_past_the_head_is_kept_and_said_once_with_its_line(tmp_path, monkeypatch):
+    """Past the first 64 KiB a NUL is a character of its word (a binary file is told by its head), but text has
+    none: a file zero-filled by a crash read silently. One warning a reading, naming the line, across chunks."""
+    import warnings
+
+    import sampledlm.data.textio as textio
+    from sampledlm.errors import InputWarning
+
+    monkeypatch.setattr(textio, "CHUNK_BYTES", 4096)
+    p = tmp_path / "zeroed.txt"
+    p.write_bytes(b"w x y\n" * 12000 + b"a\x00b c\n" + b"\x00\x00\n" * 3 + b"z\n")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lines = list(iter_lines(str(p)))
+    assert lines[12000] == "a\x00b c" and len(lines) == 12005
+    assert [type(w.message) for w in seen] == [InputWarning] and f"{p}:12001: a NUL byte" in str(seen[0].message)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        list(iter_lines(str(tmp_path / "zeroed.txt")))
+        (tmp_path / "clean.txt").write_bytes(b"w x y\n" * 12000)
+        list(iter_lines(str(tmp_path / "clean.txt")))
+    assert len(seen) == 1  # each reading of the damaged file says it; a clean file says nothing
+
+
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):
     p = tmp_path / "out.txt"
     p.write_text("old")

@@ -83,3 +83,18 @@ def test_a_resume_names_config_json_when_its_model_section_was_edited(tmp_path, 
         (run / "config.json").write_text(json.dumps(config))
         code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2"], capsys)
         assert code == 1 and str(run / "config.json") in err and words in err and "[]" not in err, err
+
+
+def test_a_resume_may_checkpoint_more_often(tmp_path, corpus, capsys):
+    """A long epoch resumed with --checkpoint-every (refused before) checkpoints within it from then on, as the run's
+    config.json then says; the API takes it too."""
+    run = trained_gru(tmp_path, corpus, capsys)
+    code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "2", "--checkpoint-every", "2"], capsys)
+    assert code == 0, err
+    assert json.loads((run / "config.json").read_text())["train"]["checkpoint_every"] == 2
+    import sampledlm
+
+    sampledlm.resume_lm(str(run), epochs=3, checkpoint_every=3)
+    assert json.loads((run / "config.json").read_text())["train"]["checkpoint_every"] == 3
+    code, _, err = run_cli(["train", "--resume", str(run), "--epochs", "4", "--checkpoint-every", "-1"], capsys)
+    assert code != 0 and "--checkpoint-every" in err

@@ -12,6 +12,7 @@ from helpers import config_for
 from sampledlm.neural import rundir as runs
 from sampledlm.errors import UserError
 from sampledlm.objectives.base import OutputObjective
+from sampledlm.data.batches import bptt_rows
 from sampledlm.neural.rnn import RecurrentData
 from sampledlm.neural.trainer import (Trainer, TrainingInterrupted, TrainOptions, clip_gradients, new_run,
                              resume_run)
@@ -110,6 +111,18 @@ def test_recurrent_data_covers_every_prediction():
     d = RecurrentData(ids, batch_size=3, bptt=4)
     got = torch.cat([y[m] for _, y, m, _ in (d.batch(0, b) for b in range(d.num_batches()))])
     assert sorted(got.tolist()) == sorted(ids.tolist())
+
+
+@pytest.mark.parametrize("n,batch,bptt", [(0, 3, 4), (1, 3, 4), (23, 3, 4), (24, 4, 5), (50, 7, 3), (9, 1, 35)])
+def test_recurrent_data_matches_bptt_rows(n, batch, bptt):
+    ids = np.random.default_rng(n).integers(1, 1000, size=n).astype(np.int32)
+    x, y, mask = bptt_rows(ids, batch)
+    d = RecurrentData(ids, batch_size=batch, bptt=bptt)
+    parts = [d.batch(0, b) for b in range(d.num_batches())]
+    assert torch.equal(torch.cat([p[0] for p in parts], 1), x) and torch.equal(torch.cat([p[1] for p in parts], 1), y)
+    assert torch.equal(torch.cat([p[2] for p in parts], 1), mask)
+    assert torch.equal(torch.cat([p[3] for p in parts], 1).flatten(), torch.arange(x.numel()))
+    assert d.stream.dtype == torch.int32 and d.stream.numel() == n + 2  # the stream once, 4 bytes a token
 
 
 class SparseToy(OutputObjective):
@@ -243,14 +256,16 @@ def test_data_fraction_is_refused_for_recurrent_models(words_corpus):
 
 
 @pytest.mark.parametrize("clock", ["wall", "cpu"])
-def test_max_time_stops_at_the_end_of_the_epoch_that_passes_it(words_corpus, clock):
-    """--max-time: a budget already spent after the first epoch stops the run there (finalised); every
-    epoch records its wall and CPU seconds."""
+def test_max_time_stops_at_the_step_that_passes_it(words_corpus, clock):
+    """--max-time: a budget spent by the first step stops the run there, within its first epoch (the partial epoch
+    validated, recorded with its share, finalised); every epoch records its wall and CPU seconds."""
     config, vocab = config_for(words_corpus, "ffnn", epochs=5, max_time=1e-6, time_clock=clock)
-    state = new_run(str(words_corpus / clock), config, vocab).train()
-    assert len(state.metrics) == 1 and state.finalized
+    t = new_run(str(words_corpus / clock), config, vocab)
+    assert t.data.num_batches() > 1
+    state = t.train()
+    assert state.step == 1 and len(state.metrics) == 1 and state.finalized
     m = state.metrics[0]
-    assert m["wall_s"] > 0 and m["cpu_s"] > 0
+    assert m["wall_s"] > 0 and m["cpu_s"] > 0 and m["epoch_fraction"] == 1 / t.data.num_batches()
     config, vocab = config_for(words_corpus, "ffnn", epochs=2, max_time=1e6, time_clock=clock)
     assert len(new_run(str(words_corpus / f"{clock}-long"), config, vocab).train().metrics) == 2
 
@@ -281,3 +296,21 @@ def test_max_steps_stops_within_the_epoch_and_ends_the_schedule_there(words_corp
     got_w, _ = final_numbers(words_corpus / f"{model}-steps-b")
     for k in want_w:
         torch.testing.assert_close(got_w[k], want_w[k])
+
+
+def test_validation_sums_in_the_precision_asked_for(words_corpus, monkeypatch):
+    """--valid-sum-precision bf16: each epoch's validation runs under eval's --sum-precision bf16 (an exact
+    validation over V = 485k cost 13 CPU-minutes a pass in fp32); the training steps do not."""
+    from sampledlm.neural import loop
+    from sampledlm.objectives.normaliser import current_precision
+
+    seen = []
+    real = loop.Trainer.valid_perplexity
+    monkeypatch.setattr(loop.Trainer, "valid_perplexity", lambda self: seen.append(current_precision()) or real(self))
+    steps = []
+    real_step = loop.Trainer.step
+    monkeypatch.setattr(loop.Trainer, "step", lambda self, b: steps.append(current_precision()) or real_step(self, b))
+    config, vocab = config_for(words_corpus, "gru", epochs=2, valid_sum_precision="bf16")
+    state = new_run(str(words_corpus / "bf16-valid"), config, vocab).train()
+    assert seen == ["bf16", "bf16"] and set(steps) == {"fp32"}
+    assert all(math.isfinite(m["valid_ppl"]) for m in state.metrics)

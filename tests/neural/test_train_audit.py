@@ -147,13 +147,18 @@ def test_the_progress_line_off_a_terminal_has_the_time_left():
     from sampledlm.neural.reporting import progress_line
 
     st = SimpleNamespace(epoch=0, batch=25, step=25, loss_sum=50.0, loss_count=10, epoch_tokens=1000,
-                         epoch_seconds=50.0, wall_seconds=50.0)
+                         epoch_seconds=50.0, wall_seconds=50.0, cpu_seconds=40.0)
     line = progress_line(st, batches=100, epochs=3)
     assert line.startswith("epoch 1: 25%  loss 5.0000  20 tok/s  00:50 elapsed")
-    assert "ETA epoch 02:30, run 09:10" in line  # 75 + 200 batches at 2 s each (validation not counted)
-    assert "run" not in progress_line(st, batches=100, epochs=1)
-    assert "run 02:30" not in progress_line(st, batches=100, epochs=3, max_steps=40)
-    assert progress_line(st, batches=100, epochs=3, max_steps=40).endswith("ETA epoch 00:30")  # 15 steps left
+    assert line.endswith("ETA epoch 02:30, run 09:10")  # 75 + 200 batches at 2 s each (validation not counted)
+    assert progress_line(st, batches=100, epochs=1).endswith("ETA epoch 02:30")
+    # a budget that ends the run within this epoch: its time left, named, and no epoch ETA
+    assert progress_line(st, batches=100, epochs=3, max_steps=40).endswith("ETA --max-steps 00:30")  # 15 steps
+    assert progress_line(st, batches=100, epochs=3, max_time=110).endswith("ETA --max-time 01:00")  # wall clock
+    assert progress_line(st, batches=100, epochs=3, max_time=110, clock="cpu").endswith("ETA --max-time 01:10")
+    # a budget past this epoch's end: the epoch's time left, then the budget's
+    assert progress_line(st, batches=100, epochs=3, max_steps=150).endswith("ETA epoch 02:30, --max-steps 04:10")
+    assert progress_line(st, batches=100, epochs=3, max_time=1e6).endswith("ETA epoch 02:30, run 09:10")
     assert json.dumps(line)  # plain text
 
 

@@ -207,6 +207,7 @@ _WORDS = ["a", "b", "cat", "<s>", "</s>", "<unk>", "\u00e9t\u00e9", "x\x00y", "\
 _GAPS = [" ", "  ", "\t", "\u2028", "\x85", " \u3000 "]
 
 
+@pytest.mark.filterwarnings("ignore::sampledlm.errors.InputWarning")  # its NULs are meant
 @pytest.mark.parametrize("seed", range(6))
 def test_read_text_fast_path_agrees_with_line_by_line_reading(tmp_path, seed):
     """read_text splits a plain chunk at once, line ends marked (the fast path), and line by line when the
@@ -364,12 +365,13 @@ def test_cli_refusals_name_the_problem(tmp_path, capsys, args, msg):
 
 
 def test_a_nul_word_past_the_first_64k_round_trips_through_the_arpa_file(tmp_path, capsys):
-    """Training keeps a NUL inside the text as a word (past the head, no binary file); the ARPA file it writes
-    must then read back, while a NUL before \\data\\ still marks a binary file."""
+    """Training keeps a NUL inside the text as a word (past the head, no binary file), saying so with its line; the
+    ARPA file it writes must then read back, while a NUL before \\data\\ still marks a binary file."""
     (tmp_path / "train.txt").write_text("w x y\n" * 12000 + "v1 \x00 v2\n", encoding="utf-8")
     (tmp_path / "test.txt").write_text("w x y\nv1 v2\n", encoding="utf-8")
-    assert run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "2",
-                    "-o", str(tmp_path / "m.arpa")], capsys)[0] == 0
+    code, _, err = run_cli(["ngram", "train", "--train", str(tmp_path / "train.txt"), "--order", "2",
+                            "-o", str(tmp_path / "m.arpa")], capsys)
+    assert code == 0 and f"sampledlm: warning: {tmp_path / 'train.txt'}:12001: a NUL byte" in err, err
     assert b"\tv1 \x00\n" in (tmp_path / "m.arpa").read_bytes()
     code, out, err = run_cli(["ngram", "eval", str(tmp_path / "m.arpa"), "--test", str(tmp_path / "test.txt")], capsys)
     assert code == 0 and "ppl" in out + err, err

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import click
 
 from .. import __version__
-from ..errors import Terminated, UserError
+from ..errors import InputWarning, Terminated, UserError
 
 from .common import CONTEXT
 
@@ -96,7 +97,27 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _say_input_warnings(message, category, filename, lineno, file=None, line=None, *, shown) -> None:
+    """``warnings.showwarning`` for a command: an :class:`InputWarning` as one line (``sampledlm: warning: ...``),
+    any other warning as Python shows it (``shown``: the handler this replaced)."""
+    if issubclass(category, InputWarning):
+        click.echo(f"sampledlm: warning: {message}", err=True)
+    else:
+        shown(message, category, filename, lineno, file, line)
+
+
 def _main(argv: list[str] | None, command: click.Command | None, prog_name: str) -> None:
+    import functools
+
+    shown = warnings.showwarning
+    warnings.showwarning = functools.partial(_say_input_warnings, shown=shown)
+    try:
+        _main_raising(argv, command, prog_name)
+    finally:
+        warnings.showwarning = shown
+
+
+def _main_raising(argv: list[str] | None, command: click.Command | None, prog_name: str) -> None:
     try:
         rc = _invoke(command or cli, argv, prog_name)
         sys.stdout.flush()  # a full disk behind stdout shows here, as a message, not at interpreter exit

@@ -45,7 +45,7 @@ def _objective_train_defaults() -> dict[str, str]:
 TRAIN_OPTIONS, _ = dataclass_options({name: TrainOptions for name in MODELS},
                                      {name: cls.train_defaults for name, cls in MODELS.items()},
                                      _objective_train_defaults())
-RESUME_OVERRIDES = ("epochs", "max_halvings", "device")
+RESUME_OVERRIDES = ("epochs", "max_halvings", "device", "checkpoint_every")
 #: reproductions of papers' protocols: options a plain run does not need
 REPRODUCTION = ("max_time", "time_clock", "data_fraction", "data_subset", "train_eval", "true_term", "sampler")
 HELP_GROUPS = [
@@ -139,7 +139,7 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
         if given:
             source = "" if ctx.get_parameter_source(given[0]) == ParameterSource.COMMANDLINE else " from --config"
             raise UserError(f"--resume continues a run with its own settings; only --epochs, --max-halvings, "
-                            f"--device and --threads may be given with it (got {_flag(ctx, given[0])}{source})")
+                            f"--device, --checkpoint-every and --threads may be given with it (got {_flag(ctx, given[0])}{source})")
         over = {k: flags[k] for k in RESUME_OVERRIDES if flags.get(k) is not None}
         trainer = resume_run(resume_dir, over, log=say, refuse_finished=True, ranks=ranks)
         if over.get("epochs") is not None and ranks.is_main:  # config.toml repeats what the run now is

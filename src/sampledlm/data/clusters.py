@@ -104,6 +104,11 @@ def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=N
     cls[order] = np.arange(v) % c_total
     if len(ids) < 2 or c_total == 1:
         return cls
+    if progress:
+        from ..progress import say
+
+        say(f"word classes: counting the bigrams of {len(ids):,} tokens (V = {v:,}, C = {c_total:,}), then up to "
+            f"{iterations} exchange passes")
     (r_ptr, r_nbr, r_cnt), (l_ptr, l_nbr, l_cnt) = bigram_tables(ids, v)
     u_right = np.diff(np.concatenate([[0], np.cumsum(r_cnt)])[r_ptr])  # each word's count as first word
     u_left = np.diff(np.concatenate([[0], np.cumsum(l_cnt)])[l_ptr])  # ... and as second word
@@ -120,7 +125,7 @@ def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=N
     weights = [int(neighbours[order[lo:hi]].sum()) for lo, hi in stretches]
     for it in range(1, iterations + 1):
         moved = 0
-        with progress_bar(progress, int(neighbours.sum()), f"word classes (exchange pass {it})") as pb:
+        with progress_bar(progress, int(neighbours.sum()), f"word classes (exchange pass {it} of at most {iterations})") as pb:
             for (lo, hi), weight in zip(stretches, weights):
                 moved += exchange_pass(order[lo:hi], cls, size, m, row, col, tables, r_ptr, r_nbr, r_cnt, l_ptr,
                                        l_nbr, l_cnt, u_right, u_left)

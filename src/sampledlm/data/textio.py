@@ -9,7 +9,8 @@ then encode) sees the same text twice.
 Files are read in large binary chunks and decoded as UTF-8 a chunk at a time (much faster
 than decoding line by line); when a chunk fails to decode, the error names the file and the
 1-based line of the first bad byte. A NUL byte in the first 64 KiB marks a binary file (further on, it is a
-character of the word it is in, on every reading path alike); a corrupt compressed file is a
+character of the word it is in, on every reading path alike, with an :class:`~sampledlm.errors.InputWarning` naming
+its line); a corrupt compressed file is a
 :class:`~sampledlm.errors.UserError` naming it.
 
 Lines end with LF, CRLF or a lone CR (old Mac files), in any mix; a UTF-8 byte-order mark
@@ -205,6 +206,7 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
     f = open_binary(path)
     line_no = 0  # lines completed before the current chunk
     first = True
+    warned_nul = False
     tail = b""
     try:
         while True:
@@ -234,6 +236,9 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
             nbytes = len(data)
             if b"\r" in data:
                 data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if sniff and not warned_nul and b"\x00" in data:
+                warned_nul = True
+                _warn_nul(path, line_no + data.count(b"\n", 0, data.index(b"\x00")) + 1)
             try:
                 text = data.decode("utf-8", errors=encoding_errors)
             except UnicodeDecodeError as e:
@@ -252,6 +257,17 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
                 break
     finally:
         f.close()
+
+
+def _warn_nul(path: str, line: int) -> None:
+    """A NUL byte past the first 64 KiB is kept (a character of its word, on every reading path alike) and said once
+    a reading: text holds none, and a file zero-filled by a crash or cut from a binary one does."""
+    import warnings
+
+    from ..errors import InputWarning
+
+    warnings.warn(InputWarning(f"{path}:{line}: a NUL byte (0x00) mid-file, read as part of a word; text files have "
+                               "none (a file zero-filled by a crash, or binary data?)"), stacklevel=3)
 
 
 def iter_lines(path: str, encoding_errors: str = "strict") -> Iterator[str]:

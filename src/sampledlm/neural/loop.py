@@ -60,6 +60,7 @@ from ..config import said
 from ..errors import TrainingInterrupted, UserError
 from .lm import perplexity
 from ..progress import announced, bar, enabled as progress_enabled
+from ..objectives.normaliser import sum_precision
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
@@ -366,7 +367,7 @@ class Trainer:
                                                st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
                         if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
                             last_log = now
-                            self.log(progress_line(st, nb, opts.epochs, opts.max_steps))
+                            self.log(progress_line(st, nb, opts.epochs, opts.max_steps, opts.max_time, opts.time_clock))
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
                         stop = bool(flag["set"]) or (self.stop_when is not None and bool(self.stop_when(st)))
@@ -378,8 +379,8 @@ class Trainer:
                                                       flag.get("signal") or signal.SIGINT)
                         if opts.checkpoint_every and st.step % opts.checkpoint_every == 0 and st.batch < nb:
                             self.save_checkpoint()
-                        if opts.max_steps and st.step >= opts.max_steps:
-                            break  # the step budget: this (partial) epoch ends here
+                        if stopped_by(opts, st):
+                            break  # a budget (--max-steps, --max-time) is spent: this (partial) epoch ends here
                 self.end_epoch()
                 t_last = time.perf_counter()
         self.finish()
@@ -398,7 +399,8 @@ class Trainer:
         st, opts = self.state, self.opts
         t0, c0 = time.perf_counter(), time.process_time()
         with announced(f"epoch {st.epoch + 1}: validating") if self.ranks.is_main else contextlib.nullcontext():
-            valid = self.valid_perplexity()
+            with sum_precision(opts.valid_sum_precision):
+                valid = self.valid_perplexity()
         if not math.isfinite(valid):  # finite training losses, yet the model gives some validation word p = 0
             raise UserError(self.diverged_message(valid, "validation perplexity"))
         train_ppl = None

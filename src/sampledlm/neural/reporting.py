@@ -10,22 +10,33 @@ from ..errors import UserError
 from ..data.textio import atomic_write
 
 
-def progress_line(st, batches: int, epochs: int, max_steps: int = 0) -> str:
+def progress_line(st, batches: int, epochs: int, max_steps: int = 0, max_time: float = 0.0, clock: str = "wall") -> str:
     """The training's progress line off a terminal (a log, ``nohup``): the epoch's share, running loss and speed,
-    time spent and the time left, of the epoch and of the run's remaining epochs (validation not counted; a plateau
-    schedule may stop sooner). ``st``: the loop's :class:`~.loop.TrainState`, ``batches`` per epoch."""
+    time spent and the time left, of the epoch and of the run (validation not counted; a plateau schedule may stop
+    sooner). ``st``: the loop's :class:`~.loop.TrainState`, ``batches`` per epoch. Where a budget (``max_steps``,
+    ``max_time`` seconds on ``clock``) ends the run first, the run's time left is the budget's and names it; where
+    it ends within this epoch, the epoch's time left is not shown (the epoch will not reach its end)."""
     from tqdm import tqdm
 
     per_batch = st.epoch_seconds / max(st.batch, 1)
-    steps_left = (epochs - st.epoch - 1) * batches + batches - st.batch
-    if max_steps:
-        steps_left = min(steps_left, max_steps - st.step)
-    left_epoch = min(batches - st.batch, steps_left) * per_batch
+    epoch_steps = batches - st.batch
+    steps_left = (epochs - st.epoch - 1) * batches + epoch_steps
+    until = "run"
+    if max_steps and max_steps - st.step < steps_left:
+        steps_left, until = max(max_steps - st.step, 0), "--max-steps"
+    run_left = steps_left * per_batch
+    if max_time > 0:
+        spent = st.cpu_seconds if clock == "cpu" else st.wall_seconds
+        if max_time - spent < run_left:
+            run_left, until = max(max_time - spent, 0.0), "--max-time"
     fmt = tqdm.format_interval
-    run = f", run {fmt(steps_left * per_batch)}" if steps_left * per_batch > left_epoch + 1 else ""
+    epoch_left = epoch_steps * per_batch
+    if run_left < epoch_left:  # the budget comes first: this epoch ends there
+        eta = f"ETA {until} {fmt(run_left)}"
+    else:
+        eta = f"ETA epoch {fmt(epoch_left)}" + (f", {until} {fmt(run_left)}" if run_left > epoch_left + 1 else "")
     return (f"epoch {st.epoch + 1}: {100 * st.batch // batches}%  loss {st.loss_sum / max(st.loss_count, 1):.4f}  "
-            f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s  {fmt(st.wall_seconds)} elapsed, ETA epoch "
-            f"{fmt(left_epoch)}{run}")
+            f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f} tok/s  {fmt(st.wall_seconds)} elapsed, {eta}")
 
 
 def out_of_memory(error: BaseException, trainer) -> UserError | None:

@@ -273,19 +273,36 @@ class LSTMLM(RNNLM):
 
 
 class RecurrentData:
-    """BPTT segments ``(x, y, mask, stream positions) [B, T]`` of the stream, in order."""
+    """BPTT segments ``(x, y, mask, stream positions) [B, T]`` of the stream, in order (the layout of
+    :func:`~sampledlm.data.batches.bptt_rows`: row ``b`` holds predictions ``b L .. b L + L - 1``, ``L = ceil(n / B)``).
+
+    The stream is held once, as int32 with ``</s>`` in front: prediction ``i`` reads ``x = stream[i]`` (the token
+    before it) and ``y = stream[i + 1]``. A batch's int64 ``x``, ``y`` and positions are made when it is asked for.
+    This is 4 bytes a token; holding ``x``, ``y`` and positions whole as int64 took about 25 (7.7 GB at the peak of a
+    165M-token text)."""
 
     def __init__(self, ids: np.ndarray, batch_size: int, bptt: int):
-        self.x, self.y, self.mask = bptt_rows(ids, batch_size)
-        self.positions = torch.arange(self.x.numel()).reshape(self.x.shape)
+        ids = np.asarray(ids)
+        self.n = len(ids)
+        self.rows = max(1, (self.n + batch_size - 1) // batch_size)
+        stream = np.full(self.n + 2, EOS_ID, dtype=np.int32)  # the last </s>: what an empty stream's y reads
+        stream[1 : self.n + 1] = ids
+        self.stream = torch.from_numpy(stream)
+        self.row_starts = torch.arange(batch_size, dtype=torch.int64)[:, None] * self.rows
         self.bptt = bptt
 
     def num_batches(self) -> int:
-        return (self.x.shape[1] + self.bptt - 1) // self.bptt
+        return (self.rows + self.bptt - 1) // self.bptt
 
     def batch(self, epoch: int, b: int):
-        s = slice(b * self.bptt, (b + 1) * self.bptt)
-        return self.x[:, s], self.y[:, s], self.mask[:, s], self.positions[:, s]
+        cols = torch.arange(b * self.bptt, min(self.rows, (b + 1) * self.bptt), dtype=torch.int64)
+        positions = self.row_starts + cols[None, :]
+        mask = positions < self.n
+        at = positions.clamp(max=max(self.n - 1, 0))
+        eos = torch.tensor(EOS_ID, dtype=torch.int64)
+        x = torch.where(mask, self.stream[at].long(), eos)
+        y = torch.where(mask, self.stream[at + 1].long(), eos)
+        return x, y, mask, positions
 
 
 def detach_state(state: State | None) -> State | None:
