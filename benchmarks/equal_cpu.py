@@ -297,6 +297,50 @@ def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
     return _record(st, entry, run, budget_s, tokens, {**extra, "hidden": width[0], "embed": width[1]})
 
 
+def narrow_records(entry: dict, records: list[dict]) -> list[dict]:
+    """The records of the row's narrowest wider trunk (:data:`WIDEN`'s first factor) at its rate."""
+    want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
+    return [rec for rec in records if rec.get("kind") == "wide-narrow"
+            and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+
+
+def narrow_needed(entry: dict, records: list[dict]) -> bool:
+    """Whether the row also trains the narrowest wider trunk: its wider run (finished) is on a trunk wider than
+    that, and the narrowest one's probe fits the budget."""
+    wide = wide_done(entry, records)
+    if wide is None or wide.get("none_fits"):
+        return False
+    first = widths(entry["row"])[0]
+    return (wide["hidden"], wide["embed"]) != first and any(
+        (p["hidden"], p["embed"]) == first and p.get("run_cpu_s", 0) <= wide["budget_cpu_s"]
+        for p in wide.get("probes", []))
+
+
+def narrow_done(entry: dict, records: list[dict]) -> dict | None:
+    """The narrowest wider run's record; ``{"not_needed": True}`` where :func:`narrow_needed` says no (nothing to
+    train); None while it has still to train (or its wider run has)."""
+    found = narrow_records(entry, records)
+    if found:
+        return found[-1]
+    if wide_done(entry, records) is None:
+        return None
+    return None if narrow_needed(entry, records) else {"not_needed": True}
+
+
+def train_narrow(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
+                 records: list[dict] | None = None) -> dict:
+    """Train the narrowest wider trunk at the row's rate and default epochs (beside the widest that fits, which at
+    a rate tuned for the row's own width can go unstable) and return its record."""
+    row = entry["row"]
+    if wide_done(entry, records or []) is None:
+        raise UserError(f"{row.name}: its wider run has not finished; the narrower one comes after it")
+    width = widths(row)[0]
+    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-h{width[0]}", wide_flags(entry, width),
+                     version=row.version)
+    return _record(st, entry, run, budget_s, tokens, {"kind": "wide-narrow", "hidden": width[0], "embed": width[1],
+                                                      "epochs_planned": len(entry["cell"]["epochs"])})
+
+
 def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, tokens: int, extra: dict) -> dict:
     """Train ``run`` and return its record; a run the trainer stops as diverged is recorded too (``failed``, no
     perplexities), so that it counts as run and is shown, not tried again at every start."""
@@ -346,6 +390,10 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
                   "run_lr": wide.get("run_lr"), "blew_up": diverged(wide),
                   "diverged": [{**_candidate(r), "lr": r.get("run_lr", r["lr"])} for r in wide_records(e, records)
                                if r is not wide and not r.get("none_fits") and diverged(r)]})}
+        narrow = narrow_records(e, records)
+        x["narrow"] = None if not narrow else {**_candidate(narrow[-1]), "hidden": narrow[-1]["hidden"],
+                                                "embed": narrow[-1]["embed"]}
+        x["narrow_needed"] = bool(narrow) or wide_done(e, records) is None or narrow_needed(e, records)
         x["chosen"] = choose(x, budget)
         rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
@@ -426,7 +474,8 @@ def _candidate(rec: dict) -> dict:
             "curve": _curve(rec), **({"failed": rec["failed"]} if rec.get("failed") else {})}
 
 
-CANDIDATES = ("equal_epochs", "run", "wide")  # the grid's cell, the longer run, the wider trunk
+#: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider)
+CANDIDATES = ("equal_epochs", "run", "wide", "narrow")
 
 
 def choose(row: dict, budget: float | None) -> str | None:
@@ -435,7 +484,7 @@ def choose(row: dict, budget: float | None) -> str | None:
     on its grid cell alone)."""
     if budget is None or (row["run"] is None and (row["wide"] is None or "none_fits" in row["wide"])):
         return None
-    ok = [k for k in CANDIDATES if row[k] and row[k].get("best_valid") is not None
+    ok = [k for k in CANDIDATES if row.get(k) and row[k].get("best_valid") is not None
           and row[k].get("cpu_s") is not None and row[k]["cpu_s"] <= OVER_BUDGET * budget]
     return min(ok, key=lambda k: row[k]["best_valid"]) if ok else None
 
@@ -459,7 +508,7 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
     return f"{_p(c['best_valid'])} / {_p(c['test_ppl'])} ({c['cpu_s']:,.0f} s{', over budget' if over else ''})"
 
 
-LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider"}
+LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x"}
 
 
 def render(data: dict) -> str:
@@ -479,8 +528,12 @@ def render(data: dict) -> str:
              f"- **wider**: its default epochs on a trunk whose hidden state and embedding are both scaled by the "
              f"largest of {', '.join(f'{f:g}x' for f in WIDEN)} that fits the budget, as two short probes "
              f"({' and '.join(str(n) for n in PROBE_STEPS)} steps) measure it; a wider run that diverges (its last "
-             f"validation above {DIVERGED:g}x its best) is trained once more at half its rate, the same width.", "",
-             f"Of its candidates that fit (these two and its lr-grid cell at the default epochs; a run above "
+             f"validation above {DIVERGED:g}x its best) is trained once more at half its rate, the same width;",
+             f"- **wider, {WIDEN[0]:g}x**: where the widest trunk that fits is wider than {WIDEN[0]:g}x, the "
+             f"{WIDEN[0]:g}x trunk as well, the same way (added on 2026-12-01, after the widest trunks of CSS-IS, "
+             "BlackOut and hsm went unstable at their rates: one more try each for those rows, and for NCE, "
+             "whose widest trunk did not).", "",
+             f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
              f"rates were chosen at the default epochs and width and not tuned again; dropout stays at its default "
@@ -505,11 +558,12 @@ def render(data: dict) -> str:
                                                            else "]")
                                                         + ("; diverged, again at half the rate: not yet run"
                                                            if w.get("blew_up") and not w.get("run_lr") else "")),
+                     _narrow_text(x, budget, pending),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
                      + (" so far" if x.get("resize_pending") else "")])
-    lines.append(table(["row", "rate", "default epochs", "longer", "wider", "chosen", "test",
+    lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
               "factor 2 beyond the grid where the chosen rate sits at its edge): a run at a rate the grid then "
@@ -526,6 +580,15 @@ def render(data: dict) -> str:
     lines += render_seed_means(data.get("seed_means", []))
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
+
+
+def _narrow_text(x: dict, budget: float, pending: str) -> str:
+    """The narrowest wider trunk's cell: its run, pending, or "—" where it is not tried (the widest trunk that fits
+    is that one, or none fits)."""
+    n = x.get("narrow")
+    if n is not None:
+        return _cell_text(n, budget, pending) + f" [h {n['hidden']}, d {n['embed']}]"
+    return pending if x.get("narrow_needed", True) else "—"
 
 
 def _blown_up_text(d: dict) -> str:
@@ -577,6 +640,10 @@ def figure(data: dict):
         if w.get("curve"):
             ax.plot([m["cpu_s"] for m in w["curve"]], [m["valid_ppl"] for m in w["curve"]], marker="s", ms=3,
                     ls="--", color=f"C{i % 10}", label=f"{name} wider (h {w['hidden']}, {w['epochs']} ep)")
+        n = x.get("narrow") or {}
+        if n.get("curve"):
+            ax.plot([m["cpu_s"] for m in n["curve"]], [m["valid_ppl"] for m in n["curve"]], marker="d", ms=3,
+                    ls=":", color=f"C{i % 10}", label=f"{name} wider (h {n['hidden']})")
     t = data.get("transformer") or {}
     c = (t.get("run") or {}).get("curve") or (t.get("grid_cell") or {}).get("curve") or []
     if c:
@@ -612,7 +679,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         # the rows best at the default epochs first: their runs say most about the target
         entries.sort(key=lambda e: lr_grid.valid_of(e["cell"]))
         jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries
-                for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide))]
+                for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide),
+                                       (f"wider {WIDEN[0]:g}x", narrow_done, train_narrow))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs.append((t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]))

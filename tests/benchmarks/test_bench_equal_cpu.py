@@ -290,3 +290,36 @@ def test_a_run_the_trainer_stops_as_diverged_is_recorded_and_shown(tmp_path, mon
     monkeypatch.setattr(equal_cpu.lmruns, "train", other)
     with pytest.raises(UserError):  # any other failure is not a result: tried again at the next start
         equal_cpu.train_row(st, nce, 1760.0, 929589)
+
+
+def test_the_narrowest_wider_trunk_is_tried_where_the_widest_that_fits_is_wider(tmp_path, monkeypatch):
+    """At its rate the widest trunk that fits can go unstable (CSS-IS, BlackOut, hsm at 512): the 1.5x trunk is a
+    candidate too, trained after the wider run and only where that run is on a wider trunk and 1.5x fits."""
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = _nce_entry(grid, grid_recs)
+    probes = [{"hidden": 384, "embed": 304, "run_cpu_s": 900.0}, {"hidden": 512, "embed": 400, "run_cpu_s": 1400.0}]
+    wide = {"row": "gru nce", "lr": 0.008, "version": nce["row"].version, "kind": "wide", "hidden": 512,
+            "embed": 400, "epochs_planned": 8, "flags": "x", "best_valid": 113.0, "best_epoch": 7, "cpu_s": 1400.0,
+            "test_ppl": 107.0, "budget_cpu_s": 1760.0, "probes": probes,
+            "epochs": [{"epoch": i + 1, "valid_ppl": 120.0 - i, "cpu_s": 175.0 * (i + 1)} for i in range(8)]}
+    assert equal_cpu.narrow_done(nce, []) is None  # its wider run comes first
+    assert equal_cpu.narrow_done(nce, [wide]) is None and equal_cpu.narrow_needed(nce, [wide])
+    at_384 = {**wide, "hidden": 384, "embed": 304}
+    assert equal_cpu.narrow_done(nce, [at_384]) == {"not_needed": True}  # the wider run is that width
+    too_dear = {**wide, "probes": [{**probes[0], "run_cpu_s": 1800.0}, probes[1]]}
+    assert not equal_cpu.narrow_needed(nce, [too_dear])
+    seen = {}
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, t, extra: seen.update(
+        name=run.name, options=run.options, extra=extra) or {**wide, **extra, "best_valid": 97.0, "test_ppl": 91.5})
+    with pytest.raises(equal_cpu.UserError, match="wider run has not finished"):
+        equal_cpu.train_narrow(None, nce, 1760.0, 929589, [])
+    narrow = equal_cpu.train_narrow(None, nce, 1760.0, 929589, [wide])
+    assert seen["name"].startswith("eq-nce-0.008-h384") and seen["extra"]["kind"] == "wide-narrow"
+    assert ("--hidden", "384") == seen["options"][-6:-4] and seen["options"][-2:] == ("--lr", "0.008")
+    assert equal_cpu.narrow_done(nce, [wide, narrow]) is narrow
+    data = equal_cpu.summarise(grid, grid_recs, [wide, narrow])
+    row = next(x for x in data["rows"] if x["name"] == "gru nce")
+    assert row["chosen"] == "narrow" and row["narrow"]["test_ppl"] == 91.5  # the lowest validation wins
+    page = equal_cpu.render(data)
+    assert "wider, 1.5x" in page and "97.00 / 91.50" in page and "[h 384, d 304]" in page
