@@ -92,9 +92,11 @@ def test_what_is_held_in_memory_needs_no_room_on_disk(tmp_path, monkeypatch):
     """A corpus whose files all fit in ``ram`` writes nothing to disk, and no free space is asked of it."""
     sents = synthetic_sentences(200, 30, seed=6)
     vocab = Vocab.from_sentences(sents)
-    monkeypatch.setattr(spill, "disk_free", lambda p: 0)
+    (tmp_path / "spill").mkdir()
+    real = spill.disk_free
+    monkeypatch.setattr(spill, "disk_free", lambda p: 0 if p == str(tmp_path / "spill") else real(p))
     info = train_bounded(array_chunks(encode_sentences(vocab, sents), 777), vocab, 3, str(tmp_path / "x.arpa"),
-                         1 << 10, str(tmp_path), window=1 << 20, ram=1 << 30)
+                         1 << 10, str(tmp_path / "spill"), window=1 << 20, ram=1 << 30)
     assert info["spilled_bytes"] == 0 and (tmp_path / "x.arpa").exists()
 
 
@@ -162,3 +164,48 @@ def test_the_refusal_names_sizes_a_person_reads():
                       "about 24.5 GB there and 3.2 GB is free; give a --temp-dir on a disk with more room")
     assert [spill.gigabytes(x) for x in (0, 999, 1.5e6, 250e9)] == ["0 KB", "1 KB", "1.5 MB", "250 GB"]
     assert np.all(np.diff([spill_need(1000, k) for k in range(1, 6)]) > 0)
+
+
+@pytest.mark.parametrize("extra, when", [((), "found after counting"), (("--binary",), "found after counting"),
+                                         (("--prune", "0,1,1"), "found before writing it")])
+def test_a_model_that_will_not_fit_where_it_goes_is_refused_before_it_is_written(tmp_path, capsys, monkeypatch,
+                                                                                   extra, when):
+    """The disk of -o, not the spill's: a full one was found only while the model was written, after the whole
+    estimation (hours at 160M tokens). Refused once the n-grams are counted (pruned: once they are kept), naming the
+    file, with nothing written; with room, the same run goes on."""
+    train = write_corpus(tmp_path / "train.txt", synthetic_sentences(600, 80, seed=1))
+    (tmp_path / "spill").mkdir()
+    (tmp_path / "out").mkdir()
+    roomy = spill.shutil.disk_usage
+    monkeypatch.setattr(spill.shutil, "disk_usage", lambda p: Usage(10 << 30, 10 << 30, 4096)
+                        if str(p).startswith(str(tmp_path / "out")) else roomy(p))
+    out = tmp_path / "out" / ("m" if "--binary" in extra else "m.arpa")
+    args = ["ngram", "train", "--train", str(train), "--order", "4", "--memory", "1G", "--temp-dir",
+            str(tmp_path / "spill"), "-o", str(out), *extra]
+    code, _, err = run_cli(args, capsys)
+    assert_one_line_error(code, err, f"{out}: not enough free space for the model ({when})", out)
+    assert "4 KB is free" in err and os.listdir(tmp_path / "out") == [] and spill_dirs(tmp_path / "spill") == []
+    monkeypatch.setattr(spill.shutil, "disk_usage", roomy)
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+
+
+def test_the_output_estimate_is_near_the_file_it_sizes(tmp_path, capsys):
+    """output_need against the ARPA file and binary directory actually written (it was 0.97-1.09x on PTB)."""
+    from sampledlm.ngram.build.budget import output_need
+    from sampledlm.ngram.arpa import read_arpa
+
+    sents = synthetic_sentences(2000, 300, seed=2)
+    train = write_corpus(tmp_path / "train.txt", sents)
+    words = collections.Counter(w for s in sents for w in s)
+    for binary in (False, True):
+        out = tmp_path / ("m" if binary else "m.arpa")
+        run = ["--binary"] if binary else []
+        assert run_cli(["ngram", "train", "--train", str(train), "--order", "3", "--memory", "1G", "-o", str(out),
+                        *run], capsys)[0] == 0
+        counts = [len(t.keys) for t in read_arpa(str(tmp_path / "m.arpa")).tables] if binary else \
+            [len(t.keys) for t in read_arpa(str(out)).tables]
+        size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) if binary else out.stat().st_size
+        vocab = list(words) + ["</s>", "<s>"]
+        need = output_need(vocab, [words[w] for w in words] + [len(sents), 0], counts, binary)
+        assert 0.75 * size < need < 1.3 * size, (binary, need, size)

@@ -119,3 +119,45 @@ def fit_window(sp: Spill, budget: int, reserve: int, needed: int) -> None:
     sp.window = max(MIN_WINDOW, min(sp.window, int(needed)))
     sp.ram = sp.held + max(0, working_bytes(budget, reserve) - sp.window * BYTES_PER_ELEMENT)
 
+
+
+#: an ARPA line's bytes besides its words (log10 probability, back-off weight, two tabs, the newline), about
+ARPA_LINE_BYTES = 20
+#: a binary model's bytes per n-gram, about (measured: PTB and War and Peace, orders 3 and 5)
+BINARY_NGRAM_BYTES = 24
+
+
+def output_need(words: list[str], unigram_counts, ngrams: list[int], binary: bool) -> int:
+    """Bytes the model file (``binary``: directory) of ``ngrams[k-1]`` n-grams of each order k takes, an estimate:
+    an ARPA line holds k words of the running text's mean length (``unigram_counts`` weigh ``words``). Measured on
+    PTB and War and Peace at orders 3 and 5: 0.97-1.09x the ARPA file's size, 1.0x the binary directory's."""
+    import numpy as np
+
+    lengths = np.fromiter((len(w.encode("utf-8")) for w in words), dtype=np.float64, count=len(words))
+    if binary:
+        return int(sum(ngrams) * BINARY_NGRAM_BYTES + lengths.sum() + len(words))
+    counts = np.asarray(unigram_counts, dtype=np.float64)[: len(words)]
+    mean = float((counts * lengths).sum() / counts.sum()) if counts.sum() > 0 else float(lengths.mean())
+    return int(sum(n * (ARPA_LINE_BYTES + k * (mean + 1)) for k, n in enumerate(ngrams, 1)))
+
+
+#: the share of :func:`output_need` that must be free where the model goes, or the run is refused (the estimate was
+#: within 9 % of the file's size where measured: a refusal is certain to be right)
+OUTPUT_ROOM_SHARE = 0.8
+
+
+def check_output_room(output: str, need: int, when: str) -> None:
+    """A :class:`UserError` when the file system of ``output`` (its nearest existing directory) has less than
+    :data:`OUTPUT_ROOM_SHARE` of ``need`` bytes free: said ``when`` (after counting, rather than hours later when
+    the model is written)."""
+    from ...memory import gigabytes
+    from .spill import disk_free
+
+    where = os.path.abspath(output)
+    while not os.path.isdir(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    free = disk_free(where)
+    if free is not None and free < OUTPUT_ROOM_SHARE * need:
+        raise UserError(f"{output}: not enough free space for the model ({when}): it takes about "
+                        f"{gigabytes(need)} and {gigabytes(free)} is free on that disk; free some room there, or "
+                        "write the model elsewhere (-o), or prune it (--prune)")

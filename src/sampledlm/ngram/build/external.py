@@ -47,8 +47,8 @@ from ... import progress
 from ...data.vocab import BOS, Vocab
 from ...errors import UserError
 from .arpa_stream import PYTHON_BYTES_PER_LINE, PYTHON_LINES, write_arpa_held, write_arpa_streaming
-from .budget import (ARPA_KERNELS, MIN_WINDOW, check_budget, fit_window, held_while_reading, spill_need,
-                     text_chunk_bytes, window_for, working_bytes)
+from .budget import (ARPA_KERNELS, MIN_WINDOW, check_budget, check_output_room, fit_window, held_while_reading,
+                     output_need, spill_need, text_chunk_bytes, window_for, working_bytes)
 from .count_stream import count_order, pad
 from .counts import check_order_supported
 from .estimate import _log10
@@ -115,6 +115,9 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
         sp.W = len(vocab) + 1
         uni, sizes = _count(sp, chunks, order, vocab.bos_id, dask, None if fixed else (memory, reserve), info)
         info["seconds"]["count"] = round(time.perf_counter() - t, 3)
+        words = list(vocab.words) + [BOS]
+        if not any(thresholds[1:]):  # every n-gram counted is written: the output's size is known now
+            check_output_room(output, output_need(words, uni, sizes, binary), "found after counting")
         modified = smoothing == "mkn"
         _unigrams(sp, uni, order, vocab.bos_id, modified, info)
         t = time.perf_counter()
@@ -123,8 +126,9 @@ def train_bounded(chunks, vocab: Vocab | None, order: int, output: str, memory: 
         t = time.perf_counter()
         kept = _interpolate(sp, order, ds, thresholds, sizes)
         info["seconds"]["interpolate"] = round(time.perf_counter() - t, 3)
+        check_output_room(output, output_need(words, uni, kept, binary), "found before writing it")
         t = time.perf_counter()
-        _write(sp, output, list(vocab.words) + [BOS], order, thresholds, kept, sizes, memory, binary, locked, info)
+        _write(sp, output, words, order, thresholds, kept, sizes, memory, binary, locked, info)
         info["seconds"]["write"] = round(time.perf_counter() - t, 3)
         info["ngrams"] = kept
         info["spilled_bytes"] = sp.spilled
