@@ -18,7 +18,7 @@ Layers, bottom up:
 - :mod:`sampledlm.objectives` interchangeable *output objectives* (softmax, binary, IS, CSS, NCE, ...)
 """
 
-from .errors import UserError  # noqa: F401
+from .errors import InputWarning, UserError  # noqa: F401
 
 try:  # the installed distribution's version (pyproject.toml), also for an editable install
     from importlib.metadata import PackageNotFoundError, version as _version
@@ -28,7 +28,7 @@ except PackageNotFoundError:  # run from a checkout's src/ without installing
     __version__ = "0+unknown"
 
 __all__ = ["load", "Model", "train_ngram", "train_lm", "resume_lm", "train_maxent", "resume_maxent", "train_embeddings",
-           "UserError", "__version__"]
+           "UserError", "InputWarning", "__version__"]
 
 
 #: what :func:`__getattr__` serves from :mod:`sampledlm.api` and :mod:`sampledlm.api_train` (the training
