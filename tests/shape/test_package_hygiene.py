@@ -50,8 +50,8 @@ def test_py_typed_is_in_the_package_and_in_its_package_data():
 
 def test_dir_lists_the_names_served_on_first_use():
     names = dir(sampledlm)
-    for name in ("load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings", "UserError", "InputWarning",
-                 "__version__", "ngram", "neural", "maxent", "embed", "api", "lm"):
+    for name in ("load", "Model", "train_ngram", "train_lm", "train_maxent", "train_embeddings", "UserError",
+                 "InputWarning", "__version__", "ngram", "neural", "maxent", "embed", "api", "lm"):
         assert name in names, name
         assert getattr(sampledlm, name) is not None
     assert names == sorted(names)
