@@ -653,6 +653,8 @@ def figure(data: dict):
     ax.set_xlabel("training CPU seconds (one thread)")
     ax.set_ylabel("validation perplexity")
     ax.set_yscale("log")
+    if soft:  # a run's blow-up (hsm at h 512 went to 44,000) would flatten every curve: the page's text has it
+        ax.set_ylim(0.85 * min(m["valid_ppl"] for m in soft["curve"]), 4 * min(m["valid_ppl"] for m in soft["curve"]))
     ax.legend(fontsize=7)
     return fig
 
