@@ -146,7 +146,7 @@ def test_vocab_counts_its_entries_as_words_unk_and_end(tiny_corpus, tmp_path, ru
     assert f"{entries:,} entries ({entries - 2:,} word types, <unk> and </s>)" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("flags", [[], ["--memory", "1G"], ["--smoothing", "wb"], ["--smoothing", "katz"]])
+@pytest.mark.parametrize("flags", [[], ["--memory", "8G"], ["--smoothing", "wb"], ["--smoothing", "katz"]])
 def test_ngram_train_refuses_an_order_the_text_cannot_support(tmp_path, run_in_process, flags):
     """Issue 54: ``--order 100`` on short sentences ended in an IndexError (bounded path) or wrote a model with
     empty orders (in memory); both refuse now, naming the highest order the text supports."""

@@ -202,7 +202,7 @@ def test_a_full_disk_leaves_no_directory(files, tmp_path, capsys, monkeypatch, c
         args = ["ngram", "build-binary", str(files / "kn3.arpa"), "-o", str(out)]
     else:
         args = ["ngram", "train", "--train", str(files / "train.txt"), "-o", str(out), "--binary"]
-        args += ["--memory", "2G"] if "memory" in command else []
+        args += ["--memory", "8G"] if "memory" in command else []
     calls = _full_disk_after(monkeypatch, 5)
     code, _, err = run_cli(args, capsys)
     assert len(calls) == 5
@@ -271,7 +271,7 @@ def test_a_finished_directory_holds_the_model_only(files, tmp_path, capsys, comm
         args = ["ngram", "prune", str(files / "kn3.bin"), "--keep", "0.5", "-o", str(out), "--binary"]
     else:
         args = ["ngram", "train", "--train", str(files / "train.txt"), "-o", str(out), "--binary"]
-        args += ["--memory", "2G"] if "memory" in command else []
+        args += ["--memory", "8G"] if "memory" in command else []
     code, _, err = run_cli(args, capsys)
     assert code == 0, err
     assert sorted(os.listdir(out)) == MODEL_FILES

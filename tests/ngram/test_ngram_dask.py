@@ -233,7 +233,7 @@ def test_an_http_server_is_refused_on_the_command_line(tmp_path, capsys, monkeyp
 
 
 @needs_dask
-@pytest.mark.parametrize("memory", [[], ["--memory", "1G"]])
+@pytest.mark.parametrize("memory", [[], ["--memory", "8G"]])
 @pytest.mark.parametrize("address,why", [("notanaddress", "has no port"), ("http://127.0.0.1:8786", "scheme"),
                                          ("", "an empty address"), ("127.0.0.1:99999", "1 .. 65535")])
 def test_bad_scheduler_addresses_on_the_command_line(tmp_path, capsys, memory, address, why):

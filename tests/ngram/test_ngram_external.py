@@ -69,8 +69,8 @@ def test_cli_memory_flag_and_refusals(tmp_path, capsys, request):
     assert code == 0 and "bounded to" in err and "MiB spilled)" in err
     assert (tmp_path / "a.arpa").read_bytes() == (tmp_path / "b.arpa").read_bytes() == \
         (tmp_path / "mem.arpa").read_bytes()
-    for extra, msg in ((["--memory", "lots"], "--memory 'lots'"), (["--memory", "1G", "--smoothing", "wb"], "needs the whole model"),
-                       (["--memory", "1G", "--temp-dir", str(tmp_path / "nope")], "no such directory")):
+    for extra, msg in ((["--memory", "lots"], "--memory 'lots'"), (["--memory", "8G", "--smoothing", "wb"], "needs the whole model"),
+                       (["--memory", "8G", "--temp-dir", str(tmp_path / "nope")], "no such directory")):
         code, _, err = run_cli(base + ["-o", str(tmp_path / "c.arpa"), *extra], capsys)
         assert code == 1 and msg in err and err.count("\n") == 1
     assert not (tmp_path / "c.arpa").exists() and spill_dirs(tmp_path) == []
@@ -349,9 +349,9 @@ def test_valid_with_bounded_estimation(tmp_path, capsys):
     (["--prune", "0,1,0"], "--prune 0,1,0: thresholds must not decrease"),
     (["--binary", "-o", "{d}/kn.arpa.gz"], "a binary model is a directory"),
     (["--binary", "-o", "{d}/missing/kn.bin"], "does not exist"),
-    (["--memory", "1G", "--temp-dir", "{d}/train.txt"], "not a directory"),
-    (["--smoothing", "wb", "--valid", "{d}/train.txt", "--memory", "1G"], "leave out --memory for wb"),
-    (["--smoothing", "jm", "--memory", "1G"], "leave out --memory for jm"),
+    (["--memory", "8G", "--temp-dir", "{d}/train.txt"], "not a directory"),
+    (["--smoothing", "wb", "--valid", "{d}/train.txt", "--memory", "8G"], "leave out --memory for wb"),
+    (["--smoothing", "jm", "--memory", "8G"], "leave out --memory for jm"),
     (["--memory", "1K"], "--memory 1K is less than this process needs"),
 ])
 def test_cli_refusals_name_the_problem(tmp_path, capsys, args, msg):

@@ -180,7 +180,7 @@ def test_a_model_that_will_not_fit_where_it_goes_is_refused_before_it_is_written
     monkeypatch.setattr(spill.shutil, "disk_usage", lambda p: Usage(10 << 30, 10 << 30, 4096)
                         if str(p).startswith(str(tmp_path / "out")) else roomy(p))
     out = tmp_path / "out" / ("m" if "--binary" in extra else "m.arpa")
-    args = ["ngram", "train", "--train", str(train), "--order", "4", "--memory", "1G", "--temp-dir",
+    args = ["ngram", "train", "--train", str(train), "--order", "4", "--memory", "8G", "--temp-dir",
             str(tmp_path / "spill"), "-o", str(out), *extra]
     code, _, err = run_cli(args, capsys)
     assert_one_line_error(code, err, f"{out}: not enough free space for the model ({when})", out)
@@ -201,7 +201,7 @@ def test_the_output_estimate_is_near_the_file_it_sizes(tmp_path, capsys):
     for binary in (False, True):
         out = tmp_path / ("m" if binary else "m.arpa")
         run = ["--binary"] if binary else []
-        assert run_cli(["ngram", "train", "--train", str(train), "--order", "3", "--memory", "1G", "-o", str(out),
+        assert run_cli(["ngram", "train", "--train", str(train), "--order", "3", "--memory", "8G", "-o", str(out),
                         *run], capsys)[0] == 0
         counts = [len(t.keys) for t in read_arpa(str(tmp_path / "m.arpa")).tables] if binary else \
             [len(t.keys) for t in read_arpa(str(out)).tables]
