@@ -40,7 +40,7 @@ BASE = ("--model", "gru", "--device", "cpu", "--threads", "1")
 QUICK = ("-d", "16", "--hidden", "32", "--epochs", "1")
 #: bumped when an objective's defaults change, so that a run of the old defaults is not reused
 VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5000", "is": "true-term",
-            "nce": "shared-1000", "blackout": "shared-1000-power-0.4",
+            "nce": "shared-1000", "blackout": "shared-1000-power-0.4", "css-is": "shared-3000",
             "class": "auto-classes-by-class-components-4",
             "hsm": "auto-classes-arity-128-components-4-sparse-nodes-tied-class-heads"}
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
