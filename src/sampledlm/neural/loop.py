@@ -42,13 +42,10 @@ import dataclasses
 import json
 import math
 import os
-import random
 import signal
 import sys
-import threading
 import time
 from typing import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -58,6 +55,8 @@ from tqdm import tqdm
 from . import rundir as runs
 from ..config import said
 from ..errors import TrainingInterrupted, UserError
+from .run_state import (TrainState, interrupt_flag, optimizer_from_files, optimizer_to_files,  # noqa: F401
+                        rng_from_files, rng_to_files, seed_everything)
 from .lm import perplexity
 from ..progress import announced, bar, enabled as progress_enabled
 from ..objectives.normaliser import sum_precision
@@ -71,61 +70,6 @@ from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, pro
 
 LOG_SECONDS = 60.0  # off a terminal (no progress bar), a progress line at most this often
 PLOT_EVERY_S = 60.0  # the learning-curve plot is redrawn at most this often (and when training ends)
-
-
-@dataclass
-class TrainState:
-    """Everything besides tensors that a checkpoint holds."""
-
-    epoch: int = 0  # current epoch (0-based)
-    batch: int = 0  # next batch index within the epoch
-    step: int = 0  # optimiser steps so far
-    lr: float = 0.0
-    best_valid: float = math.inf
-    halvings: int = 0
-    done: bool = False
-    finalized: bool = False
-    loss_sum: float = 0.0  # sum over this epoch's steps of loss * predictions
-    loss_count: int = 0
-    epoch_tokens: int = 0
-    epoch_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    cpu_seconds: float = 0.0  # the training process's CPU time (all its threads), validation included
-    metrics: list = field(default_factory=list)
-
-
-# --- optimiser -----------------------------------------------------------------------------
-
-
-def seed_everything(seed: int, epoch: int, rank: int = 0) -> None:
-    """Seed torch (every device), numpy and Python from ``(seed, epoch)``, and the rank under torchrun
-    (rank 0 draws what a single process draws)."""
-    s = (seed * 1_000_003 + epoch + rank * 7_919_993) % (2**31)
-    torch.manual_seed(s)
-    np.random.seed(s)
-    random.seed(s)
-
-
-# --- interrupts ----------------------------------------------------------------------------
-@contextlib.contextmanager
-def interrupt_flag():
-    """Turn SIGINT/SIGTERM into a flag the loop checks after each step (main thread only)."""
-    flag = {"set": False}
-    if threading.current_thread() is not threading.main_thread():
-        yield flag
-        return
-
-    def handler(signum, frame):
-        if flag["set"]:  # a second Ctrl-C: stop at once
-            raise KeyboardInterrupt
-        flag["set"] = flag["signal"] = signum
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield flag
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 # --- the trainer ---------------------------------------------------------------------------
@@ -171,7 +115,7 @@ class Trainer:
 
     # --- checkpoints ---
     def save_checkpoint(self) -> None:
-        rng_tensors, rng_meta = runs.rng_to_files(self.device)
+        rng_tensors, rng_meta = rng_to_files(self.device)
         if self.carry is not None:
             for i, t in enumerate(self.carry if isinstance(self.carry, tuple) else (self.carry,)):
                 rng_tensors[f"carry/{i}"] = t.detach().cpu()
@@ -185,7 +129,7 @@ class Trainer:
             rng_meta = dict(rng_meta, world=self.ranks.world, ranks={str(r): m for r, (_, m) in enumerate(parts) if r})
             for r, (t, _) in enumerate(parts[1:], 1):
                 rng_tensors.update({f"rank{r}/{k}": v for k, v in t.items()})
-        opt_tensors, opt_meta = runs.optimizer_to_files(self.optimizers)
+        opt_tensors, opt_meta = optimizer_to_files(self.optimizers)
         files = {
             "model.safetensors": self.model.state_dict(),
             "objective.safetensors": self.objective.state_dict(),
@@ -214,7 +158,7 @@ class Trainer:
             f = os.path.join(path, f"{name}.safetensors")
             runs.load_state_into(module, runs.load_tensors(f)[0], f)
         f = os.path.join(path, "optimizer.safetensors")
-        runs.optimizer_from_files(self.optimizers, runs.load_tensors(f)[0],
+        optimizer_from_files(self.optimizers, runs.load_tensors(f)[0],
                                   runs.read_json(os.path.join(path, "optimizer.json")), f)
         rng_tensors, _ = runs.load_tensors(os.path.join(path, "rng.safetensors"))
         rng_meta = runs.read_json(os.path.join(path, "rng.json"))
@@ -226,7 +170,7 @@ class Trainer:
             prefix = f"rank{self.ranks.rank}/"
             rng_tensors = {k[len(prefix):]: v for k, v in rng_tensors.items() if k.startswith(prefix)}
             rng_meta = rng_meta["ranks"][str(self.ranks.rank)]
-        runs.rng_from_files(rng_tensors, rng_meta, self.device)
+        rng_from_files(rng_tensors, rng_meta, self.device)
         if self.scaler is not None and rng_meta.get("grad_scaler"):
             self.scaler.load_state_dict(rng_meta["grad_scaler"])
         # "rnn_state/" in checkpoints written before the model owned its carried state

@@ -13,7 +13,7 @@ from ..data.textio import atomic_write
 def progress_line(st, batches: int, epochs: int, max_steps: int = 0, max_time: float = 0.0, clock: str = "wall") -> str:
     """The training's progress line off a terminal (a log, ``nohup``): the epoch's share, running loss and speed,
     time spent and the time left, of the epoch and of the run (validation not counted; a plateau schedule may stop
-    sooner). ``st``: the loop's :class:`~.loop.TrainState`, ``batches`` per epoch. Where a budget (``max_steps``,
+    sooner). ``st``: the loop's :class:`~.run_state.TrainState`, ``batches`` per epoch. Where a budget (``max_steps``,
     ``max_time`` seconds on ``clock``) ends the run first, the run's time left is the budget's and names it; where
     it ends within this epoch, the epoch's time left is not shown (the epoch will not reach its end)."""
     from tqdm import tqdm

@@ -37,7 +37,6 @@ import os
 import shutil
 import sys
 
-import numpy as np
 import torch
 
 from ..data.vocab import Vocab
@@ -428,68 +427,3 @@ def check_memory_room(optimizers: list[torch.optim.Optimizer], model_bytes: int,
         raise UserError(f"not enough memory for this run: its first step allocates {' and '.join(parts)} beside the "
                         f"model's {size(model_bytes)} of weights, and {size(available)} are {where}. Use "
                         f"{', '.join(advice)} or a machine with more memory")
-
-
-# --- optimizer and rng state as tensors + json -------------------------------------------------
-def optimizer_to_files(optimizers: list[torch.optim.Optimizer]) -> tuple[dict[str, torch.Tensor], dict]:
-    tensors: dict[str, torch.Tensor] = {}
-    meta: list[dict] = []
-    for i, opt in enumerate(optimizers):
-        sd = opt.state_dict()
-        scalars: dict[str, dict] = {}
-        for pid, st in sd["state"].items():
-            for k, v in st.items():
-                if torch.is_tensor(v):
-                    tensors[f"{i}/{pid}/{k}"] = v
-                else:
-                    scalars.setdefault(str(pid), {})[k] = v
-        meta.append({"type": type(opt).__name__, "param_groups": sd["param_groups"], "scalars": scalars})
-    return tensors, {"optimizers": meta}
-
-
-def optimizer_from_files(optimizers: list[torch.optim.Optimizer], tensors: dict[str, torch.Tensor], meta: dict, path: str) -> None:
-    metas = meta.get("optimizers", [])
-    if len(metas) != len(optimizers):
-        raise UserError(f"{path}: optimizer state does not match the training options")
-    for i, (opt, m) in enumerate(zip(optimizers, metas)):
-        if m.get("type") != type(opt).__name__:
-            raise UserError(f"{path}: optimizer {m.get('type')} saved, {type(opt).__name__} configured")
-        state: dict[int, dict] = {}
-        for key, t in tensors.items():
-            j, pid, k = key.split("/", 2)
-            if int(j) == i:
-                state.setdefault(int(pid), {})[k] = t
-        for pid, sc in m.get("scalars", {}).items():
-            state.setdefault(int(pid), {}).update(sc)
-        try:
-            opt.load_state_dict({"state": state, "param_groups": m["param_groups"]})
-        except (ValueError, KeyError) as e:
-            raise UserError(f"{path}: optimizer state does not fit the model ({e})") from None
-
-
-def rng_to_files(device: torch.device | None = None) -> tuple[dict[str, torch.Tensor], dict]:
-    """Torch's (and on a GPU, that GPU's), numpy's and Python's random states as tensors + JSON."""
-    import random
-
-    np_state = np.random.get_state()
-    py_state = random.getstate()
-    tensors = {"torch": torch.get_rng_state(), "numpy_keys": torch.from_numpy(np_state[1].astype(np.int64))}
-    if device is not None and device.type == "cuda":
-        tensors["torch_cuda"] = torch.cuda.get_rng_state(device)
-    meta = {"numpy": [np_state[0], int(np_state[2]), int(np_state[3]), float(np_state[4])],
-            "python": [py_state[0], list(py_state[1]), py_state[2]]}
-    return tensors, meta
-
-
-def rng_from_files(tensors: dict[str, torch.Tensor], meta: dict, device: torch.device | None = None) -> None:
-    """Restore :func:`rng_to_files`' states (a GPU's only when resuming on a GPU: a run moved between
-    devices continues from the same weights, not the same random draws)."""
-    import random
-
-    torch.set_rng_state(tensors["torch"])
-    if device is not None and device.type == "cuda" and "torch_cuda" in tensors:
-        torch.cuda.set_rng_state(tensors["torch_cuda"], device)
-    name, pos, has_gauss, gauss = meta["numpy"]
-    np.random.set_state((name, tensors["numpy_keys"].numpy().astype(np.uint32), pos, has_gauss, gauss))
-    v, internal, g = meta["python"]
-    random.setstate((v, tuple(internal), g))

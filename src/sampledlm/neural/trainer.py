@@ -15,8 +15,9 @@ from ..config import said
 from ..errors import UserError
 from .distributed import Ranks
 
-from .loop import (DIVERGED_LOSS, LOG_SECONDS, PLOT_EVERY_S, Trainer, TrainingInterrupted, TrainState,  # noqa: F401
-                   diverged, interrupt_flag, seed_everything)
+from .loop import (DIVERGED_LOSS, LOG_SECONDS, PLOT_EVERY_S, Trainer, TrainingInterrupted,  # noqa: F401
+                   diverged)
+from .run_state import TrainState, interrupt_flag, seed_everything  # noqa: F401
 from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr  # noqa: F401
 from .reporting import open_tensorboard, plot_learning_curve  # noqa: F401
 from .train_options import LR_SCHEDULES, TB_EVERY, TrainOptions, stopped_by, train_options_for  # noqa: F401
