@@ -4,6 +4,7 @@ RUN/config.toml and --config RUN/config.toml repeats the run; a bad file is a on
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import run_cli
@@ -139,6 +140,26 @@ def test_a_recurrent_default_replaced_on_a_long_run_says_so(tiny_corpus, tmp_pat
     assert code == 0, err  # two steps are not above two
     assert f"lr = {short}  # --objective is on a gru\n" in \
         (tmp_path / "c" / "config.toml").read_text()
+
+
+def test_an_objective_option_replaced_on_a_long_run_says_so_and_a_given_one_stays(tiny_corpus, tmp_path, capsys,
+                                                                                   monkeypatch):
+    """CSS-IS's samples: 3,000 on PTB's short run, 1,000 over 20,000 steps (where the CPU budget ends the run)."""
+    from sampledlm.objectives.sampled import CSSImportance
+
+    monkeypatch.setattr(CSSImportance, "sequence_train_long", ((2, {"samples": 7}, "measured over 2 steps"),))
+    base = ["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]), "--model", "gru",
+            "--objective", "css-is", "--embed-dim", "8", "--hidden", "16", "-b", "2", "--bptt", "5", "--max-steps", "3"]
+    code, _, err = run_cli([*base, "-o", str(tmp_path / "a")], capsys)
+    assert code == 0, err
+    assert re.search(r"--objective css-is on a gru over \d+ steps: --samples 7 \(not 3000\) \(measured over 2 steps\)",
+                     err), err
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["objective"]["options"]["samples"] == 7
+    assert re.search(r"samples = 7  # --objective css-is on a gru over \d+ steps\n",
+                     (tmp_path / "a" / "config.toml").read_text())
+    code, _, err = run_cli([*base, "--samples", "5", "-o", str(tmp_path / "b")], capsys)
+    assert code == 0 and "--samples 7" not in err, err
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["objective"]["options"]["samples"] == 5
 
 
 def test_a_relative_path_in_a_config_file_that_does_not_exist_is_named_with_its_line(tmp_path, capsys, monkeypatch):

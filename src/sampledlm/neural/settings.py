@@ -137,26 +137,28 @@ def planned_steps(train_path: str, vocab, opts, train_opts) -> int:
     return min(steps, train_opts.max_steps) if train_opts.max_steps else steps
 
 
-def _long_run_defaults(cls, steps_of, what: str, train_opts, given: dict, notes: list[str] | None,
+def _long_run_defaults(cls, steps_of, what: str, train_opts, obj_opts: dict, given: dict, notes: list[str] | None,
                        sources: dict | None):
-    """``train_opts`` with the objective's :attr:`~.OutputObjective.sequence_train_long` settings (a recurrent
-    default measured on a short run, replaced on a long one) for a run of ``steps_of()`` planned steps (counted only
-    when the objective has such settings; ``steps_of`` False: not a recurrent run), each where the user gave none
-    (``given``), said in ``notes`` and ``sources`` as ``what`` ("--objective is on a gru") over so many steps."""
+    """``(train_opts, obj_opts)`` with the objective's :attr:`~.OutputObjective.sequence_train_long` settings (a
+    recurrent default measured on a short run, replaced on a long one: a training setting such as the rate, or one of
+    the objective's options such as its samples) for a run of ``steps_of()`` planned steps (counted only when the
+    objective has such settings; ``steps_of`` False: not a recurrent run), each where the user gave none (``given``),
+    said in ``notes`` and ``sources`` as ``what`` ("--objective is on a gru") over so many steps."""
     if not steps_of or not cls.sequence_train_long:
-        return train_opts
+        return train_opts, obj_opts
     steps = steps_of()
     values, why = cls.sequence_train_for_steps(steps)
     long = {k: v for k, v in values.items() if not _given(given.get(k))}
     if not long:
-        return train_opts
-    short = {k: getattr(train_opts, k) for k in long}
+        return train_opts, obj_opts
+    short = {k: getattr(train_opts, k) if k in TRAIN_FIELDS else obj_opts.get(k) for k in long}
     where = f"{what} over {steps:,} steps"
     _note(notes, f"{where}: " + " ".join(f"{setting_value(k, v)} (not {short[k]})" for k, v in long.items())
           + f" ({why})")
     if sources is not None:
         sources.update({k: where for k in long})
-    return dataclasses.replace(train_opts, **long)
+    train = {k: v for k, v in long.items() if k in TRAIN_FIELDS}
+    return dataclasses.replace(train_opts, **train), {**obj_opts, **{k: v for k, v in long.items() if k not in train}}
 
 
 def _model_flags(model_type: str, context_size: int | None, flags: dict) -> dict:
@@ -242,8 +244,9 @@ def build_config(opts, train_path, valid_path, vocab_path, min_count, max_size, 
     spec = complete_spec(spec, dataclasses.asdict(train_opts))
     obj_opts = {k: (list(v) or None) if isinstance(v := flags.get(k), tuple) else v for k in OBJECTIVE_FIELDS}
     vocab = _vocabulary(train_path, vocab_path, opts, min_count, max_size, notes)
-    train_opts = _long_run_defaults(cls, recurrent and (lambda: planned_steps(train_path, vocab, opts, train_opts)),
-                                    f"--objective {objective} on a {model_type}", train_opts, before, notes, sources)
+    train_opts, obj_opts = _long_run_defaults(
+        cls, recurrent and (lambda: planned_steps(train_path, vocab, opts, train_opts)),
+        f"--objective {objective} on a {model_type}", train_opts, obj_opts, before, notes, sources)
     _whole_vocabulary_note(cls, objective, len(vocab), notes)
     fields = {f.name: f for f in dataclasses.fields(cls.Options)} if getattr(cls, "Options", None) else {}
     default = obj_opts.get("samples") if obj_opts.get("samples") is not None else \

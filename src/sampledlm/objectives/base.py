@@ -103,10 +103,11 @@ class OutputObjective(nn.Module):
     #: its options' recurrent defaults are in :attr:`Options`. ``sequence_why`` says why, in the note printed.
     sequence_train: ClassVar[dict] = {}
     sequence_why: ClassVar[str] = ""
-    #: Training settings that replace :attr:`sequence_train`'s on a recurrent trunk for a long run:
-    #: ``(above, {setting: value}, why)`` entries, the one with the largest ``above`` below the run's planned optimiser
-    #: steps (epochs x steps an epoch, or ``--max-steps``) applying, each setting only where the user gave none (a
-    #: rate chosen on PTB's 6,640-step run that loses over a run ten times as long).
+    #: Settings that replace the recurrent defaults (:attr:`sequence_train`'s, or an option's ``recurrent`` default)
+    #: for a long run: ``(above, {setting: value}, why)`` entries, the one with the largest ``above`` below the run's
+    #: planned optimiser steps (epochs x steps an epoch, or ``--max-steps``) applying, each setting only where the user
+    #: gave none (a rate chosen on PTB's 6,640-step run that loses over a run ten times as long; samples worth their
+    #: cost over a few passes of a small text, not where the CPU budget, not the text, ends the run).
     sequence_train_long: ClassVar[tuple] = ()
     #: Derived from :attr:`Options` and :attr:`sequence_train` (never written by hand): every setting this objective
     #: takes on a recurrent trunk (``NeuralScorer.sequence_model``) where the user gave none, and

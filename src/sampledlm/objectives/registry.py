@@ -71,6 +71,10 @@ def option_help() -> dict[str, dict]:
         text = ("; ".join(f"{s} ({', '.join(n)})" for s, n in plain) if len(plain) > 1 else plain[0][0])
         if recurrent:
             text += "; on recurrent models " + ", ".join(f"{s} ({', '.join(n)})" for s, n in recurrent)
+        longer = [f"{_show(values[option])} ({name}) over {above:,} steps" for name, cls in OBJECTIVES.items()
+                  for above, values, _ in cls.sequence_train_long if option in values]
+        if longer:
+            text += "; " + ", ".join(longer)
         out[option]["help"] = out[option]["help"] + f" [default: {text}]"
     return out
 
