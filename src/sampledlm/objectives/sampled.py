@@ -270,10 +270,10 @@ class CSSImportance(SampledObjective):
     name = "css-is"
     Options = CSSOptions
     sequence_train = {"lr": 0.008}
-    sequence_why = ("PTB GRU-256, 8 epochs at lr 0.008 (the lr grid's rate at 1,000 draws, docs/results/lr-grid.md), "
-                    "one seed each: 3,000 shared draws give valid 97.04, test 92.10, in 1.2x the CPU seconds of "
-                    "1,000 (98.75 / 93.71); 2,000 98.10 / 93.04, 6,000 97.33 / 91.64 in 1.9x (since 2026-12-01, "
-                    "was 1,000); the softmax's 92.01 at its own best rate (0.004)")
+    sequence_why = ("PTB GRU-256, 8 epochs, each rate of 0.001-0.016 tried with 3,000 shared draws "
+                    "(docs/results/lr-grid.md): 0.008 gives valid 97.04, test 92.10 (0.004 97.71, 0.016 109.98), "
+                    "against the softmax's 92.01 at its own best rate (0.004); 1,000 draws at 0.008 98.75 / 93.71 in "
+                    "0.83x the CPU seconds, 6,000 97.33 / 91.64 in 1.6x (since 2026-12-01, was 1,000)")
     sequence_train_long = ((20_000, {"lr": 0.002, "samples": 1000},
                             "over the first epoch of a 4-epoch cosine run of about 96,000 steps on 26.6M words of "
                             "Wikipedia at V = 485k with 1,000 shared draws: 0.008 diverged, 0.004 248.74, 0.002 231.05 "
