@@ -237,3 +237,43 @@ def test_clustering_with_progress_says_what_it_does_off_a_terminal(capsys, monke
     monkeypatch.setenv("SAMPLEDLM_NO_PROGRESS", "1")
     exchange_classes(ids, 50, 5, iterations=3, progress=True)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("stop_after", [1, 2])
+def test_clustering_stopped_between_passes_resumes_to_the_same_classes(tmp_path, monkeypatch, stop_after):
+    """A run stopped while clustering (``--word-classes auto``) keeps the state of its last whole pass and takes it
+    up there: the passes already done are not run again, and the classes equal an uninterrupted search's; the pass
+    state is gone once the classes are cached, and a damaged one is passed by."""
+    from sampledlm.data import clusters
+
+    monkeypatch.setenv("SAMPLEDLM_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(3)
+    ids = np.concatenate([two_topic_stream(seed=2), rng.integers(0, 40, 3000)])
+    passes = []
+    whole = exchange_classes(ids, 40, 6, report=lambda it, moved: passes.append(it))
+    assert len(passes) > stop_after, "the search must need more passes than the stop leaves"
+    real = clusters.exchange_classes
+
+    def stopped(*a, **k):
+        def stop(done, cls):
+            k_checkpoint(done, cls)
+            if done == stop_after:
+                raise KeyboardInterrupt
+
+        k_checkpoint = k["checkpoint"]
+        return real(*a, **{**k, "checkpoint": stop})
+
+    monkeypatch.setattr(clusters, "exchange_classes", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        clusters.cached_exchange_classes(ids, 40, 6)
+    (state,) = (tmp_path / "cache" / "word-classes").iterdir()
+    assert state.name.endswith(".pass.npz")
+    resumed_from = []
+    monkeypatch.setattr(clusters, "exchange_classes",
+                        lambda *a, **k: resumed_from.append(k["resume"][0]) or real(*a, **k))
+    assert np.array_equal(clusters.cached_exchange_classes(ids, 40, 6), whole)
+    assert resumed_from == [stop_after]
+    assert [p.name.endswith(".npy") for p in (tmp_path / "cache" / "word-classes").iterdir()] == [True]
+    damaged = tmp_path / "cache" / "word-classes" / "x.pass.npz"
+    damaged.write_bytes(b"PK\x03\x04 cut short")
+    assert clusters._read_pass_state(str(damaged), 40, 6) is None

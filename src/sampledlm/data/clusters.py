@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+import zipfile
 
 import numpy as np
 
@@ -87,12 +88,16 @@ def class_bigram_perplexity(ids: np.ndarray, cls: np.ndarray) -> float:
 
 
 def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=None, iterations: int = 20,
-                     report=None, progress: bool = False) -> np.ndarray:
+                     report=None, progress: bool = False, resume=None, checkpoint=None) -> np.ndarray:
     """Word classes ``int64 [V]`` (``0 .. C-1``) of the id stream ``ids`` by the exchange algorithm.
 
     ``counts [V]`` orders the words (decreasing; default: counts in ``ids``); ``report(iteration,
     moved)`` is called after each pass; ``progress``: a bar a pass on stderr (:mod:`sampledlm.progress`) counting
     each word's distinct bigrams, both sides (what its turn costs). ``num_classes`` is capped at V.
+
+    ``checkpoint(passes_done, cls)`` is called after each pass that does not end the search, and
+    ``resume=(passes_done, cls)`` starts from such a state: every count the passes keep is a function of the
+    assignment alone, so a resumed search ends with the classes an uninterrupted one would have found.
     """
     v = int(num_words)
     c_total = max(1, min(int(num_classes), v))
@@ -102,13 +107,17 @@ def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=N
     order = np.argsort(-np.asarray(counts, dtype=np.float64), kind="stable").astype(np.int64)
     cls = np.empty(v, dtype=np.int64)
     cls[order] = np.arange(v) % c_total
-    if len(ids) < 2 or c_total == 1:
+    done = 0
+    if resume is not None:
+        done, cls = int(resume[0]), np.array(resume[1], dtype=np.int64)
+    if len(ids) < 2 or c_total == 1 or done >= iterations:
         return cls
     if progress:
         from ..progress import say
 
+        again = f" (resumed after pass {done})" if done else ""
         say(f"word classes: counting the bigrams of {len(ids):,} tokens (V = {v:,}, C = {c_total:,}), then up to "
-            f"{iterations} exchange passes")
+            f"{iterations} exchange passes{again}")
     (r_ptr, r_nbr, r_cnt), (l_ptr, l_nbr, l_cnt) = bigram_tables(ids, v)
     u_right = np.diff(np.concatenate([[0], np.cumsum(r_cnt)])[r_ptr])  # each word's count as first word
     u_left = np.diff(np.concatenate([[0], np.cumsum(l_cnt)])[l_ptr])  # ... and as second word
@@ -123,7 +132,7 @@ def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=N
     order = order[neighbours[order] > 0]  # a word not in the text never moves (every class gains it nothing)
     stretches = pass_stretches(neighbours[order])
     weights = [int(neighbours[order[lo:hi]].sum()) for lo, hi in stretches]
-    for it in range(1, iterations + 1):
+    for it in range(done + 1, iterations + 1):
         moved = 0
         with progress_bar(progress, int(neighbours.sum()), f"word classes (exchange pass {it} of at most {iterations})") as pb:
             for (lo, hi), weight in zip(stretches, weights):
@@ -134,6 +143,8 @@ def exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=N
             report(it, int(moved))
         if moved < MIN_MOVED * v:
             break
+        if checkpoint is not None and it < iterations:
+            checkpoint(it, cls)
     return cls
 
 
@@ -147,8 +158,9 @@ def cached_exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, c
     ``~/.cache/sampledlm``) under a hash of everything that decides the classes: the id stream's bytes, V, C,
     the counts that order the words, the passes and :data:`ALGORITHM_VERSION`. ``--word-classes auto`` clusters a
     text once: the rates a tuning run tries, a resumed-from-scratch run, and class and hsm on the same text reuse
-    the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). A cache that cannot be read or written
-    is passed by: the classes are then computed."""
+    the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). The search's state after each pass is
+    kept beside (``KEY.pass.npz``), so a run stopped while clustering takes it up at the pass it had reached. A
+    cache that cannot be read or written is passed by: the classes are then computed."""
     import hashlib
 
     from .corpus import cache_dir
@@ -158,20 +170,47 @@ def cached_exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, c
     h.update(memoryview(ids).cast("B") if ids.size else b"")
     h.update(np.asarray([] if counts is None else counts, dtype=np.float64).tobytes())
     path = os.path.join(cache_dir(), "word-classes", f"{h.hexdigest()[:24]}.npy")
+    partial = path[: -len(".npy")] + ".pass.npz"
     try:
         cls = np.load(path)
         if cls.shape == (int(num_words),) and cls.dtype == np.int64:
             return cls
     except (OSError, ValueError):
         pass
-    cls = exchange_classes(ids, num_words, num_classes, counts, iterations=iterations, progress=progress)
+    cls = exchange_classes(ids, num_words, num_classes, counts, iterations=iterations, progress=progress,
+                           resume=_read_pass_state(partial, int(num_words), int(num_classes)),
+                           checkpoint=lambda done, state: _save_quietly(partial, passes=done, cls=state))
+    _save_quietly(path, cls=cls)
+    try:
+        os.remove(partial)
+    except OSError:
+        pass
+    return cls
+
+
+def _read_pass_state(path: str, num_words: int, num_classes: int):
+    """``(passes done, classes)`` from a pass-state file, or None when there is none or it is not a whole one."""
+    try:
+        with np.load(path) as f:
+            done, cls = int(f["passes"]), np.array(f["cls"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    ok = cls.shape == (num_words,) and cls.dtype == np.int64 and done > 0
+    return (done, cls) if ok and cls.min(initial=0) >= 0 and cls.max(initial=0) < num_classes else None
+
+
+def _save_quietly(path: str, cls: np.ndarray, passes=None) -> None:
+    """Write ``cls`` (``.npy``) or ``cls`` and ``passes`` (``.npz``) atomically; a cache that cannot take it is
+    passed by."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with atomic_write(path, "wb") as f:
-            np.save(f, cls)
+            if passes is None:
+                np.save(f, cls)
+            else:
+                np.savez(f, cls=cls, passes=np.int64(passes))
     except (OSError, UserError):
         pass
-    return cls
 
 
 def pass_stretches(cost: np.ndarray, parts: int = 100) -> list[tuple[int, int]]:
