@@ -75,3 +75,14 @@ def test_the_learning_rate_help_gives_each_model_and_objective_default():
 def test_the_description_no_longer_says_the_rate_is_halved_for_every_model():
     text = _help()
     assert "halved when it stops improving" not in text and "Transformer" in text
+
+
+def test_the_training_flags_help_holds_only_training_settings_long_run_values():
+    """A long-run default of an objective option (css-is's samples) is said in that option's help, not collected
+    among the training settings' (where it would name no flag)."""
+    from sampledlm.cli.neural import _objective_train_defaults
+    from sampledlm.neural.settings import TRAIN_FIELDS
+
+    collected = _objective_train_defaults()
+    assert collected and set(collected) <= set(TRAIN_FIELDS)
+    assert "css-is over 20,000 steps" in collected["lr"]

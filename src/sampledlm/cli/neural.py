@@ -36,7 +36,8 @@ def _objective_train_defaults() -> dict[str, str]:
     for name, cls in OBJECTIVES.items():
         for above, values, _ in cls.sequence_train_long:
             for key, value in values.items():
-                longer.setdefault(key, []).append(f"--objective {name} over {above:,} steps: {value}")
+                if key in TRAIN_FIELDS:  # an objective option's long-run value is in that option's own help
+                    longer.setdefault(key, []).append(f"--objective {name} over {above:,} steps: {value}")
     return {key: "; ".join([*(f"--objective {', '.join(names)} on recurrent models: {value}"
                               for value, names in by.get(key, {}).items()), *longer.get(key, [])])
             for key in {*by, *longer}}
