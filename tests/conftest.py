@@ -96,6 +96,15 @@ except ImportError:  # hypothesis is in the test extra; without it the fuzz test
 
 # --- caches ------------------------------------------------------------------------------------------------------
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """No test reads or writes the user's cache (``~/.cache/sampledlm``): id streams, word classes, parsed ARPA files
+    and bench runs go to one folder of the test session (a test that needs its own asks for ``private_cache``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SAMPLEDLM_CACHE", str(tmp_path_factory.mktemp("session-cache")))
+        yield
+
+
 @pytest.fixture
 def private_cache(tmp_path, monkeypatch) -> pathlib.Path:
     """Parsed-ARPA, corpus and bench caches go to tmp_path/cache, not the user's (``SAMPLEDLM_CACHE``)."""

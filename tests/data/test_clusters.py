@@ -277,3 +277,18 @@ def test_clustering_stopped_between_passes_resumes_to_the_same_classes(tmp_path,
     damaged = tmp_path / "cache" / "word-classes" / "x.pass.npz"
     damaged.write_bytes(b"PK\x03\x04 cut short")
     assert clusters._read_pass_state(str(damaged), 40, 6) is None
+
+
+def test_classes_command_reuses_a_finished_clustering(tmp_path, run_in_process, private_cache):
+    """`sampledlm classes` goes through the classes' cache: the same text and settings a second time write the same
+    file without clustering again, and say so; other settings cluster anew."""
+    from helpers import write_word_corpus
+
+    write_word_corpus(tmp_path / "train.txt", 80, 1)
+    first = run_in_process("classes", "train.txt", "--classes", "4", "-o", "a.txt", cwd=tmp_path)
+    assert first.returncode == 0 and "pass 1:" in first.stderr, first.stderr
+    again = run_in_process("classes", "train.txt", "--classes", "4", "-o", "b.txt", cwd=tmp_path)
+    assert again.returncode == 0 and "already cached" in again.stderr and "pass 1:" not in again.stderr
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text()
+    other = run_in_process("classes", "train.txt", "--classes", "3", "-o", "c.txt", cwd=tmp_path)
+    assert other.returncode == 0 and "pass 1:" in other.stderr

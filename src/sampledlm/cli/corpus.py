@@ -117,7 +117,7 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     """
     import math
 
-    from ..data.clusters import class_bigram_perplexity, exchange_classes, write_word_classes
+    from ..data.clusters import cached_exchange_classes, class_bigram_perplexity, write_word_classes
     from ..data.corpus import build_vocab, load_ids
     from ..data.textio import check_writable
     from ..data.vocab import Vocab
@@ -154,7 +154,8 @@ def classes(train, output, num_classes, vocab_path, min_count, max_size, iterati
     def report(it, moved):
         click.echo(f"pass {it}: {moved:,} of {len(vocab):,} words moved", err=True)
 
-    cls = exchange_classes(ids, len(vocab), c, counts, iterations=iterations, report=report, progress=True)
+    # cached: a clustering stopped part way takes up at its last whole pass, and one already done is not redone
+    cls = cached_exchange_classes(ids, len(vocab), c, counts, iterations=iterations, progress=True, report=report)
     write_word_classes(output, vocab.words, cls, counts)
     ppl = class_bigram_perplexity(ids, cls)
     click.echo(f"{int(cls.max()) + 1} class{'' if cls.max() == 0 else 'es'} over {len(vocab):,} words; TRAIN's perplexity under their class "

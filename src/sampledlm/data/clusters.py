@@ -153,12 +153,12 @@ ALGORITHM_VERSION = 1
 
 
 def cached_exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, counts=None,
-                            iterations: int = 20, progress: bool = False) -> np.ndarray:
+                            iterations: int = 20, progress: bool = False, report=None) -> np.ndarray:
     """:func:`exchange_classes`, kept in the cache of id streams (``$SAMPLEDLM_CACHE``, default
     ``~/.cache/sampledlm``) under a hash of everything that decides the classes: the id stream's bytes, V, C,
     the counts that order the words, the passes and :data:`ALGORITHM_VERSION`. ``--word-classes auto`` clusters a
-    text once: the rates a tuning run tries, a resumed-from-scratch run, and class and hsm on the same text reuse
-    the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). The search's state after each pass is
+    text once: the rates a tuning run tries, a resumed-from-scratch run, ``sampledlm classes``, and class and hsm on
+    the same text reuse the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). The search's state after each pass is
     kept beside (``KEY.pass.npz``), so a run stopped while clustering takes it up at the pass it had reached. A
     cache that cannot be read or written is passed by: the classes are then computed."""
     import hashlib
@@ -174,11 +174,15 @@ def cached_exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, c
     try:
         cls = np.load(path)
         if cls.shape == (int(num_words),) and cls.dtype == np.int64:
+            if progress:
+                from ..progress import say
+
+                say(f"word classes: this text's clustering (C = {num_classes:,}) is already cached, in {path}")
             return cls
     except (OSError, ValueError):
         pass
     cls = exchange_classes(ids, num_words, num_classes, counts, iterations=iterations, progress=progress,
-                           resume=_read_pass_state(partial, int(num_words), int(num_classes)),
+                           report=report, resume=_read_pass_state(partial, int(num_words), int(num_classes)),
                            checkpoint=lambda done, state: _save_quietly(partial, passes=done, cls=state))
     _save_quietly(path, cls=cls)
     try:
