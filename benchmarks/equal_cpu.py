@@ -17,8 +17,11 @@ Protocol, from the lr-grid records alone (:mod:`.lr_grid`, ``benchmarks/notes/lr
 - a wider run that **diverges** (its last validation perplexity above :data:`DIVERGED` times its best, as CSS-IS's
   did at h 512 and 0.008) is trained once more at half its rate, the same width: a wider trunk can need a lower rate,
   and a blown-up run says nothing about the width; the page shows both runs;
+- the **1.5x trunk at half the row's rate** (every row, added on 2026-12-01): at the row's own rate the wider
+  trunks gained where that rate is 0.004 and lost or tied where it is 0.008, and a wider trunk trained by Adam
+  wants a smaller rate (Yang & Hu 2021 scale the hidden matrices' rate by 1 / width), so each row gets this try too;
 - of the row's candidates that fit the budget (its grid cell at the default epochs, the longer run, the wider
-  run), the one with the lowest validation perplexity is **chosen**, and its test perplexity (best validation
+  runs), the one with the lowest validation perplexity is **chosen**, and its test perplexity (best validation
   epoch, measured once) is the row's figure. The CPU seconds each run took are reported beside the budget; a run
   above :data:`OVER_BUDGET` of it is flagged and not chosen (cutting a cosine decay short would judge a model
   trained at a high rate, so runs are not cut).
@@ -341,6 +344,33 @@ def train_narrow(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
                                                       "epochs_planned": len(entry["cell"]["epochs"])})
 
 
+def half_records(entry: dict, records: list[dict]) -> list[dict]:
+    """The records of the row's narrowest wider trunk at half its rate (kind ``wide-half``)."""
+    want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
+    return [rec for rec in records if rec.get("kind") == "wide-half"
+            and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+
+
+def half_done(entry: dict, records: list[dict]) -> dict | None:
+    found = half_records(entry, records)
+    return found[-1] if found else None
+
+
+def half_run(entry: dict) -> lmruns.Run:
+    """The narrowest wider trunk at half the row's rate, its default epochs."""
+    row, width, lr = entry["row"], widths(entry["row"])[0], entry["lr"] / 2
+    return lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(lr)}-h{width[0]}", wide_flags(entry, width, lr), version=row.version)
+
+
+def train_half(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
+               records: list[dict] | None = None) -> dict:
+    """Train :func:`half_run` and return its record."""
+    width = widths(entry["row"])[0]
+    return _record(st, entry, half_run(entry), budget_s, tokens,
+                   {"kind": "wide-half", "hidden": width[0], "embed": width[1], "run_lr": entry["lr"] / 2,
+                    "epochs_planned": len(entry["cell"]["epochs"])})
+
+
 def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, tokens: int, extra: dict) -> dict:
     """Train ``run`` and return its record; a run the trainer stops as diverged is recorded too (``failed``, no
     perplexities), so that it counts as run and is shown, not tried again at every start."""
@@ -394,6 +424,9 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         x["narrow"] = None if not narrow else {**_candidate(narrow[-1]), "hidden": narrow[-1]["hidden"],
                                                 "embed": narrow[-1]["embed"]}
         x["narrow_needed"] = bool(narrow) or wide_done(e, records) is None or narrow_needed(e, records)
+        half = half_done(e, records)
+        x["half"] = None if half is None else {**_candidate(half), "hidden": half["hidden"], "embed": half["embed"],
+                                               "lr": half["run_lr"]}
         x["chosen"] = choose(x, budget)
         rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
@@ -474,8 +507,9 @@ def _candidate(rec: dict) -> dict:
             "curve": _curve(rec), **({"failed": rec["failed"]} if rec.get("failed") else {})}
 
 
-#: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider)
-CANDIDATES = ("equal_epochs", "run", "wide", "narrow")
+#: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider),
+#: the narrowest wider trunk at half the rate
+CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half")
 
 
 def choose(row: dict, budget: float | None) -> str | None:
@@ -508,7 +542,8 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
     return f"{_p(c['best_valid'])} / {_p(c['test_ppl'])} ({c['cpu_s']:,.0f} s{', over budget' if over else ''})"
 
 
-LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x"}
+LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x",
+         "half": f"wider, {WIDEN[0]:g}x, half rate"}
 
 
 def render(data: dict) -> str:
@@ -532,7 +567,11 @@ def render(data: dict) -> str:
              f"- **wider, {WIDEN[0]:g}x**: where the widest trunk that fits is wider than {WIDEN[0]:g}x, the "
              f"{WIDEN[0]:g}x trunk as well, the same way (added on 2026-12-01, after the widest trunks of CSS-IS, "
              "BlackOut and hsm went unstable at their rates: one more try each for those rows, and for NCE, "
-             "whose widest trunk did not).", "",
+             "whose widest trunk did not);",
+             f"- **wider, {WIDEN[0]:g}x, half rate**: the {WIDEN[0]:g}x trunk at half the row's rate, every row (added "
+             "on 2026-12-01: at the row's own rate the wider trunks gained where that rate is 0.004 and lost or tied "
+             "where it is 0.008; Adam on a wider trunk wants a smaller rate, Yang & Hu 2021 scaling the hidden "
+             "matrices' by 1 / width).", "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
@@ -559,11 +598,14 @@ def render(data: dict) -> str:
                                                         + ("; diverged, again at half the rate: not yet run"
                                                            if w.get("blew_up") and not w.get("run_lr") else "")),
                      _narrow_text(x, budget, pending),
+                     _cell_text(x.get("half"), budget, pending) + (
+                         f" [h {x['half']['hidden']}, lr {lr_grid.fmt(x['half']['lr'])}]" if x.get("half") else ""),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
                      + (" so far" if x.get("resize_pending") else "")])
-    lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x", "chosen", "test",
+    lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x",
+                        f"{WIDEN[0]:g}x, half rate", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
               "factor 2 beyond the grid where the chosen rate sits at its edge): a run at a rate the grid then "
@@ -644,6 +686,10 @@ def figure(data: dict):
         if n.get("curve"):
             ax.plot([m["cpu_s"] for m in n["curve"]], [m["valid_ppl"] for m in n["curve"]], marker="d", ms=3,
                     ls=":", color=f"C{i % 10}", label=f"{name} wider (h {n['hidden']})")
+        hf = x.get("half") or {}
+        if hf.get("curve"):
+            ax.plot([m["cpu_s"] for m in hf["curve"]], [m["valid_ppl"] for m in hf["curve"]], marker="x", ms=4,
+                    ls="-.", color=f"C{i % 10}", label=f"{name} wider (h {hf['hidden']}, lr {lr_grid.fmt(hf['lr'])})")
     t = data.get("transformer") or {}
     c = (t.get("run") or {}).get("curve") or (t.get("grid_cell") or {}).get("curve") or []
     if c:
@@ -682,7 +728,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         entries.sort(key=lambda e: lr_grid.valid_of(e["cell"]))
         jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries
                 for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide),
-                                       (f"wider {WIDEN[0]:g}x", narrow_done, train_narrow))]
+                                       (f"wider {WIDEN[0]:g}x", narrow_done, train_narrow),
+                                       (f"wider {WIDEN[0]:g}x at half the rate", half_done, train_half))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs.append((t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]))

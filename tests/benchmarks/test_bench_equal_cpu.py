@@ -323,3 +323,31 @@ def test_the_narrowest_wider_trunk_is_tried_where_the_widest_that_fits_is_wider(
     assert row["chosen"] == "narrow" and row["narrow"]["test_ppl"] == 91.5  # the lowest validation wins
     page = equal_cpu.render(data)
     assert "wider, 1.5x" in page and "97.00 / 91.50" in page and "[h 384, d 304]" in page
+
+
+def test_every_row_tries_the_narrowest_wider_trunk_at_half_its_rate(monkeypatch):
+    """A wider trunk trained by Adam wants a smaller rate: each row's 1.5x trunk at half its rate is a candidate of
+    its own, whatever its other runs did, recorded apart from them and chosen like them."""
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = _nce_entry(grid, grid_recs)
+    assert equal_cpu.half_done(nce, []) is None
+    seen = {}
+    base = {"row": "gru nce", "lr": 0.008, "version": nce["row"].version, "flags": "x", "best_epoch": 8,
+            "cpu_s": 800.0, "budget_cpu_s": 1760.0,
+            "epochs": [{"epoch": i + 1, "valid_ppl": 100.0 - i, "cpu_s": 100.0 * (i + 1)} for i in range(8)]}
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, t, extra: seen.update(
+        name=run.name, options=run.options, extra=extra) or {**base, **extra, "best_valid": 93.0, "test_ppl": 88.0})
+    half = equal_cpu.train_half(None, nce, 1760.0, 929589, [])
+    assert seen["name"].startswith("eq-nce-0.004-h384") and seen["extra"]["kind"] == "wide-half"
+    assert ("--hidden", "384") == seen["options"][-6:-4] and seen["options"][-2:] == ("--lr", "0.004")
+    assert equal_cpu.half_done(nce, [half]) is half
+    assert equal_cpu.wide_done(nce, [half]) is None and equal_cpu.narrow_records(nce, [half]) == []
+    data = equal_cpu.summarise(grid, grid_recs, [half])
+    row = next(x for x in data["rows"] if x["name"] == "gru nce")
+    assert row["half"]["lr"] == 0.004 and row["chosen"] is None  # judged once a longer or widest run is in
+    wide = {**base, "kind": "wide", "hidden": 512, "embed": 400, "best_valid": 96.0, "test_ppl": 90.0}
+    row = next(x for x in equal_cpu.summarise(grid, grid_recs, [wide, half])["rows"] if x["name"] == "gru nce")
+    assert row["chosen"] == "half" and row["half"]["test_ppl"] == 88.0
+    page = equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [wide, half]))
+    assert "1.5x, half rate" in page and "93.00 / 88.00 (800 s) [h 384, lr 0.004]" in page
