@@ -154,8 +154,13 @@ def record_of(entry: dict, records: list[dict]) -> dict | None:
 def wide_records(entry: dict, records: list[dict]) -> list[dict]:
     """The records of the row's wider runs (or of its probes finding that no width fits) at its rate, oldest first
     (a retry at half the rate is recorded under the row's rate, with ``run_lr`` the rate it trained at)."""
+    return of_kind(entry, records, "wide")
+
+
+def of_kind(entry: dict, records: list[dict], kind: str) -> list[dict]:
+    """The records of ``kind`` of the row at its rate (and objective version), oldest first."""
     want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
-    return [rec for rec in records if rec.get("kind") == "wide"
+    return [rec for rec in records if rec.get("kind") == kind
             and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
 
 
@@ -302,9 +307,7 @@ def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
 
 def narrow_records(entry: dict, records: list[dict]) -> list[dict]:
     """The records of the row's narrowest wider trunk (:data:`WIDEN`'s first factor) at its rate."""
-    want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
-    return [rec for rec in records if rec.get("kind") == "wide-narrow"
-            and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+    return of_kind(entry, records, "wide-narrow")
 
 
 def narrow_needed(entry: dict, records: list[dict]) -> bool:
@@ -346,9 +349,7 @@ def train_narrow(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
 
 def half_records(entry: dict, records: list[dict]) -> list[dict]:
     """The records of the row's narrowest wider trunk at half its rate (kind ``wide-half``)."""
-    want = (entry["row"].name, lr_grid.fmt(entry["lr"]), entry["row"].version)
-    return [rec for rec in records if rec.get("kind") == "wide-half"
-            and (rec.get("row"), lr_grid.fmt(rec.get("lr", 0)), rec.get("version", "")) == want]
+    return of_kind(entry, records, "wide-half")
 
 
 def half_done(entry: dict, records: list[dict]) -> dict | None:
