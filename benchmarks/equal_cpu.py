@@ -742,7 +742,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                     waiting.append(e["row"].name)
                     click.echo(f"[equal-cpu] {e['row'].name}: waits for its lr-grid rate to settle", err=True)
             elif done(e, lr_grid.load_records(path)) is None:
-                click.echo(f"[equal-cpu] {e['row'].name} {what}, --lr {lr_grid.fmt(e['lr'])} "
+                click.echo(f"[equal-cpu] {e['row'].name} {what}, the row's rate {lr_grid.fmt(e['lr'])} "
                            f"(budget {budget:,.0f} CPU s)", err=True)
                 try:
                     lr_grid.append_record(path, fn(st, e, budget, tokens, lr_grid.load_records(path)))
