@@ -351,3 +351,32 @@ def test_every_row_tries_the_narrowest_wider_trunk_at_half_its_rate(monkeypatch)
     assert row["chosen"] == "half" and row["half"]["test_ppl"] == 88.0
     page = equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [wide, half]))
     assert "1.5x, half rate" in page and "93.00 / 88.00 (800 s) [h 384, lr 0.004]" in page
+
+
+def test_the_transformers_second_budget_run_differs_only_in_its_dropout(tmp_path, monkeypatch):
+    grid = lr_grid.rows(quick=False)
+    t_row = next(r for r in grid if r.name == "transformer softmax")
+    grid_recs = _grid_records(grid) + [_cell(t_row, lr, v, 2000.0, epochs=10) for lr, v in
+                                       ((0.0005, 110.0), (0.001, 104.0), (0.002, 108.0))]
+    t = equal_cpu.transformer_entry(grid, grid_recs)
+    drop = equal_cpu.with_dropout(t)
+    assert equal_cpu.flags(drop) == (*equal_cpu.flags(t), "--dropout", str(equal_cpu.TRANSFORMER_DROPOUT))
+    seen = {}
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, tk, extra: seen.setdefault("names", []).append(
+        run.name) or {})
+    for e in (t, drop):
+        equal_cpu.train_row(None, e, 10_800.0, 929589)
+    assert seen["names"][0] != seen["names"][1] and seen["names"][1].endswith("-drop0.5")
+
+    def rec(entry, valid, test):
+        return {"row": t_row.name, "lr": 0.001, "flags": " ".join(equal_cpu.flags(entry)), "version": "",
+                "epochs": [{"epoch": 1, "valid_ppl": valid, "cpu_s": 10_000.0}], "best_valid": valid, "best_epoch": 1,
+                "cpu_s": 10_000.0, "test_ppl": test}
+
+    only_drop = equal_cpu.summarise(grid, grid_recs, [rec(drop, 101.0, 93.0)])["transformer"]
+    assert only_drop["chosen"] == "run_dropout" and only_drop["run"] is None
+    data = equal_cpu.summarise(grid, grid_recs, [rec(t, 108.4, 98.7), rec(drop, 101.0, 93.0)])
+    assert data["transformer"]["chosen"] == "run_dropout"
+    page = equal_cpu.render(data)
+    assert "| dropout 0.5 | 93.00 |" in page and "the same with `--dropout 0.5`" in page
+    equal_cpu.figure(data)
