@@ -158,9 +158,9 @@ def cached_exchange_classes(ids: np.ndarray, num_words: int, num_classes: int, c
     ``~/.cache/sampledlm``) under a hash of everything that decides the classes: the id stream's bytes, V, C,
     the counts that order the words, the passes and :data:`ALGORITHM_VERSION`. ``--word-classes auto`` clusters a
     text once: the rates a tuning run tries, a resumed-from-scratch run, ``sampledlm classes``, and class and hsm on
-    the same text reuse the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). The search's state after each pass is
-    kept beside (``KEY.pass.npz``), so a run stopped while clustering takes it up at the pass it had reached. A
-    cache that cannot be read or written is passed by: the classes are then computed."""
+    the same text reuse the classes (at V = 485k a 6M-token text takes about 16 CPU-minutes). The search's state
+    after each pass is kept beside (``KEY.pass.npz``), so a run stopped while clustering takes it up at the pass it
+    had reached. A cache that cannot be read or written is passed by: the classes are then computed."""
     import hashlib
 
     from .corpus import cache_dir
