@@ -66,6 +66,9 @@ TRANSFORMER_BUDGET_S = 3 * 3600.0  # issue 55: the Transformer at or below the t
 #: (dropout on) against 108.4 on validation, flat from epoch 20; the softmax GRU had its own dropout tries (0.15,
 #: 0.35) on the quality page
 TRANSFORMER_DROPOUT = 0.5
+#: the longer runs' second try: their first validated worse than 8 epochs (overfitting at the default 0.25); 0.35 is
+#: the higher of the two dropouts the softmax GRU tried on the lr-grid page
+LONGER_DROPOUT = 0.35
 
 
 def chosen_cells(grid: list[lr_grid.Row], records: list[dict]) -> dict[str, dict]:
@@ -138,8 +141,30 @@ def transformer_entry(grid: list[lr_grid.Row], records: list[dict],
 
 def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
     """The same budget run with ``--dropout``: a run of its own (its flags, its run directory's name)."""
-    return {**entry, "extra_flags": (*entry["extra_flags"], "--dropout", f"{dropout:g}"), "tag": f"-drop{dropout:g}",
-            "dropout": dropout}
+    return {**entry, "extra_flags": (*entry.get("extra_flags", ()), "--dropout", f"{dropout:g}"),
+            "tag": f"-drop{dropout:g}", "dropout": dropout}
+
+
+def drop_entry(entry: dict, records: list[dict]) -> dict:
+    """The longer run at :data:`LONGER_DROPOUT`: its epochs, or where the longer run went over the budget, the
+    epochs its CPU seconds an epoch fit in the budget (never fewer than the default epochs)."""
+    first = record_of(entry, records)
+    if first and first.get("cpu_s") and first.get("budget_cpu_s") and first["cpu_s"] > first["budget_cpu_s"]:
+        ran = first["epochs"] if isinstance(first["epochs"], int) else len(first["epochs"])
+        fit = max(len(entry["cell"]["epochs"]), int(first["budget_cpu_s"] // (first["cpu_s"] / ran)))
+        entry = {**entry, "epochs": min(entry["epochs"], fit)}
+    return with_dropout(entry, LONGER_DROPOUT)
+
+
+def drop_done(entry: dict, records: list[dict]) -> dict | None:
+    """The record of the longer run at :data:`LONGER_DROPOUT`, or None while it has still to train."""
+    return record_of(drop_entry(entry, records), records)
+
+
+def train_drop(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
+               records: list[dict] | None = None) -> dict:
+    """Train :func:`drop_entry` and return its record."""
+    return train_row(st, drop_entry(entry, records or []), budget_s, tokens)
 
 
 def settled(row: lr_grid.Row, res: dict[float, dict]) -> bool:
@@ -440,6 +465,9 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         half = half_done(e, records)
         x["half"] = None if half is None else {**_candidate(half), "hidden": half["hidden"], "embed": half["embed"],
                                                "lr": half["run_lr"]}
+        drop = drop_done(e, records)
+        x["drop_epochs"] = drop_entry(e, records)["epochs"]
+        x["drop"] = None if drop is None else {**_candidate(drop), "dropout": LONGER_DROPOUT}
         x["chosen"] = choose(x, budget)
         rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
@@ -524,8 +552,8 @@ def _candidate(rec: dict) -> dict:
 
 
 #: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider),
-#: the narrowest wider trunk at half the rate
-CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half")
+#: the narrowest wider trunk at half the rate, the longer run at more dropout
+CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half", "drop")
 
 
 def choose(row: dict, budget: float | None) -> str | None:
@@ -559,7 +587,7 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
 
 
 LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x",
-         "half": f"wider, {WIDEN[0]:g}x, half rate"}
+         "half": f"wider, {WIDEN[0]:g}x, half rate", "drop": f"longer, dropout {LONGER_DROPOUT:g}"}
 
 
 def render(data: dict) -> str:
@@ -587,12 +615,17 @@ def render(data: dict) -> str:
              f"- **wider, {WIDEN[0]:g}x, half rate**: the {WIDEN[0]:g}x trunk at half the row's rate, every row (added "
              "on 2026-12-01: at the row's own rate the wider trunks gained where that rate is 0.004 and lost or tied "
              "where it is 0.008; Adam on a wider trunk wants a smaller rate, Yang & Hu 2021 scaling the hidden "
-             "matrices' by 1 / width).", "",
+             "matrices' by 1 / width);",
+             f"- **longer, dropout {LONGER_DROPOUT:g}**: the longer run again at dropout {LONGER_DROPOUT:g} "
+             "(added on 2026-12-01: the longer runs validated worse than the default epochs, their training "
+             "perplexity falling while validation rose, at the default dropout 0.25; the softmax had its own tries "
+             f"at 0.15 and {LONGER_DROPOUT:g} on the lr-grid page, its default 0.25 the best at its 8 epochs).", "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
              f"rates were chosen at the default epochs and width and not tuned again; dropout stays at its default "
-             f"(0.25) for the wider trunks, and the softmax got no tries on its own settings here. "
+             f"(0.25) but for the candidate that names it, and the softmax's own tries are those of the lr-grid "
+             f"page. "
              f"Data: {data['data'] or 'PTB'}.", "",
              "## At the softmax's CPU seconds", "",
              f"Target (issue 55): every row at or below the tuned softmax ({_p(soft['test_ppl'])}). Each candidate "
@@ -616,12 +649,13 @@ def render(data: dict) -> str:
                      _narrow_text(x, budget, pending),
                      _cell_text(x.get("half"), budget, pending) + (
                          f" [h {x['half']['hidden']}, lr {lr_grid.fmt(x['half']['lr'])}]" if x.get("half") else ""),
+                     _cell_text(x.get("drop"), budget, pending) + f" [{x['drop_epochs']} ep]",
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
                      + (" so far" if x.get("resize_pending") else "")])
     lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x",
-                        f"{WIDEN[0]:g}x, half rate", "chosen", "test",
+                        f"{WIDEN[0]:g}x, half rate", f"longer, dropout {LONGER_DROPOUT:g}", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
               "factor 2 beyond the grid where the chosen rate sits at its edge): a run at a rate the grid then "
@@ -712,6 +746,10 @@ def figure(data: dict):
         if hf.get("curve"):
             ax.plot([m["cpu_s"] for m in hf["curve"]], [m["valid_ppl"] for m in hf["curve"]], marker="x", ms=4,
                     ls="-.", color=f"C{i % 10}", label=f"{name} wider (h {hf['hidden']}, lr {lr_grid.fmt(hf['lr'])})")
+        dr = x.get("drop") or {}
+        if dr.get("curve"):
+            ax.plot([m["cpu_s"] for m in dr["curve"]], [m["valid_ppl"] for m in dr["curve"]], marker="v", ms=3,
+                    ls=(0, (1, 1)), color=f"C{i % 10}", label=f"{name} longer, dropout {dr['dropout']:g}")
     t = data.get("transformer") or {}
     d = (t.get("run_dropout") or {}).get("curve") or []
     if d:
@@ -755,7 +793,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries
                 for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide),
                                        (f"wider {WIDEN[0]:g}x", narrow_done, train_narrow),
-                                       (f"wider {WIDEN[0]:g}x at half the rate", half_done, train_half))]
+                                       (f"wider {WIDEN[0]:g}x at half the rate", half_done, train_half),
+                                       (f"longer at dropout {LONGER_DROPOUT:g}", drop_done, train_drop))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs += [(t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]),

@@ -380,3 +380,35 @@ def test_the_transformers_second_budget_run_differs_only_in_its_dropout(tmp_path
     page = equal_cpu.render(data)
     assert "| dropout 0.5 | 93.00 |" in page and "the same with `--dropout 0.5`" in page
     equal_cpu.figure(data)
+
+
+def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(monkeypatch):
+    """The longer runs validated worse than the default epochs at dropout 0.25: each row's longer run is tried again
+    at :data:`LONGER_DROPOUT`, fitted to the budget where its longer run went over it, and chosen like the others."""
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = _nce_entry(grid, grid_recs)
+    drop = equal_cpu.drop_entry(nce, [])
+    assert equal_cpu.flags(drop) == (*equal_cpu.flags(nce), "--dropout", f"{equal_cpu.LONGER_DROPOUT:g}")
+    assert equal_cpu.drop_done(nce, []) is None
+    # a longer run of nce's epochs that took 1.5x the budget: the dropout run gets the epochs that fit
+    longer = {"row": "gru nce", "lr": nce["lr"], "version": nce["row"].version, "flags": " ".join(equal_cpu.flags(nce)),
+              "cpu_s": 2640.0, "budget_cpu_s": 1760.0, "best_valid": 99.0, "best_epoch": 8, "test_ppl": 93.0,
+              "epochs": [{"epoch": i + 1, "valid_ppl": 99.0 + i, "cpu_s": 2640.0 * (i + 1) / nce["epochs"]}
+                         for i in range(nce["epochs"])]}
+    fitted = equal_cpu.drop_entry(nce, [longer])
+    assert fitted["epochs"] == int(1760.0 // (2640.0 / nce["epochs"])) < nce["epochs"]
+    seen = {}
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, t, extra: seen.update(
+        name=run.name, options=run.options) or {**longer, "flags": " ".join(run.options), "cpu_s": 1700.0,
+                                                 "best_valid": 96.0, "test_ppl": 90.5})
+    rec = equal_cpu.train_drop(None, nce, 1760.0, 929589, [longer])
+    assert seen["name"].endswith(f"-e{fitted['epochs']}-drop{equal_cpu.LONGER_DROPOUT:g}")
+    assert equal_cpu.drop_done(nce, [longer, rec]) is rec and equal_cpu.record_of(nce, [longer, rec]) is longer
+    data = equal_cpu.summarise(grid, grid_recs, [longer, rec])
+    row = next(x for x in data["rows"] if x["name"] == "gru nce")
+    assert row["chosen"] == "drop" and row["drop"]["test_ppl"] == 90.5  # the longer run is over the budget
+    page = equal_cpu.render(data)
+    assert f"longer, dropout {equal_cpu.LONGER_DROPOUT:g}" in page
+    assert f"96.00 / 90.50 (1,700 s) [{fitted['epochs']} ep]" in page
+    equal_cpu.figure(data)
