@@ -54,6 +54,7 @@ import threading
 import time
 
 from . import large_vocab_race as race
+from . import large_vocab_kn5_text as kn5_text
 from . import large_vocab_record as record
 from . import lmruns
 from .large_vocab_record import append_row, read_rows, v_full
@@ -729,6 +730,11 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
         plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick)
         if _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings) and after_each:
             after_each()
+    try:  # KN5 on each row's own text: minutes each
+        if kn5_text.step(work, notes, files) and after_each:
+            after_each()
+    except Exception as e:  # noqa: BLE001 - recorded nowhere: the next start tries again
+        print(f"[neural] KN5 on the rows' own text: failed ({str(e)[-400:]})", file=sys.stderr, flush=True)
     # the mixture follows the best finished row, not the last row to finish: a row that takes the lead is mixed
     # again when this step next passes here (interp_step returns at once while the best row is the one mixed)
     try:

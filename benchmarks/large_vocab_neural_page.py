@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import large_vocab_race as race
 from .large_vocab_neural import (BUDGET_CPU_S, CALIBRATION_TOLERANCE, EPOCHS, ROWS, THREAD_ROWS,
                                  VALID_TOKENS)
+from .large_vocab_kn5_text import same_text
 from .large_vocab_record import v_full
 
 
@@ -117,6 +118,7 @@ def section(rows: dict) -> tuple[str, list[str]]:
     earlier = [r for k, r in rows.items() if k.startswith("neural-") and "/" in k and r.get("rc") == 0
                and r.get("plan") and r.get("test")]
     tr = []
+    same = same_text(rows)
     for r in [*trained.values(), *earlier]:
         p = r["plan"]
         t = r.get("test", {})
@@ -125,23 +127,26 @@ def section(rows: dict) -> tuple[str, list[str]]:
         tr.append([name, f"{p['epoch_predictions']:,} x {r['epochs']}", _f(r["train_cpu_s"]),
                    _process_cpu(r), _f(r.get("words_per_cpu_s")), _f(r.get("peak_mb")),
                    _f(r["valid_ppl"], 2), f"**{t['ppl']:.2f}**" if t.get("ppl") else "-", vs,
+                   _same_cell(same.get(r["row"]) if r not in earlier else None, t.get("ppl")),
                    f"{_f(t.get('cpu_s'))} ({_f(t.get('wall_s'))})",
                    str(len(r.get("invocations", [])) + _unrecorded(r))])
     if kn5:
         ktok = rows["kn5/ours/all"].get("train_tokens")
         tr.append(["KN5 (ours, whole training text)", f"{_f(ktok)} tokens (counted once)", "-", "-", "-", "-", "-",
-                   f"{kn5:.2f}", "0", "-", "-"])
+                   f"{kn5:.2f}", "0", "-", "-", "-"])
     if trained:
         from .report import table
 
         lines += [table(["row", "training predictions per epoch x epochs", "budget-clock CPU s",
                          "process CPU s (all starts)", "words/CPU-s", "peak RSS MB", "valid ppl (subset, best epoch)",
-                         "test ppl (whole text)", "vs KN5", "test eval CPU s (wall)", "starts"], tr), "",
+                         "test ppl (whole text)", "vs KN5", "KN5 on the row's text (vs it)", "test eval CPU s (wall)",
+                         "starts"], tr), "",
                   "Words/CPU-s: training predictions over the budget clock's CPU seconds (validation included). "
                   "Peak RSS: the largest of the row's training processes. Starts: processes the row took (a "
                   "stopped run resumes from its checkpoint with the same numbers); a process stopped with a "
                   "session's end left no record of its CPU, so a row with such starts reads \"at least\" "
                   "(the budget clock, the trainer's own, counts them all).", ""]
+        lines += same_text_lines(trained, same, kn5, rows.get("kn5/ours/all", {}).get("train_tokens"))
         cal = [(label(r), r["plan"]["calibration"]) for r in trained.values()
                if r["plan"].get("calibration", {}).get("discarded")]
         if cal:
@@ -223,6 +228,33 @@ def section(rows: dict) -> tuple[str, list[str]]:
         missing.append("Learning rates raced on validation (the protocol above) for: " + ", ".join(unraced)
                        + " (recorded before the race; the neural step races them after the untrained rows)")
     return "\n".join(lines) + "\n", missing
+
+
+def _same_cell(k: dict | None, ppl: float | None) -> str:
+    if not k:
+        return "-"
+    return f"{k['ppl']:.2f}" + (f" ({100 * (ppl / k['ppl'] - 1):+.1f} %)" if ppl else "")
+
+
+def same_text_lines(trained: dict, same: dict, kn5: float | None, kn5_tokens: int | None) -> list[str]:
+    """The paragraph on KN5 trained on each row's own text (:mod:`.large_vocab_kn5_text`)."""
+    got = [(label(r), r["test"]["ppl"], same[k]) for k, r in trained.items()
+           if k in same and r.get("test", {}).get("ppl")]
+    if not got:
+        return ["*KN5 on the row's text*: not yet measured (the neural step builds our KN5 on each finished row's "
+                "training prefix, with the rows' vocabulary, and scores the whole test text with it).", ""]
+    wins = sum(p < k["ppl"] for _, p, k in got)
+    out = (f"*KN5 on the row's text*: our KN5 (order 5, modified Kneser-Ney, unpruned) counted on the very prefix "
+           "the row trained on, with the rows' vocabulary (`<unk>` a word), scored on the same whole test text "
+           "(`benchmarks/large_vocab_kn5_text.py`): "
+           + "; ".join(f"{n}: {k['tokens'] / 1e6:.1f}M tokens, KN5 {k['ppl']:.2f} against the row's {p:.2f}"
+                       for n, p, k in got)
+           + f". On the text it read, the neural row beats KN5 in {wins} of {len(got)} rows.")
+    if kn5 and kn5_tokens:
+        share = sorted(k["tokens"] / kn5_tokens for _, _, k in got)
+        out += (f" The whole-corpus KN5 ({kn5:.2f}) counted {kn5_tokens / 1e6:.1f}M tokens: the rows' budget let "
+                f"them read {100 * share[0]:.1f}-{100 * share[-1]:.1f} % of it (four times over).")
+    return [out, ""]
 
 
 def target_line(rows: dict) -> str:
