@@ -271,6 +271,11 @@ def target_line(rows: dict) -> str:
            f"against KN5's {kn5:.2f}, {100 * abs(gain):.1f} % {'lower' if gain >= 0 else 'higher'}: "
            f"{'met' if gain >= 0.25 else '**missed**'} ({done} of {len(ROWS) - 1} trained rows finished"
            f", {sum(1 for r in got.values() if r.get('lr_race'))} with their rates raced on validation).")
+    k = same_text(rows).get(best["row"])
+    if k and gain < 0.25:
+        out += (f" Reason found: the budget let it read the first {k['tokens'] / 1e6:.1f}M of KN5's "
+                f"{rows['kn5/ours/all'].get('train_tokens', 0) / 1e6:.1f}M tokens; KN5 counted on that same text "
+                f"scores {k['ppl']:.2f}, and the row is {100 * (1 - best['test']['ppl'] / k['ppl']):.1f} % below it.")
     mix = rows.get("neural-interp")
     if mix and mix.get("rc") == 0:
         both = mix["ppl"] < min(kn5, mix["neural_ppl"])

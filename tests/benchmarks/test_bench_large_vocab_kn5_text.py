@@ -71,3 +71,6 @@ def test_kn5_on_each_rows_prefix_is_built_with_the_rows_vocabulary_recorded_once
     text, _ = lvpage.section({**rows, "kn5/ours/all": kn5})
     assert "KN5 on the row's text (vs it)" in text and f"| {k['ppl']:.2f} (" in text
     assert "the neural row beats KN5 in 1 of 2 rows" in text and "read 10.0-10.0 % of it" in text
+    # the best row (nce, 5.00) against a whole-corpus KN5 it misses: the reason, KN5 on its own text, is given
+    line = lvpage.target_line({**rows, "kn5/ours/all": {**kn5, "query": {"ppl": 4.0}}})
+    assert f"KN5 counted on that same text scores {k['ppl']:.2f}, and the row is " in line
