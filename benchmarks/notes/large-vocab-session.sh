@@ -26,7 +26,13 @@ i=0
 for rows in "$@"; do
   tree=/work/chain$i nice=$([ $i -eq 0 ] && echo 10 || echo 19)
   [ -d "$tree" ] || git worktree add -q --detach "$tree" HEAD
-  (cd "$tree" && git checkout -q --detach main && setsid nohup bash -c "echo $nice > /proc/self/autogroup; exec nice -n $nice \
+  # a chain's worktree holds the rows it recorded (and the pages it wrote) as local changes, which would stop the
+  # checkout: its new record lines go into main's first, then the worktree is reset
+  for f in "$tree"/benchmarks/notes/*.jsonl; do
+    dst="$main/benchmarks/notes/$(basename "$f")"
+    [ -f "$dst" ] && { grep -vxFf "$dst" "$f" >> "$dst" || true; }
+  done
+  (cd "$tree" && git checkout -q -- . && git checkout -q --detach main && setsid nohup bash -c "echo $nice > /proc/self/autogroup; exec nice -n $nice \
 env OMP_NUM_THREADS=1 python -m benchmarks.large_vocab neural --data $data/wiki --work $data/wiki-runs --rows $rows" \
     > "$data/logs/chain$i.log" 2>&1 &)
   echo "chain $i: $rows (log $data/logs/chain$i.log)"
