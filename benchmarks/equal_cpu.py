@@ -598,7 +598,7 @@ def render(data: dict) -> str:
     lines = ["## Protocol", "",
              f"The budget is the CPU seconds of the softmax GRU-256 at its chosen rate on the lr-grid page "
              f"({lr_grid.fmt(soft['lr'])}, {soft['epochs']} epochs, cosine): **{budget:,.0f} CPU s** (the training "
-             f"process's, validation included; one thread). Each other GRU row may spend it two ways, at its own "
+             f"process's, validation included; one thread). Each other GRU row may spend it in these ways, at its own "
              f"chosen rate and every other setting at its default:", "",
              "- **longer**: as many epochs as fit the budget at its own CPU seconds an epoch (from its chosen cell; "
              "never fewer than its default epochs), the cosine decay spread over them; a longer run that spent under "
