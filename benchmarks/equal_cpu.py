@@ -110,6 +110,11 @@ def plan(grid: list[lr_grid.Row], records: list[dict],
     return soft, out
 
 
+def epochs_ran(rec: dict) -> int:
+    """The epochs a record's run trained: its per-epoch list's length (older records hold the count)."""
+    return rec["epochs"] if isinstance(rec["epochs"], int) else len(rec["epochs"])
+
+
 def _resized(entry: dict, records: list[dict], budget_s: float) -> dict:
     """``entry`` again with the epochs its own longer run's CPU seconds an epoch allow, where that run spent under
     :data:`RESIZE` of the budget (a cell's CPU an epoch, measured on another machine or under another load, can be
@@ -117,7 +122,7 @@ def _resized(entry: dict, records: list[dict], budget_s: float) -> dict:
     first = record_of(entry, records)
     if first is None or not first.get("epochs") or first["cpu_s"] >= RESIZE * budget_s:
         return entry
-    ran = first["epochs"] if isinstance(first["epochs"], int) else len(first["epochs"])  # a list: one per epoch
+    ran = epochs_ran(first)
     per_epoch = first["cpu_s"] / ran
     epochs = int(budget_s // per_epoch)
     if epochs <= entry["epochs"]:
@@ -150,7 +155,7 @@ def drop_entry(entry: dict, records: list[dict]) -> dict:
     epochs its CPU seconds an epoch fit in the budget (never fewer than the default epochs)."""
     first = record_of(entry, records)
     if first and first.get("cpu_s") and first.get("budget_cpu_s") and first["cpu_s"] > first["budget_cpu_s"]:
-        ran = first["epochs"] if isinstance(first["epochs"], int) else len(first["epochs"])
+        ran = epochs_ran(first)
         fit = max(len(entry["cell"]["epochs"]), int(first["budget_cpu_s"] // (first["cpu_s"] / ran)))
         entry = {**entry, "epochs": min(entry["epochs"], fit)}
     return with_dropout(entry, LONGER_DROPOUT)
@@ -445,7 +450,7 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         x = {"name": e["row"].name, "lr": e["lr"], "epochs": e["epochs"], "epoch_cpu_s": e["epoch_cpu_s"],
              "settled": e["settled"],
              "resize_pending": None if first is None or rec is not None else
-             {"epochs": len(first["epochs"]) if isinstance(first["epochs"], list) else first["epochs"],
+             {"epochs": epochs_ran(first),
               "cpu_s": first["cpu_s"]},
              "equal_epochs": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
                               "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"),
