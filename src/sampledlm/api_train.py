@@ -140,9 +140,9 @@ def train_lm(train, valid, output, *, model: str | None = None, objective: str |
                 log(note)
         trainer = new_run(os.fspath(output), config, words, log=log)
         if init_from is not None:
-            from .neural.finetune import copy_weights
+            from .neural.finetune import copy_into_trainer
 
-            copy_weights(source, trainer.model, trainer.objective, words, os.fspath(init_from))
+            copy_into_trainer(source, trainer, words, os.fspath(init_from))
     trainer.train()  # from here a stopped run is kept, to go on with resume_lm
     return load(output)
 

@@ -40,3 +40,25 @@ def test_a_resumed_hsm_over_word_classes_updates_its_node_layer_as_the_unbroken_
             assert torch.equal(v, y.state_dict()[k]), k
     assert [json.loads(line)["valid_ppl"] for line in open(words_corpus / "a" / "metrics.jsonl")] == \
         [json.loads(line)["valid_ppl"] for line in open(words_corpus / "b" / "metrics.jsonl")]
+
+
+def test_a_run_started_from_an_hsm_over_word_classes_updates_its_node_layer(words_corpus, tmp_path, capsys,
+                                                                              private_cache):
+    """--init-from copies the source's tree, and with it a node layer of the source's size: the new run trains it."""
+    from helpers import run_cli
+
+    _, vocab = config_for(words_corpus, "gru")
+    classes = tmp_path / "classes.txt"
+    classes.write_text("".join(f"{i % 5}\t{w}\n" for i, w in enumerate(vocab.words)))
+    text = ["--train", str(words_corpus / "train.txt"), "--valid", str(words_corpus / "valid.txt"), "--epochs", "1",
+            "--threads", "1"]
+    code, _, err = run_cli(["train", *text, "--model", "gru", "-d", "6", "--hidden", "8", "--objective", "hsm",
+                            "--arity", "4", "--word-classes", str(classes), "-o", str(tmp_path / "src")], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["train", *text, "--init-from", str(tmp_path / "src"), "-o", str(tmp_path / "ft")], capsys)
+    assert code == 0, err
+    before = runs.load_run(str(tmp_path / "src"))[1].state_dict()
+    after = runs.load_run(str(tmp_path / "ft"))[1].state_dict()
+    assert torch.equal(before["parent"], after["parent"])  # the source's class tree
+    assert before["node_layer.weight"].shape == after["node_layer.weight"].shape
+    assert not torch.equal(before["node_layer.weight"], after["node_layer.weight"])  # and its nodes trained further

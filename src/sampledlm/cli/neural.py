@@ -199,9 +199,9 @@ def _start_run(ctx, opts, flags: dict, say, ranks):
     try:
         trainer = new_run(run_dir, config, vocab, log=say, ranks=ranks)
         if init_dir:
-            from ..neural.finetune import copy_weights
+            from ..neural.finetune import copy_into_trainer
 
-            copy_weights(source, trainer.model, trainer.objective, vocab, init_dir)
+            copy_into_trainer(source, trainer, vocab, init_dir)
         if ranks.is_main:
             _store_settings(ctx, run_dir, init_dir, config, None if init_dir else sources)
     except Exception:

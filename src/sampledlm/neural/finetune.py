@@ -76,3 +76,11 @@ def copy_weights(source, model: torch.nn.Module, objective: torch.nn.Module, voc
                                 f"there and {tuple(fresh.shape)} here; the model's shape comes from the source run")
         dst_part.load_state_dict(new_state)
     objective.unfinalize(model)
+
+
+def copy_into_trainer(source, trainer, vocab: Vocab, where: str) -> None:
+    """:func:`copy_weights` into a new run's trainer, whose optimisers are then built again: copying may replace a
+    parameter (hsm adopts the source's tree and a node layer of its size), which optimisers built before would
+    never update."""
+    copy_weights(source, trainer.model, trainer.objective, vocab, where)
+    trainer.build_optimizers()

@@ -98,7 +98,7 @@ class Trainer:
         self.train_ids = np.asarray(train_ids)
         self.log = (log or (lambda msg: None)) if self.ranks.is_main else (lambda msg: None)
         self.data = model.train_data(self.train_ids, opts)
-        self._make_optimizers()
+        self.build_optimizers()
         self.scaler = grad_scaler(self.device, opts.precision)
         if self.device.type != "cpu" or self.ranks.active:
             where = device_name(self.device) + (f", {self.ranks.world} ranks" if self.ranks.active else "")
@@ -111,8 +111,9 @@ class Trainer:
         #: checkpoint, then ``TrainingInterrupted``): a caller's own budget, or a stop at a chosen step
         self.stop_when: Callable[[TrainState], bool] | None = None
 
-    def _make_optimizers(self) -> None:
-        """Fresh optimisers over the model's and the objective's parameters as they are now."""
+    def build_optimizers(self) -> None:
+        """Fresh optimisers over the model's and the objective's parameters as they are now: after anything that may
+        replace a parameter (loading a checkpoint, copying another run's weights), before optimiser state loads."""
         self.optimizers = make_optimizers(self.model, self.objective, self.opts)
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
         self.sparse_ids = sparse_parameter_ids(self.model, self.objective)
@@ -164,7 +165,7 @@ class Trainer:
         # Loading may replace parameters: hsm adopts the saved tree and, when its node count differs from the tree it
         # was built with (word classes), a node layer of that size. Optimisers built before would hold the old
         # layer, so the new one would never be updated and its gradients never cleared (they grew each step).
-        self._make_optimizers()
+        self.build_optimizers()
         f = os.path.join(path, "optimizer.safetensors")
         optimizer_from_files(self.optimizers, runs.load_tensors(f)[0],
                                   runs.read_json(os.path.join(path, "optimizer.json")), f)
