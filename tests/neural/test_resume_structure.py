@@ -62,3 +62,13 @@ def test_a_run_started_from_an_hsm_over_word_classes_updates_its_node_layer(word
     assert torch.equal(before["parent"], after["parent"])  # the source's class tree
     assert before["node_layer.weight"].shape == after["node_layer.weight"].shape
     assert not torch.equal(before["node_layer.weight"], after["node_layer.weight"])  # and its nodes trained further
+
+
+def test_training_refuses_a_parameter_replaced_after_the_optimisers_were_built(words_corpus):
+    config, vocab = config_for(words_corpus, "gru", epochs=1)
+    t = new_run(str(words_corpus / "run"), config, vocab)
+    t.model.output.bias = torch.nn.Parameter(t.model.output.bias.detach().clone())
+    with pytest.raises(RuntimeError, match="outside the optimisers: model.output.bias"):
+        t.train()
+    t.build_optimizers()
+    t.train()

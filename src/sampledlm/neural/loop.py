@@ -118,6 +118,16 @@ class Trainer:
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
         self.sparse_ids = sparse_parameter_ids(self.model, self.objective)
 
+    def _check_every_parameter_optimised(self) -> None:
+        """Refuse to train a parameter that no optimiser holds (one replaced after :meth:`build_optimizers`): it
+        would never change, and a row-sparse gradient of it would grow with every step."""
+        held = {id(p) for p in self.params}
+        stray = [f"{part}.{name}" for part, module in (("model", self.model), ("objective", self.objective))
+                 for name, p in module.named_parameters() if p.requires_grad and id(p) not in held]
+        if stray:
+            raise RuntimeError(f"parameters outside the optimisers: {', '.join(stray[:4])}; call build_optimizers() "
+                               "after anything that replaces a parameter")
+
     # --- checkpoints ---
     def save_checkpoint(self) -> None:
         rng_tensors, rng_meta = rng_to_files(self.device)
@@ -265,6 +275,7 @@ class Trainer:
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
         if not st.done:
+            self._check_every_parameter_optimised()
             weights = runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective)
             if self.ranks.is_main:
                 runs.check_disk_room(self.run_dir, weights, runs.optimizer_state_bytes(self.optimizers))
