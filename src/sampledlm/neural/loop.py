@@ -118,6 +118,15 @@ class Trainer:
         self.params = [p for g in self.optimizers for grp in g.param_groups for p in grp["params"]]
         self.sparse_ids = sparse_parameter_ids(self.model, self.objective)
 
+    def _preflight(self) -> None:
+        """Before training: every parameter in an optimiser, room on disk for checkpoints and in memory for a step."""
+        self._check_every_parameter_optimised()
+        weights = runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective)
+        if self.ranks.is_main:
+            runs.check_disk_room(self.run_dir, weights, runs.optimizer_state_bytes(self.optimizers))
+        runs.check_memory_room(self.optimizers, weights, self.device,
+                               step_scores_bytes(self.opts, self.model, self.objective, len(self.train_ids)))
+
     def _check_every_parameter_optimised(self) -> None:
         """Refuse to train a parameter that no optimiser holds (one replaced after :meth:`build_optimizers`): it
         would never change, and a row-sparse gradient of it would grow with every step."""
@@ -275,12 +284,7 @@ class Trainer:
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
         if not st.done:
-            self._check_every_parameter_optimised()
-            weights = runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective)
-            if self.ranks.is_main:
-                runs.check_disk_room(self.run_dir, weights, runs.optimizer_state_bytes(self.optimizers))
-            runs.check_memory_room(self.optimizers, weights, self.device,
-                                   step_scores_bytes(opts, self.model, self.objective, len(self.train_ids)))
+            self._preflight()
         rising = RisingLoss()
         with interrupt_flag() as flag:
             while not st.done:
