@@ -38,7 +38,8 @@ levels of the class-based softmax are its limit. With word classes the collapse 
 subtree starts a node of its own, and a class of at most K words is one node over exactly its words (as a class of
 the class layer is), so no node mixes a class's words with others'. With ``components`` M > 1 a node scores the log-sum-exp of M
 linear scores, ``s_i(h) = log sum_k exp(N_{i,k} . h + c_{i,k})`` (node layer ``[I M, h]``), as the class layer's
-classes do (:mod:`.classes`).
+classes do (:mod:`.classes`). On the CPU, with row-sparse float32 layers (a recurrent model's default), a step's
+siblings are scored pair by pair in compiled loops (:mod:`.hsm_paired`); elsewhere by the products below.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from ..errors import UserError
 from .base import Scorer
 from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
+from . import hsm_paired
 from .structure import (WordClassObjective, class_heads, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
                         output_rows, huffman_tree, word_paths)
 
@@ -210,6 +212,10 @@ class HierarchicalSoftmax(WordClassObjective):
             setattr(self, "child_codes" if name == "children" else name, torch.from_numpy(t[name]).to(dev))
         self.path_steps = (self.path_pos >= 0).sum(1)
         kids = t["children"]
+        is_word, is_node = (kids >= 0) & (kids < v), kids >= v
+        # each child's column among its parent's children listed words first, then nodes (-1: padding)
+        col = np.where(is_word, np.cumsum(is_word, 1) - 1, is_word.sum(1, keepdims=True) + np.cumsum(is_node, 1) - 1)
+        self.child_col = torch.from_numpy(np.where(kids >= 0, col, -1)).to(dev)
         for kind, mask, shift in (("word", (kids >= 0) & (kids < v), 0), ("node", kids >= v, v)):
             count = mask.sum(1)  # each parent's children of that kind, listed one parent after another
             setattr(self, f"{kind}_kids", torch.from_numpy(kids[mask] - shift).to(dev))
@@ -264,8 +270,12 @@ class HierarchicalSoftmax(WordClassObjective):
         valid = pos >= 0
         tok = torch.arange(n, device=ctx.device).unsqueeze(1).expand(n, steps)[valid]  # [P] each step's history
         par = self.path_parent[targets, :steps][valid]  # [P] its parent node
-        chosen = self._code_scores(scorer, ctx, tok, self.child_codes[par, pos[valid]])
-        step_lp = chosen - self._sibling_lse(scorer, ctx, tok, par)
+        if self._pairs_in_place(scorer, ctx):
+            col = self.child_col[par, pos[valid]]
+            step_lp = hsm_paired.step_log_probs(self, output_rows(scorer), ctx, tok, par, col)
+        else:
+            step_lp = (self._code_scores(scorer, ctx, tok, self.child_codes[par, pos[valid]])
+                       - self._sibling_lse(scorer, ctx, tok, par))
         return torch.zeros(n, dtype=step_lp.dtype, device=ctx.device).index_add(0, tok, step_lp)
 
     def _code_scores(self, scorer: Scorer, ctx: torch.Tensor, tok: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
@@ -315,6 +325,15 @@ class HierarchicalSoftmax(WordClassObjective):
             pieces.append(torch.cat(lses))
             where.append(order)
         return torch.cat(pieces)[torch.argsort(torch.cat(where))]
+
+    def _pairs_in_place(self, scorer: Scorer, ctx: Any) -> bool:
+        """Whether a step's children go to the compiled pair loops (:mod:`.hsm_paired`): the model's output rows and
+        the node layer both take row-sparse gradients, float32 on the CPU."""
+        layer = output_rows(scorer)
+        return (self.sparse_nodes and torch.is_tensor(ctx) and ctx.device.type == "cpu"
+                and ctx.dtype != torch.float64 and bool(getattr(layer, "sparse", False))
+                and getattr(layer, "weight", None) is not None
+                and layer.weight.dtype == torch.float32 and self.node_layer.weight.dtype == torch.float32)
 
     def _node_rows_at(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The node layer's rows of ``nodes [P]``: ``(weight [P, M, h], bias [P, M])``, each node's M components;

@@ -76,3 +76,41 @@ def distinct(words, num_rows, inverse):
     for i in range(words.shape[0]):
         inverse[i] = slot[words[i]]
     return ids
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def pair_scores(weight, bias, ctx, rows, at, out):
+    """``out[s] = weight[rows[s]] . ctx[at[s]] + bias[rows[s], 0]`` (``bias`` of no rows: no bias)."""
+    dim = ctx.shape[1]
+    with_bias = bias.shape[0] > 0
+    for s in range(rows.shape[0]):
+        w, n = rows[s], at[s]
+        acc = np.float32(0.0)
+        for k in range(dim):
+            acc += weight[w, k] * ctx[n, k]
+        out[s] = acc + bias[w, 0] if with_bias else acc
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def pair_context_grad(weight, rows, at, grad, out):
+    """``out[n] = sum_{s: at[s] = n} grad[s] weight[rows[s]]`` (``out`` zeroed first)."""
+    dim = out.shape[1]
+    out[:] = 0.0
+    for s in range(rows.shape[0]):
+        w, n, g = rows[s], at[s], grad[s]
+        for k in range(dim):
+            out[n, k] += g * weight[w, k]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def pair_row_grads(ctx, inverse, at, grad, rows_out, bias_out):
+    """For each pair s of distinct row ``u = inverse[s]``: ``rows_out[u] += grad[s] ctx[at[s]]`` and
+    ``bias_out[u, 0] += grad[s]`` (both zeroed first)."""
+    dim = ctx.shape[1]
+    rows_out[:] = 0.0
+    bias_out[:] = 0.0
+    for s in range(inverse.shape[0]):
+        u, n, g = inverse[s], at[s], grad[s]
+        bias_out[u, 0] += g
+        for k in range(dim):
+            rows_out[u, k] += g * ctx[n, k]
