@@ -72,6 +72,11 @@ QUICK_SAFETY = 0.5
 MEMORY_CAP_MB = 14_000  # a training process above this is killed (the machine has 24 GiB, shared)
 CHECKPOINT_CPU_S = 300.0  # a checkpoint about every 5 CPU-minutes of training (the steps: from the planned speed)
 BATCH_PREDICTIONS = {"gru": 32 * 35, "transformer": 32 * 64}  # default batches: rows x BPTT (GRU) or window
+#: rows whose output's training code changed after they were planned: a recorded plan or race candidate of an earlier
+#: revision (records without one are revision 1) is set aside, and the row is planned and raced again from its new
+#: speed rows. hsm 2 (2026-12-02): wide nodes scored pair by pair, 1.9x its words per CPU second at V = 485k, so the
+#: plan sized for the old speed would leave about 40 % of the budget unspent.
+REVISIONS = {"hsm": 2}
 CALIBRATION_TOLERANCE = 0.10  # re-plan a row whose first stretch runs this much faster or slower than planned
 PILOT_TOKENS = {"softmax": 20_000, "transformer": 100_000}
 THREADS = 1
@@ -327,6 +332,8 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
                              f"epochs, not {budget:g} and {epochs}; resume it with those, or move {d} away")
         return plan
     rec = rows.get(f"neural-plan/{row}")
+    if rec and rec.get("revision", 1) != revision(row):
+        rec = None
     if (speed_given is None and rec and not quick and rec["budget"] == budget and rec["epochs"] == epochs
             and os.path.exists(files["train"])):
         # the row's calibrated plan from another machine (the work directory went with it): the same epochs
@@ -355,7 +362,8 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
         why = (f"killed at {pr['killed_at_mb']:,.0f} MB resident (the cap)" if pr.get("killed_for_memory")
                else f"exit status {pr.get('rc')}")
         return {"failed": f"its pilot run ({source}) failed: {why}"}
-    plan = {"row": row, "model": model, "objective": objective, "budget": budget, "epochs": epochs,
+    plan = {"row": row, "revision": revision(row), "model": model, "objective": objective, "budget": budget,
+            "epochs": epochs,
             "words_per_cpu_s_planned": speed, "speed_source": source, "valid": files["valid_sub"],
             "valid_predictions": count_predictions(files["valid_sub"])}
     if row == "softmax":
@@ -481,12 +489,17 @@ def calibrate(plan: dict, work: str, files: dict, rows: dict, notes: str, cap_mb
     return new
 
 
+def revision(row: str) -> int:
+    """The revision of the row's training code its plans and race candidates are recorded with (:data:`REVISIONS`)."""
+    return REVISIONS.get(row.removesuffix("-2t"), 1)
+
+
 def record_plan(plan: dict, notes: str, quick: bool) -> None:
     """A calibrated plan in the notes (key ``neural-plan/<row>``), so that the row trains the same epochs on another
     machine (:func:`make_plan` takes it in) and the learning-rate candidates recorded there stay comparable."""
     if quick:
         return
-    append_row({"key": f"neural-plan/{plan['row']}", "row": plan["row"],
+    append_row({"key": f"neural-plan/{plan['row']}", "row": plan["row"], "revision": revision(plan["row"]),
                 **{k: plan.get(k) for k in ("budget", "epochs", "words_per_cpu_s_planned", "speed_source",
                                             "epoch_tokens_planned", "epoch_predictions", "calibration")}}, notes)
 

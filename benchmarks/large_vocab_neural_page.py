@@ -5,7 +5,7 @@ the learning-rate races, the one-thread target line and the learning curves."""
 from __future__ import annotations
 
 from . import large_vocab_race as race
-from .large_vocab_neural import (BUDGET_CPU_S, CALIBRATION_TOLERANCE, EPOCHS, ROWS, THREAD_ROWS,
+from .large_vocab_neural import (BUDGET_CPU_S, CALIBRATION_TOLERANCE, EPOCHS, ROWS, THREAD_ROWS, revision,
                                  VALID_TOKENS)
 from .large_vocab_kn5_text import same_text
 from .large_vocab_record import v_full
@@ -214,7 +214,7 @@ def section(rows: dict) -> tuple[str, list[str]]:
                           f"{r['lr']:g}", _f(r.get("tuning_process_cpu_s"))] for r in raced.values()]), ""]
     going = {}
     for k, r in rows.items():  # candidates settled for rows that have not finished (races carried across machines)
-        if k.startswith("neural-race/") and r["row"] not in got:
+        if k.startswith("neural-race/") and r["row"] not in got and r.get("revision", 1) == revision(r["row"]):
             going.setdefault(r["row"], []).append(r)
     for row, cands in going.items():
         missing.append(f"Learning-rate race of {row}, so far (validation perplexity on the subset after epoch 1): "

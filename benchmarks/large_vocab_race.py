@@ -140,16 +140,18 @@ def as_record(row: str, plan: dict, c: dict) -> dict:
     """A settled candidate as a line of the notes: the row's plan it trained (its epoch's predictions), whether it
     was the default's, its epoch-1 validation or why it diverged, its processes' CPU seconds."""
     return {"key": record_key(row, c["lr"]), "row": row, "lr": c["lr"], "default": c["dir"] == "run",
-            "epoch_predictions": plan.get("epoch_predictions"),
+            "epoch_predictions": plan.get("epoch_predictions"), "revision": plan.get("revision", 1),
             **{k: c[k] for k in ("epoch1_valid", "diverged", "process_cpu_s") if c.get(k) is not None}}
 
 
 def merge_recorded(state: dict, rows: dict, row: str, plan: dict) -> dict:
     """The candidates recorded in the notes for this row and plan (the same epoch's predictions), settled, in
-    place of the ones this work directory has not settled (a race carried on on another machine)."""
+    place of the ones this work directory has not settled (a race carried on on another machine); only those of the
+    plan's revision of the row's code (``revision``, 1 when absent)."""
     prefix = f"neural-race/{row}/"
     recs = [r for k, r in rows.items() if k.startswith(prefix)
-            and r.get("epoch_predictions") == plan.get("epoch_predictions")]
+            and r.get("epoch_predictions") == plan.get("epoch_predictions")
+            and r.get("revision", 1) == plan.get("revision", 1)]
     for r in sorted(recs, key=lambda r: (not r["default"], -r["lr"])):
         if r["default"] and state["default_lr"] is None:
             set_default(state, r["lr"])

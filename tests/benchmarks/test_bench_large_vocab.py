@@ -391,6 +391,25 @@ def test_a_race_carried_on_another_machine_takes_in_the_recorded_candidates(tmp_
     assert race.merge_recorded(here, rows, "is", plan)["candidates"][0].get("diverged") is None
 
 
+def test_a_revised_rows_old_race_and_plan_are_set_aside(monkeypatch):
+    """A row whose training code changed (REVISIONS) neither takes in the race candidates nor the plan recorded with
+    the earlier code: its speed changed, so its plan (and with it the race's text) must be made again."""
+    from benchmarks import large_vocab_neural as neural
+    from benchmarks import large_vocab_race as race
+
+    old_plan, plan = {"row": "hsm", "epoch_predictions": 1000}, {"row": "hsm", "epoch_predictions": 1000, "revision": 2}
+    cand = {**race.candidate(0.004, False), "epoch1_valid": 250.0, "process_cpu_s": 1800.0}
+    rows = {race.record_key("hsm", 0.004): race.as_record("hsm", old_plan, cand)}
+    assert rows[race.record_key("hsm", 0.004)]["revision"] == 1
+    assert race.merge_recorded(race.load("/nonexistent"), rows, "hsm", old_plan)["candidates"][-1]["epoch1_valid"] == 250
+    fresh = race.merge_recorded(race.load("/nonexistent"), rows, "hsm", plan)
+    assert not any(race.settled(c) for c in fresh["candidates"])
+    assert neural.revision("hsm") == neural.revision("hsm-2t") == neural.REVISIONS["hsm"] >= 2
+    assert neural.revision("nce") == 1
+    monkeypatch.setattr(neural, "REVISIONS", {})
+    assert neural.revision("hsm") == 1
+
+
 def test_the_mixture_follows_the_best_finished_row(tmp_path, monkeypatch):
     """KN5 + the best row is mixed again when another row takes the lead, and not again while it keeps it."""
     notes = str(tmp_path / "rows.jsonl")
