@@ -95,6 +95,24 @@ def move_word(m, mt, xm, xmt, row, col, xrow, xcol, k, sign, rc, nr, r, lc, nl, 
 
 
 @numba.njit(cache=True, nogil=True)
+def gains(g, mt, xmt, cs, n, add, table):
+    """Add one side's neighbour terms to every class's gain: ``g[k] += f(mt[c, k] + add[c]) - xmt[c, k]`` for the
+    ``n`` classes ``c = cs[i]`` in turn, ``k != c`` (``f``: x log x).
+
+    Walking one class c's row of ``mt`` for every k reads it contiguously; the loop the other way round (every c for
+    one k) read one scattered count per c and k, which for a rare word next to 3 classes and 1,393 candidate classes
+    is 4,000 cache misses. Each ``g[k]`` still adds the same terms in the same order, so the classes are the same."""
+    for i in range(n):
+        c = cs[i]
+        v = add[c]
+        row, xrow = mt[c], xmt[c]
+        for k in range(c):
+            g[k] += xl(row[k] + v, table) - xrow[k]
+        for k in range(c + 1, g.shape[0]):
+            g[k] += xl(row[k] + v, table) - xrow[k]
+
+
+@numba.njit(cache=True, nogil=True)
 def exchange_pass(order, cls, size, m, row, col, tables, r_ptr, r_nbr, r_cnt, l_ptr, l_nbr, l_cnt, u_right, u_left):
     """The exchange algorithm over the words ``order`` (a pass, or a stretch of one); updates the state in place
     (``tables``: :func:`log_tables` of ``m, row, col``, kept in step), returns the moves.
@@ -112,6 +130,7 @@ def exchange_pass(order, cls, size, m, row, col, tables, r_ptr, r_nbr, r_cnt, l_
     lft = np.zeros(c_total, dtype=np.int64)
     rc = np.empty(c_total, dtype=np.int64)
     lc = np.empty(c_total, dtype=np.int64)
+    g = np.empty(c_total)
     moved = 0
     for w in order:
         a = cls[w]
@@ -121,23 +140,16 @@ def exchange_pass(order, cls, size, m, row, col, tables, r_ptr, r_nbr, r_cnt, l_
         nl, _ = by_class(w, l_ptr, l_nbr, l_cnt, cls, lft, lc)  # bigrams (v, w) by v's class
         ur, ul = u_right[w], u_left[w]
         move_word(m, mt, xm, xmt, row, col, xrow, xcol, a, -1, rc, nr, r, lc, nl, lft, s, ur, ul, table)
+        g[:] = 0.0
+        gains(g, mt, xmt, rc, nr, r, table)  # m[k, c] is mt[c, k]: each neighbour class's terms read one row
+        gains(g, m, xm, lc, nl, lft, table)  # and mt[k, c] is m[c, k]
         best, best_gain = a, -1e300
         for k in range(c_total):
-            g = 0.0
-            mk, xmk, mtk, xmtk = m[k], xm[k], mt[k], xmt[k]
-            for i in range(nr):
-                c = rc[i]
-                if c != k:
-                    g += xl(mk[c] + r[c], table) - xmk[c]
-            for i in range(nl):
-                c = lc[i]
-                if c != k:
-                    g += xl(mtk[c] + lft[c], table) - xmtk[c]
-            g += xl(m[k, k] + r[k] + lft[k] + s, table) - xm[k, k]
-            g -= xl(row[k] + ur, table) - xrow[k]
-            g -= xl(col[k] + ul, table) - xcol[k]
-            if g > best_gain + 1e-9 or (k == a and g >= best_gain - 1e-9):
-                best, best_gain = k, g
+            gk = g[k] + (xl(m[k, k] + r[k] + lft[k] + s, table) - xm[k, k])
+            gk -= xl(row[k] + ur, table) - xrow[k]
+            gk -= xl(col[k] + ul, table) - xcol[k]
+            if gk > best_gain + 1e-9 or (k == a and gk >= best_gain - 1e-9):
+                best, best_gain = k, gk
         move_word(m, mt, xm, xmt, row, col, xrow, xcol, best, 1, rc, nr, r, lc, nl, lft, s, ur, ul, table)
         if best != a:
             cls[w] = best
