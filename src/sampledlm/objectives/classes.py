@@ -47,13 +47,15 @@ from ..errors import UserError
 from .cpu_linear import FastLinear
 from .base import Scorer
 from .options import WordClassOptions, like
-from .structure import NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width, output_rows
+from .row_scores import pair_scores
+from .structure import (NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width, output_rows,
+                        segment_logsumexp)
 
 
 BINNINGS = ("sqrt", "mass")
 # What one more product (and its backward) costs, in multiply-adds per hidden unit, when a batch is split by class.
 PER_CLASS_OVERHEAD = 5000
-# What a candidate row scored per example (compiled, read in place, padding included) costs against a row of a
+# What a candidate row scored per example (compiled, read in place) costs against a row of a
 # per-class product, which shares each row among the class's examples in one dense product.
 PER_EXAMPLE_FACTOR = 2
 
@@ -200,7 +202,7 @@ class ClassSoftmax(WordClassObjective):
         usize = self.class_size[uc]
         shared_cost = len(targets) * int(usize.sum())
         per_class_cost = int((n_in * usize).sum()) + PER_CLASS_OVERHEAD * len(uc)
-        per_example_cost = len(targets) * int(usize.max()) * PER_EXAMPLE_FACTOR if self._rows_in_place(scorer, ctx) \
+        per_example_cost = int((n_in * usize).sum()) * PER_EXAMPLE_FACTOR if self._rows_in_place(scorer, ctx) \
             else None
         if per_example_cost is not None and per_example_cost < min(per_class_cost, shared_cost):
             within = self._within_per_example(scorer, ctx, targets, c)
@@ -238,24 +240,22 @@ class ClassSoftmax(WordClassObjective):
 
     def _within_per_example(self, scorer: Scorer, ctx: torch.Tensor, targets: torch.Tensor,
                             c: torch.Tensor) -> torch.Tensor:
-        """``[N]`` within-class log-probabilities, each example against its own class's members, padded to the
-        batch's largest class ``M`` (``scorer.score_each`` over ``[N, M]`` ids, the padding masked): no loop over
-        classes. Costs ``N M h``; at V = 485k a batch of 1,120 targets hits ~700 classes, and the per-class
-        loop's small products and their backward took most of a step. The examples go to the compiled loops
-        grouped by class (and come back in their order), so that a class's rows, read for its first example,
-        are still in cache for the next: at V = 485k (1,393 classes of up to 614 words) that took the scores and
-        their backward from 0.27 to 0.19 CPU s a batch."""
+        """``[N]`` within-class log-probabilities, each example against its own class's members as (member,
+        history) pairs scored by compiled loops that read the rows in place (:func:`.row_scores.pair_scores`): no
+        loop over classes and no padding. Costs ``sum_i |c_i| h``; at V = 485k a batch of 1,120 targets hits ~500
+        classes, and the per-class loop's small products and their backward took most of a step, where padding
+        every example to the batch's largest class (614 words against 343 on average) did half the work for
+        nothing. The examples go to the loops grouped by class (and come back in their order), so that a class's
+        rows, read for its first example, are still in cache for the next."""
         order = torch.argsort(c, stable=True)
-        back = torch.empty_like(order)
-        back[order] = torch.arange(len(order), device=order.device)
-        ctx, targets, c = ctx[order], targets[order], c[order]
-        size = self.class_size[c]
-        j = torch.arange(int(size.max()), device=targets.device)
-        keep = j.unsqueeze(0) < size.unsqueeze(1)  # [N, M]
-        words = self.members[self.class_start[c].unsqueeze(1) + torch.where(keep, j.unsqueeze(0), 0)]
-        scores = scorer.score_each(ctx, words).float().masked_fill(~keep, float("-inf"))
-        within = scores.gather(1, self.pos_in_class[targets].unsqueeze(1)).squeeze(1) - torch.logsumexp(scores, 1)
-        return within[back]
+        n, size = len(order), self.class_size[c[order]]
+        _, words = concat_ranges(self.members, self.class_start[c[order]], size)
+        example = torch.repeat_interleave(torch.arange(n, device=order.device), size)
+        layer = output_rows(scorer)
+        scores = pair_scores(layer.weight, layer.bias, ctx, words, order[example])
+        first = torch.cumsum(size, 0) - size
+        within = scores[first + self.pos_in_class[targets[order]]] - segment_logsumexp(scores, example, n)
+        return torch.empty_like(within).index_put((order,), within)
 
     def _within_shared(self, scorer: Scorer, ctx: Any, targets: torch.Tensor, uc: torch.Tensor,
                        inv: torch.Tensor, usize: torch.Tensor) -> torch.Tensor:

@@ -21,18 +21,10 @@ import torch
 
 from .cpu_linear import fast_linear
 from .row_scores import pair_scores
-from .structure import concat_ranges
+from .structure import concat_ranges, segment_logsumexp
 
 # A parent that at least this many of a batch's steps pass is scored as one block; fewer go to the pair loops.
 PAIRED_BLOCK_MIN = 32
-
-
-def segment_logsumexp(scores: torch.Tensor, segment: torch.Tensor, num: int) -> torch.Tensor:
-    """``[num]``: ``log sum_{i: segment[i] = s} exp scores[i]`` for each segment s (each must hold a score)."""
-    top = torch.full((num,), float("-inf"), dtype=scores.dtype, device=scores.device)
-    top = top.scatter_reduce(0, segment, scores.detach(), reduce="amax")
-    total = torch.zeros_like(top).index_add(0, segment, (scores - top[segment]).exp())
-    return top + total.log()
 
 
 def component_rows(nodes: torch.Tensor, m: int) -> torch.Tensor:

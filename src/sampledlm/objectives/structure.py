@@ -250,6 +250,14 @@ def concat_ranges(flat: torch.Tensor, start: torch.Tensor, size: torch.Tensor) -
     return offset, flat[torch.repeat_interleave(start - offset, size) + col]
 
 
+def segment_logsumexp(scores: torch.Tensor, segment: torch.Tensor, num: int) -> torch.Tensor:
+    """``[num]``: ``log sum_{i: segment[i] = s} exp scores[i]`` for each segment s (each must hold a score)."""
+    top = torch.full((num,), float("-inf"), dtype=scores.dtype, device=scores.device)
+    top = top.scatter_reduce(0, segment, scores.detach(), reduce="amax")
+    total = torch.zeros_like(top).index_add(0, segment, (scores - top[segment]).exp())
+    return top + total.log()
+
+
 # --- word classes from a file or clustered (class and hsm) -------------------------------------------------
 AUTO_CLASSES = "auto"  # --word-classes auto: cluster the training text before the run starts
 NO_CLASSES = "none"  # --word-classes none: frequency bins / a Huffman tree where a recurrent model would cluster
