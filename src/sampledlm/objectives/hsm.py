@@ -57,7 +57,7 @@ from ..errors import UserError
 from .base import Scorer
 from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
-from . import hsm_paired
+from .hsm_paired import step_log_probs
 from .structure import (WordClassObjective, class_heads, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
                         output_rows, huffman_tree, word_paths)
 
@@ -216,7 +216,7 @@ class HierarchicalSoftmax(WordClassObjective):
         # each child's column among its parent's children listed words first, then nodes (-1: padding)
         col = np.where(is_word, np.cumsum(is_word, 1) - 1, is_word.sum(1, keepdims=True) + np.cumsum(is_node, 1) - 1)
         self.child_col = torch.from_numpy(np.where(kids >= 0, col, -1)).to(dev)
-        for kind, mask, shift in (("word", (kids >= 0) & (kids < v), 0), ("node", kids >= v, v)):
+        for kind, mask, shift in (("word", is_word, 0), ("node", is_node, v)):
             count = mask.sum(1)  # each parent's children of that kind, listed one parent after another
             setattr(self, f"{kind}_kids", torch.from_numpy(kids[mask] - shift).to(dev))
             setattr(self, f"{kind}_kids_start", torch.from_numpy(np.cumsum(count) - count).to(dev))
@@ -272,7 +272,7 @@ class HierarchicalSoftmax(WordClassObjective):
         par = self.path_parent[targets, :steps][valid]  # [P] its parent node
         if self._pairs_in_place(scorer, ctx):
             col = self.child_col[par, pos[valid]]
-            step_lp = hsm_paired.step_log_probs(self, output_rows(scorer), ctx, tok, par, col)
+            step_lp = step_log_probs(self, output_rows(scorer), ctx, tok, par, col)
         else:
             step_lp = (self._code_scores(scorer, ctx, tok, self.child_codes[par, pos[valid]])
                        - self._sibling_lse(scorer, ctx, tok, par))
