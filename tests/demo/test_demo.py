@@ -1,3 +1,4 @@
+import json
 import math
 
 from sampledlm.data.builtin import builtin_sentences
@@ -17,3 +18,5 @@ def test_demo_runs_and_reports_finite_perplexities(tmp_path, capsys):
     assert any("context classes" in r.model for r in results)  # classes --from-model, 4 scores a class
     assert (tmp_path / "demo" / "ctx-classes.txt").exists()
     assert "exact perplexity" in capsys.readouterr().out
+    points = [json.loads(line) for line in open(tmp_path / "demo" / "ffnn3-softmax" / "metrics.jsonl")]
+    assert sum("epoch_fraction" in p for p in points) >= 2 and sum("epoch_fraction" not in p for p in points) == 2

@@ -20,7 +20,9 @@ does not improve by the relative ``min_improvement`` the learning rate is halved
 ``lr_t = lr · (1 + cos(π t / T)) / 2`` over the ``T = epochs × batches`` steps of the whole run (Loshchilov &
 Hutter 2017, without restarts), set before every step, and training runs all ``epochs``: the decay to 0
 anneals within the epoch budget, where halving on a plateau may start only after it.
-The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
+With ``valid_every = K`` the same validation (and, under ``plateau``, the same halving rule) also runs after every
+K-th optimiser step within an epoch: a large corpus read once or twice gets its curve and best model from those
+points. The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
 they are reloaded, ``objective.finalize(model)`` runs once, and the final model is saved.
 
 Exact resume: before every epoch torch, numpy and Python's ``random`` are re-seeded from ``(seed, epoch)`` and
@@ -308,36 +310,16 @@ class Trainer:
                             raise out_of_memory(e, self) or e
                         if diverged(loss):
                             raise UserError(self.diverged_message(loss))
-                        st.batch, st.step = st.batch + 1, st.step + 1
-                        st.loss_sum += loss * n
-                        st.loss_count += n
-                        st.epoch_tokens += n
-                        now = time.perf_counter()
-                        st.epoch_seconds += now - t_last
-                        st.wall_seconds += now - t_last
-                        t_last = now
-                        c_now = time.process_time()
-                        st.cpu_seconds += c_now - c_last
-                        c_last = c_now
+                        t_last, c_last, last_log = self._account_step(loss, n, t_last, c_last, last_log, rising, nb)
                         pbar.update(1)
-                        low = rising.update(st.loss_sum / max(st.loss_count, 1))
-                        if low is not None:
-                            with tqdm.external_write_mode(file=sys.stderr):  # the line above the bar, not through it
-                                self.log(f"warning: the running training loss of epoch {st.epoch + 1} "
-                                         f"rose from {low:.3f} to {st.loss_sum / st.loss_count:.3f} (step {st.step}): "
-                                         f"the run may be diverging; a smaller --lr (this run: {st.lr:g}) may be "
-                                         "needed. Training goes on.")
-                        if self.tb is not None and st.step % TB_EVERY == 0:
-                            self.tb.add_scalar("train/loss", st.loss_sum / max(st.loss_count, 1), st.step)
-                            self.tb.add_scalar("train/lr", scheduled_lr(st.lr, opts.lr_schedule, st.step - 1,
-                                                                        self.total_steps()), st.step)
-                            self.tb.add_scalar("train/tokens_per_s",
-                                               st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
-                        if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
-                            last_log = now
-                            self.log(progress_line(st, nb, opts.epochs, opts.max_steps, opts.max_time, opts.time_clock))
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
+                        if opts.valid_every and st.step % opts.valid_every == 0 and st.batch < nb \
+                                and not stopped_by(opts, st):  # a budget's own validation: the epoch's end
+                            self.validate_within_epoch()  # before a stop: a resumed run must not skip the point
+                            if st.done:
+                                break  # the plateau rule stopped the run at this point
+                            t_last, c_last = time.perf_counter(), time.process_time()
                         stop = bool(flag["set"]) or (self.stop_when is not None and bool(self.stop_when(st)))
                         stop = self.ranks.any(stop, self.device)  # one rank's Ctrl-C stops them all at this step
                         if stop:
@@ -349,10 +331,42 @@ class Trainer:
                             self.save_checkpoint()
                         if stopped_by(opts, st):
                             break  # a budget (--max-steps, --max-time) is spent: this (partial) epoch ends here
-                self.end_epoch()
+                if not st.done:
+                    self.end_epoch()
                 t_last = time.perf_counter()
         self.finish()
         return st
+
+    def _account_step(self, loss: float, n: int, t_last: float, c_last: float, last_log: float, rising: RisingLoss,
+                      nb: int) -> tuple[float, float, float]:
+        """A finished step's counts, clocks, divergence warning, TensorBoard points and progress line; returns the
+        clocks' new ``(t_last, c_last, last_log)``."""
+        st, opts = self.state, self.opts
+        st.batch, st.step = st.batch + 1, st.step + 1
+        st.loss_sum += loss * n
+        st.loss_count += n
+        st.epoch_tokens += n
+        now = time.perf_counter()
+        st.epoch_seconds += now - t_last
+        st.wall_seconds += now - t_last
+        c_now = time.process_time()
+        st.cpu_seconds += c_now - c_last
+        low = rising.update(st.loss_sum / max(st.loss_count, 1))
+        if low is not None:
+            with tqdm.external_write_mode(file=sys.stderr):  # the line above the bar, not through it
+                self.log(f"warning: the running training loss of epoch {st.epoch + 1} "
+                         f"rose from {low:.3f} to {st.loss_sum / st.loss_count:.3f} (step {st.step}): "
+                         f"the run may be diverging; a smaller --lr (this run: {st.lr:g}) may be "
+                         "needed. Training goes on.")
+        if self.tb is not None and st.step % TB_EVERY == 0:
+            self.tb.add_scalar("train/loss", st.loss_sum / max(st.loss_count, 1), st.step)
+            self.tb.add_scalar("train/lr", scheduled_lr(st.lr, opts.lr_schedule, st.step - 1,
+                                                        self.total_steps()), st.step)
+            self.tb.add_scalar("train/tokens_per_s", st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
+        if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
+            last_log = now
+            self.log(progress_line(st, nb, opts.epochs, opts.max_steps, opts.max_time, opts.time_clock))
+        return now, c_now, last_log
 
     def diverged_message(self, value: float, what: str = "loss") -> str:
         st = self.state
@@ -364,9 +378,32 @@ class Trainer:
                 f"(--resume {self.run_dir} would diverge again); start a new run with a smaller --lr or a --clip")
 
     def end_epoch(self) -> None:
+        """Validate at the epoch's end (or where a budget stopped it), then move to the next epoch."""
+        st, opts = self.state, self.opts
+        self._validation_point()
+        st.epoch += 1
+        st.batch = 0
+        if st.epoch >= opts.epochs or stopped_by(opts, st):  # its epochs, or a budget (--max-steps, --max-time)
+            st.done = True
+        self.save_checkpoint()
+        self.write_metrics()
+
+    def validate_within_epoch(self) -> None:
+        """``--valid-every``: validate at this step and go on with the epoch (a corpus whose epoch is long gets its
+        learning curve, best model and, under the plateau schedule, its halvings from these points)."""
+        self._validation_point()
+        self.model.train()
+        self.save_checkpoint()
+        self.write_metrics()
+
+    def _validation_point(self) -> None:
+        """Exact validation perplexity now: the best weights kept, a metrics record (``epoch_fraction`` where the
+        epoch is not over), and under the plateau schedule a halving (or the end) when it did not improve."""
         st, opts = self.state, self.opts
         t0, c0 = time.perf_counter(), time.process_time()
-        with announced(f"epoch {st.epoch + 1}: validating") if self.ranks.is_main else contextlib.nullcontext():
+        where = f"epoch {st.epoch + 1}" + (f" ({100 * st.batch // self.data.num_batches()}%)"
+                                           if 0 < st.batch < self.data.num_batches() else "")
+        with announced(f"{where}: validating") if self.ranks.is_main else contextlib.nullcontext():
             with sum_precision(opts.valid_sum_precision):
                 valid = self.valid_perplexity()
         if not math.isfinite(valid):  # finite training losses, yet the model gives some validation word p = 0
@@ -391,7 +428,7 @@ class Trainer:
         }
         if train_ppl is not None:
             record["train_ppl"] = train_ppl
-        if 0 < st.batch < self.data.num_batches():  # stopped within the epoch (--max-steps)
+        if 0 < st.batch < self.data.num_batches():  # within the epoch (--valid-every) or stopped in it (a budget)
             record["epoch_fraction"] = st.batch / self.data.num_batches()
         st.metrics.append(record)
         if self.tb is not None:
@@ -399,7 +436,7 @@ class Trainer:
                 if key in record:
                     self.tb.add_scalar(f"epoch/{key}", record[key], st.step)
             self.tb.flush()
-        self.log(f"epoch {st.epoch + 1}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {record['lr']:g}  "
+        self.log(f"{where}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {record['lr']:g}  "
                  f"{record['tokens_per_s']:.0f} tok/s")
         if opts.lr_schedule == "plateau" and not improved:
             if st.halvings >= opts.max_halvings:
@@ -408,12 +445,6 @@ class Trainer:
                 st.halvings += 1
                 st.lr /= 2
                 set_lr(self.optimizers, st.lr)
-        st.epoch += 1
-        st.batch = 0
-        if st.epoch >= opts.epochs or stopped_by(opts, st):  # its epochs, or a budget (--max-steps, --max-time)
-            st.done = True
-        self.save_checkpoint()
-        self.write_metrics()
 
     def total_steps(self) -> int:
         """The steps the cosine schedule decays over: every epoch's, or ``--max-steps`` when that comes first."""

@@ -87,10 +87,11 @@ def open_tensorboard(directory: str):
 
 
 def plot_learning_curve(metrics: list[dict], path: str) -> None:
-    """Train loss and validation perplexity per epoch, as a PNG (matplotlib, Agg backend)."""
+    """Train loss and validation perplexity per validation point, as a PNG (matplotlib, Agg backend); a point within
+    an epoch (``epoch_fraction``) at its place in the epoch."""
     from matplotlib.figure import Figure  # a Figure object: never switches the user's matplotlib backend
 
-    ep = [m["epoch"] for m in metrics]
+    ep = [m["epoch"] - 1 + m["epoch_fraction"] if "epoch_fraction" in m else m["epoch"] for m in metrics]
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
     ax.plot(ep, [m["valid_ppl"] for m in metrics], "o-", color="C0", label="valid perplexity (exact)")

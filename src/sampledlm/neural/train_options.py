@@ -48,6 +48,10 @@ class TrainOptions:
                                            f"{TB_EVERY} steps; validation perplexity every epoch) to this directory "
                                            "(needs the tensorboard package: pip install 'sampledlm[tensorboard]')")
     checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
+    valid_every: int = option(0, "also validate every N optimiser steps within an epoch (0: at epoch ends only): "
+                                 "for a corpus read less than a few times, the learning curve and the best model "
+                                 "from points within an epoch; each point costs one exact validation, and under "
+                                 "--lr-schedule plateau each counts for halving the rate", min=0)
     eval_batch: int | None = option(None, "evaluation batch: histories, sentences, or (recurrent running text) "
                                           "tokens per call; it never changes the perplexity", min=1)
     valid_sum_precision: str = option("fp32", "the precision of the products inside the validation's normaliser "
