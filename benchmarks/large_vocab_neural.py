@@ -37,6 +37,10 @@ How a row spends its budget (decided here, the same for every row):
 - The softmax is not trained: a short pilot run measures its words per CPU second at V = 485k, and the page
   projects what the budget would buy (labelled projected).
 - The Transformer takes the output of the best finished GRU row (lowest test perplexity) at its turn.
+- One pass instead of EPOCHS (:data:`PASS_ROWS`, run when named: ``--rows css-is-1p``): the same budget, speed,
+  steps, cosine and rate as its row, over EPOCHS times its text read once, validated EPOCHS times within the epoch
+  (``--valid-every``). 4 passes over a 27M-token prefix leave out the words of the other 138M; this row measures
+  what that costs.
 - Memory: a row whose speed run at V = 485k was killed for memory or peaked above the cap (:data:`MEMORY_CAP_MB`)
   is skipped with the reason recorded; every training process is watched and killed at the cap (recorded so).
 """
@@ -83,6 +87,11 @@ THREADS = 1
 #: rows on two threads (the same budget of CPU seconds, both threads' counted), beside faster-rnnlm's 2-thread runs
 #: (deliverable 4); run only when named (``--rows nce-2t``), after the one-thread rows
 THREAD_ROWS = ("nce-2t", "hsm-2t")
+#: rows that read their text once: the same budget and speed as their row, over EPOCHS times the text in one epoch,
+#: validated EPOCHS times within it (``--valid-every``), at the rate their one-pass-over-a-prefix row's race chose.
+#: The question they answer: do 4 passes over a prefix waste the budget on a corpus this large, where a prefix of
+#: 27M tokens leaves many of the vocabulary's rare words unseen? Run only when named (``--rows css-is-1p``)
+PASS_ROWS = ("css-is-1p",)
 #: the quick run's neural step (the smoke test): two trained rows, the projection, KN5 + the best, in seconds
 QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "softmax"), "valid_tokens": 500,
          "quick": True, "lr_halvings": 1}
@@ -220,8 +229,19 @@ def row_threads(row: str) -> int:
 
 
 def row_objective(row: str) -> str:
-    """The objective a GRU row trains (``nce-2t``: ``nce``); the Transformer's is chosen in :func:`make_plan`."""
-    return row.removesuffix("-2t")
+    """The objective a GRU row trains (``nce-2t``, ``css-is-1p``: ``nce``, ``css-is``); the Transformer's is chosen
+    in :func:`make_plan`."""
+    return row.removesuffix("-2t").removesuffix("-1p")
+
+
+def row_epochs(row: str, epochs: int) -> int:
+    """The epochs a row trains: ``epochs``, or one for a row that reads its text once (:data:`PASS_ROWS`)."""
+    return 1 if row in PASS_ROWS else epochs
+
+
+def batches_of(predictions: int, model: str) -> int:
+    """About the optimiser steps of one epoch of ``predictions`` (the default batch's predictions a step)."""
+    return max(1, math.ceil(predictions / BATCH_PREDICTIONS[model]))
 
 
 def base_options(model: str, objective: str, vocab: str, threads: int = THREADS) -> list[str]:
@@ -257,6 +277,9 @@ def skip_reason(row: str, rows: dict, cap_mb: float) -> str | None:
 def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, pilot_tokens: int,
                    cap_mb: float) -> tuple[float | None, str, dict | None]:
     """``(words per CPU second of the training loop, where it comes from, the pilot's row or None)``."""
+    parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration", {})
+    if row in PASS_ROWS and parent.get("words_per_cpu_s"):  # its row's own long-run speed: the same steps planned
+        return parent["words_per_cpu_s"], f"neural/{objective} (its calibration)", None
     # the speed rows ran on one thread: a two-thread row measures its own speed with a pilot
     sp = rows.get(f"speed/{objective}/full") if row_model(row) == "gru" and row_threads(row) == THREADS else None
     if sp and sp.get("rc") == 0 and sp.get("words_per_cpu_s"):
@@ -324,6 +347,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
     from)`` in place of the speed rows and pilots (a calibrated plan)."""
     d = os.path.join(work, "neural", row)
     path = os.path.join(d, "plan.json")
+    passes, epochs = epochs, row_epochs(row, epochs)  # a one-pass row: its text is ``passes`` prefixes long
     if os.path.exists(path) and speed_given is None:
         with open(path, encoding="utf-8") as f:
             plan = json.load(f)
@@ -337,7 +361,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
     if (speed_given is None and rec and not quick and rec["budget"] == budget and rec["epochs"] == epochs
             and os.path.exists(files["train"])):
         # the row's calibrated plan from another machine (the work directory went with it): the same epochs
-        plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick,
+        plan = make_plan(row, rows, notes, work, files, budget, passes, cap_mb, quick,
                          speed_given=(rec["words_per_cpu_s_planned"], rec["speed_source"]))
         if plan.get("epoch_predictions") == rec["epoch_predictions"]:
             plan.update(calibration=rec["calibration"], plan_recorded=rec["date"])
@@ -369,7 +393,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
     if row == "softmax":
         plan["projected"] = True
     else:
-        valid_cost = epochs * plan["valid_predictions"] * EVAL_CPU_S_PER_TOKEN
+        valid_cost = passes * plan["valid_predictions"] * EVAL_CPU_S_PER_TOKEN  # one validation a pass either way
         tokens = int(speed * max(budget - valid_cost, budget / 2) * (QUICK_SAFETY if quick else SAFETY) / epochs)
         tokens = max(tokens, 1000)
         train = os.path.join(work, "neural", "data", f"train-{tokens}.txt")
@@ -379,10 +403,15 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
                     options=[*base_options(model, objective, files["vocab"], row_threads(row)), "--epochs",
                              str(epochs), "--max-time", f"{budget:g}", "--time-clock", "cpu",
                              "--checkpoint-every", str(checkpoint_steps(speed, model))])
-        if row_threads(row) != THREADS:
+        if passes > epochs:  # validated as often as its row: every 1/passes of the epoch
+            every = math.ceil(batches_of(plan["epoch_predictions"], model) / passes)
+            plan.update(valid_every=every, passes=passes)
+            plan["options"] += ["--valid-every", str(every)]
+        if row_threads(row) != THREADS or row in PASS_ROWS:
             # decision: a two-thread row trains at the rate its one-thread row's race chose (threads change the
             # order of the sums, not the optimisation), or its objective's default before that row is recorded;
-            # a race of its own would cost two CPU-hours more a row
+            # a race of its own would cost two CPU-hours more a row. A one-pass row likewise: the same steps and
+            # cosine over them as its row, on text it has not seen
             one = rows.get(f"neural/{objective}", {})
             if one.get("rc") == 0 and one.get("lr"):
                 plan["options"] += ["--lr", f"{one['lr']:g}"]
@@ -480,7 +509,8 @@ def calibrate(plan: dict, work: str, files: dict, rows: dict, notes: str, cap_mb
     if os.path.exists(os.path.join(d, "invocations.jsonl")):
         os.replace(os.path.join(d, "invocations.jsonl"), os.path.join(d, "invocations-discarded.jsonl"))
     os.replace(os.path.join(d, "plan.json"), os.path.join(d, "plan-discarded.json"))
-    new = make_plan(plan["row"], rows, notes, work, files, plan["budget"], plan["epochs"], cap_mb, quick,
+    new = make_plan(plan["row"], rows, notes, work, files, plan["budget"], plan.get("passes", plan["epochs"]), cap_mb,
+                    quick,
                     speed_given=(got["words_per_cpu_s"], f"its own first {got['steps']} steps ({plan['speed_source']}"
                                                          f" planned {plan['words_per_cpu_s_planned']:,.0f})"))
     new["calibration"] = cal
@@ -628,8 +658,9 @@ def record_row(plan: dict, work: str, files: dict, notes: str, cand: dict | None
     inv = invocations_of(d, rd)
     test = test_eval(rd, files)
     pred = plan["epoch_predictions"]
-    curve = [{"epoch": m["epoch"], "step": m["step"], "predictions": pred * m["epoch"],
-              **{k: m[k] for k in ("valid_ppl", "train_loss", "lr", "tokens_per_s", "cpu_s", "wall_s") if k in m}}
+    curve = [{"epoch": m["epoch"], "step": m["step"], "predictions": round(pred * epochs_done(m)),
+              **{k: m[k] for k in ("valid_ppl", "train_loss", "lr", "tokens_per_s", "cpu_s", "wall_s",
+                                   "epoch_fraction") if k in m}}
              for m in recs]
     best = min(recs, key=lambda m: m["valid_ppl"])
     train_cpu = recs[-1]["cpu_s"]
@@ -650,15 +681,21 @@ def record_row(plan: dict, work: str, files: dict, notes: str, cand: dict | None
                                           *plan["options"], *lr_options, "-o", rd)),
            "invocations": [{k: v for k, v in r.items() if k != "argv"} | {"resume": "--resume" in r["argv"]}
                            for r in inv],
-           "curve": curve, "epochs": len(recs), "best_epoch": best["epoch"], "valid_ppl": best["valid_ppl"],
+           "curve": curve, "epochs": math.ceil(epochs_done(recs[-1]) - 1e-9), "best_epoch": best["epoch"],
+           "best_passes": round(epochs_done(best), 3), "valid_ppl": best["valid_ppl"],
            "valid_ppl_last": recs[-1]["valid_ppl"], "train_cpu_s": train_cpu,
            "process_cpu_s": round(sum(r["cpu_s"] for r in inv), 1),
            "unrecorded_starts": unrecorded_starts(d, inv, cand["dir"]),
            "process_wall_s": round(sum(r["wall_s"] for r in inv), 1),
            "peak_mb": max((r["peak_mb"] for r in inv), default=None),
-           "words_per_cpu_s": pred * len(recs) / train_cpu if train_cpu else None,
+           "words_per_cpu_s": pred * epochs_done(recs[-1]) / train_cpu if train_cpu else None,
            "test": test, "rc": 0 if test.get("ppl") else 1, "run_dir": rd}
     return append_row(row, notes)
+
+
+def epochs_done(m: dict) -> float:
+    """The passes over the row's text a metrics record stands at (a point within an epoch: its share)."""
+    return m["epoch"] - 1 + m.get("epoch_fraction", 1.0)
 
 
 def record_failure(plan: dict, r: dict, work: str, notes: str) -> dict:
@@ -729,7 +766,7 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
             rows[key] = record_projection(plan, rows, notes)
             continue
         if not _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick,
-                                0 if row in THREAD_ROWS else lr_halvings):
+                                0 if row in (*THREAD_ROWS, *PASS_ROWS) else lr_halvings):
             continue
         if after_each:
             after_each()
@@ -738,7 +775,7 @@ def step(data: str, work: str, notes: str, budget: float = BUDGET_CPU_S, epochs:
     for row in rows_wanted:
         key = f"neural/{row}"
         r = rows.get(key, {})
-        if r.get("rc") != 0 or r.get("projected") or "lr_race" in r or row in ("softmax", *THREAD_ROWS):
+        if r.get("rc") != 0 or r.get("projected") or "lr_race" in r or row in ("softmax", *THREAD_ROWS, *PASS_ROWS):
             continue
         plan = make_plan(row, rows, notes, work, files, budget, epochs, cap_mb, quick)
         if _race_and_record(row, plan, work, files, rows, notes, cap_mb, quick, lr_halvings) and after_each:

@@ -5,7 +5,7 @@ the learning-rate races, the one-thread target line and the learning curves."""
 from __future__ import annotations
 
 from . import large_vocab_race as race
-from .large_vocab_neural import (BUDGET_CPU_S, CALIBRATION_TOLERANCE, EPOCHS, ROWS, THREAD_ROWS, revision,
+from .large_vocab_neural import (BUDGET_CPU_S, CALIBRATION_TOLERANCE, EPOCHS, PASS_ROWS, ROWS, THREAD_ROWS, revision,
                                  VALID_TOKENS)
 from .large_vocab_kn5_text import same_text
 from .large_vocab_record import v_full
@@ -28,7 +28,8 @@ def _process_cpu(r: dict) -> str:
 # --- the page ----------------------------------------------------------------------------------------------------
 LABELS = {"nce": "GRU, NCE", "is": "GRU, IS", "blackout": "GRU, BlackOut", "css-is": "GRU, CSS-IS",
           "class": "GRU, class", "hsm": "GRU, hsm", "adaptive": "GRU, adaptive", "softmax": "GRU, softmax",
-          "nce-2t": "GRU, NCE, 2 threads", "hsm-2t": "GRU, hsm, 2 threads"}
+          "nce-2t": "GRU, NCE, 2 threads", "hsm-2t": "GRU, hsm, 2 threads",
+          "css-is-1p": f"GRU, CSS-IS, one pass over {EPOCHS}x the text"}
 
 
 def label(r: dict) -> str:
@@ -39,9 +40,11 @@ def label(r: dict) -> str:
     draws = f" ({o['samples']:,} {'per position' if o.get('sample_mode') == 'each' else 'shared'})" \
         if "samples" in o else ""
     name = LABELS.get(r.get("row"), r.get("row", "?"))
-    if name.endswith(", 2 threads"):
-        return name.removesuffix(", 2 threads") + draws + ", 2 threads"
-    return name + draws
+    if ", " not in name:
+        return name + draws
+    base, comma, variant = name.partition(", ")[2].partition(", ")
+    head = name.partition(", ")[0] + ", " + base
+    return head + draws + (comma + variant if variant else "")
 
 
 def _f(x, digits=0) -> str:
@@ -56,7 +59,7 @@ def kn5_test_ppl(rows: dict) -> float | None:
 
 
 def neural_rows(rows: dict) -> dict[str, dict]:
-    return {r: rows[f"neural/{r}"] for r in (*ROWS, *THREAD_ROWS) if f"neural/{r}" in rows}
+    return {r: rows[f"neural/{r}"] for r in (*ROWS, *THREAD_ROWS, *PASS_ROWS) if f"neural/{r}" in rows}
 
 
 def section(rows: dict) -> tuple[str, list[str]]:
@@ -198,8 +201,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
                        "mixes again when another row takes the lead "
                        "(it builds our KN5 again with `<unk>` kept as a word, so that its vocabulary is the neural "
                        "models' own word for word; the recorded KN5 renamed it `<unk-word>` for lmplz)")
-    # a two-thread row takes its one-thread row's rate (make_plan): its one candidate is no race
-    raced = {k: r for k, r in trained.items() if r.get("lr_race") and k not in THREAD_ROWS}
+    # a two-thread or one-pass row takes its row's rate (make_plan): its one candidate is no race
+    raced = {k: r for k, r in trained.items() if r.get("lr_race") and k not in (*THREAD_ROWS, *PASS_ROWS)}
     if raced:
         def cell(c):
             return "diverged" if c.get("diverged") else _f(c.get("epoch1_valid"), 2)
@@ -223,7 +226,7 @@ def section(rows: dict) -> tuple[str, list[str]]:
                                       else _f(c.get("epoch1_valid"), 2))
                                    + f", {_f(c.get('process_cpu_s'))} CPU s"
                                    for c in sorted(cands, key=lambda c: -c["lr"])))
-    unraced = [k for k in trained if k not in raced and k not in THREAD_ROWS]
+    unraced = [k for k in trained if k not in raced and k not in (*THREAD_ROWS, *PASS_ROWS)]
     if unraced:
         missing.append("Learning rates raced on validation (the protocol above) for: " + ", ".join(unraced)
                        + " (recorded before the race; the neural step races them after the untrained rows)")

@@ -34,6 +34,8 @@ import math
 import os
 import re
 
+from . import lmruns
+
 MAX_HALVINGS = 3
 DIVERGE_NATS = 2.0
 _PROGRESS = re.compile(r"^epoch (\d+): +\d+%\s+loss (\S+)")
@@ -95,14 +97,16 @@ def extend(state: dict) -> dict:
 
 
 def first_epoch_valid(rd: str) -> float | None:
-    """Validation perplexity after the run's first epoch (its metrics.jsonl), or None."""
+    """Validation perplexity after the run's first epoch (its metrics.jsonl), or None. A point within the epoch
+    (``--valid-every``) is not its end; the end of an epoch that a budget stopped is."""
     m = os.path.join(rd, "metrics.jsonl")
     if not os.path.exists(m):
         return None
     with open(m, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                return float(json.loads(line)["valid_ppl"])
+        recs = [json.loads(line) for line in f if line.strip()]
+    for i, r in enumerate(recs):
+        if "epoch_fraction" not in r or i == len(recs) - 1 and lmruns.finished(rd):
+            return float(r["valid_ppl"])
     return None
 
 

@@ -124,6 +124,45 @@ def test_a_two_thread_row_measures_its_own_speed_and_takes_its_one_thread_rows_r
     assert "--lr" not in ln.make_plan("nce-2t", rows, "unused", other, files, 100.0, 2, 14000, False)["options"]
 
 
+def test_a_one_pass_row_reads_its_rows_text_times_four_once_validated_as_often_at_its_rate(tmp_path):
+    """css-is-1p: the steps its row trained (its row's calibrated speed, the same budget) over text it reads once,
+    one epoch validated every quarter (--valid-every), at the rate its row's race chose, no race of its own."""
+    files = _files(tmp_path)
+    rows = {"speed/css-is/full": {"rc": 0, "words_per_cpu_s": 50.0},  # the short runs' speed: not this row's
+            "neural/css-is": {"rc": 0, "lr": 0.002, "test": {"ppl": 142.0},
+                              "plan": {"calibration": {"words_per_cpu_s": 80.0}}}}
+    work = str(tmp_path / "work")
+    os.makedirs(os.path.join(work, "neural", "data"))
+    plan = ln.make_plan("css-is-1p", rows, str(tmp_path / "rows.jsonl"), work, files, budget=100.0, epochs=4,
+                        cap_mb=14000, quick=False)
+    valid_cost = 4 * 40 * ln.EVAL_CPU_S_PER_TOKEN  # validated as often as the 4-epoch row
+    assert plan["objective"] == "css-is" and plan["epochs"] == 1 and plan["passes"] == 4
+    assert plan["words_per_cpu_s_planned"] == 80.0 and plan["speed_source"].startswith("neural/css-is")
+    assert plan["epoch_tokens_planned"] == int(80.0 * (100.0 - valid_cost) * ln.SAFETY)
+    opts = plan["options"]
+    assert opts[opts.index("--epochs") + 1] == "1" and opts[opts.index("--lr") + 1] == "0.002"
+    steps = ln.batches_of(plan["epoch_predictions"], "gru")
+    every = int(opts[opts.index("--valid-every") + 1])
+    assert every == plan["valid_every"] and 3 * every < steps <= 4 * every  # 3 points within, then the end
+    # its row's own plan, for comparison: a quarter of the text, four epochs, no points
+    four = ln.make_plan("nce", {"speed/nce/full": {"rc": 0, "words_per_cpu_s": 80.0}}, "unused", work, files, 100.0,
+                        4, 14000, False)
+    assert four["epochs"] == 4 and "--valid-every" not in four["options"]
+    assert four["epoch_tokens_planned"] == plan["epoch_tokens_planned"] // 4
+
+
+def test_the_race_reads_an_epochs_end_not_a_point_within_it(tmp_path):
+    from benchmarks import large_vocab_race as race
+
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "valid_ppl": 300.0, "epoch_fraction": 0.25}) + "\n")
+    assert race.first_epoch_valid(str(rd)) is None
+    with open(rd / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"epoch": 1, "valid_ppl": 250.0}) + "\n" + json.dumps({"epoch": 2, "valid_ppl": 9.0}) + "\n")
+    assert race.first_epoch_valid(str(rd)) == 250.0
+
+
 def test_the_transformer_waits_for_a_finished_gru_row(tmp_path):
     files = _files(tmp_path)
     assert "wait" in ln.make_plan("transformer", {}, "x", str(tmp_path), files, 10.0, 2, 14000, True)
