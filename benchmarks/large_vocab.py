@@ -956,7 +956,7 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int, default=None, help="neural: epochs each row's budget is cut into (default 4)")
     ap.add_argument("--rows", default=None, help="neural: the rows to run, comma-separated, in order (default all: "
                     "nce,is,blackout,css-is,class,hsm,adaptive,transformer,softmax; on two threads, only when named: "
-                    "nce-2t,hsm-2t)")
+                    "nce-2t,hsm-2t; one pass over 4x the text, only when named: css-is-1p)")
     ap.add_argument("--objectives", default=None,
                     help="speed, steady: the objectives to run, comma-separated (default all: " + ",".join(SPEED_OBJECTIVES) + ")")
     ap.add_argument("--again", default=None,
@@ -1009,9 +1009,10 @@ def main(argv=None) -> None:
             ap.error("neural needs --data and --work")
         ln.install_signal_handlers()
         wanted = tuple(a.rows.split(",")) if a.rows else ln.ROWS
-        unknown = sorted(set(wanted) - set(ln.ROWS) - set(ln.THREAD_ROWS))
+        unknown = sorted(set(wanted) - set(ln.ROWS) - set(ln.THREAD_ROWS) - set(ln.PASS_ROWS))
         if unknown:
-            ap.error(f"--rows: unknown {', '.join(unknown)} (rows: {', '.join((*ln.ROWS, *ln.THREAD_ROWS))})")
+            known = (*ln.ROWS, *ln.THREAD_ROWS, *ln.PASS_ROWS)
+            ap.error(f"--rows: unknown {', '.join(unknown)} (rows: {', '.join(known)})")
         try:
             ln.step(a.data, a.work, NOTES, budget=a.budget or ln.BUDGET_CPU_S, epochs=a.epochs or ln.EPOCHS,
                     rows_wanted=wanted, cap_mb=a.memory_cap or ln.MEMORY_CAP_MB, after_each=_page_in_new_process)
