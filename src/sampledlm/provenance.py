@@ -179,7 +179,7 @@ _USE = {
     "embeddings": "sampledlm embed neighbors {d} WORD\nsampledlm embed eval {d}",
 }
 _FIGURES = {"valid_ppl": "validation perplexity", "test_ppl": "test perplexity", "epochs": "epochs",
-            "steps": "training steps", "best_epoch": "best epoch", "words_per_second": "words per second",
+            "steps": "training steps", "best_epoch": "best epoch", "best_step": "best validation's step", "words_per_second": "words per second",
             "train_seconds": "training seconds"}
 
 

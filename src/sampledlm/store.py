@@ -7,7 +7,8 @@ A model directory (what ``sampledlm train``, ``sampledlm maxent train`` and the 
                         "vocab": {"size": V, "fingerprint": ...}, ...the family's own sections...}
     vocab.txt          word<TAB>count, ids in file order (see sampledlm.data.vocab)
     *.safetensors      tensors with a SHA-256 of their content in the header (checked on load)
-    metrics.jsonl      one JSON object per epoch, when the family trains in epochs
+    metrics.jsonl      one JSON object per validation (each epoch's end, and --valid-every's points within one),
+                       when the family trains in epochs
 
 Directories written before the envelope existed still load: ``"format": "sampledlm-run"`` (version 1)
 is a neural run and ``"format": "sampledlm-maxent-1"`` a maxent model (:data:`LEGACY_FORMATS`).

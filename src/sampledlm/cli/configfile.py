@@ -95,7 +95,7 @@ def read_settings(path: str, ctx: click.Context) -> dict:
         wanted = _toml_type(p)
         if wanted and not all(_is(v, wanted) for v in (value if isinstance(value, list) else [value])):
             raise UserError(f"{where}: {key} = {given}: expected {wanted} (a TOML "
-                            f"{'list of ' + wanted + 's' if isinstance(value, list) else wanted}, as --{key} takes)")
+                            f"{'list of ' + wanted + 's' if isinstance(value, list) else wanted}, as --{key.replace('_', '-')} takes)")
         try:
             settings[p.name] = p.type_cast_value(ctx, value)
         except click.BadParameter as e:

@@ -14,6 +14,7 @@ from click.core import ParameterSource
 
 from ..errors import UserError
 from ..neural.registry import MODELS
+from ..neural.reporting import best_point
 from ..neural.train_options import TrainOptions, stopped_by
 from ..neural.settings import MODEL_FIELDS, OBJECTIVE_FIELDS, TRAIN_FIELDS, build_config
 from ..objectives.registry import OBJECTIVES, option_help
@@ -160,10 +161,8 @@ def train(opts, train_path, valid_path, run_dir, resume_dir, init_dir, vocab_pat
             _remove_unstarted(run_dir, created)
         raise
     ranks.close()
-    valid = [m["valid_ppl"] for m in state.metrics]
-    best = valid.index(min(valid)) + 1 if valid else 0
     limit = stopped_by(trainer.opts, state)
-    say(f"best valid ppl {state.best_valid:.2f} (epoch {best} of {len(valid)}); model in {resume_dir}"
+    say(f"best valid ppl {state.best_valid:.2f} ({best_point(state.metrics)}); model in {resume_dir}"
         + (f" (training ended at its {limit}, after epoch {state.epoch} of {trainer.opts.epochs})" if limit else ""))
 
 

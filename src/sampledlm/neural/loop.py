@@ -66,7 +66,7 @@ from .device import autocast, device_name, grad_scaler, keep_freed_memory, resol
 from .distributed import Ranks
 from ..data.textio import atomic_write
 from .train_options import TB_EVERY, TrainOptions, check_resumed_options, stopped_by
-from .optim import clip_gradients, make_optimizers, scheduled_lr, set_lr, sparse_parameter_ids
+from .optim import clip_gradients, make_optimizers, plateau_rule, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
 from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line, step_scores_bytes
 
@@ -314,7 +314,7 @@ class Trainer:
                         pbar.update(1)
                         pbar.set_postfix(loss=f"{st.loss_sum / max(st.loss_count, 1):.3f}",
                                          tok_s=f"{st.epoch_tokens / max(st.epoch_seconds, 1e-9):.0f}", refresh=False)
-                        if opts.valid_every and st.step % opts.valid_every == 0 and st.batch < nb \
+                        if opts.valid_every and st.batch % opts.valid_every == 0 and st.batch < nb \
                                 and not stopped_by(opts, st):  # a budget's own validation: the epoch's end
                             self.validate_within_epoch()  # before a stop: a resumed run must not skip the point
                             if st.done:
@@ -401,8 +401,9 @@ class Trainer:
         epoch is not over), and under the plateau schedule a halving (or the end) when it did not improve."""
         st, opts = self.state, self.opts
         t0, c0 = time.perf_counter(), time.process_time()
-        where = f"epoch {st.epoch + 1}" + (f" ({100 * st.batch // self.data.num_batches()}%)"
-                                           if 0 < st.batch < self.data.num_batches() else "")
+        nb = self.data.num_batches()
+        where = f"epoch {st.epoch + 1}" + (f" at step {st.step:,} ({100 * st.batch / nb:.0f}%)" if 0 < st.batch < nb
+                                           else "")
         with announced(f"{where}: validating") if self.ranks.is_main else contextlib.nullcontext():
             with sum_precision(opts.valid_sum_precision):
                 valid = self.valid_perplexity()
@@ -414,7 +415,7 @@ class Trainer:
                                    batch_size=opts.eval_batch)
         st.wall_seconds += time.perf_counter() - t0
         st.cpu_seconds += time.process_time() - c0
-        improved = valid < st.best_valid * (1.0 - opts.min_improvement)
+        improved, before = valid < st.best_valid * (1.0 - opts.min_improvement), st.best_valid
         if valid < st.best_valid:
             st.best_valid = valid
             if self.ranks.is_main:
@@ -439,12 +440,7 @@ class Trainer:
         self.log(f"{where}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {record['lr']:g}  "
                  f"{record['tokens_per_s']:.0f} tok/s")
         if opts.lr_schedule == "plateau" and not improved:
-            if st.halvings >= opts.max_halvings:
-                st.done = True
-            else:
-                st.halvings += 1
-                st.lr /= 2
-                set_lr(self.optimizers, st.lr)
+            plateau_rule(st, opts, self.optimizers, f"{where}: valid ppl {valid:.2f}", before, self.log)
 
     def total_steps(self) -> int:
         """The steps the cosine schedule decays over: every epoch's, or ``--max-steps`` when that comes first."""

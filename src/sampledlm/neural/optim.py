@@ -56,6 +56,22 @@ def scheduled_lr(base: float, schedule: str, step: int, total_steps: int) -> flo
     return base * 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / total_steps))
 
 
+def plateau_rule(st, opts, optimizers, what: str, before: float, log) -> None:
+    """A validation that did not improve on ``before`` by ``--min-improvement`` (Xu et al. 2011 §3.1): halve the
+    rate, or, after ``--max-halvings`` halvings, end the run (``st.done``); said through ``log``. ``what``: where
+    and what the validation was (``epoch 2: valid ppl 110.31``)."""
+    gain = f"{what} gained less than --min-improvement {opts.min_improvement:g} on {before:.2f}"
+    if st.halvings >= opts.max_halvings:
+        st.done = True
+        log(f"{gain}, after {st.halvings} halving{'s' if st.halvings != 1 else ''} (--max-halvings "
+            f"{opts.max_halvings}): training stops")
+    else:
+        st.halvings += 1
+        st.lr /= 2
+        set_lr(optimizers, st.lr)
+        log(f"{gain}: lr halved to {st.lr:g} (halving {st.halvings} of {opts.max_halvings})")
+
+
 def set_lr(optimizers, lr: float) -> None:
     for opt in optimizers:
         for g in opt.param_groups:

@@ -86,6 +86,25 @@ def open_tensorboard(directory: str):
     return SummaryWriter(log_dir=directory)
 
 
+def point_label(m: dict) -> str:
+    """Where a ``metrics.jsonl`` record was taken: ``epoch 3`` (at its end) or ``epoch 2 at step 1,200 (25%)``
+    (within it: ``--valid-every``, or where a budget stopped the run)."""
+    if "epoch_fraction" in m:
+        return f"epoch {m['epoch']} at step {m['step']:,} ({100 * m['epoch_fraction']:.0f}%)"
+    return f"epoch {m['epoch']}"
+
+
+def best_point(metrics: list[dict]) -> str:
+    """The record of lowest validation perplexity, said as ``epoch 2 of 3`` when every record is an epoch's end,
+    else as ``epoch 2 at step 1,200 (25%), validation 6 of 9``."""
+    if not metrics:
+        return "no validation"
+    i = min(range(len(metrics)), key=lambda k: metrics[k]["valid_ppl"])
+    if all("epoch_fraction" not in m for m in metrics):
+        return f"epoch {i + 1} of {len(metrics)}"
+    return f"{point_label(metrics[i])}, validation {i + 1} of {len(metrics)}"
+
+
 def plot_learning_curve(metrics: list[dict], path: str) -> None:
     """Train loss and validation perplexity per validation point, as a PNG (matplotlib, Agg backend); a point within
     an epoch (``epoch_fraction``) at its place in the epoch."""

@@ -11,8 +11,10 @@ Layout of ``RUN_DIR``::
                              weights after ``objective.finalize`` (e.g. log-alpha calibration),
                              marked ``finalized`` in the file's metadata. (Runs written before this
                              layout keep the objective in ``objective.safetensors``; they still load.)
-    metrics.jsonl            one JSON object per epoch (epoch, step, train loss, valid ppl, lr, tokens/s, wall time)
-    learning_curve.png       train loss and valid perplexity per epoch
+    metrics.jsonl            one JSON object per validation (epoch, step, train loss, valid ppl, lr, tokens/s, wall
+                             time; a point within an epoch also its epoch_fraction, its train loss the mean so far
+                             in the epoch)
+    learning_curve.png       train loss and valid perplexity per validation
     checkpoint.json          {"path": "checkpoints/ckpt-000001234"}: the latest complete training checkpoint
     checkpoints/ckpt-*/      model, objective, optimizer (safetensors + json), rng.safetensors, trainer_state.json
     provenance.json          versions, the device used, the date, each data file's size and SHA-256, the final
@@ -285,11 +287,12 @@ def load_run(run_dir: str, weights: str | None = None, note_unfinished: bool = T
 
 
 def _epochs_done(run_dir: str) -> int:
-    """Epochs recorded in the run's ``metrics.jsonl`` (0 where it cannot be read)."""
+    """Epochs the run's ``metrics.jsonl`` shows finished (a point within an epoch is not one; 0 where it cannot
+    be read)."""
     try:
         with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
-            return sum(1 for line in f if line.strip())
-    except (OSError, UnicodeDecodeError):
+            return sum(1 for line in f if line.strip() and "epoch_fraction" not in json.loads(line))
+    except (OSError, UnicodeDecodeError, ValueError):
         return 0
 
 

@@ -48,10 +48,11 @@ class TrainOptions:
                                            f"{TB_EVERY} steps; validation perplexity every epoch) to this directory "
                                            "(needs the tensorboard package: pip install 'sampledlm[tensorboard]')")
     checkpoint_every: int = option(0, "also checkpoint every N steps (0: at epoch ends only)", min=0)
-    valid_every: int = option(0, "also validate every N optimiser steps within an epoch (0: at epoch ends only): "
+    valid_every: int = option(0, "also validate after every N-th optimiser step of each epoch (0: at epoch ends only): "
                                  "for a corpus read less than a few times, the learning curve and the best model "
                                  "from points within an epoch; each point costs one exact validation, and under "
-                                 "--lr-schedule plateau each counts for halving the rate", min=0)
+                                 "--lr-schedule plateau each counts for halving the rate (--min-improvement "
+                                 "applies to each point)", min=0)
     eval_batch: int | None = option(None, "evaluation batch: histories, sentences, or (recurrent running text) "
                                           "tokens per call; it never changes the perplexity", min=1)
     valid_sum_precision: str = option("fp32", "the precision of the products inside the validation's normaliser "
@@ -65,7 +66,8 @@ class TrainOptions:
                                     "updates, the loss and every evaluation stay float32", choices=PRECISIONS)
     compile: bool = option(False, "compile the model's forward pass with torch.compile (slow to start; helps "
                                   "large models on a GPU)")
-    train_eval: int = option(0, "after each epoch also report the exact perplexity of the first N training tokens",
+    train_eval: int = option(0, "at each validation (each epoch's end, each --valid-every point) also report the "
+                                "exact perplexity of the first N training tokens",
                              min=0)
     data_fraction: float = option(1.0, "feed-forward: train each epoch on this random share of the positions",
                                   min=0.0, min_open=True, max=1.0)

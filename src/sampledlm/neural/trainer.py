@@ -130,10 +130,14 @@ class RunTrainer(Trainer):
         super().finish()
         if not finished and self.ranks.is_main:
             st = self.state
-            valid = [m.get("valid_ppl") for m in st.metrics]
-            best = min(range(len(valid)), key=lambda i: valid[i]) + 1 if valid else None
-            provenance.finish(self.run_dir, {"valid_ppl": st.best_valid if valid else None, "best_epoch": best,
-                                             "epochs": st.epoch, "steps": st.step})
+            best = min(st.metrics, key=lambda m: m["valid_ppl"]) if st.metrics else None
+            inner = best is not None and "epoch_fraction" in best  # the best is a point within its epoch
+            nb = self.data.num_batches()
+            provenance.finish(self.run_dir, {"valid_ppl": st.best_valid if best else None,
+                                             "best_epoch": best["epoch"] if best else None,
+                                             "best_step": best["step"] if inner else None,
+                                             "epochs": st.epoch if not st.batch else round(st.epoch + st.batch / nb, 3),
+                                             "steps": st.step})
 
 
 def _device_used(trainer: Trainer) -> str:
@@ -258,8 +262,10 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
         raise UserError(f"{run_dir}: training ended at its {limit}, which --resume does not change; start another run "
                         f"from it with --init-from {run_dir} (and a new budget)")
     if refuse_finished and trainer.state.finalized and not more:  # before config.json is touched
-        n = trainer.state.epoch
-        raise UserError(f"{run_dir}: training already finished after {n} epoch{'s' if n != 1 else ''} (best valid ppl "
+        st, nb = trainer.state, trainer.data.num_batches()
+        n = f"{st.epoch} epoch{'s' if st.epoch != 1 else ''}" if not st.batch else \
+            f"{st.epoch + st.batch / nb:.2f} epochs (at step {st.step:,}, where validation stopped it)"
+        raise UserError(f"{run_dir}: training already finished after {n} (best valid ppl "
                         f"{trainer.state.best_valid:.2f}); give a larger --epochs to train it further, or start "
                         f"another run from it with --init-from {run_dir}")
     if ranks.is_main:  # a new session of training: its date and device (a run from before 0.2.0: begun now)
