@@ -407,6 +407,14 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
             every = math.ceil(batches_of(plan["epoch_predictions"], model) / passes)
             plan.update(valid_every=every, passes=passes)
             plan["options"] += ["--valid-every", str(every)]
+        parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration")
+        if row in PASS_ROWS and parent and source.startswith(f"neural/{objective}"):
+            # decision: its row's long-run speed is its plan, kept (the same steps as its row is the point); a
+            # first stretch measured while other jobs share the core's caches would shrink the text for good
+            # (2026-12-02: 11,789 against 16,242 words per CPU second beside a CI run), and --max-time still ends
+            # a run slower than planned
+            plan["calibration"] = {k: v for k, v in parent.items() if not k.startswith("discarded")} | {
+                "discarded": False, "inherited_from": f"neural/{objective}"}
         if row_threads(row) != THREADS or row in PASS_ROWS:
             # decision: a two-thread row trains at the rate its one-thread row's race chose (threads change the
             # order of the sums, not the optimisation), or its objective's default before that row is recorded;

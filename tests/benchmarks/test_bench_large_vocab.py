@@ -147,6 +147,7 @@ def test_a_one_pass_row_reads_its_rows_text_times_four_once_validated_as_often_a
     # its row's own plan, for comparison: a quarter of the text, four epochs, no points
     four = ln.make_plan("nce", {"speed/nce/full": {"rc": 0, "words_per_cpu_s": 80.0}}, "unused", work, files, 100.0,
                         4, 14000, False)
+    assert plan["calibration"]["inherited_from"] == "neural/css-is"  # its row's speed: not measured again
     assert four["epochs"] == 4 and "--valid-every" not in four["options"]
     assert four["epoch_tokens_planned"] == plan["epoch_tokens_planned"] // 4
 
