@@ -196,6 +196,11 @@ def section(rows: dict) -> tuple[str, list[str]]:
                        f"{hours} plus its test evaluation): `nohup nice -n 19 env "
                        "OMP_NUM_THREADS=1 python -m benchmarks.large_vocab neural --data /work/data/wiki --work "
                        "/work/data/wiki-runs &` (it skips the rows recorded and resumes a stopped one)")
+    for r in PASS_ROWS:
+        if r not in got:
+            missing.append(f"{LABELS[r]} ({r}: its row's budget, steps and rate over {EPOCHS}x the text read once, "
+                           f"validated {EPOCHS} times within the epoch): `nice -n 19 env OMP_NUM_THREADS=1 python -m "
+                           f"benchmarks.large_vocab neural --data /work/data/wiki --work /work/data/wiki-runs --rows {r}`")
     if not (mix and mix.get("rc") == 0):
         missing.append("KN5 + the best neural row interpolated: the neural step mixes the best finished row, and "
                        "mixes again when another row takes the lead "
@@ -220,7 +225,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
         if k.startswith("neural-race/") and r["row"] not in got and r.get("revision", 1) == revision(r["row"]):
             going.setdefault(r["row"], []).append(r)
     for row, cands in going.items():
-        missing.append(f"Learning-rate race of {row}, so far (validation perplexity on the subset after epoch 1): "
+        missing.append(f"Learning-rate race of {row}, so far (validation perplexity on the subset after epoch 1; the "
+                       "process CPU seconds recorded, without those of a start stopped with a session's end): "
                        + "; ".join(f"lr {c['lr']:g}{' (default)' if c['default'] else ''}: "
                                    + (f"diverged ({c['diverged']})" if c.get("diverged")
                                       else _f(c.get("epoch1_valid"), 2))
