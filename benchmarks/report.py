@@ -94,7 +94,8 @@ def header(title: str, meta: dict) -> str:
     return (
         f"# {title}\n\n"
         f"- machine: {meta['machine']}\n- date: {meta['date']}\n- commit: {meta['commit']}\n"
-        f"- software: Python {meta['python']}, torch {meta['torch']} ({meta['torch_threads']} threads), "
+        f"- software: Python {meta['python']}, torch {meta['torch']} "
+        f"({meta['torch_threads']} thread{'' if meta['torch_threads'] == 1 else 's'}), "
         f"numpy {meta['numpy']}\n"
         f"- command: `{meta['command']}`\n\n"
     )

@@ -53,3 +53,14 @@ def test_a_page_shows_the_figure_it_writes(tmp_path):
     assert "![A title](x.png)\n\nbody text" in text and (tmp_path / "x.png").is_file()
     write_page(str(tmp_path), "y", "T", meta, {}, "see ![curve](y.png) here", figure=new_figure()[0])
     assert (tmp_path / "y.md").read_text().count("](y.png)") == 1
+
+
+def test_the_stamp_counts_torch_threads_in_words(tmp_path):
+    """The stamp says "1 thread" and "2 threads"."""
+    from benchmarks.report import write_page
+
+    for n, words in ((1, "(1 thread)"), (2, "(2 threads)")):
+        meta = {"machine": "m", "date": "d", "commit": "c", "python": "3", "torch": "t", "torch_threads": n,
+                "numpy": "n", "command": "python -m benchmarks x"}
+        write_page(str(tmp_path), f"p{n}", "T", meta, {}, "body")
+        assert f"torch t {words}, numpy n" in (tmp_path / f"p{n}.md").read_text()
