@@ -62,6 +62,29 @@ def neural_rows(rows: dict) -> dict[str, dict]:
     return {r: rows[f"neural/{r}"] for r in (*ROWS, *THREAD_ROWS, *PASS_ROWS) if f"neural/{r}" in rows}
 
 
+def passes_done(r: dict) -> float | None:
+    """The passes over its text a trained row made: the last validation point's epoch, less the part of that epoch
+    not reached when the point has an ``epoch_fraction`` (``--valid-every``); None without a curve."""
+    if not r.get("curve"):
+        return None
+    last = r["curve"][-1]
+    return last["epoch"] - 1 + last.get("epoch_fraction", 1.0)
+
+
+def budget_stops(got: dict) -> str:
+    """Which trained rows the budget's hard stop ended before their planned passes, as a clause of the protocol."""
+    cut = []
+    for r in got.values():
+        done, planned = passes_done(r), (r.get("plan") or {}).get("epochs")
+        if r.get("rc") == 0 and done is not None and planned and done < planned - 1e-3:
+            step = r["curve"][-1].get("step")
+            cut.append(f"{label(r)} at {100 * done / planned:.1f} % of its planned steps"
+                       + (f" (step {step:,})" if step else ""))
+    if not cut:
+        return "no row so far has reached it: each ended after its epochs"
+    return "it stopped " + "; ".join(cut) + "; every other row ended after its epochs"
+
+
 def section(rows: dict) -> tuple[str, list[str]]:
     """The page's section on the neural rows, and the lines of what is not yet run."""
     got = neural_rows(rows)
@@ -79,16 +102,17 @@ def section(rows: dict) -> tuple[str, list[str]]:
              "shared 2-core machine) and is compared by exact test perplexity at the end. Each row is `python -m "
              f"sampledlm train` with the whole count >= 3 vocabulary in the model (`--vocab`, V = {vfull}) and the "
              "objective's defaults, run by `python -m benchmarks.large_vocab neural` "
-             "(`benchmarks/large_vocab_neural.py`; its docstring has every decision). `sampledlm train` validates "
-             "only at an epoch's end, and one pass over the 165.5M training tokens takes "
-             f"3-90 CPU-hours (IS to adaptive), so each row trains {epochs} epochs over the first N training tokens "
+             "(`benchmarks/large_vocab_neural.py`; its docstring has every decision). One pass over the "
+             f"165.5M training tokens takes 3-90 CPU-hours (IS to adaptive), so each row trains {epochs} epochs over "
+             "the first N training tokens "
              f"(whole lines), N sized from the row's measured words per CPU second at V = {vfull} so that the "
              "epochs fill the budget; "
              "a faster output layer thus reads more of the corpus. The rate follows the GRU's default cosine decay "
              f"over those {epochs} epochs; `--max-time {budget:g} --time-clock cpu` is the hard stop for a run "
              "slower than planned (at the end of the epoch that passes it before 2026-12-01, at the step that "
-             "passes it since; no row so far has reached it: each ended after its epochs). The budget clock is "
-             "the trainer's own (training loop and validation); reading the data and the class/hsm word clustering come before it and are in the "
+             f"passes it since; {budget_stops(got)}). The budget clock is "
+             "the trainer's own (training loop and validation); reading the data and the class/hsm word clustering "
+             "come before it and are in the "
              "process CPU column." + (
                  " Rows marked *2 threads* (beside faster-rnnlm's two-thread runs) are the same with `--threads 2`: "
                  "the budget counts both threads' CPU seconds, and the rate is the one its one-thread row trained "
@@ -106,7 +130,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
              "the candidates are the row's default rate as PTB's lr grid chose it (the GRU's 0.004 with Adam, NCE's "
              "too; BlackOut, CSS-IS, class and hsm 0.008; the Transformer's 0.001, 0.0005 before 2026-12-01; IS's, "
              "BlackOut's, CSS-IS's and class's races began at their then default, 0.008, and all four now default to "
-             "0.002 on a long run (class above 10,000 steps, the others above 20,000) such as these: IS's race with the vocabulary cut to 10k words gave 0.002 75.98 "
+             "0.002 on a long run (class above 10,000 steps, the others above 20,000) such as these: IS's race with "
+             "the vocabulary cut to 10k words gave 0.002 75.98 "
              "against 0.004 81.30, so the run's length decides, not V; benchmarks/notes/large-vocab-findings.md), "
              "then "
              "half of it, and "
@@ -188,7 +213,8 @@ def section(rows: dict) -> tuple[str, list[str]]:
                   ""]
     if trained:
         lines += ["![learning curves](large-vocab.png) (right panel): validation perplexity on the subset "
-                  "against the budget clock's CPU seconds, one point per epoch.", ""]
+                  "against the budget clock's CPU seconds, one point per epoch (a row validated within its "
+                  "epochs, `--valid-every`, has a point at each validation).", ""]
     missing = []
     todo = [r for r in ROWS if r not in got]
     if todo:

@@ -222,6 +222,20 @@ def test_the_section_and_the_target_from_recorded_rows():
     assert len(fig.axes) == 3
 
 
+def test_the_protocol_names_the_rows_the_budget_stopped_short():
+    whole = _finished("nce", 120.0)
+    whole["curve"] += [{"epoch": 3, "cpu_s": 300.0, "valid_ppl": 110.0},
+                       {"epoch": 4, "cpu_s": 400.0, "valid_ppl": 100.0}]
+    assert lvpage.budget_stops({"nce": whole}) == "no row so far has reached it: each ended after its epochs"
+    one = {**_finished("css-is-1p", 108.0, "css-is"), "plan": {"epochs": 1}}
+    one["curve"] = [{"epoch": 1, "step": 100, "epoch_fraction": 0.5, "valid_ppl": 200.0},
+                    {"epoch": 1, "step": 181, "epoch_fraction": 0.905, "valid_ppl": 150.0}]
+    said = lvpage.budget_stops({"nce": whole, "css-is-1p": one})
+    assert said.startswith("it stopped GRU, CSS-IS") and ", stopped at" not in said
+    assert "at 90.5 % of its planned steps (step 181); every other row ended after its epochs" in said
+    assert lvpage.passes_done(whole) == 4 and lvpage.passes_done({"curve": []}) is None
+
+
 def _checkpoint(rd, epoch, step, predictions, cpu_s):
     ck = rd / "checkpoints" / f"ckpt-{step:09d}"
     ck.mkdir(parents=True)
