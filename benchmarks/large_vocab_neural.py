@@ -40,7 +40,8 @@ How a row spends its budget (decided here, the same for every row):
 - One pass instead of EPOCHS (:data:`PASS_ROWS`, run when named: ``--rows css-is-1p``): the same budget, speed,
   steps, cosine and rate as its row, over EPOCHS times its text read once, validated EPOCHS times within the epoch
   (``--valid-every``). 4 passes over a 27M-token prefix leave out the words of the other 138M; this row measures
-  what that costs.
+  what that costs. ``css-is-1p-bf16``: the same under ``--precision bf16`` (:data:`PRECISION_ROWS`), its text sized
+  by its row's speed times bf16's speed-up measured by alternated pilots.
 - Memory: a row whose speed run at V = 485k was killed for memory or peaked above the cap (:data:`MEMORY_CAP_MB`)
   is skipped with the reason recorded; every training process is watched and killed at the cap (recorded so).
 """
@@ -91,7 +92,14 @@ THREAD_ROWS = ("nce-2t", "hsm-2t")
 #: validated EPOCHS times within it (``--valid-every``), at the rate their one-pass-over-a-prefix row's race chose.
 #: The question they answer: do 4 passes over a prefix waste the budget on a corpus this large, where a prefix of
 #: 27M tokens leaves many of the vocabulary's rare words unseen? Run only when named (``--rows css-is-1p``)
-PASS_ROWS = ("css-is-1p",)
+PASS_ROWS = ("css-is-1p", "css-is-1p-bf16")
+#: rows trained under a lower-precision autocast (``--precision``): the one-pass row again, its text sized by its
+#: row's calibrated speed times the speed-up its precision measured on this machine (fp32 and bf16 pilots, alternated,
+#: :func:`precision_ratio`), so that it reads what the budget buys at that speed; validation and test stay float32
+#: and exact. The question: what the trainer's bf16 path (1.58x on PTB at equal test perplexity, 98.44 against
+#: 98.39, benchmarks/notes/cpu-step-2026-11-27.md) buys within the budget at V = 485k
+PRECISION_ROWS = {"css-is-1p-bf16": "bf16"}
+PRECISION_PILOT_TOKENS = 300_000  # each of the 4 alternated pilots: about 20-35 CPU s at V = 485k
 #: the quick run's neural step (the smoke test): two trained rows, the projection, KN5 + the best, in seconds
 QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "softmax"), "valid_tokens": 500,
          "quick": True, "lr_halvings": 1}
@@ -231,7 +239,7 @@ def row_threads(row: str) -> int:
 def row_objective(row: str) -> str:
     """The objective a GRU row trains (``nce-2t``, ``css-is-1p``: ``nce``, ``css-is``); the Transformer's is chosen
     in :func:`make_plan`."""
-    return row.removesuffix("-2t").removesuffix("-1p")
+    return row.removesuffix("-bf16").removesuffix("-2t").removesuffix("-1p")
 
 
 def row_epochs(row: str, epochs: int) -> int:
@@ -278,6 +286,12 @@ def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, 
                    cap_mb: float) -> tuple[float | None, str, dict | None]:
     """``(words per CPU second of the training loop, where it comes from, the pilot's row or None)``."""
     parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration", {})
+    if row in PRECISION_ROWS and parent.get("words_per_cpu_s"):  # its row's long-run speed, times its precision's
+        got = precision_ratio(row, objective, rows, notes, work, files, cap_mb)
+        if not got.get("ratio"):
+            return None, f"neural-pilot/{row}", got
+        return (parent["words_per_cpu_s"] * got["ratio"],
+                f"neural/{objective} (its calibration) x {got['ratio']:.3f} ({PRECISION_ROWS[row]} pilots)", got)
     if row in PASS_ROWS and parent.get("words_per_cpu_s"):  # its row's own long-run speed: the same steps planned
         return parent["words_per_cpu_s"], f"neural/{objective} (its calibration)", None
     # the speed rows ran on one thread: a two-thread row measures its own speed with a pilot
@@ -292,9 +306,34 @@ def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, 
     return (got.get("words_per_cpu_s"), key, got)
 
 
-def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb: float) -> dict:
+def precision_ratio(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, cap_mb: float) -> dict:
+    """The row's precision against float32 in words per CPU second: pilots of its objective over the same
+    :data:`PRECISION_PILOT_TOKENS`, float32 and the row's precision alternated twice (a shared machine's load
+    drifts); the ratio of the two sides' summed speeds. Recorded as ``neural-pilot/<row>`` and taken from there."""
+    key = f"neural-pilot/{row}"
+    got = rows.get(key)
+    if got and got.get("tokens") == PRECISION_PILOT_TOKENS and got.get("ratio"):
+        return got
+    runs = []
+    for _ in range(2):
+        for precision in ("fp32", PRECISION_ROWS[row]):
+            r = pilot(row, objective, work, files, PRECISION_PILOT_TOKENS, cap_mb, precision)
+            runs.append({"precision": precision, **{k: r.get(k) for k in ("rc", "words_per_cpu_s", "train_cpu_s")}})
+            if r["rc"] != 0:
+                rows[key] = append_row({"key": key, "row": row, "objective": objective, "tokens":
+                                        PRECISION_PILOT_TOKENS, "runs": runs, "process": r["process"]}, notes)
+                return rows[key]
+    low = PRECISION_ROWS[row]
+    speed = {p: sum(r["words_per_cpu_s"] for r in runs if r["precision"] == p) for p in ("fp32", low)}
+    rows[key] = append_row({"key": key, "row": row, "objective": objective, "tokens": PRECISION_PILOT_TOKENS,
+                            "runs": runs, "ratio": speed[low] / speed["fp32"]}, notes)
+    return rows[key]
+
+
+def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb: float,
+          precision: str | None = None) -> dict:
     """A short run (one pass over the first ``tokens`` training tokens, a one-line validation text) that measures
-    the row's words per CPU second at the full vocabulary."""
+    the row's words per CPU second at the full vocabulary (under ``--precision`` when given)."""
     import shutil
 
     d = os.path.join(work, "neural", row)
@@ -309,7 +348,7 @@ def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb:
     shutil.rmtree(rd, ignore_errors=True)
     argv = lmruns_cmd("train", "--train", train, "--valid", tiny,
                       *base_options(row_model(row), objective, files["vocab"], row_threads(row)), "--epochs", "1",
-                      "-o", rd)
+                      *(["--precision", precision] if precision else []), "-o", rd)
     r = run_watched(argv, os.path.join(d, "pilot.log"), cap_mb)
     n = count_predictions(train)
     out = {"row": row, "model": row_model(row), "objective": objective, "tokens": tokens, "predictions": n,
@@ -382,7 +421,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
     else:
         speed, source, _ = measured_speed(row, objective, rows, notes, work, files, pilot_tokens, cap_mb)
     if speed is None:
-        pr = rows.get(source, {}).get("process", {})
+        pr = rows.get(source, {}).get("process", {}) or {}
         why = (f"killed at {pr['killed_at_mb']:,.0f} MB resident (the cap)" if pr.get("killed_for_memory")
                else f"exit status {pr.get('rc')}")
         return {"failed": f"its pilot run ({source}) failed: {why}"}
@@ -402,6 +441,7 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
                     valid_cost_planned_s=round(valid_cost, 1),
                     options=[*base_options(model, objective, files["vocab"], row_threads(row)), "--epochs",
                              str(epochs), "--max-time", f"{budget:g}", "--time-clock", "cpu",
+                             *(["--precision", PRECISION_ROWS[row]] if row in PRECISION_ROWS else []),
                              "--checkpoint-every", str(checkpoint_steps(speed, model))])
         if passes > epochs:  # validated as often as its row: every 1/passes of the epoch
             every = math.ceil(batches_of(plan["epoch_predictions"], model) / passes)
@@ -415,6 +455,8 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
             # a run slower than planned
             plan["calibration"] = {k: v for k, v in parent.items() if not k.startswith("discarded")} | {
                 "discarded": False, "inherited_from": f"neural/{objective}"}
+            if row in PRECISION_ROWS:  # its row's speed times its precision's ratio: that is the speed it plans on
+                plan["calibration"]["words_per_cpu_s"] = speed
         if row_threads(row) != THREADS or row in PASS_ROWS:
             # decision: a two-thread row trains at the rate its one-thread row's race chose (threads change the
             # order of the sums, not the optimisation), or its objective's default before that row is recorded;

@@ -29,7 +29,13 @@ def _process_cpu(r: dict) -> str:
 LABELS = {"nce": "GRU, NCE", "is": "GRU, IS", "blackout": "GRU, BlackOut", "css-is": "GRU, CSS-IS",
           "class": "GRU, class", "hsm": "GRU, hsm", "adaptive": "GRU, adaptive", "softmax": "GRU, softmax",
           "nce-2t": "GRU, NCE, 2 threads", "hsm-2t": "GRU, hsm, 2 threads",
-          "css-is-1p": f"GRU, CSS-IS, one pass over {EPOCHS}x the text"}
+          "css-is-1p": f"GRU, CSS-IS, one pass over {EPOCHS}x the text",
+          "css-is-1p-bf16": "GRU, CSS-IS, one pass under bf16 autocast"}
+#: what a one-pass row not yet run would train (the page's list of what is missing)
+PASS_WHAT = {"css-is-1p": f"its row's budget, steps and rate over {EPOCHS}x the text read once, validated {EPOCHS} "
+                          "times within the epoch",
+             "css-is-1p-bf16": "the one-pass row under `--precision bf16`, over the text its row's speed times "
+                               "bf16's measured speed-up buys, validation and test in float32"}
 
 
 def label(r: dict) -> str:
@@ -224,9 +230,9 @@ def section(rows: dict) -> tuple[str, list[str]]:
                        "/work/data/wiki-runs &` (it skips the rows recorded and resumes a stopped one)")
     for r in PASS_ROWS:
         if r not in got:
-            missing.append(f"{LABELS[r]} ({r}: its row's budget, steps and rate over {EPOCHS}x the text read once, "
-                           f"validated {EPOCHS} times within the epoch): `nice -n 19 env OMP_NUM_THREADS=1 python -m "
-                           f"benchmarks.large_vocab neural --data /work/data/wiki --work /work/data/wiki-runs --rows {r}`")
+            missing.append(f"{LABELS[r]} ({r}: {PASS_WHAT[r]}): `nice -n 19 env OMP_NUM_THREADS=1 python -m "
+                           "benchmarks.large_vocab neural --data /work/data/wiki --work /work/data/wiki-runs --rows "
+                           f"{r}`")
     if not (mix and mix.get("rc") == 0):
         missing.append("KN5 + the best neural row interpolated: the neural step mixes the best finished row, and "
                        "mixes again when another row takes the lead "

@@ -152,6 +152,52 @@ def test_a_one_pass_row_reads_its_rows_text_times_four_once_validated_as_often_a
     assert four["epoch_tokens_planned"] == plan["epoch_tokens_planned"] // 4
 
 
+def test_a_bf16_one_pass_row_plans_on_its_rows_speed_times_bf16s_alternated_pilots(tmp_path, monkeypatch):
+    """css-is-1p-bf16: the one-pass row under --precision bf16, its text what its row's calibrated speed times the
+    speed-up of bf16 pilots alternated with fp32 ones buys; the ratio recorded once and reused."""
+    files = _files(tmp_path)
+    rows = {"neural/css-is": {"rc": 0, "lr": 0.002, "test": {"ppl": 142.0},
+                              "plan": {"calibration": {"words_per_cpu_s": 80.0}}}}
+    work = str(tmp_path / "work")
+    os.makedirs(os.path.join(work, "neural", "data"))
+    calls = []
+
+    def fake_pilot(row, objective, work, files, tokens, cap_mb, precision=None):
+        calls.append(precision)
+        return {"rc": 0, "words_per_cpu_s": {"fp32": 100.0, "bf16": 125.0}[precision], "train_cpu_s": 1.0,
+                "process": {}}
+
+    monkeypatch.setattr(ln, "pilot", fake_pilot)
+    notes = str(tmp_path / "rows.jsonl")
+    plan = ln.make_plan("css-is-1p-bf16", rows, notes, work, files, budget=100.0, epochs=4, cap_mb=14000,
+                        quick=False)
+    assert calls == ["fp32", "bf16", "fp32", "bf16"]
+    assert rows["neural-pilot/css-is-1p-bf16"]["ratio"] == 1.25
+    assert plan["objective"] == "css-is" and plan["epochs"] == 1 and plan["passes"] == 4
+    assert plan["words_per_cpu_s_planned"] == 100.0 and plan["calibration"]["words_per_cpu_s"] == 100.0
+    valid_cost = 4 * 40 * ln.EVAL_CPU_S_PER_TOKEN
+    assert plan["epoch_tokens_planned"] == int(100.0 * (100.0 - valid_cost) * ln.SAFETY)
+    opts = plan["options"]
+    assert opts[opts.index("--precision") + 1] == "bf16" and opts[opts.index("--lr") + 1] == "0.002"
+    os.makedirs(os.path.join(tmp_path, "w2", "neural", "data"))
+    fp32 = ln.make_plan("css-is-1p", rows, notes, str(tmp_path / "w2"), files, 100.0, 4, 14000, False)
+    assert "--precision" not in fp32["options"] and fp32["words_per_cpu_s_planned"] == 80.0
+    # the ratio is taken from the notes on another machine: no pilot again
+    calls.clear()
+    other = str(tmp_path / "other")
+    os.makedirs(os.path.join(other, "neural", "data"))
+    again = ln.make_plan("css-is-1p-bf16", ln.read_rows(notes) | rows, notes, other, files, 100.0, 4, 14000, False)
+    assert calls == [] and again["words_per_cpu_s_planned"] == 100.0
+    # a pilot that fails: the row is not planned, and says which pilot
+    monkeypatch.setattr(ln, "pilot", lambda *a, **k: {"rc": -9, "process": {"killed_for_memory": True,
+                                                                            "killed_at_mb": 14000.0}})
+    third = str(tmp_path / "third")
+    os.makedirs(os.path.join(third, "neural", "data"))
+    fresh = {"neural/css-is": rows["neural/css-is"]}
+    failed = ln.make_plan("css-is-1p-bf16", fresh, str(tmp_path / "r3.jsonl"), third, files, 100.0, 4, 14000, False)
+    assert "neural-pilot/css-is-1p-bf16" in failed["failed"] and "killed at 14,000 MB" in failed["failed"]
+
+
 def test_the_race_reads_an_epochs_end_not_a_point_within_it(tmp_path):
     from benchmarks import large_vocab_race as race
 
