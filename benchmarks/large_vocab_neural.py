@@ -51,7 +51,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -685,14 +684,10 @@ def race_and_train(plan: dict, work: str, cap_mb: float, recalibrate, max_halvin
 def test_eval(rd: str, files: dict) -> dict:
     """Exact test perplexity over the whole test text (:func:`lmruns.evaluate`: one thread, cached in the run
     directory), with the process's wall and CPU seconds."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    ev = lmruns.evaluate(rd, {"test": files["test"], "valid": files["valid_sub"]}, None)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    ev, cost, cached = lmruns.evaluate_with_cost(rd, {"test": files["test"], "valid": files["valid_sub"]}, None)
     out = {k: ev.get(k) for k in ("ppl", "ppl_excluding_oov", "oov", "predictions", "seconds_load", "seconds_score")}
-    out.update(wall_s=round(time.perf_counter() - t0, 1), cpu_s=round(cpu, 1), threads=1, text=files["test"],
-               cached=cpu < 1.0)
+    out.update(wall_s=(cost or {}).get("wall_s"), cpu_s=(cost or {}).get("cpu_s"), threads=1, text=files["test"],
+               cached=cached)
     return out
 
 
@@ -900,14 +895,11 @@ def interp_step(data: str, work: str, notes: str, files: dict) -> bool:
         return False
     kn5 = kn5_for_mixing(data, work)
     rd = rows[best]["run_dir"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    ev = lmruns._plain(lmruns.evaluate(rd, {"test": files["test"], "valid": files["valid_sub"]}, kn5))
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ev, cost, cached = lmruns.evaluate_with_cost(rd, {"test": files["test"], "valid": files["valid_sub"]}, kn5)
+    ev = lmruns._plain(ev)
     append_row({"key": "neural-interp", "row": rows[best]["row"], "kn5": kn5, "valid": files["valid_sub"],
                 "test": files["test"], "ppl": ev.get("interpolated_ppl"), "neural_ppl": ev.get("ppl"),
                 "weight_neural": ev.get("weight"), "components": ev.get("components"),
-                "wall_s": round(time.perf_counter() - t0, 1),
-                "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 1),
+                "wall_s": (cost or {}).get("wall_s"), "cpu_s": (cost or {}).get("cpu_s"), "cached": cached,
                 "rc": 0 if ev.get("interpolated_ppl") else 1}, notes)
     return True

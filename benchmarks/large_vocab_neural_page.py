@@ -215,7 +215,9 @@ def section(rows: dict) -> tuple[str, list[str]]:
     if mix and mix.get("rc") == 0:
         lines += [f"KN5 + {label(rows['neural/' + mix['row']])} interpolated (weights by EM on the validation "
                   f"subset; the neural model's weight {mix['weight_neural']:.3f}): test perplexity "
-                  f"**{mix['ppl']:.2f}** (alone: {mix['neural_ppl']:.2f} and {kn5:.2f}); {_f(mix['cpu_s'])} CPU s.",
+                  f"**{mix['ppl']:.2f}** (alone: {mix['neural_ppl']:.2f} and {kn5:.2f}); "
+                  + (f"{_f(mix['cpu_s'])} CPU s." if mix.get("cpu_s") else
+                     "its CPU time not recorded (an earlier evaluation's cached result)."),
                   ""]
     if trained:
         lines += ["![learning curves](large-vocab.png) (right panel): validation perplexity on the subset "

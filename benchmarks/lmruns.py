@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 import click
@@ -218,22 +219,33 @@ def epochs(rd: str) -> list[dict]:
 def evaluate(rd: str, files: dict, arpa: str | None) -> dict:
     """Exact test perplexity of the finished run, alone and (given ``arpa``) interpolated with it,
     the weight tuned by EM on the validation file; cached in ``rd/bench_eval.json``."""
+    return evaluate_with_cost(rd, files, arpa)[0]
+
+
+def evaluate_with_cost(rd: str, files: dict, arpa: str | None) -> tuple[dict, dict | None, bool]:
+    """:func:`evaluate`, with what the evaluation cost (``{"cpu_s", "wall_s"}`` of the ``sampledlm eval``
+    process, kept in the cache beside the result so that a cached answer still says what it cost; None for a cache
+    written before the cost was kept) and whether the answer came from the cache."""
     cache = os.path.join(rd, "bench_eval.json")
     key = [os.path.abspath(files["test"]), arpa and os.path.abspath(arpa)]
     if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(os.path.join(rd, "model.safetensors")):
         with open(cache) as f:
             got = json.load(f)
         if got.get("key") == key:
-            return got["result"]
+            return got["result"], got.get("cost"), True
     args = ["eval", rd, "--test", files["test"], "--json", "--threads", "1"]
     if arpa:
         args += ["--interpolate", arpa, "--weight", "auto", "--interp-valid", files["valid"]]
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     result = json.loads(cli(*args).strip().splitlines()[-1])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cost = {"cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "wall_s": round(time.perf_counter() - t0, 1)}
     from sampledlm.data.textio import atomic_write
 
     with atomic_write(cache) as f:
-        json.dump({"key": key, "result": result}, f)
-    return result
+        json.dump({"key": key, "result": result, "cost": cost}, f)
+    return result, cost, False
 
 
 def _plain(ev: dict) -> dict:

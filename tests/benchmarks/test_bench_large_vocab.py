@@ -522,13 +522,15 @@ def test_the_mixture_follows_the_best_finished_row(tmp_path, monkeypatch):
 
     def evaluate(rd, files, kn5):
         mixed.append(rd)
-        return {"ppl": 80.0, "weights": [0.6, 0.4], "components": [{"ppl": 144.0}, {"ppl": 128.0}]}  # eval --json
+        ev = {"ppl": 80.0, "weights": [0.6, 0.4], "components": [{"ppl": 144.0}, {"ppl": 128.0}]}  # eval --json
+        return ev, {"cpu_s": 700.0, "wall_s": 900.0}, len(mixed) > 1
 
-    monkeypatch.setattr(ln.lmruns, "evaluate", evaluate)
+    monkeypatch.setattr(ln.lmruns, "evaluate_with_cost", evaluate)
     files = {"test": "test.txt", "valid_sub": "valid.txt"}
     assert ln.interp_step("data", str(tmp_path), notes, files) is True
     mix = ln.read_rows(notes)["neural-interp"]
     assert mixed == ["is-run"] and mix["row"] == "is" and mix["ppl"] == 80.0 and mix["neural_ppl"] == 144.0
+    assert mix["cpu_s"] == 700.0 and mix["cached"] is False
     assert ln.interp_step("data", str(tmp_path), notes, files) is False and mixed == ["is-run"]
 
 

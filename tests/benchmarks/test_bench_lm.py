@@ -3,6 +3,7 @@ built-in corpus (small models, 2 epochs), and the shared run cache."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from helpers import bench, run_quick, write_word_corpus
@@ -138,3 +139,27 @@ def test_a_stopped_runner_lets_its_training_checkpoint_before_it_ends(tmp_path):
         timer.cancel()
         signal.signal(signal.SIGUSR1, old)
     assert marker.read_text() == "checkpoint"
+
+
+def test_a_cached_evaluation_still_says_what_it_cost(tmp_path, monkeypatch):
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "model.safetensors").write_bytes(b"weights")
+    files = {"test": str(tmp_path / "test.txt"), "valid": str(tmp_path / "valid.txt")}
+    calls = []
+
+    def fake_cli(*args, log=None):
+        calls.append(args)
+        return json.dumps({"ppl": 123.0}) + "\n"
+
+    monkeypatch.setattr(lmruns, "cli", fake_cli)
+    got, cost, cached = lmruns.evaluate_with_cost(str(rd), files, None)
+    assert got == {"ppl": 123.0} and not cached and set(cost) == {"cpu_s", "wall_s"}
+    again, cost2, cached2 = lmruns.evaluate_with_cost(str(rd), files, None)
+    assert len(calls) == 1 and cached2 and again == got and cost2 == cost
+    assert lmruns.evaluate(str(rd), files, None) == got and len(calls) == 1
+    # a cache written before the cost was kept: the result, and no cost rather than a zero
+    cache = json.loads((rd / "bench_eval.json").read_text())
+    del cache["cost"]
+    (rd / "bench_eval.json").write_text(json.dumps(cache))
+    assert lmruns.evaluate_with_cost(str(rd), files, None) == (got, None, True)
