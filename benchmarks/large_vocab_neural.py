@@ -41,7 +41,8 @@ How a row spends its budget (decided here, the same for every row):
   steps, cosine and rate as its row, over EPOCHS times its text read once, validated EPOCHS times within the epoch
   (``--valid-every``). 4 passes over a 27M-token prefix leave out the words of the other 138M; this row measures
   what that costs. ``css-is-1p-bf16``: the same under ``--precision bf16`` (:data:`PRECISION_ROWS`), its text sized
-  by its row's speed times bf16's speed-up measured by alternated pilots.
+  by its row's speed times bf16's speed-up measured by alternated pilots; ``css-is-1p-bf16-b64``: that row with 64
+  BPTT rows a step (:data:`BATCH_ROWS`), its text sized by that row's speed times the batch's measured speed-up.
 - Memory: a row whose speed run at V = 485k was killed for memory or peaked above the cap (:data:`MEMORY_CAP_MB`)
   is skipped with the reason recorded; every training process is watched and killed at the cap (recorded so).
 """
@@ -91,14 +92,23 @@ THREAD_ROWS = ("nce-2t", "hsm-2t")
 #: validated EPOCHS times within it (``--valid-every``), at the rate their one-pass-over-a-prefix row's race chose.
 #: The question they answer: do 4 passes over a prefix waste the budget on a corpus this large, where a prefix of
 #: 27M tokens leaves many of the vocabulary's rare words unseen? Run only when named (``--rows css-is-1p``)
-PASS_ROWS = ("css-is-1p", "css-is-1p-bf16")
+PASS_ROWS = ("css-is-1p", "css-is-1p-bf16", "css-is-1p-bf16-b64")
 #: rows trained under a lower-precision autocast (``--precision``): the one-pass row again, its text sized by its
 #: row's calibrated speed times the speed-up its precision measured on this machine (fp32 and bf16 pilots, alternated,
 #: :func:`precision_ratio`), so that it reads what the budget buys at that speed; validation and test stay float32
 #: and exact. The question: what the trainer's bf16 path (1.58x on PTB at equal test perplexity, 98.44 against
 #: 98.39, benchmarks/notes/cpu-step-2026-11-27.md) buys within the budget at V = 485k
-PRECISION_ROWS = {"css-is-1p-bf16": "bf16"}
+PRECISION_ROWS = {"css-is-1p-bf16": "bf16", "css-is-1p-bf16-b64": "bf16"}
 PRECISION_PILOT_TOKENS = 300_000  # each of the 4 alternated pilots: about 20-35 CPU s at V = 485k
+#: rows that change one setting of a finished one-pass row, their parent: ``row: (parent, BPTT rows a step)``. The
+#: parent's flags (its precision, its objective's sample count as its run resolved it, its rate) with the batch
+#: changed, the text sized by the parent's own words per CPU second over its whole run times the speed-up of pilots
+#: alternating the parent's batch with the row's (:func:`pilot_ratio`). css-is-1p-bf16-b64: 64 rows a step instead
+#: of 32 (in 300k-token pilots under bf16 at V = 485k, 2026-12-02, a step's fixed costs, the row-sparse Adam over
+#: the step's rows and the small recurrent products, spread over twice the positions: 1.2-1.5x the words per CPU
+#: second), so the budget reads more of the corpus in half the steps. The question: is the batch a default that V
+#: = 485k and a 165M-token corpus should change (issue 56: "defaults tuned on PTB must earn their place")?
+BATCH_ROWS = {"css-is-1p-bf16-b64": ("css-is-1p-bf16", 64)}
 #: the quick run's neural step (the smoke test): two trained rows, the projection, KN5 + the best, in seconds
 QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "softmax"), "valid_tokens": 500,
          "quick": True, "lr_halvings": 1}
@@ -238,7 +248,7 @@ def row_threads(row: str) -> int:
 def row_objective(row: str) -> str:
     """The objective a GRU row trains (``nce-2t``, ``css-is-1p``: ``nce``, ``css-is``); the Transformer's is chosen
     in :func:`make_plan`."""
-    return row.removesuffix("-bf16").removesuffix("-2t").removesuffix("-1p")
+    return row.removesuffix("-b64").removesuffix("-bf16").removesuffix("-2t").removesuffix("-1p")
 
 
 def row_epochs(row: str, epochs: int) -> int:
@@ -246,9 +256,14 @@ def row_epochs(row: str, epochs: int) -> int:
     return 1 if row in PASS_ROWS else epochs
 
 
-def batches_of(predictions: int, model: str) -> int:
-    """About the optimiser steps of one epoch of ``predictions`` (the default batch's predictions a step)."""
-    return max(1, math.ceil(predictions / BATCH_PREDICTIONS[model]))
+def batch_predictions(model: str, row: str | None = None) -> int:
+    """Predictions a step: the model's default batch, or the rows x BPTT of a row that sets its own batch."""
+    return BATCH_ROWS[row][1] * 35 if row in BATCH_ROWS else BATCH_PREDICTIONS[model]
+
+
+def batches_of(predictions: int, model: str, row: str | None = None) -> int:
+    """About the optimiser steps of one epoch of ``predictions`` (the row's batch's predictions a step)."""
+    return max(1, math.ceil(predictions / batch_predictions(model, row)))
 
 
 def base_options(model: str, objective: str, vocab: str, threads: int = THREADS) -> list[str]:
@@ -284,9 +299,17 @@ def skip_reason(row: str, rows: dict, cap_mb: float) -> str | None:
 def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, pilot_tokens: int,
                    cap_mb: float) -> tuple[float | None, str, dict | None]:
     """``(words per CPU second of the training loop, where it comes from, the pilot's row or None)``."""
+    if row in BATCH_ROWS:  # its parent's speed over its whole run, times the batch's measured speed-up
+        first, batch = BATCH_ROWS[row]
+        got = pilot_ratio(row, objective, rows, notes, work, files, cap_mb, batch_sides(row, rows))
+        if not got.get("ratio"):
+            return None, f"neural-pilot/{row}", got
+        return (rows[f"neural/{first}"]["words_per_cpu_s"] * got["ratio"],
+                f"neural/{first} (its run) x {got['ratio']:.3f} (batch {batch} pilots)", got)
     parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration", {})
     if row in PRECISION_ROWS and parent.get("words_per_cpu_s"):  # its row's long-run speed, times its precision's
-        got = precision_ratio(row, objective, rows, notes, work, files, cap_mb)
+        low = PRECISION_ROWS[row]
+        got = pilot_ratio(row, objective, rows, notes, work, files, cap_mb, [("fp32", "fp32", ()), (low, low, ())])
         if not got.get("ratio"):
             return None, f"neural-pilot/{row}", got
         return (parent["words_per_cpu_s"] * got["ratio"],
@@ -305,34 +328,49 @@ def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, 
     return (got.get("words_per_cpu_s"), key, got)
 
 
-def precision_ratio(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, cap_mb: float) -> dict:
-    """The row's precision against float32 in words per CPU second: pilots of its objective over the same
-    :data:`PRECISION_PILOT_TOKENS`, float32 and the row's precision alternated twice (a shared machine's load
-    drifts); the ratio of the two sides' summed speeds. Recorded as ``neural-pilot/<row>`` and taken from there."""
+def batch_sides(row: str, rows: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The two sides of a batch row's pilots: its parent's flags at the parent's batch, then at the row's."""
+    first, batch = BATCH_ROWS[row]
+    opts = rows[f"neural/{first}"].get("objective_options", {})
+    same = (*(["--samples", str(opts["samples"])] if "samples" in opts else []),)
+    low = PRECISION_ROWS.get(row, "fp32")
+    return [(f"b{batch_predictions('gru', first) // 35}", low, (*same, "--batch-size",
+                                                                   str(batch_predictions("gru", first) // 35))),
+            (f"b{batch}", low, (*same, "--batch-size", str(batch)))]
+
+
+def pilot_ratio(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, cap_mb: float,
+                sides: list[tuple[str, str, tuple[str, ...]]]) -> dict:
+    """The row's setting against its reference in words per CPU second: pilots of its objective over the same
+    :data:`PRECISION_PILOT_TOKENS`, ``sides`` (``(label, precision, extra flags)``: the reference, then the row's)
+    alternated twice (a shared machine's load drifts); the ratio of the two sides' summed speeds. Recorded as
+    ``neural-pilot/<row>`` (each run's label under ``precision``, as the bf16 rows' first record has it) and taken
+    from there."""
     key = f"neural-pilot/{row}"
     got = rows.get(key)
     if got and got.get("tokens") == PRECISION_PILOT_TOKENS and got.get("ratio"):
         return got
     runs = []
     for _ in range(2):
-        for precision in ("fp32", PRECISION_ROWS[row]):
-            r = pilot(row, objective, work, files, PRECISION_PILOT_TOKENS, cap_mb, precision)
-            runs.append({"precision": precision, **{k: r.get(k) for k in ("rc", "words_per_cpu_s", "train_cpu_s")}})
+        for label, precision, extra in sides:
+            r = pilot(row, objective, work, files, PRECISION_PILOT_TOKENS, cap_mb, precision, extra)
+            runs.append({"precision": label, **({"flags": " ".join(extra)} if extra else {}),
+                         **{k: r.get(k) for k in ("rc", "words_per_cpu_s", "train_cpu_s")}})
             if r["rc"] != 0:
                 rows[key] = append_row({"key": key, "row": row, "objective": objective, "tokens":
                                         PRECISION_PILOT_TOKENS, "runs": runs, "process": r["process"]}, notes)
                 return rows[key]
-    low = PRECISION_ROWS[row]
-    speed = {p: sum(r["words_per_cpu_s"] for r in runs if r["precision"] == p) for p in ("fp32", low)}
+    speed = {label: sum(r["words_per_cpu_s"] for r in runs if r["precision"] == label) for label, _, _ in sides}
     rows[key] = append_row({"key": key, "row": row, "objective": objective, "tokens": PRECISION_PILOT_TOKENS,
-                            "runs": runs, "ratio": speed[low] / speed["fp32"]}, notes)
+                            "runs": runs, "ratio": speed[sides[1][0]] / speed[sides[0][0]]}, notes)
     return rows[key]
 
 
 def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb: float,
-          precision: str | None = None) -> dict:
+          precision: str | None = None, extra: tuple[str, ...] = ()) -> dict:
     """A short run (one pass over the first ``tokens`` training tokens, a one-line validation text) that measures
-    the row's words per CPU second at the full vocabulary (under ``--precision`` when given)."""
+    the row's words per CPU second at the full vocabulary (under ``--precision`` when given, ``extra`` flags
+    added)."""
     import shutil
 
     d = os.path.join(work, "neural", row)
@@ -347,7 +385,7 @@ def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb:
     shutil.rmtree(rd, ignore_errors=True)
     argv = lmruns_cmd("train", "--train", train, "--valid", tiny,
                       *base_options(row_model(row), objective, files["vocab"], row_threads(row)), "--epochs", "1",
-                      *(["--precision", precision] if precision else []), "-o", rd)
+                      *(["--precision", precision] if precision else []), *extra, "-o", rd)
     r = run_watched(argv, os.path.join(d, "pilot.log"), cap_mb)
     n = count_predictions(train)
     out = {"row": row, "model": row_model(row), "objective": objective, "tokens": tokens, "predictions": n,
@@ -364,10 +402,10 @@ def lmruns_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "sampledlm", *args]
 
 
-def checkpoint_steps(speed: float, model: str = "gru") -> int:
+def checkpoint_steps(speed: float, model: str = "gru", row: str | None = None) -> int:
     """Steps between checkpoints: about :data:`CHECKPOINT_CPU_S` CPU seconds of training at ``speed`` (at least
     100 steps); the first one also calibrates the plan (:func:`calibrate`)."""
-    return max(100, int(round(CHECKPOINT_CPU_S * speed / BATCH_PREDICTIONS[model], -2)))
+    return max(100, int(round(CHECKPOINT_CPU_S * speed / batch_predictions(model, row), -2)))
 
 
 def write_plan(d: str, plan: dict) -> None:
@@ -413,6 +451,8 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
         objective = best_gru_row(rows)
         if objective is None:
             return {"wait": "the Transformer takes the output of the best finished GRU row; none has finished"}
+    if row in BATCH_ROWS and f"neural/{BATCH_ROWS[row][0]}" not in rows:
+        return {"wait": f"it changes the batch of {BATCH_ROWS[row][0]}, which has not finished"}
     model = row_model(row)
     pilot_tokens = PILOT_TOKENS.get(row, 100_000) if not quick else 2_000
     if speed_given:
@@ -441,30 +481,33 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
                     options=[*base_options(model, objective, files["vocab"], row_threads(row)), "--epochs",
                              str(epochs), "--max-time", f"{budget:g}", "--time-clock", "cpu",
                              *(["--precision", PRECISION_ROWS[row]] if row in PRECISION_ROWS else []),
-                             "--checkpoint-every", str(checkpoint_steps(speed, model))])
+                             *(batch_sides(row, rows)[1][2] if row in BATCH_ROWS else ()),
+                             "--checkpoint-every", str(checkpoint_steps(speed, model, row))])
         if passes > epochs:  # validated as often as its row: every 1/passes of the epoch
-            every = math.ceil(batches_of(plan["epoch_predictions"], model) / passes)
+            every = math.ceil(batches_of(plan["epoch_predictions"], model, row) / passes)
             plan.update(valid_every=every, passes=passes)
             plan["options"] += ["--valid-every", str(every)]
+        first = BATCH_ROWS[row][0] if row in BATCH_ROWS else objective  # the row whose speed it plans on
         parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration")
-        if row in PASS_ROWS and parent and source.startswith(f"neural/{objective}"):
+        if row in PASS_ROWS and parent and source.startswith(f"neural/{first} "):
             # decision: its row's long-run speed is its plan, kept (the same steps as its row is the point); a
             # first stretch measured while other jobs share the core's caches would shrink the text for good
             # (2026-12-02: 11,789 against 16,242 words per CPU second beside a CI run), and --max-time still ends
             # a run slower than planned
-            plan["calibration"] = {k: v for k, v in parent.items() if not k.startswith("discarded")} | {
-                "discarded": False, "inherited_from": f"neural/{objective}"}
-            if row in PRECISION_ROWS:  # its row's speed times its precision's ratio: that is the speed it plans on
+            plan["calibration"] = ({} if row in BATCH_ROWS else {k: v for k, v in parent.items()
+                                                                 if not k.startswith("discarded")}) | {
+                "discarded": False, "inherited_from": f"neural/{first}"}
+            if row in PRECISION_ROWS:  # its row's speed times its pilots' ratio: that is the speed it plans on
                 plan["calibration"]["words_per_cpu_s"] = speed
         if row_threads(row) != THREADS or row in PASS_ROWS:
             # decision: a two-thread row trains at the rate its one-thread row's race chose (threads change the
             # order of the sums, not the optimisation), or its objective's default before that row is recorded;
             # a race of its own would cost two CPU-hours more a row. A one-pass row likewise: the same steps and
             # cosine over them as its row, on text it has not seen
-            one = rows.get(f"neural/{objective}", {})
+            one = rows.get(f"neural/{first}", {})
             if one.get("rc") == 0 and one.get("lr"):
                 plan["options"] += ["--lr", f"{one['lr']:g}"]
-                plan["lr_from"] = f"neural/{objective}"
+                plan["lr_from"] = f"neural/{first}"
     write_plan(d, plan)
     return plan
 

@@ -30,12 +30,16 @@ LABELS = {"nce": "GRU, NCE", "is": "GRU, IS", "blackout": "GRU, BlackOut", "css-
           "class": "GRU, class", "hsm": "GRU, hsm", "adaptive": "GRU, adaptive", "softmax": "GRU, softmax",
           "nce-2t": "GRU, NCE, 2 threads", "hsm-2t": "GRU, hsm, 2 threads",
           "css-is-1p": f"GRU, CSS-IS, one pass over {EPOCHS}x the text",
-          "css-is-1p-bf16": "GRU, CSS-IS, one pass under bf16 autocast"}
+          "css-is-1p-bf16": "GRU, CSS-IS, one pass under bf16 autocast",
+          "css-is-1p-bf16-b64": "GRU, CSS-IS, one pass under bf16, 64 rows a step"}
 #: what a one-pass row not yet run would train (the page's list of what is missing)
 PASS_WHAT = {"css-is-1p": f"its row's budget, steps and rate over {EPOCHS}x the text read once, validated {EPOCHS} "
                           "times within the epoch",
              "css-is-1p-bf16": "the one-pass row under `--precision bf16`, over the text its row's speed times "
-                               "bf16's measured speed-up buys, validation and test in float32"}
+                               "bf16's measured speed-up buys, validation and test in float32",
+             "css-is-1p-bf16-b64": "the bf16 one-pass row with 64 BPTT rows a step (`--batch-size 64`, against 32), "
+                                   "over the text its speed over its run times the larger batch's measured speed-up "
+                                   "buys, at its rate"}
 
 
 def label(r: dict) -> str:

@@ -6,6 +6,7 @@ best interpolated) and the page, never into docs/results or the committed record
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -162,7 +163,7 @@ def test_a_bf16_one_pass_row_plans_on_its_rows_speed_times_bf16s_alternated_pilo
     os.makedirs(os.path.join(work, "neural", "data"))
     calls = []
 
-    def fake_pilot(row, objective, work, files, tokens, cap_mb, precision=None):
+    def fake_pilot(row, objective, work, files, tokens, cap_mb, precision=None, extra=()):
         calls.append(precision)
         return {"rc": 0, "words_per_cpu_s": {"fp32": 100.0, "bf16": 125.0}[precision], "train_cpu_s": 1.0,
                 "process": {}}
@@ -196,6 +197,43 @@ def test_a_bf16_one_pass_row_plans_on_its_rows_speed_times_bf16s_alternated_pilo
     fresh = {"neural/css-is": rows["neural/css-is"]}
     failed = ln.make_plan("css-is-1p-bf16", fresh, str(tmp_path / "r3.jsonl"), third, files, 100.0, 4, 14000, False)
     assert "neural-pilot/css-is-1p-bf16" in failed["failed"] and "killed at 14,000 MB" in failed["failed"]
+
+
+def test_a_batch_row_changes_only_its_parents_batch_and_plans_on_its_parents_run(tmp_path, monkeypatch):
+    """css-is-1p-bf16-b64: the bf16 one-pass row's flags (precision, its resolved sample count, its rate) with 64
+    BPTT rows a step; its text from the parent's speed over its whole run times the speed-up of pilots alternating
+    the two batches; it waits while the parent has not finished."""
+    files = _files(tmp_path)
+    css = {"rc": 0, "lr": 0.002, "test": {"ppl": 142.0}, "plan": {"calibration": {"words_per_cpu_s": 80.0}}}
+    rows = {"neural/css-is": css}
+    work = str(tmp_path / "work")
+    os.makedirs(os.path.join(work, "neural", "data"))
+    notes = str(tmp_path / "rows.jsonl")
+    waiting = ln.make_plan("css-is-1p-bf16-b64", rows, notes, work, files, 100.0, 4, 14000, False)
+    assert "css-is-1p-bf16" in waiting["wait"]
+    rows["neural/css-is-1p-bf16"] = {"rc": 0, "lr": 0.003, "words_per_cpu_s": 90.0, "test": {"ppl": 98.0},
+                                     "objective_options": {"samples": 1000, "sample_mode": "shared"}}
+    calls = []
+
+    def fake_pilot(row, objective, work, files, tokens, cap_mb, precision=None, extra=()):
+        calls.append((precision, extra))
+        b = extra[extra.index("--batch-size") + 1]
+        return {"rc": 0, "words_per_cpu_s": {"32": 100.0, "64": 150.0}[b], "train_cpu_s": 1.0, "process": {}}
+
+    monkeypatch.setattr(ln, "pilot", fake_pilot)
+    plan = ln.make_plan("css-is-1p-bf16-b64", rows, notes, work, files, 100.0, 4, 14000, False)
+    small, big = ("--samples", "1000", "--batch-size", "32"), ("--samples", "1000", "--batch-size", "64")
+    assert calls == [("bf16", small), ("bf16", big), ("bf16", small), ("bf16", big)]
+    assert rows["neural-pilot/css-is-1p-bf16-b64"]["ratio"] == 1.5
+    assert plan["objective"] == "css-is" and plan["epochs"] == 1 and plan["passes"] == 4
+    assert plan["words_per_cpu_s_planned"] == 135.0 and plan["calibration"] == {
+        "words_per_cpu_s": 135.0, "discarded": False, "inherited_from": "neural/css-is-1p-bf16"}
+    opts = plan["options"]
+    assert opts[opts.index("--batch-size") + 1] == "64" and opts[opts.index("--samples") + 1] == "1000"
+    assert opts[opts.index("--precision") + 1] == "bf16" and opts[opts.index("--lr") + 1] == "0.003"
+    assert plan["lr_from"] == "neural/css-is-1p-bf16"
+    assert plan["valid_every"] == math.ceil(math.ceil(plan["epoch_predictions"] / (64 * 35)) / 4)
+    assert ln.row_objective("css-is-1p-bf16-b64") == "css-is" and ln.batch_predictions("gru", "css-is-1p") == 32 * 35
 
 
 def test_the_race_reads_an_epochs_end_not_a_point_within_it(tmp_path):
