@@ -42,7 +42,8 @@ How a row spends its budget (decided here, the same for every row):
   (``--valid-every``). 4 passes over a 27M-token prefix leave out the words of the other 138M; this row measures
   what that costs. ``css-is-1p-bf16``: the same under ``--precision bf16`` (:data:`PRECISION_ROWS`), its text sized
   by its row's speed times bf16's speed-up measured by alternated pilots; ``css-is-1p-bf16-b64``: that row with 64
-  BPTT rows a step (:data:`BATCH_ROWS`), its text sized by that row's speed times the batch's measured speed-up.
+  BPTT rows a step (:data:`BATCH_ROWS`), its text sized by that row's planned speed times the batch's measured
+  speed-up.
 - Memory: a row whose speed run at V = 485k was killed for memory or peaked above the cap (:data:`MEMORY_CAP_MB`)
   is skipped with the reason recorded; every training process is watched and killed at the cap (recorded so).
 """
@@ -102,8 +103,10 @@ PRECISION_ROWS = {"css-is-1p-bf16": "bf16", "css-is-1p-bf16-b64": "bf16"}
 PRECISION_PILOT_TOKENS = 300_000  # each of the 4 alternated pilots: about 20-35 CPU s at V = 485k
 #: rows that change one setting of a finished one-pass row, their parent: ``row: (parent, BPTT rows a step)``. The
 #: parent's flags (its precision, its objective's sample count as its run resolved it, its rate) with the batch
-#: changed, the text sized by the parent's own words per CPU second over its whole run times the speed-up of pilots
-#: alternating the parent's batch with the row's (:func:`pilot_ratio`). css-is-1p-bf16-b64: 64 rows a step instead
+#: changed, the text sized by the speed the parent planned on times the speed-up of pilots alternating the parent's
+#: batch with the row's (:func:`pilot_ratio`): planned the way its parent was, so that a budget stop ends both the
+#: same way (the parent's speed over its run, 17,879 against 21,562 planned beside a CI run, would plan a shorter
+#: text than the parent's and leave budget unspent on a quieter machine). css-is-1p-bf16-b64: 64 rows a step instead
 #: of 32 (in 300k-token pilots under bf16 at V = 485k, 2026-12-02, a step's fixed costs, the row-sparse Adam over
 #: the step's rows and the small recurrent products, spread over twice the positions: 1.2-1.5x the words per CPU
 #: second), so the budget reads more of the corpus in half the steps. The question: is the batch a default that V
@@ -299,13 +302,13 @@ def skip_reason(row: str, rows: dict, cap_mb: float) -> str | None:
 def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, pilot_tokens: int,
                    cap_mb: float) -> tuple[float | None, str, dict | None]:
     """``(words per CPU second of the training loop, where it comes from, the pilot's row or None)``."""
-    if row in BATCH_ROWS:  # its parent's speed over its whole run, times the batch's measured speed-up
+    if row in BATCH_ROWS:  # the speed its parent planned on, times the batch's measured speed-up
         first, batch = BATCH_ROWS[row]
         got = pilot_ratio(row, objective, rows, notes, work, files, cap_mb, batch_sides(row, rows))
         if not got.get("ratio"):
             return None, f"neural-pilot/{row}", got
-        return (rows[f"neural/{first}"]["words_per_cpu_s"] * got["ratio"],
-                f"neural/{first} (its run) x {got['ratio']:.3f} (batch {batch} pilots)", got)
+        return (rows[f"neural/{first}"]["plan"]["words_per_cpu_s_planned"] * got["ratio"],
+                f"neural/{first} (its plan) x {got['ratio']:.3f} (batch {batch} pilots)", got)
     parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration", {})
     if row in PRECISION_ROWS and parent.get("words_per_cpu_s"):  # its row's long-run speed, times its precision's
         low = PRECISION_ROWS[row]

@@ -38,8 +38,8 @@ PASS_WHAT = {"css-is-1p": f"its row's budget, steps and rate over {EPOCHS}x the 
              "css-is-1p-bf16": "the one-pass row under `--precision bf16`, over the text its row's speed times "
                                "bf16's measured speed-up buys, validation and test in float32",
              "css-is-1p-bf16-b64": "the bf16 one-pass row with 64 BPTT rows a step (`--batch-size 64`, against 32), "
-                                   "over the text its speed over its run times the larger batch's measured speed-up "
-                                   "buys, at its rate"}
+                                   "over the text its planned speed times the larger batch's measured speed-up buys, "
+                                   "at its rate"}
 
 
 def label(r: dict) -> str:

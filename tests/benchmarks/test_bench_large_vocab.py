@@ -201,7 +201,7 @@ def test_a_bf16_one_pass_row_plans_on_its_rows_speed_times_bf16s_alternated_pilo
 
 def test_a_batch_row_changes_only_its_parents_batch_and_plans_on_its_parents_run(tmp_path, monkeypatch):
     """css-is-1p-bf16-b64: the bf16 one-pass row's flags (precision, its resolved sample count, its rate) with 64
-    BPTT rows a step; its text from the parent's speed over its whole run times the speed-up of pilots alternating
+    BPTT rows a step; its text from the speed its parent planned on times the speed-up of pilots alternating
     the two batches; it waits while the parent has not finished."""
     files = _files(tmp_path)
     css = {"rc": 0, "lr": 0.002, "test": {"ppl": 142.0}, "plan": {"calibration": {"words_per_cpu_s": 80.0}}}
@@ -211,7 +211,8 @@ def test_a_batch_row_changes_only_its_parents_batch_and_plans_on_its_parents_run
     notes = str(tmp_path / "rows.jsonl")
     waiting = ln.make_plan("css-is-1p-bf16-b64", rows, notes, work, files, 100.0, 4, 14000, False)
     assert "css-is-1p-bf16" in waiting["wait"]
-    rows["neural/css-is-1p-bf16"] = {"rc": 0, "lr": 0.003, "words_per_cpu_s": 90.0, "test": {"ppl": 98.0},
+    rows["neural/css-is-1p-bf16"] = {"rc": 0, "lr": 0.003, "words_per_cpu_s": 70.0, "test": {"ppl": 98.0},
+                                     "plan": {"words_per_cpu_s_planned": 90.0},
                                      "objective_options": {"samples": 1000, "sample_mode": "shared"}}
     calls = []
 
