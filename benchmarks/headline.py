@@ -44,7 +44,8 @@ def collect(results_dir: str) -> list[dict]:
 
 
 def _cost(r: dict) -> str:
-    return "n/a" if r["relative_cost"] is None else f"{r['relative_cost']:.2f}"
+    c = r["relative_cost"]
+    return "n/a" if c is None else f"{c:.2f}" if c >= 0.01 else f"{c:.1g}"  # 0.002, not 0.00
 
 
 def render(rows: list[dict], link_prefix: str = "docs/results/", long: bool = False) -> str:

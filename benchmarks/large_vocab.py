@@ -910,7 +910,9 @@ def plot(rows: dict):
 
 
 def write(out_dir: str, rows: dict, quick: bool) -> dict:
-    data = {"rows": rows, "quick": quick}
+    from . import large_vocab_neural_page as neural
+
+    data = {"rows": rows, "quick": quick, "headline": [] if quick else neural.headline(rows)}
     write_page(out_dir, NAME, TITLE, stamp(), data, markdown(rows, quick), figure=plot(rows))
     return data
 

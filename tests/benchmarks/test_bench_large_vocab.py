@@ -676,3 +676,21 @@ def test_the_budget_section_shows_our_best_row_where_the_matching_models_file_is
            "162.96 |" in text
     assert "hs at 1 thread faster-rnnlm 400.00 (test subset); our hsm row is not trained yet, and our best row (is) " \
            "scores 162.96 there: met for it" in fb.target_part(rows)
+
+
+def test_the_readme_rows_are_kn5_the_best_one_thread_row_and_their_mixture():
+    from benchmarks import headline
+
+    kn5 = {"rc": 0, "query": {"ppl": 128.66}}
+    rows = {"kn5/ours/all": kn5, "neural/nce": _finished("nce", 148.0), "neural/is": _finished("is", 144.0),
+            "neural/nce-2t": _finished("nce-2t", 140.0, "nce"),  # two threads: not the one-thread target's row
+            "neural/softmax": {"row": "softmax", "rc": 0, "projected": True, "words_per_cpu_s": 0.05}}
+    got = lvpage.headline(rows)
+    assert [r["test_ppl"] for r in got] == [128.66, 144.0]  # no mixture recorded yet
+    assert got[1]["method"] == "GRU 256, IS, 2 CPU-hours (V = 485k)" and got[1]["relative_cost"] == 0.05 / 10.0
+    assert headline._cost(got[1]) == "0.005" and headline._cost(got[0]) == "n/a"
+    rows["neural-interp"] = {"rc": 0, "row": "nce", "ppl": 90.0, "neural_ppl": 148.0, "weight_neural": 0.6}
+    assert len(lvpage.headline(rows)) == 2  # a mixture of another row than the best is not the best's
+    rows["neural-interp"] = {**rows["neural-interp"], "row": "is", "neural_ppl": 144.0}
+    assert lvpage.headline(rows)[2]["test_ppl"] == 90.0
+    assert lvpage.headline({"kn5/ours/all": kn5}) == []
