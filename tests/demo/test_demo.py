@@ -20,3 +20,6 @@ def test_demo_runs_and_reports_finite_perplexities(tmp_path, capsys):
     assert "exact perplexity" in capsys.readouterr().out
     points = [json.loads(line) for line in open(tmp_path / "demo" / "ffnn3-softmax" / "metrics.jsonl")]
     assert sum("epoch_fraction" in p for p in points) >= 2 and sum("epoch_fraction" not in p for p in points) == 2
+    budget = [json.loads(line) for line in open(tmp_path / "demo" / "ffnn3-css-is-budget" / "metrics.jsonl")]
+    stopped = budget[-1]["cpu_s"] >= 3.0 or (budget[-1]["epoch"] == 20 and "epoch_fraction" not in budget[-1])
+    assert stopped and any("3 CPU-second budget" in r.model for r in results)  # its budget, or all its epochs

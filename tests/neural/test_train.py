@@ -314,3 +314,56 @@ def test_validation_sums_in_the_precision_asked_for(words_corpus, monkeypatch):
     state = new_run(str(words_corpus / "bf16-valid"), config, vocab).train()
     assert seen == ["bf16", "bf16"] and set(steps) == {"fp32"}
     assert all(math.isfinite(m["valid_ppl"]) for m in state.metrics)
+
+
+def test_cosine_budget_takes_the_larger_of_the_steps_and_the_time_budgets_shares():
+    from sampledlm.neural.optim import scheduled_lr
+
+    assert scheduled_lr(1.0, "cosine-budget", 5, 10, 0.2) == pytest.approx(scheduled_lr(1.0, "cosine", 5, 10))
+    assert scheduled_lr(1.0, "cosine-budget", 1, 10, 0.5) == pytest.approx(0.5)
+    assert scheduled_lr(1.0, "cosine-budget", 1, 10, 1.7) == 0.0  # the budget passed: 0, not up the cosine again
+    assert scheduled_lr(1.0, "plateau", 9, 10, 0.9) == 1.0
+    with pytest.raises(UserError, match="max-time"):
+        TrainOptions(lr_schedule="cosine-budget").check()  # nothing but the epochs to decay over
+    TrainOptions(lr_schedule="cosine-budget", max_time=60.0).check()
+
+
+def test_cosine_budget_reaches_zero_where_the_time_budget_stops_the_run(words_corpus, monkeypatch):
+    """--lr-schedule cosine-budget --max-time 4 --time-clock cpu over 50 epochs: each step's rate is the cosine at
+    the budget's share spent (far above the steps' share), so the run the budget stops ends near 0 where a cosine over
+    its epochs would still be near its peak. A fake CPU clock (one second a step) makes it exact on any machine."""
+    import time as real_time
+
+    from sampledlm.neural import loop
+
+    class OneSecondAStep:
+        t = 0.0
+
+        def process_time(self):
+            self.t += 1.0
+            return self.t
+
+        def __getattr__(self, name):
+            return getattr(real_time, name)
+
+    used = []
+
+    def recording(optimizers, lr):
+        used.append(lr)
+        return real_set_lr(optimizers, lr)
+
+    real_set_lr = loop.set_lr
+    monkeypatch.setattr(loop, "time", OneSecondAStep())
+    monkeypatch.setattr(loop, "set_lr", recording)
+    config, vocab = config_for(words_corpus, "ffnn", epochs=50, max_time=4.0, time_clock="cpu",
+                               lr_schedule="cosine-budget")
+    t = new_run(str(words_corpus / "budget-cosine"), config, vocab)
+    assert t.data.num_batches() > 4
+    state = t.train()
+    base = config["train"]["lr"]
+    want = [base * 0.5 * (1 + math.cos(math.pi * k / 4)) for k in range(4)]  # before step k: k CPU seconds spent
+    assert state.step == 4 and used == pytest.approx(want)
+    assert state.metrics[-1]["lr"] == pytest.approx(want[-1])  # the rate the last step trained at
+    from sampledlm.neural.optim import scheduled_lr
+
+    assert want[-1] < 0.15 * base < 0.99 * base < scheduled_lr(base, "cosine", 3, 50 * t.data.num_batches())

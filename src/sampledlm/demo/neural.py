@@ -39,15 +39,17 @@ OBJECTIVES = [("softmax", {}, "softmax"), ("css-is", {"samples": 100}, "CSS-IS, 
               ("adaptive", {}, "adaptive softmax")]
 
 
-def _train(data: DemoData, name: str, options: dict, label: str, run_name: str | None = None):
-    """Train one FFNN trigram with objective ``name`` (into ``run_name``, default ``ffnn3-NAME``); returns
-    (log-probs, Result)."""
+def _train(data: DemoData, name: str, options: dict, label: str, run_name: str | None = None,
+           budget: dict | None = None):
+    """Train one FFNN trigram with objective ``name`` (into ``run_name``, default ``ffnn3-NAME``; ``budget``: training
+    options in place of the 2 epochs); returns (log-probs, Result)."""
     t0 = time.perf_counter()
     run_dir = os.path.join(data.directory, run_name or f"ffnn3-{name}")
     # the softmax run also validates within each epoch (--valid-every, about 4 points an epoch): its best model is
     # the best of those points, as on a corpus read once
     every = max(1, len(data.ids["train"]) // (128 * 4)) if name == "softmax" else 0
-    opts = TrainOptions(optimizer="adam", lr=3e-3, batch_size=128, epochs=2, seed=data.seed, valid_every=every)
+    opts = TrainOptions(**{"optimizer": "adam", "lr": 3e-3, "batch_size": 128, "epochs": 2, "seed": data.seed,
+                           "valid_every": every, **(budget or {})})
     spec = model_spec("ffnn", order=3, embed_dim=32, hidden=[64], dropout=0.0)
     files = {"train": data.train, "valid": data.valid, "text_options": TextOptions().to_dict()}
     config = make_config(spec, name, options, dataclasses.asdict(opts), files, data.vocab)
@@ -56,8 +58,13 @@ def _train(data: DemoData, name: str, options: dict, label: str, run_name: str |
     model, objective = trainer.model, trainer.objective
     lp = {k: stream_logprobs(model, objective, data.ids[k]) for k in ("valid", "test")}
     points = f", best of {len(trainer.state.metrics)} validation points (--valid-every {every})" if every else ""
+    how = "2 epochs, Adam" + points
+    if budget:
+        last = trainer.state.metrics[-1]
+        how = (f"Adam, --max-time {opts.max_time:g} --time-clock {opts.time_clock} --lr-schedule {opts.lr_schedule}: "
+               f"{last['epoch'] - 1 + last.get('epoch_fraction', 1.0):.1f} epochs, last lr {last['lr']:.1e}")
     result = Result(f"FFNN trigram d=32 h=64 ({label})", perplexity_of(lp["valid"]), perplexity_of(lp["test"]),
-                    time.perf_counter() - t0, "2 epochs, Adam" + points)
+                    time.perf_counter() - t0, how)
     return lp, result
 
 
@@ -74,6 +81,11 @@ def _ffnn_step(data: DemoData) -> list[Result]:
     for name, options, label in objectives:
         logprobs[name], result = _train(data, name, options, label)
         results.append(result)
+    # a time budget instead of epochs: up to 20 epochs, stopped after 3 CPU seconds, the cosine annealed over them
+    _, result = _train(data, "css-is", {"samples": 100}, "CSS-IS, S=100, a 3 CPU-second budget",
+                       run_name="ffnn3-css-is-budget",
+                       budget={"epochs": 20, "max_time": 3.0, "time_clock": "cpu", "lr_schedule": "cosine-budget"})
+    results.append(result)
     # classes from the softmax model's contexts ('sampledlm classes --from-model'), each scored by 4 linear scores
     from ..neural.context_classes import kmeans_classes, mean_contexts
     from ..neural.lm import load_neural

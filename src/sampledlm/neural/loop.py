@@ -8,29 +8,29 @@ One epoch visits every prediction of the training stream once:
   flattened to ``[N, h]`` keeping ``mask == True`` positions before the objective sees it. The recurrent state is
   carried (detached) from one segment to the next and reset to zero at the start of every epoch and evaluation.
 
-Each step: ``loss = objective(model, hidden, targets)`` (mean over the N predictions), backward,
-optional gradient clipping to a total norm (``--precision bf16|fp16`` runs the forward pass under
-autocast; master weights, updates and every evaluation stay float32, see
-:mod:`sampledlm.neural.device`), optimiser step (SGD -- the papers' choice -- or Adam;
-for a sampled or structured objective the output layer and the word tables -- input embeddings, a tied
-``W`` -- get row-sparse gradients and SGD without weight decay / SparseAdam, see :func:`make_optimizers`). After each epoch the exact validation perplexity is measured; when it
-does not improve by the relative ``min_improvement`` the learning rate is halved (Xu et al. 2011
-§3.1), and training stops when that happens after ``max_halvings`` halvings, or after ``epochs``
-(``lr_schedule="plateau"``). With ``lr_schedule="cosine"`` the rate instead follows
-``lr_t = lr · (1 + cos(π t / T)) / 2`` over the ``T = epochs × batches`` steps of the whole run (Loshchilov &
-Hutter 2017, without restarts), set before every step, and training runs all ``epochs``: the decay to 0
-anneals within the epoch budget, where halving on a plateau may start only after it.
-With ``valid_every = K`` the same validation (and, under ``plateau``, the same halving rule) also runs after every
-K-th optimiser step within an epoch: a large corpus read once or twice gets its curve and best model from those
-points. The weights with the best validation perplexity are kept as ``model.safetensors``; at the end
-they are reloaded, ``objective.finalize(model)`` runs once, and the final model is saved.
+Each step: ``loss = objective(model, hidden, targets)`` (mean over the N predictions), backward, optional gradient
+clipping to a total norm (``--precision bf16|fp16`` runs the forward pass under autocast; master weights, updates and
+every evaluation stay float32, see :mod:`sampledlm.neural.device`), optimiser step (SGD -- the papers' choice -- or
+Adam; for a sampled or structured objective the output layer and the word tables -- input embeddings, a tied ``W`` --
+get row-sparse gradients and SGD without weight decay / SparseAdam, see :func:`make_optimizers`). After each epoch the
+exact validation perplexity is measured; when it does not improve by the relative ``min_improvement`` the learning
+rate is halved (Xu et al. 2011 §3.1), and training stops when that happens after ``max_halvings`` halvings, or after
+``epochs`` (``lr_schedule="plateau"``). With ``lr_schedule="cosine"`` the rate instead follows
+``lr_t = lr · (1 + cos(π t / T)) / 2`` over the ``T = epochs × batches`` steps of the whole run (Loshchilov & Hutter
+2017, without restarts), set before every step, and training runs all ``epochs``: the decay to 0 anneals within the
+epoch budget, where halving on a plateau may start only after it. ``"cosine-budget"`` puts ``max(t / T, s)`` for
+``t / T``, ``s`` the share of ``max_time`` spent: 0 where a time budget ends the run. With ``valid_every = K`` the same validation (and, under
+``plateau``, the same halving rule) also runs after every K-th optimiser step within an epoch: a large corpus read
+once or twice gets its curve and best model from those points. The weights with the best validation perplexity are
+kept as ``model.safetensors``; at the end they are reloaded, ``objective.finalize(model)`` runs once, and the final
+model is saved.
 
 Exact resume: before every epoch torch, numpy and Python's ``random`` are re-seeded from ``(seed, epoch)`` and
 ``objective.start_epoch(epoch)`` is called; a checkpoint stores the model, objective, optimiser and RNG states, the
-position in the epoch (batch index, recurrent state) and the schedule, so ``--resume`` continues with the very
-numbers of an uninterrupted run. Checkpoints are written at the end of every epoch, every ``checkpoint_every``
-steps, and on SIGINT/SIGTERM (then training stops; the previous checkpoint stays intact until the new one is
-complete, see :mod:`sampledlm.neural.rundir`).
+position in the epoch (batch index, recurrent state) and the schedule, so ``--resume`` continues with the very numbers
+of an uninterrupted run. Checkpoints are written at the end of every epoch, every ``checkpoint_every`` steps, and on
+SIGINT/SIGTERM (then training stops; the previous checkpoint stays intact until the new one is complete, see
+:mod:`sampledlm.neural.rundir`).
 
 Devices and processes: the model, the objective and each batch live on ``--device``; under ``torchrun`` every rank
 trains on its share of each global batch and the gradients are averaged over the ranks
@@ -65,7 +65,7 @@ from ..objectives.normaliser import sum_precision
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
-from .train_options import TB_EVERY, TrainOptions, check_resumed_options, stopped_by
+from .train_options import TB_EVERY, TrainOptions, budget_spent, check_resumed_options, stopped_by
 from .optim import clip_gradients, make_optimizers, plateau_rule, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
 from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line, step_scores_bytes
@@ -77,6 +77,7 @@ PLOT_EVERY_S = 60.0  # the learning-curve plot is redrawn at most this often (an
 # --- the trainer ---------------------------------------------------------------------------
 class Trainer:
     """Train ``model`` with ``objective`` into ``run_dir`` (see module docstring)."""
+    lr_used: float | None = None  # the rate a scheduled (cosine) run set before its last step
 
     def __init__(self, run_dir: str, model, objective, train_ids: np.ndarray, valid_ids: np.ndarray,
                  opts: TrainOptions, log=None, ranks: Ranks | None = None):
@@ -157,12 +158,9 @@ class Trainer:
                 rng_tensors.update({f"rank{r}/{k}": v for k, v in t.items()})
         opt_tensors, opt_meta = optimizer_to_files(self.optimizers)
         files = {
-            "model.safetensors": self.model.state_dict(),
-            "objective.safetensors": self.objective.state_dict(),
-            "optimizer.safetensors": opt_tensors,
-            "optimizer.json": opt_meta,
-            "rng.safetensors": rng_tensors,
-            "rng.json": rng_meta,
+            "model.safetensors": self.model.state_dict(), "objective.safetensors": self.objective.state_dict(),
+            "optimizer.safetensors": opt_tensors, "optimizer.json": opt_meta,
+            "rng.safetensors": rng_tensors, "rng.json": rng_meta,
             "trainer_state.json": dataclasses.asdict(self.state),
             "options.json": dataclasses.asdict(self.opts),  # what a resume checks config.json against
         }
@@ -282,7 +280,7 @@ class Trainer:
     def _train(self) -> TrainState:
         st, opts = self.state, self.opts
         nb = self.data.num_batches()
-        cosine = opts.lr_schedule == "cosine"
+        cosine = opts.lr_schedule != "plateau"
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
         if not st.done:
@@ -303,7 +301,8 @@ class Trainer:
                          disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
                         if cosine:
-                            set_lr(self.optimizers, scheduled_lr(st.lr, opts.lr_schedule, st.step, self.total_steps()))
+                            self.lr_used = self.scheduled(st.step)
+                            set_lr(self.optimizers, self.lr_used)
                         try:
                             loss, n = self.step(self.data.batch(st.epoch, st.batch))
                         except (MemoryError, RuntimeError) as e:
@@ -360,8 +359,7 @@ class Trainer:
                          "needed. Training goes on.")
         if self.tb is not None and st.step % TB_EVERY == 0:
             self.tb.add_scalar("train/loss", st.loss_sum / max(st.loss_count, 1), st.step)
-            self.tb.add_scalar("train/lr", scheduled_lr(st.lr, opts.lr_schedule, st.step - 1,
-                                                        self.total_steps()), st.step)
+            self.tb.add_scalar("train/lr", self.last_lr(), st.step)
             self.tb.add_scalar("train/tokens_per_s", st.epoch_tokens / max(st.epoch_seconds, 1e-9), st.step)
         if not progress_enabled() and now - last_log >= LOG_SECONDS and st.batch < nb:
             last_log = now
@@ -410,7 +408,7 @@ class Trainer:
         if not math.isfinite(valid):  # finite training losses, yet the model gives some validation word p = 0
             raise UserError(self.diverged_message(valid, "validation perplexity"))
         train_ppl = None
-        if opts.train_eval > 0:  # the exact training likelihood (Botev et al. 2017 fig. 3), on a prefix to bound its cost
+        if opts.train_eval > 0:  # the exact training likelihood (Botev et al. 2017 fig. 3), a prefix bounds its cost
             train_ppl = perplexity(self.model, self.objective, self.train_ids[:opts.train_eval],
                                    batch_size=opts.eval_batch)
         st.wall_seconds += time.perf_counter() - t0
@@ -422,9 +420,7 @@ class Trainer:
                 runs.save_model_files(self.run_dir, self.model, self.objective, finalized=False)
         record = {
             "epoch": st.epoch + 1, "step": st.step, "train_loss": st.loss_sum / max(st.loss_count, 1),
-            "valid_ppl": valid,
-            "lr": scheduled_lr(st.lr, opts.lr_schedule, max(st.step - 1, 0), self.total_steps()),
-            "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
+            "valid_ppl": valid, "lr": self.last_lr(), "tokens_per_s": st.epoch_tokens / max(st.epoch_seconds, 1e-9),
             "wall_s": st.wall_seconds, "cpu_s": st.cpu_seconds,
         }
         if train_ppl is not None:
@@ -441,6 +437,15 @@ class Trainer:
                  f"{record['tokens_per_s']:.0f} tok/s")
         if opts.lr_schedule == "plateau" and not improved:
             plateau_rule(st, opts, self.optimizers, f"{where}: valid ppl {valid:.2f}", before, self.log)
+
+    def scheduled(self, step: int) -> float:
+        """The rate of optimiser step ``step`` under the run's schedule (``cosine-budget``: at the budget spent now)."""
+        return scheduled_lr(self.state.lr, self.opts.lr_schedule, step, self.total_steps(),
+                            budget_spent(self.opts, self.state))
+
+    def last_lr(self) -> float:
+        """The rate the last step trained at (as set before it; the schedule's for it when none was set here)."""
+        return self.lr_used if self.lr_used is not None else self.scheduled(max(self.state.step - 1, 0))
 
     def total_steps(self) -> int:
         """The steps the cosine schedule decays over: every epoch's, or ``--max-steps`` when that comes first."""
@@ -481,7 +486,6 @@ class Trainer:
                 runs.save_model_files(self.run_dir, self.model, self.objective, finalized=True, meta=meta)
         st.finalized = True
         self.save_checkpoint()
-
 
     def calibrate_log_z(self) -> float:
         """Self-normalisation's calibration (:func:`~sampledlm.neural.lm.calibrate_log_z`) on the validation

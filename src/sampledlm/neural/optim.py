@@ -48,12 +48,18 @@ def sparse_parameter_ids(model, objective) -> set[int]:
     return {id(p) for p in found}
 
 
-def scheduled_lr(base: float, schedule: str, step: int, total_steps: int) -> float:
+def scheduled_lr(base: float, schedule: str, step: int, total_steps: int, budget_spent: float = 0.0) -> float:
     """The rate of optimiser step ``step`` (0-based) of ``total_steps``: ``base`` under ``plateau`` (halvings
-    change ``base`` itself), ``base · (1 + cos(π step / total)) / 2`` under ``cosine``."""
-    if schedule != "cosine" or total_steps <= 0:
+    change ``base`` itself), ``base · (1 + cos(π p)) / 2`` under ``cosine`` with ``p = step / total``, and under
+    ``cosine-budget`` with ``p = max(step / total, budget_spent)``, the share of ``--max-time`` spent: the rate
+    reaches 0 where whichever budget ends first ends (a schedule that decays over the budget it is given, Li, Yumer
+    & Ramanan 2020, where a cosine over steps a time budget cuts short stops at a rate above 0)."""
+    if schedule == "plateau" or total_steps <= 0:
         return base
-    return base * 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / total_steps))
+    p = min(step, total_steps) / total_steps
+    if schedule == "cosine-budget":
+        p = max(p, min(budget_spent, 1.0))
+    return base * 0.5 * (1.0 + math.cos(math.pi * p))
 
 
 def plateau_rule(st, opts, optimizers, what: str, before: float, log) -> None:

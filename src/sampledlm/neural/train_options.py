@@ -11,7 +11,7 @@ from ..config import option
 from .device import PRECISIONS
 
 
-LR_SCHEDULES = ("plateau", "cosine")
+LR_SCHEDULES = ("plateau", "cosine", "cosine-budget")
 TB_EVERY = 50  # optimiser steps between TensorBoard points of the training loss
 
 
@@ -37,7 +37,9 @@ class TrainOptions:
     time_clock: str = option("wall", "the clock of --max-time: wall seconds, or cpu (the training process's CPU "
                                      "seconds, fairer on a shared machine)", choices=("wall", "cpu"))
     lr_schedule: str = option("plateau", "plateau: halve the rate when validation stalls (--min-improvement, "
-                                         "--max-halvings); cosine: decay it to 0 over --epochs, step by step",
+                                         "--max-halvings); cosine: decay it to 0 over --epochs, step by step; "
+                                         "cosine-budget: the same, reaching 0 at the end of --max-time when that "
+                                         "comes first (for a run the time budget will stop)",
                               choices=LR_SCHEDULES)
     max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
                                min=0)
@@ -84,12 +86,24 @@ class TrainOptions:
         return cfgmod.from_dict(cls, d, f"{path}: train")
 
     def check(self) -> None:
+        from ..errors import UserError
+
         cfgmod.check(self)
         if self.momentum and self.optimizer != "sgd":  # Adam keeps moments of its own; the value would do nothing
-            from ..errors import UserError
-
             raise UserError(f"{cfgmod.setting_name('momentum')} applies to {cfgmod.setting_value('optimizer', 'sgd')} only "
                             f"(this run: {cfgmod.setting_value('optimizer', self.optimizer)})")
+        if self.lr_schedule == "cosine-budget" and not self.max_time > 0:  # nothing to decay over but the epochs
+            raise UserError(f"{cfgmod.setting_value('lr_schedule', 'cosine-budget')} decays the rate over "
+                            f"{cfgmod.setting_name('max_time')}: give one (or use "
+                            f"{cfgmod.setting_value('lr_schedule', 'cosine')} to decay over the epochs)")
+
+
+def budget_spent(opts: TrainOptions, st) -> float:
+    """The share of ``--max-time`` the run has spent on its clock (validation included, as the stop counts it);
+    0 without one."""
+    if not opts.max_time > 0:
+        return 0.0
+    return (st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds) / opts.max_time
 
 
 def stopped_by(opts: TrainOptions, st) -> str | None:

@@ -270,10 +270,10 @@ def _resume_locked(run_dir, cfg_path, config, overrides, lock, log, refuse_finis
                         f"another run from it with --init-from {run_dir}")
     if ranks.is_main:  # a new session of training: its date and device (a run from before 0.2.0: begun now)
         runs.write_provenance(run_dir, config, _device_used(trainer), resumed=True)
-    if opts.lr_schedule == "cosine" and opts.epochs != epochs_before and ranks.is_main and log is not None:
+    if opts.lr_schedule != "plateau" and opts.epochs != epochs_before and ranks.is_main and log is not None:
         st = trainer.state  # the cosine is spread over the new total: its rate at this step is not the last one
         log(f"note: --epochs {overrides['epochs']} spreads the cosine schedule over {overrides['epochs']} epochs, so "
-            f"training goes on at lr {scheduled_lr(st.lr, 'cosine', st.step, trainer.total_steps()):g}, the "
+            f"training goes on at lr {trainer.scheduled(st.step):g}, the "
             f"schedule's rate at step {st.step:,} (its last epoch ended at lr {_last_lr(trainer):g})")
     if trainer.state.finalized and more:
         # a finished run trained further: from its final (best) weights, its optimiser's last state, the
