@@ -96,7 +96,7 @@ THREAD_ROWS = ("nce-2t", "hsm-2t")
 PASS_ROWS = ("css-is-1p", "css-is-1p-bf16", "css-is-1p-bf16-b64")
 #: rows trained under a lower-precision autocast (``--precision``): the one-pass row again, its text sized by its
 #: row's calibrated speed times the speed-up its precision measured on this machine (fp32 and bf16 pilots, alternated,
-#: :func:`precision_ratio`), so that it reads what the budget buys at that speed; validation and test stay float32
+#: :func:`pilot_ratio`), so that it reads what the budget buys at that speed; validation and test stay float32
 #: and exact. The question: what the trainer's bf16 path (1.58x on PTB at equal test perplexity, 98.44 against
 #: 98.39, benchmarks/notes/cpu-step-2026-11-27.md) buys within the budget at V = 485k
 PRECISION_ROWS = {"css-is-1p-bf16": "bf16", "css-is-1p-bf16-b64": "bf16"}
