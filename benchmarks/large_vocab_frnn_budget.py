@@ -354,8 +354,10 @@ def target_part(rows: dict) -> str:
         mine = ours_key(obj, threads)
         at = f"{obj} at {threads} thread{'s' if threads > 1 else ''}"
         if not o and b:
-            why = ("'s model is not on this machine" if rows.get(mine, {}).get("rc") == 0
-                   else " row is not trained yet")
+            mine_rd = rows.get(mine, {}).get("run_dir")
+            why = (" row is not trained yet" if rows.get(mine, {}).get("rc") != 0
+                   else " row is not yet scored on the subset (`python -m benchmarks.large_vocab_frnn_budget`)"
+                   if mine_rd and os.path.isdir(mine_rd) else "'s model is not on this machine")
             parts.append(f"{at} faster-rnnlm {r['test']['ppl']:.2f} (test subset); our "
                          f"{mine.split('/')[-1]}{why}, and our best row "
                          f"({b['row'].split('/')[-1]}) scores {b['ppl']:.2f} there: "
