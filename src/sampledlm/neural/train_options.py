@@ -101,9 +101,12 @@ class TrainOptions:
 def budget_spent(opts: TrainOptions, st) -> float:
     """The share of ``--max-time`` the run has spent on its clock (validation included, as the stop counts it);
     0 without one."""
-    if not opts.max_time > 0:
-        return 0.0
-    return (st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds) / opts.max_time
+    return time_spent(opts, st) / opts.max_time if opts.max_time > 0 else 0.0
+
+
+def time_spent(opts: TrainOptions, st) -> float:
+    """The run's seconds on the clock of ``--max-time`` (``--time-clock``)."""
+    return st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
 
 
 def stopped_by(opts: TrainOptions, st) -> str | None:
@@ -113,7 +116,7 @@ def stopped_by(opts: TrainOptions, st) -> str | None:
         return None
     if opts.max_steps and st.step >= opts.max_steps:
         return f"--max-steps {opts.max_steps:,} (step {st.step:,})"
-    spent = st.cpu_seconds if opts.time_clock == "cpu" else st.wall_seconds
+    spent = time_spent(opts, st)
     if opts.max_time > 0 and spent >= opts.max_time:
         return f"--max-time {opts.max_time:g} s ({opts.time_clock} clock, {spent:,.1f} s spent)"
     return None
