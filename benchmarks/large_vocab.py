@@ -959,7 +959,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", default=None, help="neural: the rows to run, comma-separated, in order (default all: "
                     "nce,is,blackout,css-is,class,hsm,adaptive,transformer,softmax; on two threads, only when named: "
                     "nce-2t,hsm-2t; one pass over 4x the text, only when named: css-is-1p, and under bf16 autocast: "
-                    "css-is-1p-bf16, and that with 64 rows a step: css-is-1p-bf16-b64)")
+                    "css-is-1p-bf16, and that with 64 rows a step: css-is-1p-bf16-b64, "
+                    "or with dropout 0: css-is-1p-bf16-d0)")
     ap.add_argument("--objectives", default=None,
                     help="speed, steady: the objectives to run, comma-separated (default all: " + ",".join(SPEED_OBJECTIVES) + ")")
     ap.add_argument("--again", default=None,

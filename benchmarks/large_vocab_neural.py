@@ -41,9 +41,9 @@ How a row spends its budget (decided here, the same for every row):
   steps, cosine and rate as its row, over EPOCHS times its text read once, validated EPOCHS times within the epoch
   (``--valid-every``). 4 passes over a 27M-token prefix leave out the words of the other 138M; this row measures
   what that costs. ``css-is-1p-bf16``: the same under ``--precision bf16`` (:data:`PRECISION_ROWS`), its text sized
-  by its row's speed times bf16's speed-up measured by alternated pilots; ``css-is-1p-bf16-b64``: that row with 64
-  BPTT rows a step (:data:`BATCH_ROWS`), its text sized by that row's planned speed times the batch's measured
-  speed-up.
+  by its row's speed times bf16's speed-up measured by alternated pilots; ``css-is-1p-bf16-b64`` and
+  ``css-is-1p-bf16-d0``: that row with one setting changed, 64 BPTT rows a step or dropout 0 (:data:`VARIANT_ROWS`),
+  its text sized by that row's planned speed times the setting's measured speed-up.
 - Memory: a row whose speed run at V = 485k was killed for memory or peaked above the cap (:data:`MEMORY_CAP_MB`)
   is skipped with the reason recorded; every training process is watched and killed at the cap (recorded so).
 """
@@ -93,25 +93,29 @@ THREAD_ROWS = ("nce-2t", "hsm-2t")
 #: validated EPOCHS times within it (``--valid-every``), at the rate their one-pass-over-a-prefix row's race chose.
 #: The question they answer: do 4 passes over a prefix waste the budget on a corpus this large, where a prefix of
 #: 27M tokens leaves many of the vocabulary's rare words unseen? Run only when named (``--rows css-is-1p``)
-PASS_ROWS = ("css-is-1p", "css-is-1p-bf16", "css-is-1p-bf16-b64")
+PASS_ROWS = ("css-is-1p", "css-is-1p-bf16", "css-is-1p-bf16-b64", "css-is-1p-bf16-d0")
 #: rows trained under a lower-precision autocast (``--precision``): the one-pass row again, its text sized by its
 #: row's calibrated speed times the speed-up its precision measured on this machine (fp32 and bf16 pilots, alternated,
 #: :func:`pilot_ratio`), so that it reads what the budget buys at that speed; validation and test stay float32
 #: and exact. The question: what the trainer's bf16 path (1.58x on PTB at equal test perplexity, 98.44 against
 #: 98.39, benchmarks/notes/cpu-step-2026-11-27.md) buys within the budget at V = 485k
-PRECISION_ROWS = {"css-is-1p-bf16": "bf16", "css-is-1p-bf16-b64": "bf16"}
+PRECISION_ROWS = {"css-is-1p-bf16": "bf16", "css-is-1p-bf16-b64": "bf16", "css-is-1p-bf16-d0": "bf16"}
 PRECISION_PILOT_TOKENS = 300_000  # each of the 4 alternated pilots: about 20-35 CPU s at V = 485k
-#: rows that change one setting of a finished one-pass row, their parent: ``row: (parent, BPTT rows a step)``. The
-#: parent's flags (its precision, its objective's sample count as its run resolved it, its rate) with the batch
-#: changed, the text sized by the speed the parent planned on times the speed-up of pilots alternating the parent's
-#: batch with the row's (:func:`pilot_ratio`): planned the way its parent was, so that a budget stop ends both the
-#: same way (the parent's speed over its run, 17,879 against 21,562 planned beside a CI run, would plan a shorter
-#: text than the parent's and leave budget unspent on a quieter machine). css-is-1p-bf16-b64: 64 rows a step instead
-#: of 32 (in 300k-token pilots under bf16 at V = 485k, 2026-12-02, a step's fixed costs, the row-sparse Adam over
-#: the step's rows and the small recurrent products, spread over twice the positions: 1.2-1.5x the words per CPU
-#: second), so the budget reads more of the corpus in half the steps. The question: is the batch a default that V
-#: = 485k and a 165M-token corpus should change (issue 56: "defaults tuned on PTB must earn their place")?
-BATCH_ROWS = {"css-is-1p-bf16-b64": ("css-is-1p-bf16", 64)}
+#: rows that change one setting of a finished one-pass row, their parent: ``row: (parent, flag, the parent's value,
+#: the row's value, the pilots' label)``. The parent's flags (its precision, its objective's sample count as its run
+#: resolved it, its rate) with the one setting changed, the text sized by the speed the parent planned on times the
+#: speed-up of pilots alternating the parent's value with the row's (:func:`pilot_ratio`): planned the way its parent
+#: was, so that a budget stop ends both the same way (the parent's speed over its run, 17,879 against 21,562 planned
+#: beside a CI run, would plan a shorter text than the parent's and leave budget unspent on a quieter machine).
+#: css-is-1p-bf16-b64: 64 BPTT rows a step instead of 32 (in 300k-token pilots under bf16 at V = 485k, 2026-12-02, a
+#: step's fixed costs, the row-sparse Adam over the step's rows and the small recurrent products, spread over twice
+#: the positions: 1.2-1.5x the words per CPU second), so the budget reads more of the corpus in half the steps.
+#: css-is-1p-bf16-d0: dropout 0 instead of the GRU's default 0.25 (the parent's run config): the default was chosen on
+#: PTB, where 8 epochs over 0.93M words overfit; a row that reads 141M tokens once sees no text twice, so dropout can
+#: only slow its learning. The question of both: is the setting a default that V = 485k and a 165M-token corpus
+#: should change (issue 56: "defaults tuned on PTB must earn their place")?
+VARIANT_ROWS = {"css-is-1p-bf16-b64": ("css-is-1p-bf16", "--batch-size", "32", "64", "b"),
+                "css-is-1p-bf16-d0": ("css-is-1p-bf16", "--dropout", "0.25", "0", "d")}
 #: the quick run's neural step (the smoke test): two trained rows, the projection, KN5 + the best, in seconds
 QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "softmax"), "valid_tokens": 500,
          "quick": True, "lr_halvings": 1}
@@ -251,7 +255,7 @@ def row_threads(row: str) -> int:
 def row_objective(row: str) -> str:
     """The objective a GRU row trains (``nce-2t``, ``css-is-1p``: ``nce``, ``css-is``); the Transformer's is chosen
     in :func:`make_plan`."""
-    return row.removesuffix("-b64").removesuffix("-bf16").removesuffix("-2t").removesuffix("-1p")
+    return row.removesuffix("-b64").removesuffix("-d0").removesuffix("-bf16").removesuffix("-2t").removesuffix("-1p")
 
 
 def row_epochs(row: str, epochs: int) -> int:
@@ -261,7 +265,8 @@ def row_epochs(row: str, epochs: int) -> int:
 
 def batch_predictions(model: str, row: str | None = None) -> int:
     """Predictions a step: the model's default batch, or the rows x BPTT of a row that sets its own batch."""
-    return BATCH_ROWS[row][1] * 35 if row in BATCH_ROWS else BATCH_PREDICTIONS[model]
+    v = VARIANT_ROWS.get(row)
+    return int(v[3]) * 35 if v and v[1] == "--batch-size" else BATCH_PREDICTIONS[model]
 
 
 def batches_of(predictions: int, model: str, row: str | None = None) -> int:
@@ -302,13 +307,14 @@ def skip_reason(row: str, rows: dict, cap_mb: float) -> str | None:
 def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, pilot_tokens: int,
                    cap_mb: float) -> tuple[float | None, str, dict | None]:
     """``(words per CPU second of the training loop, where it comes from, the pilot's row or None)``."""
-    if row in BATCH_ROWS:  # the speed its parent planned on, times the batch's measured speed-up
-        first, batch = BATCH_ROWS[row]
-        got = pilot_ratio(row, objective, rows, notes, work, files, cap_mb, batch_sides(row, rows))
+    if row in VARIANT_ROWS:  # the speed its parent planned on, times its setting's measured speed-up
+        first, flag, _, value, _ = VARIANT_ROWS[row]
+        got = pilot_ratio(row, objective, rows, notes, work, files, cap_mb, variant_sides(row, rows))
         if not got.get("ratio"):
             return None, f"neural-pilot/{row}", got
+        what = f"batch {value}" if flag == "--batch-size" else f"{flag.removeprefix('--')} {value}"
         return (rows[f"neural/{first}"]["plan"]["words_per_cpu_s_planned"] * got["ratio"],
-                f"neural/{first} (its plan) x {got['ratio']:.3f} (batch {batch} pilots)", got)
+                f"neural/{first} (its plan) x {got['ratio']:.3f} ({what} pilots)", got)
     parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration", {})
     if row in PRECISION_ROWS and parent.get("words_per_cpu_s"):  # its row's long-run speed, times its precision's
         low = PRECISION_ROWS[row]
@@ -331,15 +337,14 @@ def measured_speed(row: str, objective: str, rows: dict, notes: str, work: str, 
     return (got.get("words_per_cpu_s"), key, got)
 
 
-def batch_sides(row: str, rows: dict) -> list[tuple[str, str, tuple[str, ...]]]:
-    """The two sides of a batch row's pilots: its parent's flags at the parent's batch, then at the row's."""
-    first, batch = BATCH_ROWS[row]
+def variant_sides(row: str, rows: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The two sides of a variant row's pilots (:data:`VARIANT_ROWS`): its parent's flags with the parent's value
+    of the setting, then with the row's; the second side's flags are the ones the row trains with."""
+    first, flag, theirs, ours, tag = VARIANT_ROWS[row]
     opts = rows[f"neural/{first}"].get("objective_options", {})
     same = (*(["--samples", str(opts["samples"])] if "samples" in opts else []),)
     low = PRECISION_ROWS.get(row, "fp32")
-    return [(f"b{batch_predictions('gru', first) // 35}", low, (*same, "--batch-size",
-                                                                   str(batch_predictions("gru", first) // 35))),
-            (f"b{batch}", low, (*same, "--batch-size", str(batch)))]
+    return [(f"{tag}{theirs}", low, (*same, flag, theirs)), (f"{tag}{ours}", low, (*same, flag, ours))]
 
 
 def pilot_ratio(row: str, objective: str, rows: dict, notes: str, work: str, files: dict, cap_mb: float,
@@ -454,8 +459,8 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
         objective = best_gru_row(rows)
         if objective is None:
             return {"wait": "the Transformer takes the output of the best finished GRU row; none has finished"}
-    if row in BATCH_ROWS and f"neural/{BATCH_ROWS[row][0]}" not in rows:
-        return {"wait": f"it changes the batch of {BATCH_ROWS[row][0]}, which has not finished"}
+    if row in VARIANT_ROWS and f"neural/{VARIANT_ROWS[row][0]}" not in rows:
+        return {"wait": f"it changes one setting of {VARIANT_ROWS[row][0]}, which has not finished"}
     model = row_model(row)
     pilot_tokens = PILOT_TOKENS.get(row, 100_000) if not quick else 2_000
     if speed_given:
@@ -484,20 +489,20 @@ def make_plan(row: str, rows: dict, notes: str, work: str, files: dict, budget: 
                     options=[*base_options(model, objective, files["vocab"], row_threads(row)), "--epochs",
                              str(epochs), "--max-time", f"{budget:g}", "--time-clock", "cpu",
                              *(["--precision", PRECISION_ROWS[row]] if row in PRECISION_ROWS else []),
-                             *(batch_sides(row, rows)[1][2] if row in BATCH_ROWS else ()),
+                             *(variant_sides(row, rows)[1][2] if row in VARIANT_ROWS else ()),
                              "--checkpoint-every", str(checkpoint_steps(speed, model, row))])
         if passes > epochs:  # validated as often as its row: every 1/passes of the epoch
             every = math.ceil(batches_of(plan["epoch_predictions"], model, row) / passes)
             plan.update(valid_every=every, passes=passes)
             plan["options"] += ["--valid-every", str(every)]
-        first = BATCH_ROWS[row][0] if row in BATCH_ROWS else objective  # the row whose speed it plans on
+        first = VARIANT_ROWS[row][0] if row in VARIANT_ROWS else objective  # the row whose speed it plans on
         parent = rows.get(f"neural/{objective}", {}).get("plan", {}).get("calibration")
         if row in PASS_ROWS and parent and source.startswith(f"neural/{first} "):
             # decision: its row's long-run speed is its plan, kept (the same steps as its row is the point); a
             # first stretch measured while other jobs share the core's caches would shrink the text for good
             # (2026-12-02: 11,789 against 16,242 words per CPU second beside a CI run), and --max-time still ends
             # a run slower than planned
-            plan["calibration"] = ({} if row in BATCH_ROWS else {k: v for k, v in parent.items()
+            plan["calibration"] = ({} if row in VARIANT_ROWS else {k: v for k, v in parent.items()
                                                                  if not k.startswith("discarded")}) | {
                 "discarded": False, "inherited_from": f"neural/{first}"}
             if row in PRECISION_ROWS:  # its row's speed times its pilots' ratio: that is the speed it plans on

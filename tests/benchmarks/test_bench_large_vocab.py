@@ -237,6 +237,37 @@ def test_a_batch_row_changes_only_its_parents_batch_and_plans_on_its_parents_run
     assert ln.row_objective("css-is-1p-bf16-b64") == "css-is" and ln.batch_predictions("gru", "css-is-1p") == 32 * 35
 
 
+
+def test_a_dropout_row_changes_only_its_parents_dropout(tmp_path, monkeypatch):
+    """css-is-1p-bf16-d0: the bf16 one-pass row's flags with dropout 0; pilots alternate the parent's 0.25 with 0;
+    the batch (and so the validation interval) stays the parent's."""
+    files = _files(tmp_path)
+    rows = {"neural/css-is": {"rc": 0, "lr": 0.002, "test": {"ppl": 142.0},
+                              "plan": {"calibration": {"words_per_cpu_s": 80.0}}},
+            "neural/css-is-1p-bf16": {"rc": 0, "lr": 0.002, "test": {"ppl": 98.0},
+                                      "plan": {"words_per_cpu_s_planned": 90.0},
+                                      "objective_options": {"samples": 1000, "sample_mode": "shared"}}}
+    work = str(tmp_path / "work")
+    os.makedirs(os.path.join(work, "neural", "data"))
+    calls = []
+
+    def fake_pilot(row, objective, work, files, tokens, cap_mb, precision=None, extra=()):
+        calls.append((precision, extra))
+        return {"rc": 0, "words_per_cpu_s": {"0.25": 100.0, "0": 104.0}[extra[extra.index("--dropout") + 1]],
+                "train_cpu_s": 1.0, "process": {}}
+
+    monkeypatch.setattr(ln, "pilot", fake_pilot)
+    plan = ln.make_plan("css-is-1p-bf16-d0", rows, str(tmp_path / "rows.jsonl"), work, files, 100.0, 4, 14000, False)
+    ref, row = ("--samples", "1000", "--dropout", "0.25"), ("--samples", "1000", "--dropout", "0")
+    assert calls == [("bf16", ref), ("bf16", row), ("bf16", ref), ("bf16", row)]
+    assert [r["precision"] for r in rows["neural-pilot/css-is-1p-bf16-d0"]["runs"]] == ["d0.25", "d0", "d0.25", "d0"]
+    assert plan["words_per_cpu_s_planned"] == 90.0 * 1.04 and "dropout 0 pilots" in plan["speed_source"]
+    opts = plan["options"]
+    assert opts[opts.index("--dropout") + 1] == "0" and "--batch-size" not in opts
+    assert opts[opts.index("--lr") + 1] == "0.002" and plan["lr_from"] == "neural/css-is-1p-bf16"
+    assert plan["valid_every"] == math.ceil(math.ceil(plan["epoch_predictions"] / (32 * 35)) / 4)
+    assert ln.row_objective("css-is-1p-bf16-d0") == "css-is"
+
 def test_the_race_reads_an_epochs_end_not_a_point_within_it(tmp_path):
     from benchmarks import large_vocab_race as race
 
