@@ -267,7 +267,7 @@ def main(argv=None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _on_signal)
 
-    binary, commit = frnn.build(a.src, a.mirror, a.eigen_mirror)
+    built: list = []  # faster-rnnlm, built when a run needs training (scoring our row on the subset does not)
     strided_file(os.path.join(a.data, "valid.txt"), a.valid, VALID_TOKENS)
     strided_file(os.path.join(a.data, "test.txt"), a.test, TEST_TOKENS)
     rows = read_rows(a.notes)
@@ -285,7 +285,8 @@ def main(argv=None) -> None:
             continue
         print(f"[frnn-budget] {key}: training", file=sys.stderr, flush=True)
         try:
-            run_one(objective, int(threads), a, binary, commit)
+            built = built or list(frnn.build(a.src, a.mirror, a.eigen_mirror))
+            run_one(objective, int(threads), a, *built)
         except Stopped as e:
             print(f"[frnn-budget] {key}: stopped by a signal after {e.cpu_s:,.0f} CPU s of faster-rnnlm (recorded as "
                   "discarded); the next start trains it again from the beginning", file=sys.stderr)

@@ -725,3 +725,27 @@ def test_the_readme_rows_are_kn5_the_best_one_thread_row_and_their_mixture():
     rows["neural-interp"] = {**rows["neural-interp"], "row": "is", "neural_ppl": 144.0}
     assert lvpage.headline(rows)[2]["test_ppl"] == 90.0
     assert lvpage.headline({"kn5/ours/all": kn5}) == []
+
+
+def test_scoring_our_row_on_faster_rnnlms_subset_needs_no_faster_rnnlm_build(tmp_path, monkeypatch):
+    """A recorded faster-rnnlm run whose comparison lacks our row's score: the step scores ours (``ours_on``) and
+    records it without building faster-rnnlm (its sources may not be on this machine)."""
+    from benchmarks import large_vocab_frnn_budget as fb
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("valid.txt", "test.txt"):
+        (data / name).write_text("a b c\nd e f\n" * 10, encoding="utf-8")
+    notes = tmp_path / "rows.jsonl"
+    notes.write_text(json.dumps({"key": "frnn-budget/hs-1", "rc": 0, "objective": "hs", "threads": 1}) + "\n",
+                     encoding="utf-8")
+
+    def no_build(*a, **k):
+        raise AssertionError("faster-rnnlm built for a run already recorded")
+
+    monkeypatch.setattr(fb.frnn, "build", no_build)
+    monkeypatch.setattr(fb, "ours_on", lambda a, objective, threads: {"row": "neural/hsm", "ppl": 188.0})
+    fb.main(["--runs", "hs-1", "--data", str(data), "--valid", str(tmp_path / "v.txt"), "--test",
+             str(tmp_path / "t.txt"), "--notes", str(notes), "--ours-notes", str(notes)])
+    last = json.loads(notes.read_text(encoding="utf-8").splitlines()[-1])
+    assert last["key"] == "frnn-budget/hs-1" and last["ours_on_subset"] == {"row": "neural/hsm", "ppl": 188.0}
