@@ -350,7 +350,7 @@ def target_line(rows: dict) -> str:
     done = len(got)
     out = (f"- The best neural row beats KN5 by >= 25 % within the budget: {label(best)} {best['test']['ppl']:.2f} "
            f"against KN5's {kn5:.2f}, {100 * abs(gain):.1f} % {'lower' if gain >= 0 else 'higher'}: "
-           f"{'met' if gain >= 0.25 else '**missed**'} ({done} of {len(ROWS) - 1} trained rows finished"
+           f"{'met' if gain >= 0.25 else '**missed**'} ({done} one-thread rows finished"
            f", {sum(1 for r in got.values() if r.get('lr_race'))} with their rates raced on validation).")
     k = same_text(rows).get(best["row"])
     if k and gain < 0.25:

@@ -321,7 +321,7 @@ def test_the_section_and_the_target_from_recorded_rows():
     assert any("is, blackout, css-is, hsm, transformer, softmax" in m for m in missing)
     assert any("Learning rates raced on validation (the protocol above) for: nce, class" in m for m in missing)
     line = lvpage.target_line(rows)
-    assert "2 of 8 trained rows finished, 0 with their rates raced on validation" in line
+    assert "2 one-thread rows finished, 0 with their rates raced on validation" in line
     rows["neural/class"] = {**rows["neural/class"], "lr": 0.004, "tuning_process_cpu_s": 1800.0,
                             "lr_race": [{"lr": 0.008, "diverged": "rose"}, {"lr": 0.004, "epoch1_valid": 300.0},
                                         {"lr": 0.002, "epoch1_valid": 310.0}]}
