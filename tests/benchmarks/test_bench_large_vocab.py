@@ -263,7 +263,8 @@ def test_a_dropout_row_changes_only_its_parents_dropout(tmp_path, monkeypatch):
     assert [r["precision"] for r in rows["neural-pilot/css-is-1p-bf16-d0"]["runs"]] == ["d0.25", "d0", "d0.25", "d0"]
     assert plan["words_per_cpu_s_planned"] == 90.0 * 1.04 and "dropout 0 pilots" in plan["speed_source"]
     opts = plan["options"]
-    assert opts[opts.index("--dropout") + 1] == "0" and "--batch-size" not in opts
+    given = [opts[i + 1] for i, o in enumerate(opts) if o == "--dropout"]  # the last one given wins
+    assert given == ["0.25", "0"] and "--batch-size" not in opts  # the GRU rows' 0.25, then the row's own
     assert opts[opts.index("--lr") + 1] == "0.002" and plan["lr_from"] == "neural/css-is-1p-bf16"
     assert plan["valid_every"] == math.ceil(math.ceil(plan["epoch_predictions"] / (32 * 35)) / 4)
     assert ln.row_objective("css-is-1p-bf16-d0") == "css-is"

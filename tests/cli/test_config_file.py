@@ -162,6 +162,38 @@ def test_an_objective_option_replaced_on_a_long_run_says_so_and_a_given_one_stay
     assert json.loads((tmp_path / "b" / "config.json").read_text())["objective"]["options"]["samples"] == 5
 
 
+def test_a_recurrent_run_reading_a_long_text_once_drops_dropout_and_says_so(tiny_corpus, tmp_path, capsys,
+                                                                             monkeypatch):
+    """One epoch over at least ONE_PASS_STEPS planned steps: dropout 0 (no sentence is seen twice); more epochs, a
+    given rate, fewer steps or a Transformer keep the model's default."""
+    from sampledlm.neural import settings
+
+    monkeypatch.setattr(settings, "ONE_PASS_STEPS", 3)
+    base = ["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]), "--model", "gru",
+            "--objective", "nce", "--embed-dim", "8", "--hidden", "16", "-b", "2", "--bptt", "5"]
+
+    def dropout(run: str, *flags: str) -> tuple[float, str, str]:
+        code, _, err = run_cli([*base, *flags, "-o", str(tmp_path / run)], capsys)
+        assert code == 0, err
+        cfg = json.loads((tmp_path / run / "config.json").read_text())
+        return cfg["model"]["dropout"], (tmp_path / run / "config.toml").read_text(), err
+
+    rate, stored, err = dropout("once", "--epochs", "1")
+    steps = int(re.search(r"--model gru reading its text once over (\d+) steps: --dropout 0.0 \(not 0.25;", err)
+                .group(1))
+    assert rate == 0.0 and steps >= 3
+    assert f"dropout = 0.0  # --model gru reading its text once over {steps} steps\n" in stored
+    assert dropout("twice", "--epochs", "2")[0] == 0.25  # a sentence seen twice: the default stays
+    rate, stored, err = dropout("given", "--epochs", "1", "--dropout", "0.1")
+    assert rate == 0.1 and "reading its text once" not in err and "dropout = 0.1  # given" in stored
+    assert dropout("short", "--epochs", "1", "--max-steps", "2")[0] == 0.25  # under ONE_PASS_STEPS
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                            "--model", "transformer", "--embed-dim", "8", "--layers", "1", "--heads", "2",
+                            "--ff-dim", "16", "--bptt", "5", "-b", "2", "--epochs", "1", "-o", str(tmp_path / "tf")],
+                           capsys)
+    assert code == 0 and "reading its text once" not in err, err  # measured on the GRU only
+
+
 def test_a_relative_path_in_a_config_file_that_does_not_exist_is_named_with_its_line(tmp_path, capsys, monkeypatch):
     (tmp_path / "c.toml").write_text('epochs = 1\ntrain = "tr.txt"\n')
     (tmp_path / "sub").mkdir()

@@ -70,6 +70,9 @@ class NeuralScorer(nn.Module):
     #: True when a prediction may see words before its sentence's ``<s>`` (recurrent state, a Transformer's window):
     #: only then does running text score differently from sentences read on their own
     crosses_sentences: bool = False
+    #: the dropout rate a run of one epoch over a long text gets when none is given (None: the model's default
+    #: everywhere); see :data:`sampledlm.neural.settings.ONE_PASS_STEPS`
+    one_pass_dropout: float | None = None
 
     def history_key(self, history) -> tuple | None:
         """A hashable key that determines the context after ``<s> history`` (ids), or None when the

@@ -91,6 +91,9 @@ class RNNLM(NeuralScorer):
                       "max_halvings": 3, "min_improvement": 0.003, "lr_schedule": "cosine"}
     sequence_model = True
     crosses_sentences = True
+    # the 0.25 default was chosen on PTB read 8 times; a GRU reading 145M Wikipedia tokens once (V = 485k) scored
+    # test 85.41 without dropout against 98.45 with it, validation 12-13 % lower at every quarter of the run
+    one_pass_dropout = 0.0
     cell_type = "gru"
     uses_counts = True  # adaptive input bands are ranks by training count
 
