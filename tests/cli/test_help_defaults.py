@@ -86,3 +86,14 @@ def test_the_training_flags_help_holds_only_training_settings_long_run_values():
     collected = _objective_train_defaults()
     assert collected and set(collected) <= set(TRAIN_FIELDS)
     assert "css-is over 20,000 steps" in collected["lr"]
+
+
+def test_the_dropout_help_gives_each_model_default_and_the_one_pass_rate():
+    from sampledlm.neural.settings import ONE_PASS_STEPS
+
+    dropout = _flag_help(_help(), "--dropout")
+    for kind, cls in MODELS.items():
+        assert f"{kind} {cls.Config().dropout}" in dropout, kind
+        if cls.one_pass_dropout is not None:
+            assert re.search(rf"\b{kind}\b[^:;]* reading their text once \(--epochs 1, >= {ONE_PASS_STEPS:,} steps\): "
+                             rf"{cls.one_pass_dropout}", dropout), kind

@@ -23,7 +23,19 @@ from .grouped import GroupedCommand
 from .configfile import config_option
 from .options import dataclass_options, objective_flag_options
 
-MODEL_OPTIONS, _ = dataclass_options({name: cls.Config for name, cls in MODELS.items()})
+def _one_pass_defaults() -> dict[str, str]:
+    """``{"dropout": "gru, lstm reading their text once (--epochs 1, >= 20,000 steps): 0.0"}`` for the help."""
+    from ..neural.settings import ONE_PASS_STEPS
+
+    by: dict = {}
+    for name, cls in MODELS.items():
+        if cls.one_pass_dropout is not None:
+            by.setdefault(cls.one_pass_dropout, []).append(name)
+    return {"dropout": "; ".join(f"{', '.join(names)} reading their text once (--epochs 1, >= {ONE_PASS_STEPS:,} "
+                                 f"steps): {rate}" for rate, names in by.items())} if by else {}
+
+
+MODEL_OPTIONS, _ = dataclass_options({name: cls.Config for name, cls in MODELS.items()}, None, _one_pass_defaults())
 
 
 def _objective_train_defaults() -> dict[str, str]:
