@@ -152,13 +152,26 @@ def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
 
 def drop_entry(entry: dict, records: list[dict]) -> dict:
     """The longer run at :data:`LONGER_DROPOUT`: its epochs, or where the longer run went over the budget, the
-    epochs its CPU seconds an epoch fit in the budget (never fewer than the default epochs)."""
+    epochs its CPU seconds an epoch fit in the budget (never fewer than the default epochs). Where that dropout run
+    itself spent under :data:`RESIZE` of the budget or over :data:`OVER_BUDGET` times it, it is run again with the
+    epochs its own CPU seconds an epoch fit (the first run stays in ``resized_from``), as a longer run is
+    (:func:`_resized`)."""
     first = record_of(entry, records)
     if first and first.get("cpu_s") and first.get("budget_cpu_s") and first["cpu_s"] > first["budget_cpu_s"]:
-        ran = epochs_ran(first)
-        fit = max(len(entry["cell"]["epochs"]), int(first["budget_cpu_s"] // (first["cpu_s"] / ran)))
-        entry = {**entry, "epochs": min(entry["epochs"], fit)}
-    return with_dropout(entry, LONGER_DROPOUT)
+        entry = {**entry, "epochs": min(entry["epochs"], _fit(entry, first))}
+    entry = with_dropout(entry, LONGER_DROPOUT)
+    own = record_of(entry, records)
+    if own and own.get("cpu_s") and own.get("budget_cpu_s") and own.get("epochs") and \
+            not RESIZE * own["budget_cpu_s"] <= own["cpu_s"] <= OVER_BUDGET * own["budget_cpu_s"]:
+        fit = _fit(entry, own)
+        if fit != entry["epochs"]:
+            entry = {**entry, "epochs": fit, "resized_from": own}
+    return entry
+
+
+def _fit(entry: dict, rec: dict) -> int:
+    """The epochs that ``rec``'s CPU seconds an epoch fit in its budget, never fewer than the row's default."""
+    return max(len(entry["cell"]["epochs"]), int(rec["budget_cpu_s"] // (rec["cpu_s"] / epochs_ran(rec))))
 
 
 def drop_done(entry: dict, records: list[dict]) -> dict | None:
@@ -470,8 +483,11 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         half = half_done(e, records)
         x["half"] = None if half is None else {**_candidate(half), "hidden": half["hidden"], "embed": half["embed"],
                                                "lr": half["run_lr"]}
-        drop = drop_done(e, records)
-        x["drop_epochs"] = drop_entry(e, records)["epochs"]
+        drop_e = drop_entry(e, records)
+        drop = record_of(drop_e, records) or drop_e.get("resized_from")  # a candidate until its re-sized run lands
+        x["drop_epochs"] = drop_e["epochs"]
+        x["drop_resize_pending"] = None if drop is None or "resized_from" not in drop_e or drop is not \
+            drop_e["resized_from"] else {"epochs": epochs_ran(drop)}
         x["drop"] = None if drop is None else {**_candidate(drop), "dropout": LONGER_DROPOUT}
         x["chosen"] = choose(x, budget)
         rows.append(x)
@@ -625,7 +641,9 @@ def render(data: dict) -> str:
              "(added on 2026-12-01: the longer runs ended at a lower training loss and a higher validation "
              "perplexity than the default epochs, class after 16 epochs at 3.90 and 99.72 against 4.08 and 97.58 "
              "after 8: they overfit at the default dropout 0.25; the softmax had its own tries at 0.15 and "
-             f"{LONGER_DROPOUT:g} on the lr-grid page, its default 0.25 the best at its 8 epochs).", "",
+             f"{LONGER_DROPOUT:g} on the lr-grid page, its default 0.25 the best at its 8 epochs); a dropout run "
+             f"that spent under {RESIZE:.0%} of the budget or over {OVER_BUDGET:g}x it is run again with the epochs "
+             "its own CPU seconds an epoch fit, as a longer run is (added on 2026-12-03).", "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
@@ -655,11 +673,13 @@ def render(data: dict) -> str:
                      _narrow_text(x, budget, pending),
                      _cell_text(x.get("half"), budget, pending) + (
                          f" [h {x['half']['hidden']}, lr {lr_grid.fmt(x['half']['lr'])}]" if x.get("half") else ""),
-                     _cell_text(x.get("drop"), budget, pending) + f" [{x['drop_epochs']} ep]",
+                     _cell_text(x.get("drop"), budget, pending) + (
+                         f" [{x['drop_resize_pending']['epochs']} ep; re-sized to {x['drop_epochs']} ep: not yet run]"
+                         if x.get("drop_resize_pending") else f" [{x['drop_epochs']} ep]"),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
-                     + (" so far" if x.get("resize_pending") else "")])
+                     + (" so far" if x.get("resize_pending") or x.get("drop_resize_pending") else "")])
     lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x",
                         f"{WIDEN[0]:g}x, half rate", f"longer, dropout {LONGER_DROPOUT:g}", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))

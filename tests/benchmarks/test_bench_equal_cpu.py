@@ -412,3 +412,36 @@ def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(
     assert f"longer, dropout {equal_cpu.LONGER_DROPOUT:g}" in page
     assert f"96.00 / 90.50 (1,700 s) [{fitted['epochs']} ep]" in page
     equal_cpu.figure(data)
+
+
+def test_a_dropout_run_far_from_the_budget_is_run_again_sized_by_its_own_epochs():
+    """BlackOut's dropout run took 72.6 % of the budget (18 epochs in 1,282 s): 24 epochs fit at its own CPU seconds
+    an epoch; hsm's took 2,379 s for 21 (over the budget, under load): 15 fit. One within the band stays."""
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = _nce_entry(grid, grid_recs)
+    first_drop = equal_cpu.drop_entry(nce, [])
+
+    def ran(cpu_s: float, epochs: int) -> dict:
+        return {"row": "gru nce", "lr": nce["lr"], "version": nce["row"].version,
+                "flags": " ".join(equal_cpu.flags(first_drop)), "cpu_s": cpu_s, "budget_cpu_s": 1760.0,
+                "best_valid": 97.0, "best_epoch": epochs, "test_ppl": 92.5,
+                "epochs": [{"epoch": i + 1, "valid_ppl": 97.0, "cpu_s": cpu_s * (i + 1) / epochs}
+                           for i in range(epochs)]}
+    short = ran(0.6 * 1760.0, first_drop["epochs"])
+    again = equal_cpu.drop_entry(nce, [short])
+    assert again["epochs"] == int(1760.0 // (short["cpu_s"] / first_drop["epochs"])) > first_drop["epochs"]
+    assert again["resized_from"] is short and equal_cpu.drop_done(nce, [short]) is None  # a new run to train
+    over = ran(1.4 * 1760.0, first_drop["epochs"])
+    assert first_drop["epochs"] > equal_cpu.drop_entry(nce, [over])["epochs"] >= 8
+    assert equal_cpu.drop_entry(nce, [ran(0.9 * 1760.0, first_drop["epochs"])])["epochs"] == first_drop["epochs"]
+    # the first run stays the row's candidate until the re-sized one lands, and the page says which is which
+    data = equal_cpu.summarise(grid, grid_recs, [short])
+    row = next(x for x in data["rows"] if x["name"] == "gru nce")
+    assert row["drop"]["test_ppl"] == 92.5
+    page = equal_cpu.render(data)
+    assert f"[{first_drop['epochs']} ep; re-sized to {again['epochs']} ep: not yet run]" in page
+    done = {**ran(1700.0, again["epochs"]), "flags": " ".join(equal_cpu.flags(again)), "test_ppl": 91.0}
+    assert equal_cpu.drop_done(nce, [short, done]) is done
+    row = next(x for x in equal_cpu.summarise(grid, grid_recs, [short, done])["rows"] if x["name"] == "gru nce")
+    assert row["drop"]["test_ppl"] == 91.0 and row["drop_resize_pending"] is None
