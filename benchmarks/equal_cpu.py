@@ -42,6 +42,7 @@ absent, every record in the output folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -52,7 +53,7 @@ import click
 from sampledlm.errors import UserError
 from sampledlm.store import write_json
 
-from . import lmruns, lr_grid
+from . import equal_cpu_share, lmruns, lr_grid
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
@@ -150,12 +151,14 @@ def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
             "tag": f"-drop{dropout:g}", "dropout": dropout}
 
 
-def drop_entry(entry: dict, records: list[dict]) -> dict:
+def drop_entry(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict:
     """The longer run at :data:`LONGER_DROPOUT`: its epochs, or where the longer run went over the budget, the
     epochs its CPU seconds an epoch fit in the budget (never fewer than the default epochs). Where that dropout run
     itself spent under :data:`RESIZE` of the budget or over :data:`OVER_BUDGET` times it, it is run again with the
     epochs its own CPU seconds an epoch fit (the first run stays in ``resized_from``), as a longer run is
-    (:func:`_resized`)."""
+    (:func:`_resized`). Where ``ratios`` (:mod:`.equal_cpu_share`'s records) hold the row's step cost against the
+    softmax's, measured side by side, that share replaces the CPU seconds read on the run's own day: a run outside
+    [:data:`RESIZE`, :data:`OVER_BUDGET`] of the softmax's 8 epochs is run again with ``floor(8 * ratio)``."""
     first = record_of(entry, records)
     if first and first.get("cpu_s") and first.get("budget_cpu_s") and first["cpu_s"] > first["budget_cpu_s"]:
         entry = {**entry, "epochs": min(entry["epochs"], _fit(entry, first))}
@@ -166,6 +169,13 @@ def drop_entry(entry: dict, records: list[dict]) -> dict:
         fit = _fit(entry, own)
         if fit != entry["epochs"]:
             entry = {**entry, "epochs": fit, "resized_from": own}
+    ratio = equal_cpu_share.ratio_of(entry["row"].name, ratios or [])
+    standing = record_of(entry, records) or entry.get("resized_from")  # the run the rules above stand by
+    if ratio is not None and standing and standing.get("epochs") and \
+            not RESIZE <= equal_cpu_share.share(epochs_ran(standing), ratio) <= OVER_BUDGET:
+        fit = max(len(entry["cell"]["epochs"]), equal_cpu_share.epochs_allowed(ratio))
+        if fit != entry["epochs"]:
+            entry = {**entry, "epochs": fit, "resized_from": standing}
     return entry
 
 
@@ -174,15 +184,15 @@ def _fit(entry: dict, rec: dict) -> int:
     return max(len(entry["cell"]["epochs"]), int(rec["budget_cpu_s"] // (rec["cpu_s"] / epochs_ran(rec))))
 
 
-def drop_done(entry: dict, records: list[dict]) -> dict | None:
+def drop_done(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict | None:
     """The record of the longer run at :data:`LONGER_DROPOUT`, or None while it has still to train."""
-    return record_of(drop_entry(entry, records), records)
+    return record_of(drop_entry(entry, records, ratios), records)
 
 
 def train_drop(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
-               records: list[dict] | None = None) -> dict:
+               records: list[dict] | None = None, ratios: list[dict] | None = None) -> dict:
     """Train :func:`drop_entry` and return its record."""
-    return train_row(st, drop_entry(entry, records or []), budget_s, tokens)
+    return train_row(st, drop_entry(entry, records or [], ratios), budget_s, tokens)
 
 
 def settled(row: lr_grid.Row, res: dict[float, dict]) -> bool:
@@ -452,7 +462,8 @@ def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, t
             "test_ppl": lmruns.evaluate(rd, st.files, None)["ppl"], "run_dir": os.path.basename(rd)}
 
 
-def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict]) -> dict:
+def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict],
+              ratios: list[dict] | None = None) -> dict:
     soft, entries = plan(grid, grid_records, records)
     budget = None if soft is None else soft["cpu_s"]
     rows = []
@@ -483,7 +494,7 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         half = half_done(e, records)
         x["half"] = None if half is None else {**_candidate(half), "hidden": half["hidden"], "embed": half["embed"],
                                                "lr": half["run_lr"]}
-        drop_e = drop_entry(e, records)
+        drop_e = drop_entry(e, records, ratios)
         drop = record_of(drop_e, records) or drop_e.get("resized_from")  # a candidate until its re-sized run lands
         x["drop_epochs"] = drop_e["epochs"]
         x["drop_resize_pending"] = None if drop is None or "resized_from" not in drop_e or drop is not \
@@ -643,7 +654,10 @@ def render(data: dict) -> str:
              "after 8: they overfit at the default dropout 0.25; the softmax had its own tries at 0.15 and "
              f"{LONGER_DROPOUT:g} on the lr-grid page, its default 0.25 the best at its 8 epochs); a dropout run "
              f"that spent under {RESIZE:.0%} of the budget or over {OVER_BUDGET:g}x it is run again with the epochs "
-             "its own CPU seconds an epoch fit, as a longer run is (added on 2026-12-03).", "",
+             "its own CPU seconds an epoch fit, as a longer run is (added on 2026-12-03); where the row's step cost "
+             "against the softmax's was measured side by side (the section below), its share of the softmax's 8 "
+             "epochs decides instead, and the run again gets the epochs that share allows (added the same day: the "
+             "CPU seconds of one run moved by up to 2x between days).", "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
@@ -695,6 +709,7 @@ def render(data: dict) -> str:
                   f"{DIVERGED:g}x the best) and were trained again at half the rate, the same width (the table's "
                   "wider column is the retry):", ""]
         lines += [f"- {x['name']} at {lr_grid.fmt(d['lr'])}: " + _blown_up_text(d) for x, d in retried]
+    lines += equal_cpu_share.render(data.get("share", []), LABEL)
     lines += render_seed_means(data.get("seed_means", []))
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
@@ -806,6 +821,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
     if own and train and not lr_grid.load_records(grid_path):
         lr_grid.run(quick=quick, data_dir=data_dir, out_dir=out_dir)
     meta = stamp()
+    ratios = [] if own else equal_cpu_share.load()
     if train:
         st = lmruns.setting(quick, data_dir, with_kn3=False)
         if quick and data_dir is None:
@@ -820,7 +836,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                 for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide),
                                        (f"wider {WIDEN[0]:g}x", narrow_done, train_narrow),
                                        (f"wider {WIDEN[0]:g}x at half the rate", half_done, train_half),
-                                       (f"longer at dropout {LONGER_DROPOUT:g}", drop_done, train_drop))]
+                                       (f"longer at dropout {LONGER_DROPOUT:g}",
+                                        functools.partial(drop_done, ratios=ratios),
+                                        functools.partial(train_drop, ratios=ratios)))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs += [(t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]),
@@ -840,7 +858,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                     lr_grid.append_record(path, fn(st, e, budget, tokens, lr_grid.load_records(path)))
                 except UserError as err:
                     click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
-    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path))
+    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios)
+    if not own:
+        data["share"] = equal_cpu_share.check(data, ratios)
     if not own and os.path.exists(QUALITY_PAGE):
         with open(QUALITY_PAGE, encoding="utf-8") as f:
             data["seed_means"] = seed_means(data, json.load(f).get("data", {}).get("rows", []))
