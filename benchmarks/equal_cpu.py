@@ -170,12 +170,15 @@ def drop_entry(entry: dict, records: list[dict], ratios: list[dict] | None = Non
         if fit != entry["epochs"]:
             entry = {**entry, "epochs": fit, "resized_from": own}
     ratio = equal_cpu_share.ratio_of(entry["row"].name, ratios or [])
+    if ratio is None:
+        return entry
+    fit = max(len(entry["cell"]["epochs"]), equal_cpu_share.epochs_allowed(ratio))
     standing = record_of(entry, records) or entry.get("resized_from")  # the run the rules above stand by
-    if ratio is not None and standing and standing.get("epochs") and \
+    if standing is None:
+        return {k: v for k, v in entry.items() if k != "resized_from"} | {"epochs": fit}
+    if standing.get("epochs") and fit != entry["epochs"] and \
             not RESIZE <= equal_cpu_share.share(epochs_ran(standing), ratio) <= OVER_BUDGET:
-        fit = max(len(entry["cell"]["epochs"]), equal_cpu_share.epochs_allowed(ratio))
-        if fit != entry["epochs"]:
-            entry = {**entry, "epochs": fit, "resized_from": standing}
+        entry = {**entry, "epochs": fit, "resized_from": standing}
     return entry
 
 
@@ -500,6 +503,7 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         x["drop_resize_pending"] = None if drop is None or "resized_from" not in drop_e or drop is not \
             drop_e["resized_from"] else {"epochs": epochs_ran(drop)}
         x["drop"] = None if drop is None else {**_candidate(drop), "dropout": LONGER_DROPOUT}
+        mark_shares(x, ratios or [])
         x["chosen"] = choose(x, budget)
         rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
@@ -588,6 +592,24 @@ def _candidate(rec: dict) -> dict:
 CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half", "drop")
 
 
+def mark_shares(x: dict, ratios: list[dict]) -> None:
+    """Give each finished candidate of summary row ``x`` its ``share`` of the softmax's 8 epochs where its trunk's
+    step cost was measured side by side (:mod:`.equal_cpu_share`); None where it was not."""
+    for k in CANDIDATES:
+        c = x.get(k)
+        if c and c.get("curve"):
+            r = equal_cpu_share.ratio_of(x["name"], ratios, equal_cpu_share.trunk_of(x, k))
+            c["share"] = None if r is None else equal_cpu_share.share(len(c["curve"]), r)
+
+
+def fits(c: dict, budget: float) -> bool:
+    """Whether a finished candidate kept to the budget: by its share measured side by side where there is one, else
+    by its CPU seconds."""
+    if c.get("share") is not None:
+        return c["share"] <= OVER_BUDGET
+    return c["cpu_s"] <= OVER_BUDGET * budget
+
+
 def choose(row: dict, budget: float | None) -> str | None:
     """The candidate (a key of :data:`CANDIDATES`) with the lowest validation perplexity among those finished
     within the budget; None while the row has neither of its own runs (so that the page does not judge a row
@@ -595,7 +617,7 @@ def choose(row: dict, budget: float | None) -> str | None:
     if budget is None or (row["run"] is None and (row["wide"] is None or "none_fits" in row["wide"])):
         return None
     ok = [k for k in CANDIDATES if row.get(k) and row[k].get("best_valid") is not None
-          and row[k].get("cpu_s") is not None and row[k]["cpu_s"] <= OVER_BUDGET * budget]
+          and row[k].get("cpu_s") is not None and fits(row[k], budget)]
     return min(ok, key=lambda k: row[k]["best_valid"]) if ok else None
 
 
@@ -614,8 +636,8 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
         return "no wider trunk fits"
     if c.get("failed"):
         return "diverged (stopped by the trainer)"
-    over = c["cpu_s"] > OVER_BUDGET * budget
-    return f"{_p(c['best_valid'])} / {_p(c['test_ppl'])} ({c['cpu_s']:,.0f} s{', over budget' if over else ''})"
+    over = "" if fits(c, budget) else ", over its share" if c.get("share") is not None else ", over budget"
+    return f"{_p(c['best_valid'])} / {_p(c['test_ppl'])} ({c['cpu_s']:,.0f} s{over})"
 
 
 LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x",
@@ -659,7 +681,9 @@ def render(data: dict) -> str:
              "epochs decides instead, and the run again gets the epochs that share allows (added the same day: the "
              "CPU seconds of one run moved by up to 2x between days).", "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
-             f"{OVER_BUDGET:g}x the budget is shown but not chosen), the one with the lowest validation perplexity "
+             f"{OVER_BUDGET:g}x the budget is shown but not chosen; where its trunk's step cost was measured side "
+             f"by side, its share of the softmax's 8 epochs decides instead: above {OVER_BUDGET:g}, *over its "
+             f"share*), the one with the lowest validation perplexity "
              f"is chosen and its test perplexity, measured once for the best validation epoch, is the row's. The "
              f"rates were chosen at the default epochs and width and not tuned again; dropout stays at its default "
              f"(0.25) but for the candidate that names it, and the softmax's own tries are those of the lr-grid "

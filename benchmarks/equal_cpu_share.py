@@ -117,6 +117,9 @@ def render(shares: list[dict], labels: dict[str, str]) -> list[str]:
             "from a 60- and a 260-step run, one thread; `benchmarks/notes/equal-cpu-speed-ratio.py`, "
             f"{', '.join(dates)}). *share* = the candidate's epochs / (8 x the ratio): the part of the softmax's "
             f"8 epochs it used; above {TOLERANCE:g} it had more than the softmax. Dropout does not change a step's "
-            "cost, so a dropout run is checked by its trunk's ratio.", "",
+            "cost, so a dropout run is checked by its trunk's ratio. In the table above, a candidate whose trunk was "
+            "measured is judged by its share instead of its CPU seconds (above the tolerance: *over its share*, "
+            "not chosen), and a dropout run outside [0.75, 1.05] of its share is run again with the epochs the "
+            "share allows.", "",
             *table(["row", "chosen", "trunk", "epochs", "step CPU s, softmax / row", "ratio",
                     "epochs for the softmax's 8", "share", "reading"], body).splitlines()]

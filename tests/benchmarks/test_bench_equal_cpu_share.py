@@ -64,6 +64,7 @@ def test_a_dropout_run_outside_its_measured_share_is_run_again_with_the_epochs_t
     cell = {"epochs": [{"epoch": i + 1} for i in range(8)]}
     entry = {"row": nce_row, "lr": 0.004, "epochs": 24, "epoch_cpu_s": 70.0, "cell": cell, "settled": True}
     first = equal_cpu.drop_entry(entry, [])
+    assert equal_cpu.drop_entry(entry, [], [_ratio("gru nce", 2.5)])["epochs"] == 20  # sized by the ratio at once
     ran = {"row": "gru nce", "flags": " ".join(equal_cpu.flags(first)), "version": nce_row.version,
            "epochs": [{"epoch": i + 1} for i in range(24)], "cpu_s": 1700.0, "budget_cpu_s": 1760.0}
     assert equal_cpu.record_of(first, [ran]) is ran
@@ -75,3 +76,17 @@ def test_a_dropout_run_outside_its_measured_share_is_run_again_with_the_epochs_t
     # within [0.75, 1.05] of its share: the run stands; the 1.5x trunk's ratio does not size a default-trunk run
     assert "resized_from" not in equal_cpu.drop_entry(entry, [ran], [_ratio("gru nce", 3.1)])
     assert "resized_from" not in equal_cpu.drop_entry(entry, [ran], [_ratio("gru nce", 2.5, trunk="h 384, d 304")])
+
+
+def test_a_candidate_over_its_measured_share_is_not_chosen_and_one_within_it_is_whatever_its_cpu_seconds():
+    wide = {"curve": [{"epoch": i + 1} for i in range(8)], "best_valid": 96.0, "test_ppl": 89.8, "cpu_s": 1000.0,
+            "hidden": 384, "embed": 304}
+    cell = {"curve": [{"epoch": i + 1} for i in range(8)], "best_valid": 98.6, "test_ppl": 92.5, "cpu_s": 1300.0}
+    run = {"curve": [{"epoch": i + 1} for i in range(10)], "best_valid": 98.2, "test_ppl": 91.3, "cpu_s": 2000.0}
+    x = {"name": "gru adaptive", "equal_epochs": cell, "run": run, "wide": wide}
+    assert equal_cpu.choose(x, 1765.0) == "wide"  # by CPU seconds read on their days
+    equal_cpu.mark_shares(x, [_ratio("gru adaptive", 0.91, trunk="h 384, d 304"), _ratio("gru adaptive", 1.3)])
+    assert wide["share"] == pytest.approx(8 / (8 * 0.91)) and run["share"] == pytest.approx(10 / (8 * 1.3))
+    assert equal_cpu.choose(x, 1765.0) == "run"  # the wider trunk costs more a step than the softmax; 10 epochs fit
+    assert "over its share" in equal_cpu._cell_text(wide, 1765.0, "") and "over" not in equal_cpu._cell_text(
+        run, 1765.0, "")
