@@ -60,6 +60,17 @@ def trunk_of(row: dict, key: str) -> str:
     return f"h {c['hidden']}, d {c['embed']}" if c.get("hidden") else "default"
 
 
+#: the summary's candidates that run on the row's own trunk (the others name a wider one)
+OWN_TRUNK = ("equal_epochs", "run", "drop")
+
+
+def _longest(x: dict, ratio: float | None) -> int | None:
+    """The most epochs any of the row's own-trunk candidates ran within its share (all of them where no ratio)."""
+    runs = [len(x[k]["curve"]) for k in OWN_TRUNK if x.get(k) and x[k].get("curve")]
+    runs = [n for n in runs if ratio is None or share(n, ratio) <= TOLERANCE]
+    return max(runs) if runs else None
+
+
 def check(data: dict, records: list[dict]) -> list[dict]:
     """One line per judged row of the equal-CPU summary: its chosen candidate's epochs, the step-cost ratio of that
     candidate's trunk (the latest record), the share of the softmax's 8 epochs it used and the epochs it allowed.
@@ -74,7 +85,9 @@ def check(data: dict, records: list[dict]) -> list[dict]:
         epochs = len(x[key].get("curve") or []) or x.get("epochs")
         rec = latest.get((x["name"], trunk))
         ratio = None if rec is None else rec["ratio"]
+        own = ratio_of(x["name"], records)
         out.append({"row": x["name"], "candidate": key, "trunk": trunk, "epochs": epochs, "ratio": ratio,
+                    "longest": _longest(x, own), "allowed_own": None if own is None else epochs_allowed(own),
                     "share": None if ratio is None else share(epochs, ratio),
                     "epochs_allowed": None if ratio is None else epochs_allowed(ratio),
                     "verdict": x.get("vs_softmax"),
@@ -93,9 +106,9 @@ def reading(s: dict) -> str:
         return "over its share: the verdict does not stand at equal CPU" if met else "over its share, and missed"
     if met:
         return "within its share: the verdict stands"
-    room = s["epochs_allowed"] - s["epochs"]
-    return (f"within its share, missed; {room} more epoch{'s' if room != 1 else ''} would fit" if room > 0
-            else "within its share, missed")
+    room = 0 if s.get("allowed_own") is None or s.get("longest") is None else s["allowed_own"] - s["longest"]
+    return (f"within its share, missed; its longest run on its own trunk had {s['longest']} epochs, {room} more "
+            "would fit" if room > 0 else "within its share, missed")
 
 
 def render(shares: list[dict], labels: dict[str, str]) -> list[str]:

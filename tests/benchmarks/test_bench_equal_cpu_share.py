@@ -40,7 +40,13 @@ def test_a_chosen_run_is_checked_by_its_own_trunks_latest_ratio():
 def test_a_missed_row_under_its_share_says_how_many_epochs_more_would_fit():
     s = equal_cpu_share.check({"rows": [_row("gru blackout", "drop", 24, 0.008)]}, [_ratio("gru blackout", 3.2)])[0]
     assert s["epochs_allowed"] == 25
-    assert equal_cpu_share.reading(s) == "within its share, missed; 1 more epoch would fit"
+    assert equal_cpu_share.reading(s) == "within its share, missed; its longest run on its own trunk had 24 epochs, " \
+        "1 more would fit"
+    # the chosen run is the shortest, but a longer run on its own trunk was tried within the share: no room claimed
+    x = _row("gru hsm", "equal_epochs", 8, 0.036)
+    x["drop"] = {"curve": [{"epoch": i + 1} for i in range(20)]}
+    s = equal_cpu_share.check({"rows": [x]}, [_ratio("gru hsm", 2.54)])[0]
+    assert (s["longest"], s["epochs_allowed"]) == (20, 20) and equal_cpu_share.reading(s) == "within its share, missed"
 
 
 def test_no_ratio_records_no_section(tmp_path):
