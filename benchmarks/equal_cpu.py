@@ -58,7 +58,7 @@ from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
 RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "equal-cpu.jsonl")
-OVER_BUDGET = 1.05  # a run above this share of the budget is flagged and not chosen
+OVER_BUDGET = equal_cpu_share.TOLERANCE  # a run above this share of the budget is flagged and not chosen
 WIDEN = (1.5, 2.0, 3.0)  # trunk widths tried (hidden and embedding), times the row's own; the widest that fits wins
 DIVERGED = 10.0  # a run whose last validation perplexity is above this many times its best blew up
 PROBE_STEPS = (20, 80)  # the two short runs that measure a wider trunk's CPU seconds a step
@@ -83,7 +83,7 @@ def chosen_cells(grid: list[lr_grid.Row], records: list[dict]) -> dict[str, dict
 
 
 #: a longer run that spent under this share of the budget is run again, sized by its own CPU seconds an epoch
-RESIZE = 0.75
+RESIZE = equal_cpu_share.RESIZE
 
 
 def plan(grid: list[lr_grid.Row], records: list[dict],

@@ -28,6 +28,8 @@ RECORDS = os.path.join(os.path.dirname(__file__), "notes", "equal-cpu-speed-rati
 SOFTMAX_EPOCHS = 8
 #: a share above this is over the softmax's CPU (the page's own tolerance for a run against its budget)
 TOLERANCE = 1.05
+#: a run under this share of its budget is run again with the epochs the budget allows
+RESIZE = 0.75
 
 
 def load(path: str = RECORDS) -> list[dict]:
@@ -132,7 +134,7 @@ def render(shares: list[dict], labels: dict[str, str]) -> list[str]:
             f"8 epochs it used; above {TOLERANCE:g} it had more than the softmax. Dropout does not change a step's "
             "cost, so a dropout run is checked by its trunk's ratio. In the table above, a candidate whose trunk was "
             "measured is judged by its share instead of its CPU seconds (above the tolerance: *over its share*, "
-            "not chosen), and a dropout run outside [0.75, 1.05] of its share is run again with the epochs the "
-            "share allows.", "",
+            f"not chosen), and a dropout run outside [{RESIZE:g}, {TOLERANCE:g}] of its share is run again with the "
+            "epochs the share allows.", "",
             *table(["row", "chosen", "trunk", "epochs", "step CPU s, softmax / row", "ratio",
                     "epochs for the softmax's 8", "share", "reading"], body).splitlines()]
