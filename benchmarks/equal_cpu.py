@@ -20,6 +20,8 @@ Protocol, from the lr-grid records alone (:mod:`.lr_grid`, ``benchmarks/notes/lr
 - the **1.5x trunk at half the row's rate** (every row, added on 2026-12-01): at the row's own rate the wider
   trunks gained where that rate is 0.004 and lost or tied where it is 0.008, and a wider trunk trained by Adam
   wants a smaller rate (Yang & Hu 2021 scale the hidden matrices' rate by 1 / width), so each row gets this try too;
+- the **1.5x trunk for the epochs its share allows** (:mod:`.equal_cpu_fit`, added on 2026-12-03): its step cost
+  against the softmax's measured side by side, at the better of its two rates above;
 - of the row's candidates that fit the budget (its grid cell at the default epochs, the longer run, the wider
   runs), the one with the lowest validation perplexity is **chosen**, and its test perplexity (best validation
   epoch, measured once) is the row's figure. The CPU seconds each run took are reported beside the budget; a run
@@ -53,7 +55,7 @@ import click
 from sampledlm.errors import UserError
 from sampledlm.store import write_json
 
-from . import equal_cpu_share, lmruns, lr_grid
+from . import equal_cpu_fit, equal_cpu_share, lmruns, lr_grid
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
@@ -420,9 +422,23 @@ def half_records(entry: dict, records: list[dict]) -> list[dict]:
     return of_kind(entry, records, "wide-half")
 
 
-def half_done(entry: dict, records: list[dict]) -> dict | None:
+def half_done(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict | None:
+    """The half-rate run's record; ``{"over_share": ...}`` where the 1.5x trunk's step cost, measured side by side,
+    puts its default epochs over the share (nothing to train: it could not be chosen); None while it has still to
+    train."""
     found = half_records(entry, records)
-    return found[-1] if found else None
+    if found:
+        return found[-1]
+    over = half_over_share(entry, ratios or [])
+    return None if over is None else {"over_share": over}
+
+
+def half_over_share(entry: dict, ratios: list[dict]) -> float | None:
+    """The share of the half-rate run (the 1.5x trunk, default epochs) where it is over the tolerance, else None."""
+    h, d = widths(entry["row"])[0]
+    ratio = equal_cpu_share.ratio_of(entry["row"].name, ratios, f"h {h}, d {d}")
+    share = None if ratio is None else equal_cpu_share.share(len(entry["cell"]["epochs"]), ratio)
+    return share if share is not None and share > OVER_BUDGET else None
 
 
 def half_run(entry: dict) -> lmruns.Run:
@@ -495,6 +511,8 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
                                                 "embed": narrow[-1]["embed"]}
         x["narrow_needed"] = bool(narrow) or wide_done(e, records) is None or narrow_needed(e, records)
         half = half_done(e, records)
+        over = half_over_share(e, ratios or []) if half is None else None
+        x["half_text"] = None if over is None else f"not run: {over:.2f} of its share at its default epochs"
         x["half"] = None if half is None else {**_candidate(half), "hidden": half["hidden"], "embed": half["embed"],
                                                "lr": half["run_lr"]}
         drop_e = drop_entry(e, records, ratios)
@@ -503,6 +521,7 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
         x["drop_resize_pending"] = None if drop is None or "resized_from" not in drop_e or drop is not \
             drop_e["resized_from"] else {"epochs": epochs_ran(drop)}
         x["drop"] = None if drop is None else {**_candidate(drop), "dropout": LONGER_DROPOUT}
+        x["fit"], x["fit_text"] = equal_cpu_fit.summary(e, records, ratios or [])
         mark_shares(x, ratios or [])
         x["chosen"] = choose(x, budget)
         rows.append(x)
@@ -588,8 +607,8 @@ def _candidate(rec: dict) -> dict:
 
 
 #: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider),
-#: the narrowest wider trunk at half the rate, the longer run at more dropout
-CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half", "drop")
+#: the narrowest wider trunk at half the rate, the longer run at more dropout, the 1.5x trunk for its share's epochs
+CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half", "drop", "fit")
 
 
 def mark_shares(x: dict, ratios: list[dict]) -> None:
@@ -641,7 +660,8 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
 
 
 LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x",
-         "half": f"wider, {WIDEN[0]:g}x, half rate", "drop": f"longer, dropout {LONGER_DROPOUT:g}"}
+         "half": f"wider, {WIDEN[0]:g}x, half rate", "drop": f"longer, dropout {LONGER_DROPOUT:g}",
+         "fit": equal_cpu_fit.LABEL}
 
 
 def render(data: dict) -> str:
@@ -679,7 +699,13 @@ def render(data: dict) -> str:
              "its own CPU seconds an epoch fit, as a longer run is (added on 2026-12-03); where the row's step cost "
              "against the softmax's was measured side by side (the section below), its share of the softmax's 8 "
              "epochs decides instead, and the run again gets the epochs that share allows (added the same day: the "
-             "CPU seconds of one run moved by up to 2x between days).", "",
+             "CPU seconds of one run moved by up to 2x between days).",
+             f"- **{equal_cpu_fit.LABEL}**: the {WIDEN[0]:g}x trunk at the better of its two rates (the row's, half "
+             f"of it; on validation at the default epochs) for floor(8 x its step-cost ratio) epochs, the most its "
+             f"share allows; at dropout {LONGER_DROPOUT:g} where that is more than the default epochs, else at the "
+             "default (added on 2026-12-03: NCE and IS chose the 1.5x trunk at 8 epochs, about half their share; "
+             "adaptive's 1.5x trunk costs 1.10x the softmax's step, so its 8 epochs were over the share; tried first "
+             "on the rows that missed).", "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen; where its trunk's step cost was measured side "
              f"by side, its share of the softmax's 8 epochs decides instead: above {OVER_BUDGET:g}, *over its "
@@ -709,17 +735,19 @@ def render(data: dict) -> str:
                                                         + ("; diverged, again at half the rate: not yet run"
                                                            if w.get("blew_up") and not w.get("run_lr") else "")),
                      _narrow_text(x, budget, pending),
-                     _cell_text(x.get("half"), budget, pending) + (
+                     _cell_text(x.get("half"), budget, x.get("half_text") or pending) + (
                          f" [h {x['half']['hidden']}, lr {lr_grid.fmt(x['half']['lr'])}]" if x.get("half") else ""),
                      _cell_text(x.get("drop"), budget, pending) + (
                          f" [{x['drop_resize_pending']['epochs']} ep; re-sized to {x['drop_epochs']} ep: not yet run]"
                          if x.get("drop_resize_pending") else f" [{x['drop_epochs']} ep]"),
+                     _fit_text(x, budget),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
                      + (" so far" if x.get("resize_pending") or x.get("drop_resize_pending") else "")])
     lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x",
-                        f"{WIDEN[0]:g}x, half rate", f"longer, dropout {LONGER_DROPOUT:g}", "chosen", "test",
+                        f"{WIDEN[0]:g}x, half rate", f"longer, dropout {LONGER_DROPOUT:g}",
+                        f"{WIDEN[0]:g}x, its share's epochs", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
               "factor 2 beyond the grid where the chosen rate sits at its edge): a run at a rate the grid then "
@@ -737,6 +765,15 @@ def render(data: dict) -> str:
     lines += render_seed_means(data.get("seed_means", []))
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
+
+
+def _fit_text(x: dict, budget: float) -> str:
+    """The cell of the 1.5x trunk trained for its share's epochs."""
+    f = x.get("fit")
+    if f is None:
+        return x.get("fit_text") or "—"
+    drop = "" if f.get("dropout") is None else f", dropout {f['dropout']:g}"
+    return _cell_text(f, budget, "") + f" [h {f['hidden']}, lr {lr_grid.fmt(f['lr'])}, {f['epochs']} ep{drop}]"
 
 
 def _narrow_text(x: dict, budget: float, pending: str) -> str:
@@ -815,6 +852,10 @@ def figure(data: dict):
         if dr.get("curve"):
             ax.plot([m["cpu_s"] for m in dr["curve"]], [m["valid_ppl"] for m in dr["curve"]], marker="v", ms=3,
                     ls=(0, (1, 1)), color=f"C{i % 10}", label=f"{name} longer, dropout {dr['dropout']:g}")
+        ft = x.get("fit") or {}
+        if ft.get("curve"):
+            ax.plot([m["cpu_s"] for m in ft["curve"]], [m["valid_ppl"] for m in ft["curve"]], marker="*", ms=4,
+                    ls=(0, (3, 1, 1, 1)), color=f"C{i % 10}", label=f"{name} 1.5x, {ft['epochs']} ep")
     t = data.get("transformer") or {}
     d = (t.get("run_dropout") or {}).get("curve") or []
     if d:
@@ -859,10 +900,13 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         jobs = [(e, what, done, fn, soft["cpu_s"]) for e in entries
                 for what, done, fn in (("longer", record_of, train_row), ("wider", wide_done, train_wide),
                                        (f"wider {WIDEN[0]:g}x", narrow_done, train_narrow),
-                                       (f"wider {WIDEN[0]:g}x at half the rate", half_done, train_half),
+                                       (f"wider {WIDEN[0]:g}x at half the rate",
+                                        functools.partial(half_done, ratios=ratios), train_half),
                                        (f"longer at dropout {LONGER_DROPOUT:g}",
                                         functools.partial(drop_done, ratios=ratios),
-                                        functools.partial(train_drop, ratios=ratios)))]
+                                        functools.partial(train_drop, ratios=ratios)),
+                                       (equal_cpu_fit.LABEL, functools.partial(equal_cpu_fit.fit_done, ratios=ratios),
+                                        functools.partial(equal_cpu_fit.train_fit, ratios=ratios)))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             jobs += [(t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"]),
