@@ -717,7 +717,10 @@ def render(data: dict) -> str:
              f"Data: {data['data'] or 'PTB'}.", "",
              "## At the softmax's CPU seconds", "",
              f"Target (issue 55): every row at or below the tuned softmax ({_p(soft['test_ppl'])}). Each candidate "
-             f"reads *valid / test (training CPU s)*.", ""]
+             f"reads *valid / test (training CPU s)*. The figure shows the softmax and each row's chosen run: "
+             f"validation perplexity after each epoch against the share of the softmax's CPU used by then (the run's "
+             f"share, measured by step costs side by side, spread evenly over its epochs; the Transformer's CPU "
+             f"seconds over the softmax's, on its own budget).", ""]
     body = []
     for x in data["rows"]:
         pending = "not yet run" if x["settled"] else "waits for its rate"
@@ -822,56 +825,47 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
     return out + ["", f"Its runs: `sampledlm train {t['flags']}`, and the same with `--dropout {t['dropout']:g}`."]
 
 
+def _spent(x: dict, c: dict, budget: float) -> list[float]:
+    """The part of the softmax's CPU that candidate ``c`` of row ``x`` had used at each epoch's end: by its share
+    measured side by side where there is one (its step cost against the softmax's), else by its CPU seconds."""
+    curve = c["curve"]
+    if c.get("share") is not None:
+        return [c["share"] * (i + 1) / len(curve) for i in range(len(curve))]
+    return [m["cpu_s"] / budget for m in curve]
+
+
 def figure(data: dict):
-    fig, ax = new_figure(figsize=(8.5, 5))
+    """Validation perplexity of the softmax and of each row's chosen run against the part of the softmax's CPU
+    spent (the Transformer's own budget is six times the softmax's); every other run is in the tables."""
+    fig, ax = new_figure(figsize=(10, 5))
     soft = data["softmax"]
-    if soft:
-        c = soft["curve"]
-        ax.plot([m["cpu_s"] for m in c], [m["valid_ppl"] for m in c], color="black", marker="o", ms=3, lw=2,
-                label=f"softmax ({lr_grid.fmt(soft['lr'])}, {soft['epochs']} ep)")
-        ax.axvline(soft["cpu_s"], color="black", lw=0.8, ls=":")
+    if not soft:
+        return fig
+    budget = soft["cpu_s"]
+    c = soft["curve"]
+    ax.plot([(i + 1) / len(c) for i in range(len(c))], [m["valid_ppl"] for m in c], color="black", marker="o", ms=3,
+            lw=2, label=f"softmax ({lr_grid.fmt(soft['lr'])}, {soft['epochs']} ep)")
+    ax.axvline(1.0, color="black", lw=0.8, ls=":")
     for i, x in enumerate(data["rows"]):
-        name = x["name"].removeprefix("gru ")
-        c = (x["run"] or {}).get("curve") or []
-        if c:
-            ax.plot([m["cpu_s"] for m in c], [m["valid_ppl"] for m in c], marker="o", ms=3, color=f"C{i % 10}",
-                    label=f"{name} ({lr_grid.fmt(x['lr'])}, {x['epochs']} ep)")
-        w = x["wide"] or {}
-        if w.get("curve"):
-            ax.plot([m["cpu_s"] for m in w["curve"]], [m["valid_ppl"] for m in w["curve"]], marker="s", ms=3,
-                    ls="--", color=f"C{i % 10}", label=f"{name} wider (h {w['hidden']}, {w['epochs']} ep)")
-        n = x.get("narrow") or {}
-        if n.get("curve"):
-            ax.plot([m["cpu_s"] for m in n["curve"]], [m["valid_ppl"] for m in n["curve"]], marker="d", ms=3,
-                    ls=":", color=f"C{i % 10}", label=f"{name} wider (h {n['hidden']})")
-        hf = x.get("half") or {}
-        if hf.get("curve"):
-            ax.plot([m["cpu_s"] for m in hf["curve"]], [m["valid_ppl"] for m in hf["curve"]], marker="x", ms=4,
-                    ls="-.", color=f"C{i % 10}", label=f"{name} wider (h {hf['hidden']}, lr {lr_grid.fmt(hf['lr'])})")
-        dr = x.get("drop") or {}
-        if dr.get("curve"):
-            ax.plot([m["cpu_s"] for m in dr["curve"]], [m["valid_ppl"] for m in dr["curve"]], marker="v", ms=3,
-                    ls=(0, (1, 1)), color=f"C{i % 10}", label=f"{name} longer, dropout {dr['dropout']:g}")
-        ft = x.get("fit") or {}
-        if ft.get("curve"):
-            ax.plot([m["cpu_s"] for m in ft["curve"]], [m["valid_ppl"] for m in ft["curve"]], marker="*", ms=4,
-                    ls=(0, (3, 1, 1, 1)), color=f"C{i % 10}", label=f"{name} 1.5x, {ft['epochs']} ep")
+        k = x.get("chosen")
+        if k is None or not (x.get(k) or {}).get("curve"):
+            continue
+        cand = x[k]
+        ax.plot(_spent(x, cand, budget), [m["valid_ppl"] for m in cand["curve"]], marker="o", ms=3,
+                color=f"C{i % 10}", label=f"{x['name'].removeprefix('gru ')}: {LABEL[k]} ({len(cand['curve'])} ep)")
     t = data.get("transformer") or {}
-    d = (t.get("run_dropout") or {}).get("curve") or []
-    if d:
-        ax.plot([m["cpu_s"] for m in d], [m["valid_ppl"] for m in d], marker="v", ms=3, ls="--", color="grey",
-                label=f"transformer, dropout {t['dropout']:g} ({lr_grid.fmt(t['lr'])}, {len(d)} ep)")
-    c = (t.get("run") or {}).get("curve") or (t.get("grid_cell") or {}).get("curve") or []
-    if c:
-        ax.plot([m["cpu_s"] for m in c], [m["valid_ppl"] for m in c], marker="^", ms=3, color="grey",
-                label=f"transformer ({lr_grid.fmt(t['lr'])}, {len(c)} ep)")
-        ax.set_xscale("log")  # its budget is six times the softmax's
-    ax.set_xlabel("training CPU seconds (one thread)")
+    k = t.get("chosen")
+    tc = (t.get(k) or {}).get("curve") if k else None
+    if tc:
+        ax.plot([m["cpu_s"] / budget for m in tc], [m["valid_ppl"] for m in tc], marker="^", ms=3, color="grey",
+                label=f"transformer ({lr_grid.fmt(t['lr'])}, {len(tc)} ep; its own budget)")
+    ax.set_xscale("log")
+    ax.set_xlabel("share of the softmax's 8 epochs of CPU (step costs measured side by side)")
     ax.set_ylabel("validation perplexity")
     ax.set_yscale("log")
-    if soft:  # a run's blow-up (hsm at h 512 went to 44,000) would flatten every curve: the page's text has it
-        ax.set_ylim(0.85 * min(m["valid_ppl"] for m in soft["curve"]), 4 * min(m["valid_ppl"] for m in soft["curve"]))
-    ax.legend(fontsize=7)
+    ax.set_ylim(0.9 * min(m["valid_ppl"] for m in c), 2.5 * min(m["valid_ppl"] for m in c))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.subplots_adjust(left=0.08, right=0.64)
     return fig
 
 
