@@ -435,8 +435,7 @@ def half_done(entry: dict, records: list[dict], ratios: list[dict] | None = None
 
 def half_over_share(entry: dict, ratios: list[dict]) -> float | None:
     """The share of the half-rate run (the 1.5x trunk, default epochs) where it is over the tolerance, else None."""
-    h, d = widths(entry["row"])[0]
-    ratio = equal_cpu_share.ratio_of(entry["row"].name, ratios, f"h {h}, d {d}")
+    ratio = equal_cpu_share.ratio_of(entry["row"].name, ratios, equal_cpu_share.trunk_name(*widths(entry["row"])[0]))
     share = None if ratio is None else equal_cpu_share.share(len(entry["cell"]["epochs"]), ratio)
     return share if share is not None and share > OVER_BUDGET else None
 

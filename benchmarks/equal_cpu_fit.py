@@ -35,8 +35,7 @@ def width(entry: dict) -> tuple[int, int]:
 
 def trunk(entry: dict) -> str:
     """The 1.5x trunk as the ratio records name it."""
-    h, d = width(entry)
-    return f"h {h}, d {d}"
+    return equal_cpu_share.trunk_name(*width(entry))
 
 
 def rate(entry: dict, records: list[dict]) -> float | None:

@@ -56,10 +56,15 @@ def epochs_allowed(ratio: float) -> int:
     return math.floor(SOFTMAX_EPOCHS * ratio)
 
 
+def trunk_name(hidden: int, embed: int) -> str:
+    """A trunk as the ratio records name it."""
+    return f"h {hidden}, d {embed}"
+
+
 def trunk_of(row: dict, key: str) -> str:
     """The trunk a candidate ran on, as the ratio records name it."""
     c = row.get(key) or {}
-    return f"h {c['hidden']}, d {c['embed']}" if c.get("hidden") else "default"
+    return trunk_name(c["hidden"], c["embed"]) if c.get("hidden") else "default"
 
 
 #: the summary's candidates that run on the row's own trunk (the others name a wider one)
