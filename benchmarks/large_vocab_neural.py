@@ -8,7 +8,8 @@ Each row trains with the toolkit's own command line (``python -m sampledlm train
 ``WORK/neural/<row>/run``; its log is ``WORK/neural/<row>/train.log``. Running the step again skips the rows
 recorded in ``benchmarks/notes/large-vocab.jsonl`` (key ``neural/<row>``), resumes a stopped one from its last
 checkpoint (``--resume``; a checkpoint about every :data:`CHECKPOINT_CPU_S` CPU seconds), and starts the next.
-SIGTERM to the step is passed on to the training, which writes a checkpoint and stops; nothing is recorded for that row.
+SIGTERM to the step is passed on to the training, which writes a checkpoint and stops; nothing is recorded for that row
+(nor when the training alone gets the signal).
 
 How a row spends its budget (decided here, the same for every row):
 
@@ -122,7 +123,10 @@ QUICK = {"budget": 20.0, "epochs": 2, "rows_wanted": ("nce", "transformer", "sof
 
 
 class Stopped(Exception):
-    """The step was asked to stop (SIGTERM/SIGINT); the training wrote its checkpoint."""
+    """The step, or its training alone, was asked to stop (SIGTERM/SIGINT); the training wrote its checkpoint."""
+
+
+STOP_EXIT_CODES = (130, 143, -2, -15)  # a training's exit on SIGINT/SIGTERM (after its checkpoint), or the signal's
 
 
 # --- a training process, watched ------------------------------------------------------------------------------
@@ -683,6 +687,12 @@ def train_row(plan: dict, work: str, cap_mb: float, recalibrate=None, cand: dict
         stopped_here = bool((calibrating or first_epoch_only) and r["rc"] in (130, -15, 143) and not _current["stop"])
         _note_invocation(d, r)
         if _current["stop"]:
+            raise Stopped(plan["row"])
+        if r.get("finished_before_stop"):
+            continue  # the run is complete: the loop ends
+        if r["rc"] in STOP_EXIT_CODES and not stopped_here:
+            # the signal reached the training alone (e.g. a kill of its process, not of this step): it wrote its
+            # checkpoint and stopped, which is no failure; recorded as one, the row would never be resumed
             raise Stopped(plan["row"])
         if r["rc"] != 0 and not stopped_here:
             return r

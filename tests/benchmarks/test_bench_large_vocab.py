@@ -750,3 +750,18 @@ def test_scoring_our_row_on_faster_rnnlms_subset_needs_no_faster_rnnlm_build(tmp
              str(tmp_path / "t.txt"), "--notes", str(notes), "--ours-notes", str(notes)])
     last = json.loads(notes.read_text(encoding="utf-8").splitlines()[-1])
     assert last["key"] == "frnn-budget/hs-1" and last["ours_on_subset"] == {"row": "neural/hsm", "ppl": 188.0}
+
+
+def test_a_training_stopped_by_a_signal_to_it_alone_is_no_failure(tmp_path, monkeypatch):
+    """A SIGTERM that reaches the training process but not the step (rc 143 after its checkpoint) stops the step
+    for a resume, as a signal to the step does; before, the row was recorded as failed and never resumed."""
+    work = tmp_path / "work"
+    (work / "neural" / "nce").mkdir(parents=True)
+    plan = {"row": "nce", "train": "t.txt", "valid": "v.txt", "options": []}
+    codes = iter([143])
+    monkeypatch.setattr(ln, "run_watched", lambda argv, log, cap_mb, poll=None: {"rc": next(codes), "argv": argv})
+    with pytest.raises(ln.Stopped):
+        ln.train_row(plan, str(work), 14000)
+    # any other exit status is still the row's failure
+    monkeypatch.setattr(ln, "run_watched", lambda argv, log, cap_mb, poll=None: {"rc": 1, "argv": argv})
+    assert ln.train_row(plan, str(work), 14000)["rc"] == 1
