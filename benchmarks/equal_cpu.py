@@ -22,6 +22,8 @@ Protocol, from the lr-grid records alone (:mod:`.lr_grid`, ``benchmarks/notes/lr
   wants a smaller rate (Yang & Hu 2021 scale the hidden matrices' rate by 1 / width), so each row gets this try too;
 - the **1.5x trunk for the epochs its share allows** (:mod:`.equal_cpu_fit`, added on 2026-12-03): its step cost
   against the softmax's measured side by side, at the better of its two rates above;
+- the chosen runs within 1 % of the tuned softmax, either side, train again at ``--seed`` 2 and 3 and are judged
+  again on their means (:mod:`.equal_cpu_seeds`, added on 2026-12-03);
 - of the row's candidates that fit the budget (its grid cell at the default epochs, the longer run, the wider
   runs), the one with the lowest validation perplexity is **chosen**, and its test perplexity (best validation
   epoch, measured once) is the row's figure. The CPU seconds each run took are reported beside the budget; a run
@@ -55,7 +57,7 @@ import click
 from sampledlm.errors import UserError
 from sampledlm.store import write_json
 
-from . import equal_cpu_fit, equal_cpu_share, lmruns, lr_grid
+from . import equal_cpu_fit, equal_cpu_seeds, equal_cpu_share, lmruns, lr_grid
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
@@ -563,6 +565,34 @@ def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], rec
 QUALITY_PAGE = os.path.join(REPO_DIR, "docs", "results", "quality-cpu.json")
 
 
+def softmax_seeds() -> dict[int, float]:
+    """Seed -> the tuned softmax's test perplexity, from the quality page's replicates ({} without the page)."""
+    from .quality_cpu import seed_replicates
+
+    if not os.path.exists(QUALITY_PAGE):
+        return {}
+    with open(QUALITY_PAGE, encoding="utf-8") as f:
+        return seed_replicates(json.load(f).get("data", {}).get("rows", []), "softmax")
+
+
+def train_seeds(st: lmruns.Setting, entries: list[dict], budget_s: float, tokens: int, grid: list[lr_grid.Row],
+                grid_path: str, path: str, ratios: list[dict], only: set[str] | None) -> None:
+    """Train the seed replicates of the chosen runs nearest the line (:mod:`.equal_cpu_seeds`), nearest first;
+    nothing without the softmax's own replicates to judge them against."""
+    if not softmax_seeds():
+        return
+    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios)
+    for e, cand, seed, flags in equal_cpu_seeds.jobs(data, entries, lr_grid.load_records(path)):
+        if only is not None and e["row"].key not in only:
+            continue
+        click.echo(f"[equal-cpu] {e['row'].name} {LABEL[cand]} at --seed {seed} (budget {budget_s:,.0f} CPU s)",
+                   err=True)
+        try:
+            lr_grid.append_record(path, equal_cpu_seeds.train(st, e, cand, seed, flags, budget_s, tokens))
+        except UserError as err:
+            click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
+
+
 def seed_means(data: dict, quality_rows: list[dict]) -> list[dict]:
     """Rows chosen at their default epochs that miss on one seed, judged again on means: the quality page's seed
     replicates are the same training (its seed-1 row is the lr-grid cell at the default rate, checked by its test
@@ -602,7 +632,8 @@ def render_seed_means(rows: list[dict]) -> list[str]:
 def _candidate(rec: dict) -> dict:
     return {"test_ppl": rec.get("test_ppl"), "best_valid": rec.get("best_valid"), "cpu_s": rec.get("cpu_s"),
             "best_epoch": rec.get("best_epoch"), "commit": rec.get("commit"), "date": rec.get("date"),
-            "curve": _curve(rec), **({"failed": rec["failed"]} if rec.get("failed") else {})}
+            "curve": _curve(rec), "flags": rec.get("flags"),
+            **({"failed": rec["failed"]} if rec.get("failed") else {})}
 
 
 #: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider),
@@ -765,6 +796,7 @@ def render(data: dict) -> str:
         lines += [f"- {x['name']} at {lr_grid.fmt(d['lr'])}: " + _blown_up_text(d) for x, d in retried]
     lines += equal_cpu_share.render(data.get("share", []), LABEL)
     lines += render_seed_means(data.get("seed_means", []))
+    lines += equal_cpu_seeds.render(data.get("chosen_seeds", []), data.get("softmax_seeds", {}), LABEL)
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
 
@@ -919,12 +951,16 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                     lr_grid.append_record(path, fn(st, e, budget, tokens, lr_grid.load_records(path)))
                 except UserError as err:
                     click.echo(f"  {e['row'].name}: failed ({err}); tried again at the next start", err=True)
+        if not own:
+            train_seeds(st, entries, soft["cpu_s"], tokens, grid, grid_path, path, ratios, only)
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios)
     if not own:
         data["share"] = equal_cpu_share.check(data, ratios)
     if not own and os.path.exists(QUALITY_PAGE):
         with open(QUALITY_PAGE, encoding="utf-8") as f:
             data["seed_means"] = seed_means(data, json.load(f).get("data", {}).get("rows", []))
+        data["softmax_seeds"] = softmax_seeds()
+        data["chosen_seeds"] = equal_cpu_seeds.means(data, lr_grid.load_records(path), data["softmax_seeds"])
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))
     return data
