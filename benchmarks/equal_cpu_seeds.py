@@ -126,8 +126,8 @@ def render(rows: list[dict], softmax_seeds: dict[int, float], labels: dict[str, 
         if r["vs_softmax_mean"] is None:
             judged = ["—"] * 4
         else:
-            judged = [f"{r['mean']:.2f}", f"{r['softmax_mean']:.2f}", f"{100 * r['vs_softmax_mean']:+.1f} %",
-                      ", ".join(f"{100 * p:+.1f} %" for p in r["paired"])]
+            judged = [f"{r['mean']:.2f}", f"{r['softmax_mean']:.2f}", f"{100 * r['vs_softmax_mean']:+.2f} %",
+                      ", ".join(f"{100 * p:+.2f} %" for p in r["paired"])]
         lines.append(f"| {r['name']} | {labels.get(r['candidate'], r['candidate'])} | " + " | ".join(cells + judged)
                      + f" | {100 * r['one_seed']:+.1f} % | {verdict(r)} |")
     return lines

@@ -62,6 +62,6 @@ def test_a_row_is_judged_on_its_mean_over_the_seeds_against_the_softmaxs():
     # softmax replicates whose seed 1 is not the page's softmax are another training: nothing is judged
     assert seeds.means(data, recs, {**SOFT, 1: 93.0}) == []
     text = "\n".join(seeds.render(seeds.means(data, recs, SOFT), SOFT, equal_cpu.LABEL))
-    assert "| gru blackout | wider, 1.5x, its share's epochs | 92.40 | 92.90 | 92.20 | 92.50 | 92.37 | +0.1 % |" in text
+    assert "| gru blackout | wider, 1.5x, its share's epochs | 92.40 | 92.90 | 92.20 | 92.50 | 92.37 | +0.14 % |" in text
     assert "| gru class | longer, dropout 0.35 | 91.20 | 92.00 | — | — | — | — | — | -0.9 % | seeds still to train |" \
         in text
