@@ -565,21 +565,26 @@ def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], rec
 QUALITY_PAGE = os.path.join(REPO_DIR, "docs", "results", "quality-cpu.json")
 
 
-def softmax_seeds() -> dict[int, float]:
-    """Seed -> the tuned softmax's test perplexity, from the quality page's replicates ({} without the page)."""
+def quality_rows() -> list[dict]:
+    """The quality page's rows, its seed replicates among them ([] without the page)."""
+    if not os.path.exists(QUALITY_PAGE):
+        return []
+    with open(QUALITY_PAGE, encoding="utf-8") as f:
+        return json.load(f).get("data", {}).get("rows", [])
+
+
+def softmax_seeds(rows: list[dict]) -> dict[int, float]:
+    """Seed -> the tuned softmax's test perplexity, from the quality page's ``rows`` (:func:`quality_rows`)."""
     from .quality_cpu import seed_replicates
 
-    if not os.path.exists(QUALITY_PAGE):
-        return {}
-    with open(QUALITY_PAGE, encoding="utf-8") as f:
-        return seed_replicates(json.load(f).get("data", {}).get("rows", []), "softmax")
+    return seed_replicates(rows, "softmax")
 
 
 def train_seeds(st: lmruns.Setting, entries: list[dict], budget_s: float, tokens: int, grid: list[lr_grid.Row],
                 grid_path: str, path: str, ratios: list[dict], only: set[str] | None) -> None:
     """Train the seed replicates of the chosen runs nearest the line (:mod:`.equal_cpu_seeds`), nearest first;
     nothing without the softmax's own replicates to judge them against."""
-    if not softmax_seeds():
+    if not softmax_seeds(quality_rows()):
         return
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios)
     for e, cand, seed, flags in equal_cpu_seeds.jobs(data, entries, lr_grid.load_records(path)):
@@ -956,10 +961,10 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios)
     if not own:
         data["share"] = equal_cpu_share.check(data, ratios)
-    if not own and os.path.exists(QUALITY_PAGE):
-        with open(QUALITY_PAGE, encoding="utf-8") as f:
-            data["seed_means"] = seed_means(data, json.load(f).get("data", {}).get("rows", []))
-        data["softmax_seeds"] = softmax_seeds()
+    quality = [] if own else quality_rows()
+    if quality:
+        data["seed_means"] = seed_means(data, quality)
+        data["softmax_seeds"] = softmax_seeds(quality)
         data["chosen_seeds"] = equal_cpu_seeds.means(data, lr_grid.load_records(path), data["softmax_seeds"])
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))
