@@ -378,8 +378,35 @@ def test_the_transformers_second_budget_run_differs_only_in_its_dropout(tmp_path
     data = equal_cpu.summarise(grid, grid_recs, [rec(t, 108.4, 98.7), rec(drop, 101.0, 93.0)])
     assert data["transformer"]["chosen"] == "run_dropout"
     page = equal_cpu.render(data)
-    assert "| dropout 0.5 | 93.00 |" in page and "the same with `--dropout 0.5`" in page
+    assert "| dropout 0.5 | 93.00 |" in page and "the same with each of `--dropout 0.5`" in page
     equal_cpu.figure(data)
+
+
+def test_the_transformers_adamw_budget_run_differs_only_in_its_optimiser_and_is_judged_with_the_others(monkeypatch):
+    grid = lr_grid.rows(quick=False)
+    t_row = next(r for r in grid if r.name == "transformer softmax")
+    grid_recs = _grid_records(grid) + [_cell(t_row, 0.001, 104.0, 2000.0, epochs=10)]
+    t = equal_cpu.transformer_entry(grid, grid_recs)
+    key, label, extra, tag = equal_cpu.TRANSFORMER_TRIES[1]
+    adamw = equal_cpu.with_try(t, extra, tag)
+    assert equal_cpu.flags(adamw) == (*equal_cpu.flags(t), "--optimizer", "adamw", "--weight-decay", "0.1")
+    names = []
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, tk, extra: names.append(run.name) or {})
+    equal_cpu.train_row(None, adamw, 10_800.0, 929589)
+    assert names[0].endswith("-adamw0.1")
+
+    def rec(entry, valid, test, cpu_s=10_000.0):
+        return {"row": t_row.name, "lr": 0.001, "flags": " ".join(equal_cpu.flags(entry)), "version": "",
+                "epochs": [{"epoch": 1, "valid_ppl": valid, "cpu_s": cpu_s}], "best_valid": valid, "best_epoch": 1,
+                "cpu_s": cpu_s, "test_ppl": test}
+
+    drop = equal_cpu.with_dropout(t)
+    data = equal_cpu.summarise(grid, grid_recs, [rec(t, 108.4, 98.7), rec(drop, 120.7, 111.1), rec(adamw, 99.0, 91.0)])
+    assert data["transformer"]["chosen"] == key and data["transformer"][key]["test_ppl"] == 91.0
+    page = equal_cpu.render(data)
+    assert f"budget run, {label}" in page and "| AdamW, weight decay 0.1 | 91.00 | -" in page and "| met |" in page
+    over = equal_cpu.summarise(grid, grid_recs, [rec(t, 108.4, 98.7), rec(adamw, 99.0, 91.0, cpu_s=12_000.0)])
+    assert over["transformer"]["chosen"] == "grid_cell"  # over 1.05x the budget: shown, not chosen
 
 
 def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(monkeypatch):

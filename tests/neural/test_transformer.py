@@ -176,9 +176,11 @@ def transformer_config(tmp_path, **model):
     return runs.make_config(spec, "adaptive", {"cutoffs": [5, 15]}, train, data, vocab), vocab
 
 
-def test_a_checkpoint_resumes_to_identical_weights(tmp_path):
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_a_checkpoint_resumes_to_identical_weights(tmp_path, optimizer):
     write_corpus(tmp_path)
     config, vocab = transformer_config(tmp_path)
+    config["train"] = dict(config["train"], optimizer=optimizer, weight_decay=0.1 if optimizer == "adamw" else 0.0)
     new_run(str(tmp_path / "a"), config, vocab).train()
     t = new_run(str(tmp_path / "b"), config, vocab)
     t.stop_when = lambda st, n=t.data.num_batches() + 2: st.step >= n  # in epoch 2
@@ -212,3 +214,19 @@ def test_the_window_and_stride_are_checked():
     m, obj = make(context=8)
     with pytest.raises(UserError, match="--stride 9"):
         stream_logprobs(m, obj, stream(20), stride=9)
+
+
+def test_adamw_decays_the_weight_matrices_and_nothing_else():
+    """One AdamW step with a zero gradient: Adam's update is 0, so a matrix moves by exactly ``-lr wd w`` and a
+    bias or LayerNorm gain not at all."""
+    m, obj = make()
+    (opt,) = make_optimizers(m, obj, TrainOptions(optimizer="adamw", lr=0.1, weight_decay=0.5))
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    for p in m.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    for n, p in m.named_parameters():
+        expect = before[n] * (1 - 0.1 * 0.5) if p.dim() >= 2 else before[n]
+        torch.testing.assert_close(p.detach(), expect, msg=n)
+    assert any(p.dim() < 2 for p in m.parameters()) and any(p.dim() >= 2 for p in m.parameters())
+

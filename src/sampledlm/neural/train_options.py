@@ -19,10 +19,11 @@ TB_EVERY = 50  # optimiser steps between TensorBoard points of the training loss
 class TrainOptions:
     """Training settings. A model class may override these defaults (``train_defaults``)."""
 
-    optimizer: str = option("sgd", "sgd (the papers' choice) or adam", choices=("sgd", "adam"))
+    optimizer: str = option("sgd", "sgd (the papers' choice), adam, or adamw (Adam with --weight-decay decoupled from "
+                                   "the gradient, on weight matrices only)", choices=("sgd", "adam", "adamw"))
     lr: float = option(0.1, "learning rate (of the mean batch loss)", min=0.0, min_open=True)
     momentum: float = option(0.0, "SGD momentum", min=0.0, max=0.999)
-    weight_decay: float = option(0.0, "L2 weight decay", min=0.0)
+    weight_decay: float = option(0.0, "L2 weight decay (adamw: w -= lr wd w each step, decoupled)", min=0.0)
     clip: float = option(0.0, "clip the total gradient norm to this (0: off)", min=0.0)
     batch_size: int = option(128, "n-grams per batch (feed-forward) or BPTT rows (recurrent)", min=1, short="-b")
     bptt: int = option(35, "recurrent models: BPTT segment length; transformer: training window (not for ffnn)",
