@@ -38,7 +38,8 @@ The **Transformer** has a budget of its own (issue 55: at or below the tuned sof
 the number of its own epochs (from its chosen cell) that fits that budget, every other setting at its default; its
 grid cells ran with its default plateau schedule, which stops after three halvings, long before the budget is spent.
 Further budget runs each differ from it in one setting (:data:`TRANSFORMER_TRIES`: its dropout, its optimiser); the
-lowest validation of the grid cell and those runs is judged.
+lowest validation of the grid cell and those runs is judged. A budget run that spent under :data:`RESIZE` of the
+budget trains again for the epochs its own CPU seconds an epoch fit, as a longer GRU run does (:func:`try_entry`).
 ``--no-train`` builds the page from the two record files alone.
 ``--quick``: the lr-grid's quick rows (a tiny GRU, softmax and NCE), their grid run first when its records are
 absent, every record in the output folder.
@@ -79,6 +80,7 @@ TRANSFORMER_TRIES = (("run_dropout", f"dropout {TRANSFORMER_DROPOUT:g}", ("--dro
                       f"-drop{TRANSFORMER_DROPOUT:g}"),
                      ("run_adamw", "AdamW, weight decay 0.1", ("--optimizer", "adamw", "--weight-decay", "0.1"),
                       "-adamw0.1"))
+TRANSFORMER_RUNS = (("run", "budget run", (), ""), *TRANSFORMER_TRIES)  # the first budget run, then the tries
 #: the longer runs' second try: they ended at a lower training loss and a higher validation perplexity than 8 epochs
 #: (overfitting at the default 0.25); 0.35 is the higher of the two dropouts the softmax GRU tried on the lr-grid page
 LONGER_DROPOUT = 0.35
@@ -166,6 +168,23 @@ def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
 def with_try(entry: dict, flags: tuple[str, ...], tag: str) -> dict:
     """The same budget run with ``flags`` added: a run of its own (its flags, its run directory's name ``tag``)."""
     return {**entry, "extra_flags": (*entry.get("extra_flags", ()), *flags), "tag": tag}
+
+
+def try_entry(t: dict, extra: tuple[str, ...], tag: str, records: list[dict]) -> dict:
+    """The Transformer's budget run with ``extra`` flags, re-sized as a longer GRU run is (:func:`_resized`): where
+    its run spent under :data:`RESIZE` of the budget (an epoch on this machine can cost 0.6x the grid cell's, measured
+    elsewhere), again with the epochs its own CPU seconds an epoch fit; the first run stays in ``resized_from``."""
+    return _resized(with_try(t, extra, tag), records, t["budget_s"])
+
+
+def try_done(entry: dict, records: list[dict]) -> dict | None:
+    """The record of a Transformer try (:func:`try_entry` of the un-sized ``entry``), None while it has to train."""
+    return record_of(_resized(entry, records, entry["budget_s"]), records)
+
+
+def train_try(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, records: list[dict] | None = None) -> dict:
+    """Train a Transformer try, re-sized by ``records`` (:func:`try_done`), and return its record."""
+    return train_row(st, _resized(entry, records or [], budget_s), budget_s, tokens)
 
 
 def drop_entry(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict:
@@ -552,24 +571,27 @@ def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[d
 
 def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict],
                           soft: dict | None) -> dict | None:
-    """The Transformer's grid cell and budget run; the chosen one (lowest validation of the two within the
-    budget) against the tuned softmax GRU's test perplexity."""
+    """The Transformer's grid cell and budget runs (:data:`TRANSFORMER_RUNS`); the chosen one (lowest validation
+    within the budget) against the tuned softmax GRU's test perplexity."""
     e = transformer_entry(grid, grid_records)
     if e is None:
         return None
-    rec = record_of(e, records)
     cell = e["cell"]
     x = {"name": e["row"].name, "lr": e["lr"], "epochs": e["epochs"], "epoch_cpu_s": e["epoch_cpu_s"],
          "settled": e["settled"], "budget_s": e["budget_s"], "flags": " ".join(flags(e)),
          "grid_cell": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
                        "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"), "curve": _curve(cell)},
-         "run": None if rec is None else _candidate(rec), "dropout": TRANSFORMER_DROPOUT,
+         "dropout": TRANSFORMER_DROPOUT,
          "tries": [[key, label, " ".join(extra)] for key, label, extra, _ in TRANSFORMER_TRIES]}
-    tried = [rec]
-    for key, _, extra, tag in TRANSFORMER_TRIES:
-        tried.append(record_of(with_try(e, extra, tag), records))
+    tried = []
+    for key, _, extra, tag in TRANSFORMER_RUNS:
+        te = try_entry(e, extra, tag, records)
+        tried.append(record_of(te, records) or te.get("resized_from"))  # a candidate until its re-sized run lands
         x[key] = None if tried[-1] is None else _candidate(tried[-1])
-    ok = [k for k in ("grid_cell", "run", *(t[0] for t in TRANSFORMER_TRIES)) if x[k] and
+        if x[key] is not None:
+            x[key]["epochs"] = epochs_ran(tried[-1])
+            x[key]["resize_to"] = te["epochs"] if tried[-1] is te.get("resized_from") else None
+    ok = [k for k in ("grid_cell", *(t[0] for t in TRANSFORMER_RUNS)) if x[k] and
           x[k].get("best_valid") is not None and x[k]["cpu_s"] <= OVER_BUDGET * e["budget_s"]]
     x["chosen"] = min(ok, key=lambda k: x[k]["best_valid"]) if any(tried) and ok else None
     x["vs_softmax"] = None if soft is None or x["chosen"] is None else \
@@ -859,8 +881,11 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
            "dropout on, against 108.4 on validation), then, as the dropout run learnt too slowly to finish within the "
            "budget, its optimiser (AdamW, Loshchilov & Hutter 2019: Adam with a weight decay of 0.1 decoupled from "
            "the gradient, on the weight matrices, as GPT-2's and nanoGPT's recipes; added 2026-12-03). The softmax "
-           "GRU had its own dropout tries on the quality page, and no weight-decay try. Of its grid cell and these "
-           "runs, the one of lowest validation perplexity is judged.", ""]
+           "GRU had its own dropout tries on the quality page, and no weight-decay try. A budget run that spent under "
+           f"{RESIZE:.0%} of the budget trains again for the epochs its own CPU seconds an epoch fit (an epoch on "
+           "one machine took 0.6x the CPU seconds of the grid cell's, measured on another), as a longer GRU run "
+           "does; the first stays a candidate until that run lands. Of its grid cell and these runs, the one of "
+           "lowest validation perplexity is judged.", ""]
     if t is None:
         return out + ["Not yet run: the lr grid holds no finished Transformer cell."]
     pending = "not yet run" if t["settled"] else "waits for its rate"
@@ -871,15 +896,23 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
                       "chosen", "test", "vs tuned softmax GRU", "verdict"],
                      [[t["name"], lr_grid.fmt(t["lr"]),
                        _cell_text(t["grid_cell"], t["budget_s"], "—") + f" [{t['grid_cell']['epochs']} ep]",
-                       _cell_text(t["run"], t["budget_s"], pending) + f" [{t['epochs']} ep, cosine]",
-                       *(_cell_text(t.get(k), t["budget_s"], pending) + f" [{t['epochs']} ep, cosine]"
-                         for k, _, _ in tries),
+                       _try_text(t["run"], t["budget_s"], pending, t["epochs"]),
+                       *(_try_text(t.get(k), t["budget_s"], pending, t["epochs"]) for k, _, _ in tries),
                        "—" if c is None else names[c],
                        "—" if c is None else _p(t[c]["test_ppl"]),
                        "—" if t["vs_softmax"] is None else f"{100 * t['vs_softmax']:+.1f} %",
                        "—" if t["vs_softmax"] is None else ("met" if t["vs_softmax"] <= 0 else "missed")]]))
     also = ", ".join(f"`{extra}`" for _, _, extra in tries)
     return out + ["", f"Its runs: `sampledlm train {t['flags']}`, and the same with each of {also}."]
+
+
+def _try_text(c: dict | None, budget: float, pending: str, epochs: int) -> str:
+    """A Transformer try's cell: its run's figures and epochs, and the epochs it trains again for where it spent
+    under :data:`RESIZE` of the budget."""
+    text = _cell_text(c, budget, pending) + f" [{(c or {}).get('epochs', epochs)} ep, cosine]"
+    if c and c.get("resize_to"):
+        text += f"; under {RESIZE:.0%} of the budget: trains again for {c['resize_to']} epochs"
+    return text
 
 
 def _spent(x: dict, c: dict, budget: float) -> list[float]:
@@ -960,9 +993,10 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                                         functools.partial(equal_cpu_fit.train_fit, ratios=ratios)))]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
-            jobs += [(t, f"{t['epochs']} epochs", record_of, train_row, t["budget_s"])]
-            jobs += [(with_try(t, extra, tag), f"{t['epochs']} epochs, {label}", record_of, train_row, t["budget_s"])
-                     for _, label, extra, tag in TRANSFORMER_TRIES]
+            # each run twice: a try that spent under RESIZE of the budget trains again, re-sized, on the second pass
+            jobs += [(with_try(t, extra, tag), f"{label}{again}", try_done, train_try, t["budget_s"])
+                     for again in ("", ", re-sized to the budget where it spent too little")
+                     for _, label, extra, tag in TRANSFORMER_RUNS]
         jobs = [j for j in jobs if only is None or j[0]["row"].key in only]
         waiting = []
         for e, what, done, fn, budget in jobs:

@@ -409,6 +409,40 @@ def test_the_transformers_adamw_budget_run_differs_only_in_its_optimiser_and_is_
     assert over["transformer"]["chosen"] == "grid_cell"  # over 1.05x the budget: shown, not chosen
 
 
+def test_a_transformer_budget_run_that_spent_too_little_trains_again_for_the_epochs_that_fit(monkeypatch):
+    grid = lr_grid.rows(quick=False)
+    t_row = next(r for r in grid if r.name == "transformer softmax")
+    grid_recs = _grid_records(grid) + [_cell(t_row, 0.001, 104.0, 4000.0, epochs=10)]
+    t = equal_cpu.transformer_entry(grid, grid_recs)
+    assert t["epochs"] == 27
+    key, _, extra, tag = equal_cpu.TRANSFORMER_TRIES[1]
+
+    def rec(entry, valid, test, per_epoch):
+        n = entry["epochs"]
+        return {"row": t_row.name, "lr": 0.001, "flags": " ".join(equal_cpu.flags(entry)), "version": "",
+                "epochs": [{"epoch": i + 1, "valid_ppl": valid + n - i - 1, "cpu_s": per_epoch * (i + 1)}
+                           for i in range(n)], "best_valid": valid, "best_epoch": n, "cpu_s": per_epoch * n,
+                "test_ppl": test, "budget_cpu_s": 10_800.0}
+
+    first = rec(equal_cpu.with_try(t, extra, tag), 100.0, 93.0, per_epoch=260.0)  # 7,020 CPU s: 65 % of the budget
+    again = equal_cpu.try_entry(t, extra, tag, [first])
+    assert again["epochs"] == 41 and again["resized_from"] is first
+    assert equal_cpu.try_done(equal_cpu.with_try(t, extra, tag), [first]) is None
+    trained = []
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, tk, extra: trained.append(run.name) or {})
+    equal_cpu.train_try(None, equal_cpu.with_try(t, extra, tag), 10_800.0, 929589, [first])
+    assert trained == ["eq-transformer-0.001-e41-adamw0.1"]
+    pending = equal_cpu.summarise(grid, grid_recs, [first])["transformer"]
+    assert pending[key]["test_ppl"] == 93.0 and pending[key]["resize_to"] == 41 and pending["chosen"] == key
+    assert "trains again for 41 epochs" in equal_cpu.render(equal_cpu.summarise(grid, grid_recs, [first]))
+    landed = rec(again, 98.0, 90.5, per_epoch=260.0)
+    done = equal_cpu.summarise(grid, grid_recs, [first, landed])["transformer"]
+    assert done[key]["test_ppl"] == 90.5 and done[key]["epochs"] == 41 and not done[key]["resize_to"]
+    assert equal_cpu.try_done(equal_cpu.with_try(t, extra, tag), [first, landed]) is landed
+    full = rec(t, 108.4, 98.7, per_epoch=400.0)  # the first budget run spent 10,800: no re-sizing
+    assert equal_cpu.try_entry(t, (), "", [full]) is not None and equal_cpu.try_done(t, [full]) is full
+
+
 def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(monkeypatch):
     """The longer runs validated worse than the default epochs at dropout 0.25: each row's longer run is tried again
     at :data:`LONGER_DROPOUT`, fitted to the budget where its longer run went over it, and chosen like the others."""
