@@ -69,3 +69,51 @@ def test_the_compiled_pass_gives_the_masks_numbers_forward_and_backward(contiguo
     torch.manual_seed(4)
     y64 = Dropout(0.3).train()(x64)
     assert torch.equal(y64 != 0, keep) and y64.dtype == torch.float64
+
+
+def test_embedding_dropout_drops_every_occurrence_of_a_word_together_and_scales_the_rest():
+    from sampledlm.neural.dropout import WordDropout
+
+    torch.manual_seed(3)
+    ids = torch.randint(0, 12, (8, 40))
+    vectors = torch.rand(12, 5)[ids] + 1.0  # a word's vector the same wherever it occurs, no zeros of its own
+    y = WordDropout(0.3).train()(ids, vectors)
+    dropped = {int(w) for w in ids[(y == 0).all(-1)]}
+    assert 0 < len(dropped) < 12
+    for w in range(12):
+        rows = y[ids == w]
+        if w in dropped:
+            assert (rows == 0).all()
+        elif len(rows):
+            torch.testing.assert_close(rows, vectors[ids == w] / 0.7)
+    assert torch.equal(WordDropout(0.3).eval()(ids, vectors), vectors)
+    assert torch.equal(WordDropout(0.0).train()(ids, vectors), vectors)
+
+
+def test_embedding_dropout_drops_word_types_at_its_rate():
+    from sampledlm.neural.dropout import WordDropout
+
+    torch.manual_seed(4)
+    ids = torch.arange(20_000).view(100, 200)  # every word once
+    y = WordDropout(0.1).train()(ids, torch.ones(100, 200, 3))
+    rate = (y == 0).all(-1).float().mean().item()
+    assert abs(rate - 0.1) < 6 * (0.1 * 0.9 / 20_000) ** 0.5
+
+
+@pytest.mark.parametrize("model", ["gru", "transformer"])
+def test_a_model_with_embedding_dropout_scores_as_without_it_in_eval_mode_and_differs_in_training(model):
+    from sampledlm.neural.registry import build_model, complete_spec, model_spec
+
+    def built(p):
+        size = {"heads": 2} if model == "transformer" else {"hidden": 8}
+        spec = complete_spec(model_spec(model, embed_dim=8, dropout=0.0, embed_dropout=p, **size), {"bptt": 10})
+        torch.manual_seed(0)
+        return build_model(spec, 30)
+
+    plain, dropping = built(0.0), built(0.5)
+    x = torch.randint(0, 30, (4, 10))
+    plain.eval(), dropping.eval()
+    torch.testing.assert_close(dropping(x)[0], plain(x)[0])
+    dropping.train()
+    torch.manual_seed(5)
+    assert not torch.allclose(dropping(x)[0], plain(x)[0])

@@ -50,6 +50,9 @@ class InputOptions:
                                                    "else 80 % and 95 % unigram coverage]", min=1, multiple=True)
     input_factor: float = option(4.0, "adaptive input: each band is this many times narrower than the last "
                                       "(tied to an adaptive softmax: its --div-value unless given)", min=1.0)
+    embed_dropout: float = option(0.0, "embedding dropout (Gal & Ghahramani 2016): in training, each word of a batch "
+                                       "is dropped from the input with this probability, all its occurrences at once",
+                                  min=0.0, max=0.99)
 
 
 def tied_embedding(x: torch.Tensor, output, bos_embed: torch.Tensor) -> torch.Tensor:

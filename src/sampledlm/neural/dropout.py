@@ -61,6 +61,26 @@ def _apply(x: torch.Tensor, slices: torch.Tensor, threshold: int, scale: float) 
     return out
 
 
+class WordDropout(nn.Module):
+    """Embedding dropout (Gal & Ghahramani 2016; Merity et al. 2018 use 0.1 on PTB): in training each word type
+    present in a batch is dropped with probability ``p``, every occurrence at once (its input vector zeroed), and the
+    kept ones scaled by ``1 / (1 - p)``, so ``E[y] = x``; the identity in eval mode. Unlike unit dropout it removes
+    a word's whole identity from the batch, so the model cannot lean on any one word's input vector.
+
+    Shapes: ``forward(ids [B, T], vectors [B, T, d]) -> [B, T, d]``."""
+
+    def __init__(self, p: float = 0.0):
+        super().__init__()
+        self.p = float(p)
+
+    def forward(self, ids: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return vectors
+        types, where = torch.unique(ids, return_inverse=True)
+        keep = (torch.rand(types.shape, device=ids.device) >= self.p).to(vectors.dtype) / (1.0 - self.p)
+        return vectors * keep[where].unsqueeze(-1)
+
+
 class Dropout(nn.Dropout):
     """``torch.nn.Dropout`` with a cheaper mask on the CPU (see the module's docstring)."""
 

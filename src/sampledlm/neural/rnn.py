@@ -51,7 +51,7 @@ from . import adaptive_input
 from .base import NeuralScorer
 from . import gru_cpu
 from ..objectives.cpu_linear import FastLinear
-from .dropout import Dropout
+from .dropout import Dropout, WordDropout
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -119,6 +119,7 @@ class RNNLM(NeuralScorer):
             gru_cpu.identity_input(self.rnn)
         self.proj = FastLinear(hidden, proj, bias=False) if proj else None
         self.drop = Dropout(dropout)
+        self.word_drop = WordDropout(cfg.embed_dropout)
         # Tied: the input lookup reads W's rows sparsely too, so W's gradient stays row-sparse.
         self.output = OutputLayer(num_words, out_dim, sparse=sparse_output)
         self.adaptive = cfg.adaptive_input
@@ -146,7 +147,7 @@ class RNNLM(NeuralScorer):
 
     def forward(self, x: torch.Tensor, state: State | None = None) -> tuple[torch.Tensor, State]:
         """``x [B, T]`` int64 -> ``(hidden [B, T, h_out], new state)``."""
-        inputs = self.drop(self.embed_ids(x))
+        inputs = self.drop(self.word_drop(x, self.embed_ids(x)))
         if gru_cpu.usable(self.rnn, inputs):  # the same GRU: one weight-gradient product per segment, fused steps
             out, state = gru_cpu.gru_forward(self.rnn, inputs, state)
         else:
@@ -170,7 +171,8 @@ class RNNLM(NeuralScorer):
                 for h in histories]
         lengths = torch.tensor([len(r) for r in rows])
         x = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=EOS_ID)
-        packed = pack_padded_sequence(self.drop(self.embed_ids(x)), lengths, batch_first=True, enforce_sorted=False)
+        inputs = self.drop(self.word_drop(x, self.embed_ids(x)))
+        packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
         out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
         last = self.drop(out[torch.arange(len(rows)), lengths - 1])
         return self.proj(last) if self.proj is not None else last

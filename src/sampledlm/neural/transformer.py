@@ -53,7 +53,7 @@ from . import adaptive_input
 from .base import NeuralScorer
 from .rnn import RecurrentData
 from ..objectives.cpu_linear import FastLinear
-from .dropout import Dropout
+from .dropout import Dropout, WordDropout
 
 Cache = list  # per layer: (keys, values), each [B, heads, t, d / heads]
 
@@ -174,6 +174,7 @@ class TransformerLM(NeuralScorer):
         else:
             self.register_buffer("pos", sinusoids(cfg.context, d), persistent=False)
         self.drop = Dropout(cfg.dropout)
+        self.word_drop = WordDropout(cfg.embed_dropout)
         self.blocks = nn.ModuleList(Block(d, cfg.heads, ff, cfg.dropout) for _ in range(cfg.layers))
         self.ln_f = nn.LayerNorm(d)
         for name, p in self.blocks.named_parameters():  # GPT-2's initialisation
@@ -217,7 +218,7 @@ class TransformerLM(NeuralScorer):
         T = x.shape[1]
         if t0 + T > self.context:
             raise ValueError(f"{t0 + T} positions do not fit the window of {self.context}")
-        z = self.drop(self.embed_ids(x) * math.sqrt(self.dim) + self.pos[t0 : t0 + T])
+        z = self.drop(self.word_drop(x, self.embed_ids(x)) * math.sqrt(self.dim) + self.pos[t0 : t0 + T])
         cache = []
         for i, block in enumerate(self.blocks):
             z, present = block(z, None if past is None else past[i])
