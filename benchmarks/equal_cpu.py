@@ -75,11 +75,13 @@ TRANSFORMER_DROPOUT = 0.5
 #: the Transformer's budget runs beyond the first, each differing from it in one setting: (key, label, flags, tag).
 #: AdamW (added 2026-12-03): the dropout-0.5 run learnt too slowly to finish within the budget (120.73 on validation
 #: after 25 epochs); decoupled weight decay (Loshchilov & Hutter 2019) regularises without slowing the early epochs,
-#: 0.1 as in GPT-2's and nanoGPT's recipes
+#: 0.1 as in GPT-2's and nanoGPT's recipes. Embedding dropout (added 2026-12-03, while AdamW's run tracked the first
+#: run's validation within 0.5 % to epoch 10): whole words dropped from the input, Merity et al. 2018's 0.1 on PTB
 TRANSFORMER_TRIES = (("run_dropout", f"dropout {TRANSFORMER_DROPOUT:g}", ("--dropout", f"{TRANSFORMER_DROPOUT:g}"),
                       f"-drop{TRANSFORMER_DROPOUT:g}"),
                      ("run_adamw", "AdamW, weight decay 0.1", ("--optimizer", "adamw", "--weight-decay", "0.1"),
-                      "-adamw0.1"))
+                      "-adamw0.1"),
+                     ("run_embdrop", "embedding dropout 0.1", ("--embed-dropout", "0.1"), "-edrop0.1"))
 TRANSFORMER_RUNS = (("run", "budget run", (), ""), *TRANSFORMER_TRIES)  # the first budget run, then the tries
 #: the longer runs' second try: they ended at a lower training loss and a higher validation perplexity than 8 epochs
 #: (overfitting at the default 0.25); 0.35 is the higher of the two dropouts the softmax GRU tried on the lr-grid page
@@ -880,8 +882,10 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
            f"({TRANSFORMER_DROPOUT:g}, against the default 0.3: the first ended at a training perplexity of 46.6, "
            "dropout on, against 108.4 on validation), then, as the dropout run learnt too slowly to finish within the "
            "budget, its optimiser (AdamW, Loshchilov & Hutter 2019: Adam with a weight decay of 0.1 decoupled from "
-           "the gradient, on the weight matrices, as GPT-2's and nanoGPT's recipes; added 2026-12-03). The softmax "
-           "GRU had its own dropout tries on the quality page, and no weight-decay try. A budget run that spent under "
+           "the gradient, on the weight matrices, as GPT-2's and nanoGPT's recipes; added 2026-12-03), then its "
+           "input (embedding dropout 0.1: whole words dropped from a training batch's input, Gal & Ghahramani 2016, "
+           "Merity et al. 2018's value on PTB; added 2026-12-03). The softmax GRU had its own dropout tries on the "
+           "quality page, and no weight-decay or embedding-dropout try. A budget run that spent under "
            f"{RESIZE:.0%} of the budget trains again for the epochs its own CPU seconds an epoch fit (an epoch on "
            "one machine took 0.6x the CPU seconds of the grid cell's, measured on another), as a longer GRU run "
            "does; the first stays a candidate until that run lands. Of its grid cell and these runs, the one of "
