@@ -161,15 +161,14 @@ def transformer_entry(grid: list[lr_grid.Row], records: list[dict],
             "budget_s": budget_s, "extra_flags": ("--lr-schedule", "cosine")}
 
 
-def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
-    """The same budget run with ``--dropout``: a run of its own (its flags, its run directory's name)."""
-    return {**entry, "extra_flags": (*entry.get("extra_flags", ()), "--dropout", f"{dropout:g}"),
-            "tag": f"-drop{dropout:g}", "dropout": dropout}
-
-
 def with_try(entry: dict, flags: tuple[str, ...], tag: str) -> dict:
     """The same budget run with ``flags`` added: a run of its own (its flags, its run directory's name ``tag``)."""
     return {**entry, "extra_flags": (*entry.get("extra_flags", ()), *flags), "tag": tag}
+
+
+def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
+    """The same run with ``--dropout``: a run of its own (its flags, its run directory's name)."""
+    return {**with_try(entry, ("--dropout", f"{dropout:g}"), f"-drop{dropout:g}"), "dropout": dropout}
 
 
 def try_entry(t: dict, extra: tuple[str, ...], tag: str, records: list[dict]) -> dict:
