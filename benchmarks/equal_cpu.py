@@ -37,9 +37,10 @@ The **Transformer** has a budget of its own (issue 55: at or below the tuned sof
 :data:`TRANSFORMER_BUDGET_S`): at its lr-grid rate (once settled) it trains ``--epochs E --lr-schedule cosine``, E
 the number of its own epochs (from its chosen cell) that fits that budget, every other setting at its default; its
 grid cells ran with its default plateau schedule, which stops after three halvings, long before the budget is spent.
-Further budget runs each differ from it in one setting (:data:`TRANSFORMER_TRIES`: its dropout, its optimiser); the
-lowest validation of the grid cell and those runs is judged. A budget run that spent under :data:`RESIZE` of the
-budget trains again for the epochs its own CPU seconds an epoch fit, as a longer GRU run does (:func:`try_entry`).
+Further budget runs each differ from it, or from an earlier try (:data:`TRANSFORMER_STACKED`), in one setting
+(:data:`TRANSFORMER_TRIES`: its dropout, its optimiser, its input's word dropout); the lowest validation of the grid
+cell and those runs is judged. A budget run that spent under :data:`RESIZE` of the budget trains again for the epochs
+its own CPU seconds an epoch fit, as a longer GRU run does (:func:`try_entry`).
 ``--no-train`` builds the page from the two record files alone.
 ``--quick``: the lr-grid's quick rows (a tiny GRU, softmax and NCE), their grid run first when its records are
 absent, every record in the output folder.
@@ -76,13 +77,19 @@ TRANSFORMER_DROPOUT = 0.5
 #: AdamW (added 2026-12-03): the dropout-0.5 run learnt too slowly to finish within the budget (120.73 on validation
 #: after 25 epochs); decoupled weight decay (Loshchilov & Hutter 2019) regularises without slowing the early epochs,
 #: 0.1 as in GPT-2's and nanoGPT's recipes. Embedding dropout (added 2026-12-03, while AdamW's run tracked the first
-#: run's validation within 0.5 % to epoch 10): whole words dropped from the input, Merity et al. 2018's 0.1 on PTB
+#: run's validation within 0.5 % to epoch 10): whole words dropped from the input, Merity et al. 2018's 0.1 on PTB;
+#: added to the AdamW run (:data:`TRANSFORMER_STACKED`), the best by 3.5 % when this try was first run
+_ADAMW = ("--optimizer", "adamw", "--weight-decay", "0.1")
 TRANSFORMER_TRIES = (("run_dropout", f"dropout {TRANSFORMER_DROPOUT:g}", ("--dropout", f"{TRANSFORMER_DROPOUT:g}"),
                       f"-drop{TRANSFORMER_DROPOUT:g}"),
-                     ("run_adamw", "AdamW, weight decay 0.1", ("--optimizer", "adamw", "--weight-decay", "0.1"),
-                      "-adamw0.1"),
-                     ("run_embdrop", "embedding dropout 0.1", ("--embed-dropout", "0.1"), "-edrop0.1"))
+                     ("run_adamw", "AdamW, weight decay 0.1", _ADAMW, "-adamw0.1"),
+                     ("run_embdrop", "AdamW 0.1 and embedding dropout 0.1", (*_ADAMW, "--embed-dropout", "0.1"),
+                      "-adamw0.1-edrop0.1"))
 TRANSFORMER_RUNS = (("run", "budget run", (), ""), *TRANSFORMER_TRIES)  # the first budget run, then the tries
+#: tries that add one setting to an earlier try rather than to the first run (their tag -> the earlier try's tag):
+#: they train once that run is final, for the epochs its own CPU seconds an epoch fit in the budget (the added
+#: setting costs no measurable CPU), rather than the grid cell's count and a second, re-sized run
+TRANSFORMER_STACKED = {"-adamw0.1-edrop0.1": "-adamw0.1"}
 #: the longer runs' second try: they ended at a lower training loss and a higher validation perplexity than 8 epochs
 #: (overfitting at the default 0.25); 0.35 is the higher of the two dropouts the softmax GRU tried on the lr-grid page
 LONGER_DROPOUT = 0.35
@@ -174,18 +181,52 @@ def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
 def try_entry(t: dict, extra: tuple[str, ...], tag: str, records: list[dict]) -> dict:
     """The Transformer's budget run with ``extra`` flags, re-sized as a longer GRU run is (:func:`_resized`): where
     its run spent under :data:`RESIZE` of the budget (an epoch on this machine can cost 0.6x the grid cell's, measured
-    elsewhere), again with the epochs its own CPU seconds an epoch fit; the first run stays in ``resized_from``."""
-    return _resized(with_try(t, extra, tag), records, t["budget_s"])
+    elsewhere), again with the epochs its own CPU seconds an epoch fit; the first run stays in ``resized_from``.
+    A try in :data:`TRANSFORMER_STACKED` starts from the epochs its earlier try's run fits (:func:`_stacked`)."""
+    return _resized(_stacked(with_try(t, extra, tag), records), records, t["budget_s"])
+
+
+def _base_run(entry: dict, records: list[dict]) -> tuple[dict | None, bool]:
+    """The record of the earlier try a stacked ``entry`` adds its setting to (its final run, else its first while
+    the re-sized one trains; None before either), and whether it is final. ``(None, True)`` for other runs."""
+    base_tag = TRANSFORMER_STACKED.get(entry.get("tag", ""))
+    if base_tag is None:
+        return None, True
+    _, _, extra, tag = next(r for r in TRANSFORMER_RUNS if r[3] == base_tag)
+    first = {k: v for k, v in entry.items() if k not in ("extra_flags", "tag")}
+    base = try_entry({**first, "extra_flags": tuple(entry["extra_flags"][:-len(_try_flags(entry))])}, extra, tag,
+                     records)
+    final = record_of(base, records)
+    return final or base.get("resized_from"), final is not None
+
+
+def _try_flags(entry: dict) -> tuple[str, ...]:
+    """The flags the try named by ``entry``'s tag adds to the first budget run."""
+    return next(extra for _, _, extra, tag in TRANSFORMER_RUNS if tag == entry.get("tag", ""))
+
+
+def _stacked(entry: dict, records: list[dict]) -> dict:
+    """A stacked try (:data:`TRANSFORMER_STACKED`) with the epochs its earlier try's run fits in the budget at that
+    run's own CPU seconds an epoch; any other ``entry`` as it is."""
+    base, _ = _base_run(entry, records)
+    if base is None or not base.get("epochs") or not base.get("cpu_s"):
+        return entry
+    per_epoch = base["cpu_s"] / epochs_ran(base)
+    return {**entry, "epochs": max(1, int(entry["budget_s"] // per_epoch)), "epoch_cpu_s": per_epoch}
 
 
 def try_done(entry: dict, records: list[dict]) -> dict | None:
     """The record of a Transformer try (:func:`try_entry` of the un-sized ``entry``), None while it has to train."""
-    return record_of(_resized(entry, records, entry["budget_s"]), records)
+    return record_of(_resized(_stacked(entry, records), records, entry["budget_s"]), records)
 
 
 def train_try(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, records: list[dict] | None = None) -> dict:
-    """Train a Transformer try, re-sized by ``records`` (:func:`try_done`), and return its record."""
-    return train_row(st, _resized(entry, records or [], budget_s), budget_s, tokens)
+    """Train a Transformer try, re-sized by ``records`` (:func:`try_done`), and return its record; a stacked try
+    only once its earlier try's run is final (else :class:`UserError`, and it is tried at the next pass)."""
+    records = records or []
+    if not _base_run(entry, records)[1]:
+        raise UserError(f"waits for the run it adds its setting to ({TRANSFORMER_STACKED[entry['tag']]}) to land")
+    return train_row(st, _resized(_stacked(entry, records), records, budget_s), budget_s, tokens)
 
 
 def drop_entry(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict:
@@ -584,9 +625,10 @@ def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], rec
                        "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"), "curve": _curve(cell)},
          "dropout": TRANSFORMER_DROPOUT,
          "tries": [[key, label, " ".join(extra)] for key, label, extra, _ in TRANSFORMER_TRIES]}
-    tried = []
+    tried, x["planned"] = [], {}
     for key, _, extra, tag in TRANSFORMER_RUNS:
         te = try_entry(e, extra, tag, records)
+        x["planned"][key] = te["epochs"]  # what a run not yet trained trains for
         tried.append(record_of(te, records) or te.get("resized_from"))  # a candidate until its re-sized run lands
         x[key] = None if tried[-1] is None else _candidate(tried[-1])
         if x[key] is not None:
@@ -882,9 +924,11 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
            "dropout on, against 108.4 on validation), then, as the dropout run learnt too slowly to finish within the "
            "budget, its optimiser (AdamW, Loshchilov & Hutter 2019: Adam with a weight decay of 0.1 decoupled from "
            "the gradient, on the weight matrices, as GPT-2's and nanoGPT's recipes; added 2026-12-03), then its "
-           "input (embedding dropout 0.1: whole words dropped from a training batch's input, Gal & Ghahramani 2016, "
-           "Merity et al. 2018's value on PTB; added 2026-12-03). The softmax GRU had its own dropout tries on the "
-           "quality page, and no weight-decay or embedding-dropout try. A budget run that spent under "
+           "input, added to the AdamW run, the best by then (embedding dropout 0.1: whole words dropped from a "
+           "training batch's input, Gal & Ghahramani 2016, Merity et al. 2018's value on PTB; added 2026-12-03; it "
+           "trains once the AdamW run is final, for the epochs that run's own CPU seconds an epoch fit). The softmax "
+           "GRU had its own dropout tries on the quality page, and no weight-decay or embedding-dropout try. A "
+           "budget run that spent under "
            f"{RESIZE:.0%} of the budget trains again for the epochs its own CPU seconds an epoch fit (an epoch on "
            "one machine took 0.6x the CPU seconds of the grid cell's, measured on another), as a longer GRU run "
            "does; the first stays a candidate until that run lands. Of its grid cell and these runs, the one of "
@@ -899,8 +943,8 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
                       "chosen", "test", "vs tuned softmax GRU", "verdict"],
                      [[t["name"], lr_grid.fmt(t["lr"]),
                        _cell_text(t["grid_cell"], t["budget_s"], "—") + f" [{t['grid_cell']['epochs']} ep]",
-                       _try_text(t["run"], t["budget_s"], pending, t["epochs"]),
-                       *(_try_text(t.get(k), t["budget_s"], pending, t["epochs"]) for k, _, _ in tries),
+                       *(_try_text(t.get(k), t["budget_s"], pending, t.get("planned", {}).get(k, t["epochs"]))
+                         for k in ("run", *(k for k, _, _ in tries))),
                        "—" if c is None else names[c],
                        "—" if c is None else _p(t[c]["test_ppl"]),
                        "—" if t["vs_softmax"] is None else f"{100 * t['vs_softmax']:+.1f} %",

@@ -382,11 +382,25 @@ def test_the_transformers_second_budget_run_differs_only_in_its_dropout(tmp_path
     equal_cpu.figure(data)
 
 
-def test_the_transformers_adamw_budget_run_differs_only_in_its_optimiser_and_is_judged_with_the_others(monkeypatch):
+def _transformer_plan(cell_cpu_s: float) -> tuple:
+    """The full grid, its Transformer row, grid records with a 10-epoch Transformer cell of ``cell_cpu_s``, and the
+    Transformer's budget run planned from them."""
     grid = lr_grid.rows(quick=False)
     t_row = next(r for r in grid if r.name == "transformer softmax")
-    grid_recs = _grid_records(grid) + [_cell(t_row, 0.001, 104.0, 2000.0, epochs=10)]
-    t = equal_cpu.transformer_entry(grid, grid_recs)
+    grid_recs = _grid_records(grid) + [_cell(t_row, 0.001, 104.0, cell_cpu_s, epochs=10)]
+    return grid, t_row, grid_recs, equal_cpu.transformer_entry(grid, grid_recs)
+
+
+def _try_record(t_row, entry: dict, valid: float, test: float, per_epoch: float) -> dict:
+    """A Transformer budget run's record: ``entry``'s epochs at ``per_epoch`` CPU seconds each, flat validation."""
+    n = entry["epochs"]
+    return {"row": t_row.name, "lr": 0.001, "flags": " ".join(equal_cpu.flags(entry)), "version": "",
+            "epochs": [{"epoch": i + 1, "valid_ppl": valid, "cpu_s": per_epoch * (i + 1)} for i in range(n)],
+            "best_valid": valid, "best_epoch": n, "cpu_s": per_epoch * n, "test_ppl": test, "budget_cpu_s": 10_800.0}
+
+
+def test_the_transformers_adamw_budget_run_differs_only_in_its_optimiser_and_is_judged_with_the_others(monkeypatch):
+    grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=2000.0)
     key, label, extra, tag = equal_cpu.TRANSFORMER_TRIES[1]
     adamw = equal_cpu.with_try(t, extra, tag)
     assert equal_cpu.flags(adamw) == (*equal_cpu.flags(t), "--optimizer", "adamw", "--weight-decay", "0.1")
@@ -396,9 +410,7 @@ def test_the_transformers_adamw_budget_run_differs_only_in_its_optimiser_and_is_
     assert names[0].endswith("-adamw0.1")
 
     def rec(entry, valid, test, cpu_s=10_000.0):
-        return {"row": t_row.name, "lr": 0.001, "flags": " ".join(equal_cpu.flags(entry)), "version": "",
-                "epochs": [{"epoch": 1, "valid_ppl": valid, "cpu_s": cpu_s}], "best_valid": valid, "best_epoch": 1,
-                "cpu_s": cpu_s, "test_ppl": test}
+        return _try_record(t_row, entry, valid, test, cpu_s / entry["epochs"])
 
     drop = equal_cpu.with_dropout(t)
     data = equal_cpu.summarise(grid, grid_recs, [rec(t, 108.4, 98.7), rec(drop, 120.7, 111.1), rec(adamw, 99.0, 91.0)])
@@ -410,10 +422,7 @@ def test_the_transformers_adamw_budget_run_differs_only_in_its_optimiser_and_is_
 
 
 def test_a_transformer_budget_run_that_spent_too_little_trains_again_for_the_epochs_that_fit(monkeypatch):
-    grid = lr_grid.rows(quick=False)
-    t_row = next(r for r in grid if r.name == "transformer softmax")
-    grid_recs = _grid_records(grid) + [_cell(t_row, 0.001, 104.0, 4000.0, epochs=10)]
-    t = equal_cpu.transformer_entry(grid, grid_recs)
+    grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
     assert t["epochs"] == 27
     key, _, extra, tag = equal_cpu.TRANSFORMER_TRIES[1]
 
@@ -441,6 +450,37 @@ def test_a_transformer_budget_run_that_spent_too_little_trains_again_for_the_epo
     assert equal_cpu.try_done(equal_cpu.with_try(t, extra, tag), [first, landed]) is landed
     full = rec(t, 108.4, 98.7, per_epoch=400.0)  # the first budget run spent 10,800: no re-sizing
     assert equal_cpu.try_entry(t, (), "", [full]) is not None and equal_cpu.try_done(t, [full]) is full
+
+
+def test_a_stacked_transformer_try_adds_its_setting_to_the_adamw_run_and_waits_for_it_to_be_final(monkeypatch):
+    grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
+    _, _, adamw_extra, adamw_tag = equal_cpu.TRANSFORMER_TRIES[1]
+    key, label, extra, tag = equal_cpu.TRANSFORMER_TRIES[2]
+    assert equal_cpu.TRANSFORMER_STACKED[tag] == adamw_tag and extra[:len(adamw_extra)] == adamw_extra
+    stacked = equal_cpu.with_try(t, extra, tag)
+    assert equal_cpu.flags(stacked) == (*equal_cpu.flags(t), *adamw_extra, "--embed-dropout", "0.1")
+
+    def rec(entry, valid, test, per_epoch):
+        return _try_record(t_row, entry, valid, test, per_epoch)
+
+    trained = []
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, tk, extra: trained.append(run.name) or {})
+    with pytest.raises(equal_cpu.UserError, match="waits"):  # no AdamW run yet
+        equal_cpu.train_try(None, stacked, 10_800.0, 929589, [])
+    first = rec(equal_cpu.with_try(t, adamw_extra, adamw_tag), 104.6, 95.2, per_epoch=261.0)  # 27 ep: 65 %
+    assert equal_cpu.try_entry(t, extra, tag, [first])["epochs"] == 41  # shown as it would train
+    with pytest.raises(equal_cpu.UserError, match="waits"):  # AdamW's re-sized run still training
+        equal_cpu.train_try(None, stacked, 10_800.0, 929589, [first])
+    assert equal_cpu.try_done(stacked, [first]) is None and trained == []
+    landed = rec(equal_cpu.try_entry(t, adamw_extra, adamw_tag, [first]), 101.0, 93.0, per_epoch=270.0)
+    assert len(landed["epochs"]) == 41
+    equal_cpu.train_try(None, stacked, 10_800.0, 929589, [first, landed])
+    assert trained == ["eq-transformer-0.001-e40-adamw0.1-edrop0.1"]  # 10,800 // 270: no 25-epoch pass first
+    mine = rec(equal_cpu.try_entry(t, extra, tag, [first, landed]), 99.5, 91.5, per_epoch=268.0)
+    assert equal_cpu.try_done(stacked, [first, landed, mine]) is mine
+    data = equal_cpu.summarise(grid, grid_recs, [first, landed, mine])
+    assert data["transformer"]["chosen"] == key and data["transformer"][key]["epochs"] == 40
+    assert f"| {label} | 91.50 |" in equal_cpu.render(data)
 
 
 def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(monkeypatch):
