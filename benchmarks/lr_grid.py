@@ -370,6 +370,9 @@ def _pct(v) -> str:
 #: the softmax GRU's tries on its own settings, as NCE's samples had three: quality-cpu runs (name, what it changes)
 SOFTMAX_TRIES = (("softmax-notie", "untied"), ("softmax-drop0.15", "dropout 0.15"),
                  ("softmax-drop0.35", "dropout 0.35"))
+#: the Transformer's tries on the equal-CPU page, given to the softmax GRU as well (quality-cpu runs)
+SOFTMAX_TRANSFORMER_TRIES = (("softmax-adamw0.1", "AdamW, weight decay 0.1"),
+                             ("softmax-adamw0.1-edrop0.1", "AdamW 0.1 and embedding dropout 0.1"))
 QUALITY_PAGE = os.path.join(REPO_DIR, "docs", "results", "quality-cpu.json")
 
 

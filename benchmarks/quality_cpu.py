@@ -73,7 +73,13 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             # dropout than the GRU's 0.25), at its lr-grid rate
             "softmax-notie": ("--objective", "softmax", "--no-tie"),
             "softmax-drop0.15": ("--objective", "softmax", "--dropout", "0.15"),
-            "softmax-drop0.35": ("--objective", "softmax", "--dropout", "0.35")}
+            "softmax-drop0.35": ("--objective", "softmax", "--dropout", "0.35"),
+            # the Transformer's own tries on the equal-CPU page, given to the softmax GRU it is judged against (a
+            # baseline gets the tuning of the method compared with it): AdamW with decoupled weight decay 0.1, then
+            # embedding dropout 0.1 added to it
+            "softmax-adamw0.1": ("--objective", "softmax", "--optimizer", "adamw", "--weight-decay", "0.1"),
+            "softmax-adamw0.1-edrop0.1": ("--objective", "softmax", "--optimizer", "adamw", "--weight-decay", "0.1",
+                                          "--embed-dropout", "0.1")}
 
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
