@@ -546,3 +546,23 @@ def test_a_dropout_run_far_from_the_budget_is_run_again_sized_by_its_own_epochs(
     assert equal_cpu.drop_done(nce, [short, done]) is done
     row = next(x for x in equal_cpu.summarise(grid, grid_recs, [short, done])["rows"] if x["name"] == "gru nce")
     assert row["drop"]["test_ppl"] == 91.0 and row["drop_resize_pending"] is None
+
+
+def test_the_transformer_is_judged_against_the_softmax_gru_given_its_own_tries():
+    """The softmax GRU's runs with the Transformer's AdamW and embedding-dropout tries (quality page rows) compete
+    with its lr-grid run on validation; the Transformer's verdict is against the one chosen."""
+    soft = {"test_ppl": 92.0, "best_valid": 98.0}
+    name, what = lr_grid.SOFTMAX_TRANSFORMER_TRIES[0]
+    row = {"name": f"gru {name}", "test_ppl": 90.0, "curve": [{"valid_ppl": 99.0}, {"valid_ppl": 97.0}]}
+    base = equal_cpu.transformer_baseline(soft, [row])
+    assert base["test_ppl"] == 90.0 and base["name"] == what and base["best_valid"] == 97.0
+    assert base["pending"] == [lr_grid.SOFTMAX_TRANSFORMER_TRIES[1][1]] and len(base["tried"]) == 2
+    worse = equal_cpu.transformer_baseline(soft, [{**row, "curve": [{"valid_ppl": 99.0}]}])
+    assert worse["test_ppl"] == 92.0  # chosen on validation, not on test
+    assert equal_cpu.transformer_baseline(soft, [])["pending"] == [w for _, w in lr_grid.SOFTMAX_TRANSFORMER_TRIES]
+    grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
+    records = [_try_record(t_row, t, 100.0, 91.0, per_epoch=400.0)]
+    data = equal_cpu.summarise(grid, grid_recs, records, quality=[row])
+    assert data["transformer"]["vs_softmax"] == 91.0 / 90.0 - 1
+    page = equal_cpu.render(data)
+    assert "| missed |" in page and f"{what} 97.00 / 90.00" in page and "not yet finished" in page
