@@ -322,6 +322,10 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             config = json.load(f)
         recorded = {k: os.path.basename(v) if k == "word_classes" else v  # a file name, not this machine's path
                     for k, v in {**config["objective"].get("options", {}), "lr": config["train"]["lr"]}.items()}
+        if config["train"].get("optimizer", "adam") != "adam" or config["train"].get("weight_decay"):
+            recorded.update(optimizer=config["train"]["optimizer"], weight_decay=config["train"]["weight_decay"])
+        if config["model"].get("embed_dropout"):
+            recorded["embed_dropout"] = config["model"]["embed_dropout"]
         if config["model"].get("adaptive_input"):
             recorded = {"model": f"tied adaptive input bands, factor {config['model']['input_factor']:g}", **recorded}
         if config["model"].get("input_weights") is False:  # faster-rnnlm's GRU
