@@ -74,3 +74,65 @@ def test_a_float64_table_takes_the_index_operations_and_still_equals_sparse_adam
         ref.step()
         ours.step()
     torch.testing.assert_close(b, a)
+
+
+def _every_row(steps, shape=(30, 5), seed=1):
+    """Gradients touching every row each step: lazy and dense Adam then agree."""
+    g = torch.Generator().manual_seed(seed)
+    rows = torch.arange(shape[0]).unsqueeze(0)
+    return [torch.sparse_coo_tensor(rows, torch.randn(*shape, generator=g), shape) for _ in range(steps)]
+
+
+def test_weight_decay_on_every_step_equals_dense_adamw_when_every_row_is_touched():
+    torch.manual_seed(0)
+    a = torch.nn.Parameter(torch.randn(30, 5))
+    b = torch.nn.Parameter(a.detach().clone())
+    ref = torch.optim.AdamW([a], lr=0.01, weight_decay=0.1)
+    ours = RowAdam([b], lr=0.01, weight_decay=0.1)
+    for grad in _every_row(5):
+        a.grad, b.grad = grad.to_dense(), grad.clone()
+        ref.step()
+        ours.step()
+        torch.testing.assert_close(b, a)
+
+
+def test_deferred_decay_reaches_untouched_rows_once_its_period_is_full_and_resumes(monkeypatch):
+    """Zero gradients: Adam moves nothing, so the table is exactly its start times the decay applied so far. A
+    table of 150 elements at 64 elements a step decays every 3 steps; the pending factor survives a state dict."""
+    from sampledlm.neural import row_adam
+
+    monkeypatch.setattr(row_adam, "DECAY_CHUNK", 64)
+    start = torch.randn(30, 5)
+    p = torch.nn.Parameter(start.clone())
+    assert row_adam.decay_period(p) == 3
+    opt = RowAdam([p], lr=0.01, weight_decay=0.5)
+    zero = torch.sparse_coo_tensor(torch.tensor([[3, 7]]), torch.zeros(2, 5), (30, 5))
+    for _ in range(2):
+        p.grad = zero.clone()
+        opt.step()
+    torch.testing.assert_close(p.detach(), start)  # two steps' factors pending
+    resumed = RowAdam([p], lr=0.01, weight_decay=0.5)
+    resumed.load_state_dict(opt.state_dict())
+    p.grad = zero.clone()
+    resumed.step()
+    torch.testing.assert_close(p.detach(), start * (1 - 0.01 * 0.5) ** 3)
+    assert resumed.state[p]["decay_steps"] == 0 and resumed.state[p]["decay_log"] == 0.0
+
+
+def test_adamw_gives_the_row_sparse_tables_decay_and_adam_does_not():
+    from sampledlm.neural.optim import make_optimizers
+    from sampledlm.neural.train_options import TrainOptions
+
+    class Table(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(30, 5, sparse=True)
+            self.out = torch.nn.Linear(5, 5)
+
+        def sparse_parameters(self):
+            return [self.emb.weight]
+
+    for name, want in (("adamw", 0.1), ("adam", 0.0)):
+        opts = TrainOptions(optimizer=name, weight_decay=0.1)
+        sparse = [o for o in make_optimizers(Table(), torch.nn.Module(), opts) if isinstance(o, RowAdam)]
+        assert [g["weight_decay"] for g in sparse[0].param_groups] == [want]
