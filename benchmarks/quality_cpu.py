@@ -43,6 +43,10 @@ VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5
             "nce": "shared-1000", "blackout": "shared-1000-power-0.4", "css-is": "shared-3000",
             "class": "auto-classes-by-class-components-4",
             "hsm": "auto-classes-arity-128-components-4-sparse-nodes-tied-class-heads"}
+#: the outputs also trained with AdamW (:data:`VARIANTS`), NCE first: it gained nothing while the decay reached only
+#: the dense weights (the row-sparse tables decay since 2026-12-03, hence the version)
+ADAMW_OUTPUTS = ("nce", "blackout", "hsm", "is", "css-is", "class", "adaptive")
+VERSIONS |= {f"{o}-adamw0.1": f"{VERSIONS[o]}+adamw-sparse-tables-decay" for o in ADAMW_OUTPUTS}
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
 #: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
@@ -83,7 +87,7 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             # every other output with AdamW too (added 2026-12-03, when it gained the softmax GRU 2.8 % on
             # validation): whether the optimiser, not the output, is the lever, at each output's own rate
             **{f"{o}-adamw0.1": ("--objective", o, "--optimizer", "adamw", "--weight-decay", "0.1")
-               for o in ("blackout", "hsm", "nce", "is", "css-is", "class", "adaptive")}}
+               for o in ADAMW_OUTPUTS}}
 
 
 #: second passes (Mnih & Hinton 2009's recipe): a first run's contexts cluster the words (``sampledlm classes
