@@ -127,12 +127,17 @@ def test_adamw_gives_the_row_sparse_tables_decay_and_adam_does_not():
         def __init__(self):
             super().__init__()
             self.emb = torch.nn.Embedding(30, 5, sparse=True)
+            self.bias = torch.nn.Parameter(torch.zeros(30, 1))  # as an output layer's sparse bias column
             self.out = torch.nn.Linear(5, 5)
 
         def sparse_parameters(self):
-            return [self.emb.weight]
+            return [self.emb.weight, self.bias]
 
-    for name, want in (("adamw", 0.1), ("adam", 0.0)):
+    for name, want in (("adamw", [0.1, 0.0]), ("adam", [0.0])):
         opts = TrainOptions(optimizer=name, weight_decay=0.1)
-        sparse = [o for o in make_optimizers(Table(), torch.nn.Module(), opts) if isinstance(o, RowAdam)]
-        assert [g["weight_decay"] for g in sparse[0].param_groups] == [want]
+        table = Table()
+        sparse = [o for o in make_optimizers(table, torch.nn.Module(), opts) if isinstance(o, RowAdam)]
+        assert [g["weight_decay"] for g in sparse[0].param_groups] == want
+        if name == "adamw":  # the table decays, the [V, 1] bias column does not
+            assert sparse[0].param_groups[0]["params"] == [table.emb.weight]
+            assert sparse[0].param_groups[1]["params"] == [table.bias]

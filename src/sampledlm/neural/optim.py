@@ -16,8 +16,8 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
 
     AdamW (Loshchilov & Hutter 2019) shrinks each weight by ``lr · wd · w`` a step beside Adam's update, instead of
     adding ``wd · w`` to the gradient (which Adam's scaling then weakens for weights with large gradients); as in
-    GPT-2's and nanoGPT's recipes only the weight matrices and tables decay, not biases or LayerNorm gains; the
-    row-sparse tables below decay too, every row each step as a dense table's, the factors applied in batches of
+    GPT-2's and nanoGPT's recipes only the weight matrices and tables decay, not biases (:func:`undecayed_ids`) or
+    LayerNorm gains; the row-sparse tables below decay too, every row each step as a dense table's, the factors applied in batches of
     steps (:class:`~sampledlm.neural.row_adam.RowAdam`) so that a step costs no O(V d) pass.
 
     The sparse ones are ``model.sparse_parameters()`` and ``objective.sparse_parameters()``: with an objective that reads a candidate set, the
@@ -42,16 +42,31 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
     fused = bool(dense) and all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in dense)
     optimizers: list[torch.optim.Optimizer]
     if opts.optimizer == "adamw":
-        groups = [{"params": [p for p in dense if p.dim() >= 2], "weight_decay": opts.weight_decay},
-                  {"params": [p for p in dense if p.dim() < 2], "weight_decay": 0.0}]
-        optimizers = [torch.optim.AdamW([g for g in groups if g["params"]], lr=opts.lr, fused=fused or None)]
-    else:
-        optimizers = [torch.optim.Adam(dense, lr=opts.lr, weight_decay=opts.weight_decay, fused=fused or None)]
+        keep = undecayed_ids(model, objective)
+        optimizers = [torch.optim.AdamW(decay_groups(dense, keep, opts.weight_decay), lr=opts.lr, fused=fused or None)]
+        if sparse:  # SparseAdam's update through index operations; the decay reaches these tables too
+            optimizers.append(RowAdam(decay_groups(sparse, keep, opts.weight_decay), lr=opts.lr))
+        return optimizers
+    optimizers = [torch.optim.Adam(dense, lr=opts.lr, weight_decay=opts.weight_decay, fused=fused or None)]
     if sparse:
-        # SparseAdam's update through index operations; AdamW's decay reaches these tables too
-        optimizers.append(RowAdam(sparse, lr=opts.lr,
-                                  weight_decay=opts.weight_decay if opts.optimizer == "adamw" else 0.0))
+        optimizers.append(RowAdam(sparse, lr=opts.lr))  # SparseAdam's update through index operations
     return optimizers
+
+
+def undecayed_ids(model, objective) -> set[int]:
+    """The ids of the parameters AdamW leaves undecayed: vectors (LayerNorm gains, biases) and every parameter named
+    ``bias`` (the output layer's ``[V, 1]`` column among them: a sampled objective starts it at log unigram
+    probabilities, which decay would pull to 0)."""
+    named = list(model.named_parameters()) + list(objective.named_parameters())
+    return {id(p) for name, p in named if p.dim() < 2 or name.rsplit(".", 1)[-1] == "bias"}
+
+
+def decay_groups(params: list, keep: set[int], weight_decay: float) -> list[dict]:
+    """``params`` as optimiser groups: those whose ids are not in ``keep`` with ``weight_decay``, the others
+    without; empty groups left out."""
+    groups = [{"params": [p for p in params if id(p) not in keep], "weight_decay": weight_decay},
+              {"params": [p for p in params if id(p) in keep], "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
 
 
 def sparse_parameter_ids(model, objective) -> set[int]:
