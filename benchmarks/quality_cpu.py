@@ -44,9 +44,9 @@ VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5
             "class": "auto-classes-by-class-components-4",
             "hsm": "auto-classes-arity-128-components-4-sparse-nodes-tied-class-heads"}
 #: the outputs also trained with AdamW (:data:`VARIANTS`), NCE first: it gained nothing while the decay reached only
-#: the dense weights (the row-sparse tables decay since 2026-12-03, hence the version)
+#: the dense weights (the row-sparse tables decay since 2026-12-03, biases never, hence the version)
 ADAMW_OUTPUTS = ("nce", "blackout", "hsm", "is", "css-is", "class", "adaptive")
-VERSIONS |= {f"{o}-adamw0.1": f"{VERSIONS[o]}+adamw-sparse-tables-decay" for o in ADAMW_OUTPUTS}
+VERSIONS |= {f"{o}-adamw0.1": f"{VERSIONS[o]}+adamw-sparse-tables-decay-biases-not" for o in ADAMW_OUTPUTS}
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
 #: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
