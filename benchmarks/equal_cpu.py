@@ -169,8 +169,10 @@ def transformer_entry(grid: list[lr_grid.Row], records: list[dict],
 
 
 def with_try(entry: dict, flags: tuple[str, ...], tag: str) -> dict:
-    """The same budget run with ``flags`` added: a run of its own (its flags, its run directory's name ``tag``)."""
-    return {**entry, "extra_flags": (*entry.get("extra_flags", ()), *flags), "tag": tag}
+    """The same budget run with ``flags`` added: a run of its own (its flags, its run directory's name ``tag``);
+    ``first`` keeps the run it was made from."""
+    return {**entry, "extra_flags": (*entry.get("extra_flags", ()), *flags), "tag": tag,
+            "first": entry.get("first", entry)}
 
 
 def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
@@ -193,16 +195,9 @@ def _base_run(entry: dict, records: list[dict]) -> tuple[dict | None, bool]:
     if base_tag is None:
         return None, True
     _, _, extra, tag = next(r for r in TRANSFORMER_RUNS if r[3] == base_tag)
-    first = {k: v for k, v in entry.items() if k not in ("extra_flags", "tag")}
-    base = try_entry({**first, "extra_flags": tuple(entry["extra_flags"][:-len(_try_flags(entry))])}, extra, tag,
-                     records)
+    base = try_entry(entry["first"], extra, tag, records)
     final = record_of(base, records)
     return final or base.get("resized_from"), final is not None
-
-
-def _try_flags(entry: dict) -> tuple[str, ...]:
-    """The flags the try named by ``entry``'s tag adds to the first budget run."""
-    return next(extra for _, _, extra, tag in TRANSFORMER_RUNS if tag == entry.get("tag", ""))
 
 
 def _stacked(entry: dict, records: list[dict]) -> dict:

@@ -17,8 +17,8 @@ def make_optimizers(model, objective, opts: TrainOptions) -> list[torch.optim.Op
     AdamW (Loshchilov & Hutter 2019) shrinks each weight by ``lr · wd · w`` a step beside Adam's update, instead of
     adding ``wd · w`` to the gradient (which Adam's scaling then weakens for weights with large gradients); as in
     GPT-2's and nanoGPT's recipes only the weight matrices and tables decay, not biases (:func:`undecayed_ids`) or
-    LayerNorm gains; the row-sparse tables below decay too, every row each step as a dense table's, the factors applied in batches of
-    steps (:class:`~sampledlm.neural.row_adam.RowAdam`) so that a step costs no O(V d) pass.
+    LayerNorm gains; the row-sparse tables below decay too, every row each step as a dense table's, the factors
+    applied in batches of steps (:class:`~sampledlm.neural.row_adam.RowAdam`) so that a step costs no O(V d) pass.
 
     The sparse ones are ``model.sparse_parameters()`` and ``objective.sparse_parameters()``: with an objective that reads a candidate set, the
     output rows and the word embeddings (tied or not). A step's gradient of such a ``[V, d]`` table holds
