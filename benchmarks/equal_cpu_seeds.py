@@ -70,8 +70,9 @@ def train(st: lmruns.Setting, entry: dict, candidate: str, seed: int, flags: str
 def means(data: dict, records: list[dict], softmax_seeds: dict[int, float]) -> list[dict]:
     """Each near-the-line row's test perplexity by seed (None: not yet trained; ``diverged``: stopped by the trainer),
     and, once every seed has a figure, its mean against the softmax's over the same seeds. ``softmax_seeds``: seed ->
-    the tuned softmax's test perplexity (its seed 1 must be the page's softmax, else nothing is judged)."""
-    soft = data.get("softmax") or {}
+    the tuned softmax's test perplexity (its seed 1 must be the page's baseline, the tuned softmax, else nothing is
+    judged: replicates of another softmax run say nothing of that one)."""
+    soft = data.get("baseline") or data.get("softmax") or {}
     if abs(softmax_seeds.get(1, 0.0) - (soft.get("test_ppl") or -1.0)) >= 0.005:
         return []
     out = []

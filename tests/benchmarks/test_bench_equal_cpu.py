@@ -213,7 +213,7 @@ def test_a_row_missing_on_one_seed_is_judged_again_on_the_quality_pages_seed_mea
         return {"name": name, "chosen": chosen, "vs_softmax": test / 92.0 - 1, "equal_epochs": {"test_ppl": test}}
 
     data = {"rows": [row("gru class", 92.3), row("gru hsm", 95.3), row("gru nce", 89.6, chosen="wide"),
-                     row("gru is", 93.0)]}  # is: the quality page has no replicate of it
+                     row("gru is", 93.0)], "baseline": {"test_ppl": 92.0}}  # is: no replicate of it
     got = equal_cpu.seed_means(data, quality)
     assert [r["name"] for r in got] == ["gru class"]
     assert got[0]["mean"] == pytest.approx(92.2333, abs=1e-3)
@@ -221,7 +221,9 @@ def test_a_row_missing_on_one_seed_is_judged_again_on_the_quality_pages_seed_mea
     text = "\n".join(equal_cpu.render_seed_means(got))
     assert "gru class: seeds 92.30, 92.00, 92.40, mean 92.23 against the softmax's 92.37: -0.1 %, **met**" in text
     # a quality row whose seed 1 is not the grid's cell (another test perplexity) is not this training
-    assert equal_cpu.seed_means({"rows": [row("gru class", 92.5)]}, quality) == []
+    assert equal_cpu.seed_means({"rows": [row("gru class", 92.5)], "baseline": {"test_ppl": 92.0}}, quality) == []
+    # judged against another softmax run than the replicated one: nothing judged on means
+    assert equal_cpu.seed_means({**data, "baseline": {"test_ppl": 90.5}}, quality) == []
 
 
 def test_a_wider_run_that_diverged_is_trained_again_at_half_its_rate(tmp_path, monkeypatch):
@@ -447,6 +449,11 @@ def test_a_transformer_budget_run_that_spent_too_little_trains_again_for_the_epo
     landed = rec(again, 98.0, 90.5, per_epoch=260.0)
     done = equal_cpu.summarise(grid, grid_recs, [first, landed])["transformer"]
     assert done[key]["test_ppl"] == 90.5 and done[key]["epochs"] == 41 and not done[key]["resize_to"]
+    # both ran within the budget: the first stays a candidate, and is chosen where its validation is lower
+    assert done[f"{key}_first"]["test_ppl"] == 93.0 and done["chosen"] == key
+    worse = equal_cpu.summarise(grid, grid_recs, [first, rec(again, 101.0, 90.5, per_epoch=260.0)])
+    assert worse["transformer"]["chosen"] == f"{key}_first"
+    assert "its first run (27 ep) | 93.00 |" in equal_cpu.render(worse)
     assert equal_cpu.try_done(equal_cpu.with_try(t, extra, tag), [first, landed]) is landed
     full = rec(t, 108.4, 98.7, per_epoch=400.0)  # the first budget run spent 10,800: no re-sizing
     assert equal_cpu.try_entry(t, (), "", [full]) is not None and equal_cpu.try_done(t, [full]) is full
@@ -554,12 +561,12 @@ def test_the_transformer_is_judged_against_the_softmax_gru_given_its_own_tries()
     soft = {"test_ppl": 92.0, "best_valid": 98.0}
     name, what = lr_grid.SOFTMAX_TRANSFORMER_TRIES[0]
     row = {"name": f"gru {name}", "test_ppl": 90.0, "curve": [{"valid_ppl": 99.0}, {"valid_ppl": 97.0}]}
-    base = equal_cpu.transformer_baseline(soft, [row])
+    base = equal_cpu.softmax_baseline(soft, [row])
     assert base["test_ppl"] == 90.0 and base["name"] == what and base["best_valid"] == 97.0
     assert base["pending"] == [lr_grid.SOFTMAX_TRANSFORMER_TRIES[1][1]] and len(base["tried"]) == 2
-    worse = equal_cpu.transformer_baseline(soft, [{**row, "curve": [{"valid_ppl": 99.0}]}])
+    worse = equal_cpu.softmax_baseline(soft, [{**row, "curve": [{"valid_ppl": 99.0}]}])
     assert worse["test_ppl"] == 92.0  # chosen on validation, not on test
-    assert equal_cpu.transformer_baseline(soft, [])["pending"] == [w for _, w in lr_grid.SOFTMAX_TRANSFORMER_TRIES]
+    assert equal_cpu.softmax_baseline(soft, [])["pending"] == [w for _, w in lr_grid.SOFTMAX_TRANSFORMER_TRIES]
     grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
     records = [_try_record(t_row, t, 100.0, 91.0, per_epoch=400.0)]
     data = equal_cpu.summarise(grid, grid_recs, records, quality=[row])
