@@ -47,6 +47,20 @@ VERSIONS = {"adaptive": "tied-adaptive-input-head-coverage-0.95-div-2-max-head-5
 #: the dense weights (the row-sparse tables decay since 2026-12-03, biases never, hence the version)
 ADAMW_OUTPUTS = ("nce", "blackout", "hsm", "is", "css-is", "class", "adaptive")
 VERSIONS |= {f"{o}-adamw0.1": f"{VERSIONS[o]}+adamw-sparse-tables-decay-biases-not" for o in ADAMW_OUTPUTS}
+#: the softmax's AdamW runs first trained with every bias decayed (before 2026-12-03, 19:39 UTC): again as the
+#: sampled outputs' AdamW runs are, biases undecayed, so that the baseline has the same optimiser as the rows
+VERSIONS |= {"softmax-adamw0.1": "adamw-biases-not", "softmax-adamw0.1-edrop0.1": "adamw-biases-not"}
+ADAMW = "-adamw0.1"
+
+
+def softmax_for(o: str) -> str:
+    """The softmax run an output's run ``o`` is judged against: the one trained with the same optimiser."""
+    return "softmax-adamw0.1" if o.endswith(ADAMW) and o != "softmax-adamw0.1" else "softmax"
+
+
+def base_objective(o: str) -> str:
+    """``nce`` for ``nce-adamw0.1``: the output whose target a run of it has."""
+    return o.removesuffix(ADAMW)
 #: variants beside the defaults: the adaptive softmax with one full-width input table (the default before 2026-11-27,
 #: when tied adaptive input bands became the recurrent default) and its head capped at 4,000 words, the class layer with
 #: one linear score per class (the default before) and its frequency bins, hsm's 16-way nodes with one score and
@@ -106,7 +120,8 @@ SECOND_PASSES = {"class-ctx": ("class-m1", (), ("--objective", "class", "--compo
 #: (``--seed``; the default is 1), so that a verdict is on a mean, not on one draw of the initialisation, the
 #: dropout masks and the batch order
 SEEDS = (2, 3)
-SEEDED = ("softmax", "nce", "css-is", "adaptive", "hsm", "class", "blackout")
+SEEDED = ("softmax", "nce", "css-is", "adaptive", "hsm", "class", "blackout",
+          "softmax-adamw0.1", "nce-adamw0.1")  # under AdamW, NCE sits nearest its target
 
 
 def seed_run(objective: str, seed: int) -> str:
@@ -349,7 +364,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
     theirs = [] if quick else faster_rnnlm_rows(tokens)
     soft = next((r["test_ppl"] for r in out if r["name"] == "gru softmax"), None)
     for r in out + theirs:
-        r["vs_softmax"] = None if soft is None else r["test_ppl"] / soft - 1
+        base = _softmax_ppl(r["name"], out)
+        r["vs_softmax"] = None if base is None else r["test_ppl"] / base - 1
     data = {"setup": {**st.describe(runs), "training_predictions": tokens}, "rows": out + theirs,
             "failures": failures, "headline": headline(out)}
     body = render(data, soft, quick) + "\n" + lmruns.status_note(runs, rows, failures)
@@ -409,8 +425,15 @@ def default_head(run: lmruns.Run, run_dir: str, config: dict) -> list[int] | Non
     return default_cutoffs(vocab.counts, len(vocab), d["head_coverage"], d["max_head"])
 
 
+def _softmax_ppl(name: str, rows: list[dict]) -> float | None:
+    """The test perplexity of the softmax run row ``name`` is judged against (:func:`softmax_for`)."""
+    obj = name.removeprefix("gru ") if name.startswith("gru ") else ""
+    obj = seed_of(name)[0] if seed_of(name) else obj
+    return next((r["test_ppl"] for r in rows if r["name"] == f"gru {softmax_for(obj)}"), None)
+
+
 def _target(name: str) -> float | None:
-    obj = name.split(" ", 1)[1] if name.startswith("gru ") else None
+    obj = base_objective(name.split(" ", 1)[1]) if name.startswith("gru ") else None
     if obj in ("nce", "css-is", "blackout", "is", "nce-bf16"):
         return TARGET_SAMPLED
     return TARGET_STRUCTURED.get(obj)
@@ -423,7 +446,8 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
         "Our rows: `sampledlm train --model gru --objective X --device cpu --threads 1` and no other flag "
         "(the defaults: 8 epochs, cosine learning-rate decay, each objective's own settings for sequence models); "
         "the feed-forward and Transformer rows: `--model ffnn` / `--model transformer` with the softmax, at their "
-        "defaults. "
+        "defaults. A row trained with AdamW (`-adamw0.1`) is judged against the softmax trained the same way "
+        "(`gru softmax-adamw0.1`); that softmax against the one trained with Adam. "
         "faster-rnnlm: its GRU-256 on the same files and one thread (notes: "
         + (rows and next((r["source"] for r in rows if "source" in r), "none") or "none") + ").", "",
         table(["run", "test ppl", "vs softmax", "target", "epochs", "CPU s", "words/CPU-s", "settings the run recorded"],
@@ -494,7 +518,6 @@ def render_seeds(rows: list[dict]) -> list[str]:
     def replicates(o: str) -> dict[int, float]:
         return seed_replicates(rows, o)
 
-    soft = replicates("softmax")
     seeds = (1, *SEEDS)
     cells = []
     left_out = sorted({f"{r['name']} ({r.get('carried') or 'this run'})" for r in rows if seed_of(r["name"])
@@ -505,14 +528,15 @@ def render_seeds(rows: list[dict]) -> list[str]:
             continue
         mean, sd = statistics.fmean(ppl.values()), statistics.stdev(ppl.values())
         row = [f"gru {o}", *[f"{ppl[s]:.2f}" if s in ppl else "—" for s in seeds], f"{mean:.2f}", f"{sd:.2f}"]
-        if o == "softmax":
+        if base_objective(o) == "softmax":
             cells.append(row + ["—", "—", ""])
             continue
+        soft = replicates(softmax_for(o))
         both = [s for s in ppl if s in soft]
         vs_mean = (statistics.fmean(ppl[s] for s in both) / statistics.fmean(soft[s] for s in both) - 1
                    if len(both) >= 2 else None)
         paired = [ppl[s] / soft[s] - 1 for s in both]
-        target = TARGET_STRUCTURED.get(o, TARGET_SAMPLED)
+        target = TARGET_STRUCTURED.get(base_objective(o), TARGET_SAMPLED)
         digits = 2  # enough digits to tell a mean from its target (3.003 % is not 3.00 %)
         while vs_mean is not None and digits < 4 and round(100 * vs_mean, digits) == round(100 * target, digits):
             digits += 1
@@ -528,8 +552,8 @@ def render_seeds(rows: list[dict]) -> list[str]:
             "The rows whose verdicts sit nearest their targets, trained again at `--seed` "
             + ", ".join(map(str, SEEDS)) + " (seed 1 is the main table's run; the seed sets the initial weights, the "
             "dropout masks and the batch order). The main table judges one seed; the target here is judged on the "
-            "means over the seeds both the objective and the softmax have. Paired: the objective against the softmax "
-            "of the same seed.", "",
+            "means over the seeds both the objective and the softmax have (a run with AdamW, `-adamw0.1`, against "
+            "the softmax with AdamW). Paired: the objective against the softmax of the same seed.", "",
             table(["run", *[f"seed {s}" for s in seeds], "mean", "sd", "mean vs softmax mean", "paired, by seed",
                    "target (on the means)"], cells), ""]
 

@@ -107,6 +107,20 @@ def test_quality_cpu_judges_the_seed_replicates_on_their_means():
     assert render_seeds(rows[:1]) == []
 
 
+def test_quality_cpu_judges_an_adamw_run_against_the_softmax_with_adamw():
+    from benchmarks.quality_cpu import _softmax_ppl, _target, render_seeds
+
+    rows = [{"name": "gru softmax", "test_ppl": 92.0}, {"name": "gru softmax-seed2", "test_ppl": 92.8},
+            {"name": "gru softmax-adamw0.1", "test_ppl": 90.0}, {"name": "gru softmax-adamw0.1-seed2", "test_ppl": 91.0},
+            {"name": "gru nce-adamw0.1", "test_ppl": 93.0}, {"name": "gru nce-adamw0.1-seed2", "test_ppl": 92.0}]
+    assert _softmax_ppl("gru nce-adamw0.1", rows) == 90.0 and _softmax_ppl("gru nce-adamw0.1-seed2", rows) == 90.0
+    assert _softmax_ppl("gru softmax-adamw0.1", rows) == 92.0 and _softmax_ppl("gru nce", rows) == 92.0
+    assert _target("gru nce-adamw0.1") == 0.03 and _target("gru softmax-adamw0.1") is None
+    line = next(x for x in "\n".join(render_seeds(rows)).splitlines() if x.startswith("| gru nce-adamw0.1"))
+    # means 92.5 against the AdamW softmax's 90.5: +2.21 %, paired +3.3 and +1.1
+    assert "+2.21 %" in line and "+3.3, +1.1 %" in line and "met (≤ 3 %)" in line
+
+
 def test_quality_cpu_leaves_out_replicates_trained_at_other_defaults():
     """A replicate trained at other settings than its seed-1 row (an earlier default, carried from an earlier page)
     does not join it; one at the same settings does, whichever page it was carried from."""
