@@ -633,7 +633,8 @@ def softmax_baseline(soft: dict | None, quality: list[dict]) -> dict | None:
     for name, what in lr_grid.SOFTMAX_TRANSFORMER_TRIES:
         r = rows.get(f"gru {name}")
         if r and r.get("curve") and r.get("test_ppl") is not None:
-            tried.append({"name": what, "test_ppl": r["test_ppl"],
+            tried.append({"name": what, "test_ppl": r["test_ppl"], "curve": [{"epoch": i + 1, "valid_ppl": c["valid_ppl"], "cpu_s": c.get("cpu_s")}
+                                                                   for i, c in enumerate(r["curve"])],
                           "best_valid": min(c["valid_ppl"] for c in r["curve"])})
         else:
             pending.append(what)
@@ -1086,6 +1087,11 @@ def figure(data: dict):
     ax.plot([(i + 1) / len(c) for i in range(len(c))], [m["valid_ppl"] for m in c], color="black", marker="o", ms=3,
             lw=2, label=f"softmax ({lr_grid.fmt(soft['lr'])}, {soft['epochs']} ep)")
     ax.axvline(1.0, color="black", lw=0.8, ls=":")
+    base = data.get("baseline") or {}
+    if base.get("curve"):  # the tuned softmax, where it is another run than the budget's: its own epochs' share
+        bc = base["curve"]
+        ax.plot([(i + 1) / len(bc) for i in range(len(bc))], [m["valid_ppl"] for m in bc], color="black", ls="--",
+                marker="o", ms=3, lw=1.5, label=f"softmax, {base['name']} (the tuned softmax)")
     for i, x in enumerate(data["rows"]):
         k = x.get("chosen")
         if k is None or not (x.get(k) or {}).get("curve"):
