@@ -633,8 +633,9 @@ def softmax_baseline(soft: dict | None, quality: list[dict]) -> dict | None:
     for name, what in lr_grid.SOFTMAX_TRANSFORMER_TRIES:
         r = rows.get(f"gru {name}")
         if r and r.get("curve") and r.get("test_ppl") is not None:
-            tried.append({"name": what, "test_ppl": r["test_ppl"], "curve": [{"epoch": i + 1, "valid_ppl": c["valid_ppl"], "cpu_s": c.get("cpu_s")}
-                                                                   for i, c in enumerate(r["curve"])],
+            curve = [{"epoch": i + 1, "valid_ppl": c["valid_ppl"], "cpu_s": c.get("cpu_s")}
+                     for i, c in enumerate(r["curve"])]
+            tried.append({"name": what, "test_ppl": r["test_ppl"], "curve": curve,
                           "best_valid": min(c["valid_ppl"] for c in r["curve"])})
         else:
             pending.append(what)
@@ -678,28 +679,28 @@ def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], rec
     return x
 
 
+def _tried_text(base: dict, intro: str, after: str) -> str:
+    """``intro``, the softmax runs :func:`softmax_baseline` chose from (valid / test), ``after``, what is pending."""
+    text = intro + "; ".join(f"{c['name']} {_p(c['best_valid'])} / {_p(c['test_ppl'])}" for c in base["tried"]) + after
+    return text + (f"; not yet finished: {', '.join(base['pending'])}." if base.get("pending") else ".")
+
+
 def _row_baseline_text(base: dict) -> str:
     """What the tuned softmax the GRU rows are judged against was chosen from (:func:`softmax_baseline`)."""
-    tried = base.get("tried")
-    if not tried:
+    if not base.get("tried"):
         return "The tuned softmax is the lr-grid run whose CPU seconds are the budget."
-    text = ("The tuned softmax every row is judged against is the best on validation of the softmax's runs within "
-            "the budget (8 epochs at its lr-grid rate): " + "; ".join(f"{c['name']} {_p(c['best_valid'])} / "
-                                                                    f"{_p(c['test_ppl'])}" for c in tried)
-            + " (valid / test; the quality page has them)")
-    return text + (f"; not yet finished: {', '.join(base['pending'])}." if base.get("pending") else ".")
+    return _tried_text(base, "The tuned softmax every row is judged against is the best on validation of the "
+                       "softmax's runs within the budget (8 epochs at its lr-grid rate): ",
+                       " (valid / test; the quality page has them)")
 
 
 def _baseline_text(base: dict) -> str:
     """What the softmax GRU the Transformer is judged against was chosen from (:func:`softmax_baseline`)."""
-    tried = base.get("tried")
-    if not tried:
+    if not base.get("tried"):
         return "The softmax GRU is its lr-grid run."
-    text = ("The softmax GRU it is judged against got the Transformer's optimiser and input tries too (8 epochs at "
-            "its lr-grid rate, on the quality page; its dropout tries are there as well), the one of lowest "
-            "validation perplexity taken: " + "; ".join(f"{c['name']} {_p(c['best_valid'])} / {_p(c['test_ppl'])}"
-                                                          for c in tried) + " (valid / test)")
-    return text + (f"; not yet finished: {', '.join(base['pending'])}." if base.get("pending") else ".")
+    return _tried_text(base, "The softmax GRU it is judged against got the Transformer's optimiser and input tries "
+                       "too (8 epochs at its lr-grid rate, on the quality page; its dropout tries are there as well), "
+                       "the one of lowest validation perplexity taken: ", " (valid / test)")
 
 
 QUALITY_PAGE = os.path.join(REPO_DIR, "docs", "results", "quality-cpu.json")
