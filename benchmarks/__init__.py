@@ -100,6 +100,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "lr-grid": Experiment("lr_grid", "one learning-rate grid for every PTB GRU-256 row, the softmax included: "
                           "valid perplexity by rate, test at the chosen rate, gaps against the tuned softmax",
                           trains_lm=True),
+    "lr-grid-adamw": Experiment("lr_grid_adamw", "the lr grid again with AdamW (weight decay 0.1) for every PTB "
+                                "GRU-256 row, the softmax included", trains_lm=True),
     "equal-cpu": Experiment("equal_cpu", "every sampled and structured PTB GRU-256 row at its lr-grid rate, trained "
                             "for the tuned softmax's CPU seconds: test perplexity against the softmax, curves by CPU "
                             "seconds", trains_lm=True),

@@ -23,6 +23,9 @@ import math
 import os
 import subprocess
 
+from dataclasses import dataclass
+from typing import Callable
+
 import click
 
 from sampledlm.errors import UserError
@@ -268,6 +271,16 @@ def _src_state() -> dict:
     return out
 
 
+def reusable(st: lmruns.Setting, row: Row, lr: float) -> str | None:
+    """The quality page's finished run of ``row`` when ``lr`` is the row's default rate and that run trained at it
+    (not at an earlier default): the same training as the cell; else None."""
+    if lr != row.default_lr:
+        return None
+    alias = lmruns.run_dir(st.work, st.files, row.default_run())
+    trained = lmruns.trained_lr(alias)
+    return alias if lmruns.finished(alias) and trained is not None and norm(trained) == norm(lr) else None
+
+
 def train_cell(st: lmruns.Setting, row: Row, lr: float, tokens: int) -> dict:
     """Train (or take an identical finished run of) one cell and return its record; UserError when training fails
     (a diverged run's record is returned instead, marked ``failed``)."""
@@ -275,14 +288,10 @@ def train_cell(st: lmruns.Setting, row: Row, lr: float, tokens: int) -> dict:
             "training_predictions": tokens, **_src_state(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
-    rd = None
-    if lr == row.default_lr:  # quality-cpu's run of this row, finished in the cache: the same training
-        alias = lmruns.run_dir(st.work, st.files, row.default_run())
-        trained = lmruns.trained_lr(alias)
-        if lmruns.finished(alias) and trained is not None and norm(trained) == norm(lr):  # not an earlier default's
-            rd = alias
-            base["ran_as"] = " ".join(row.flags) + f" (the row's default rate {fmt(lr)}; a finished run reused)"
-            click.echo(f"  {row.name} at {fmt(lr)}: quality-cpu's finished run reused ({alias})", err=True)
+    rd = reusable(st, row, lr)
+    if rd is not None:
+        base["ran_as"] = " ".join(row.flags) + f" (the row's default rate {fmt(lr)}; a finished run reused)"
+        click.echo(f"  {row.name} at {fmt(lr)}: quality-cpu's finished run reused ({rd})", err=True)
     if rd is None:
         try:
             rd = lmruns.train(st.work, st.files, row.run(lr))
@@ -343,7 +352,7 @@ def summarise(grid: list[Row], records: list[dict]) -> dict:
                     "cpu_s": None if chosen is None else ok[chosen].get("cpu_s"),
                     "words_per_cpu_s": None if chosen is None else ok[chosen].get("words_per_cpu_s"),
                     "target": TARGETS.get(r.objective) if r.model == "gru" else None})
-    soft = next((x for x in out if x["name"] == "gru softmax"), None)
+    soft = baseline_of(out)
     for x in out:
         x["vs_softmax"] = x["vs_softmax_valid"] = x["verdict"] = None
         if soft is None or soft["test_ppl"] is None or x["test_ppl"] is None or x is soft:
@@ -357,6 +366,13 @@ def summarise(grid: list[Row], records: list[dict]) -> dict:
     return {"rows": out, "not_yet_run": [{"row": r.name, "lr": lr} for r, lr in todo], "data": data_label,
             "rates": list(RATES), "cells_run": sum(len(x["cells"]) for x in out),
             "cpu_s_total": sum(c["cpu_s"] or 0 for x in out for c in x["cells"])}
+
+
+def baseline_of(rows_: list[dict]) -> dict | None:
+    """The page's tuned softmax: its first GRU row trained with the softmax (``gru softmax``, or ``gru
+    softmax-adamw0.1`` on the AdamW grid)."""
+    return next((x for x in rows_ if x["name"].split()[0] == "gru" and x["name"].split()[1].startswith("softmax")),
+                None)
 
 
 def _ppl(v) -> str:
@@ -398,11 +414,12 @@ def softmax_tries_text(page: str = QUALITY_PAGE) -> str:
     return text
 
 
-def render(data: dict, records_path: str, quick: bool) -> str:
+def render(data: dict, records_path: str, quick: bool, spec: "Spec | None" = None) -> str:
+    spec = spec or ADAM
     rows_ = data["rows"]
     rates = sorted({c["lr"] for x in rows_ for c in x["cells"]} | {lr for x in rows_ for lr in x["base_rates"]}
                    | {n["lr"] for n in data["not_yet_run"]})
-    soft = next((x for x in rows_ if x["name"] == "gru softmax"), None)
+    soft = baseline_of(rows_)
     grid_cells = []
     for x in rows_:
         by = {c["lr"]: c for c in x["cells"]}
@@ -434,7 +451,8 @@ def render(data: dict, records_path: str, quick: bool) -> str:
                                                    "rates, no extension; a smoke test, not the figures. " if quick else ""),
         "",
         "## Protocol", "",
-        "Every row is trained as the quality-cpu page trains it, `sampledlm train` with the row's flags below and "
+        spec.intro + "Every row is trained as the quality-cpu page trains it, `sampledlm train` with the row's flags "
+        "below and "
         "nothing else but `--lr R` (each objective's other settings at their defaults; one thread, `--device cpu`), "
         "for R in " + ", ".join(fmt(r) for r in data["rates"]) + ". Where the lowest best-epoch validation perplexity "
         "of a row sits at an edge of the rates it has tried, the row's grid extends by a factor 2 beyond that edge "
@@ -449,7 +467,7 @@ def render(data: dict, records_path: str, quick: bool) -> str:
         "test perplexities against the softmax GRU at its own chosen rate (the tuned softmax), at equal epochs.", "",
         "Only the rate is tuned here. The objectives' other settings (samples, sample mode, head size, classes, "
         "components, arity) are their defaults, which earlier notes chose for each (benchmarks/notes). "
-        + ("" if quick else softmax_tries_text()),
+        + ("" if quick else spec.tries()),
         "",
         f"Records: `{records_path}`, one line per finished cell (the flags, commit, date, machine, per-epoch "
         "validation perplexity and CPU seconds, test perplexity); a new start skips the cells it holds and this page "
@@ -458,7 +476,7 @@ def render(data: dict, records_path: str, quick: bool) -> str:
         "## Validation perplexity by learning rate", "",
         "Best-epoch validation perplexity; bold: the chosen rate; blank: not in the row's grid.", "",
         table(["row", *[fmt(r) for r in rates], "chosen"], grid_cells), "",
-        f"![validation perplexity against the learning rate]({NAME}.png)", "",
+        f"![validation perplexity against the learning rate]({spec.name}.png)", "",
         "## Against the issue's targets", "",
         "Test perplexity at the chosen rate; the gap against the tuned softmax GRU"
         + (f" ({_ppl(soft['test_ppl'])} at {fmt(soft['chosen_lr'])}{'' if soft['complete'] else ', its grid not complete'})"
@@ -518,30 +536,49 @@ def figure(data: dict):
     return fig
 
 
-def write(out_dir: str, grid: list[Row], records_path: str, quick: bool, meta: dict | None = None) -> dict:
+def write(out_dir: str, grid: list[Row], records_path: str, quick: bool, meta: dict | None = None,
+          spec: "Spec | None" = None) -> dict:
     """Build the page from the records in ``records_path`` alone; returns its data."""
+    spec = spec or ADAM
     data = summarise(grid, load_records(records_path))
     shown = os.path.relpath(records_path, REPO_DIR) if os.path.abspath(records_path).startswith(REPO_DIR) \
         else records_path
     data["records"] = shown
-    write_page(out_dir, NAME, "One learning-rate grid for every row: a tuned softmax and each output at its best rate",
-               meta or stamp(), data, render(data, shown, quick), figure=figure(data))
+    write_page(out_dir, spec.name, spec.title, meta or stamp(), data, render(data, shown, quick, spec),
+               figure=figure(data))
     return data
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One grid's page: its name (the page's and the quick records' file name), title, committed records, rows
+    (``quick`` -> the rows), a paragraph opening its protocol, and the text on the softmax's other tries."""
+    name: str
+    title: str
+    records: str
+    rows: Callable[[bool], list[Row]]
+    intro: str = ""
+    tries: Callable[[], str] = softmax_tries_text
+
+
+ADAM = Spec(NAME, "One learning-rate grid for every row: a tuned softmax and each output at its best rate", RECORDS,
+            rows)
 
 
 # --- the experiment -------------------------------------------------------------------------------------------------
 
-def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None,
+        spec: Spec = ADAM) -> dict:
     """Train the cells not yet in the records (all of them, or those of the rows ``only`` names: ``softmax``,
     ``nce``, ``ffnn``, ``transformer``, ...), the page rewritten after each; ``train=False``: the page from the
     records alone. The records: :data:`RECORDS` for PTB, else ``<out_dir>/lr-grid.jsonl`` (``--quick`` or
     ``--data``)."""
-    grid = rows(quick)
+    grid = spec.rows(quick)
     lmruns.check_only(only, [r.key for r in grid])
-    path = RECORDS if not quick and data_dir is None else os.path.join(out_dir, NAME + ".jsonl")
+    path = spec.records if not quick and data_dir is None else os.path.join(out_dir, spec.name + ".jsonl")
     meta = stamp()
     if not train:
-        return write(out_dir, grid, path, quick, meta)
+        return write(out_dir, grid, path, quick, meta, spec)
     st = lmruns.setting(quick, data_dir, with_kn3=False)
     if quick and data_dir is None:
         st.files = quick_files(st)
@@ -553,7 +590,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         todo = [(r, lr) for r, lr in pending(grid, load_records(path), skip) if only is None or r.key in only]
         if not todo:
             break
-        row, lr = todo[0]
+        # a cell whose training has finished on the quality page costs only its evaluation: recorded first
+        row, lr = next((c for c in todo if reusable(st, *c)), todo[0])
         click.echo(f"[lr-grid, {len(todo)} cells known to run] {row.name} at --lr {fmt(lr)}", err=True)
         try:
             rec = train_cell(st, row, lr, tokens)
@@ -562,5 +600,5 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             skip.add((row.name, lr))
             continue
         append_record(path, rec)
-        write(out_dir, grid, path, quick, meta)
-    return write(out_dir, grid, path, quick, meta)
+        write(out_dir, grid, path, quick, meta, spec)
+    return write(out_dir, grid, path, quick, meta, spec)

@@ -171,3 +171,27 @@ def test_the_page_says_what_the_softmaxs_tries_on_its_own_settings_gave(tmp_path
     text = lr_grid.softmax_tries_text(str(page))
     assert "(tied, dropout 0.25: 92.01): untied 99.12 (test); not yet finished: dropout 0.15, dropout 0.35." in text
     assert "none has finished yet" in lr_grid.softmax_tries_text(str(tmp_path / "missing.json"))
+
+
+def test_the_adamw_grid_judges_each_row_against_the_softmax_trained_with_adamw(tmp_path):
+    from benchmarks import lr_grid_adamw, quality_cpu
+
+    grid = lr_grid_adamw.rows(quick=False)
+    by = {r.name: r for r in grid}
+    assert [r.objective for r in grid] == quality_cpu.OBJECTIVES
+    for r in grid:  # the quality page's AdamW runs, so that its finished run is the cell at the default rate
+        assert r.flags[-4:] == lr_grid_adamw.ADAMW and r.version == quality_cpu.VERSIONS[r.key]
+        assert r.default_run().version == quality_cpu.run_version(r.key)
+    path = tmp_path / "records.jsonl"
+    for name, rates in {"gru softmax-adamw0.1": {0.002: 99.0, 0.004: 96.0, 0.008: 97.0},
+                        "gru nce-adamw0.1": {0.002: 101.0, 0.004: 99.0, 0.008: 100.0}}.items():
+        for lr, v in rates.items():
+            lr_grid.append_record(str(path), _record(by[name], lr, v, test=v - 6.0))
+    data = lr_grid.write(str(tmp_path / "out"), grid, str(path), quick=False, spec=lr_grid_adamw.SPEC,
+                         meta={"machine": "m", "date": "d", "commit": "c", "python": "3", "torch": "2",
+                               "torch_threads": 1, "numpy": "2", "command": "python -m benchmarks lr-grid-adamw"})
+    rows = {r["name"]: r for r in data["rows"]}
+    assert rows["gru nce-adamw0.1"]["vs_softmax"] == pytest.approx(93.0 / 90.0 - 1)
+    assert rows["gru nce-adamw0.1"]["verdict"] == "missed so far"  # 0.001 of both not yet run
+    page = (tmp_path / "out" / "lr-grid-adamw.md").read_text()
+    assert "every row trained with AdamW" in page and "(90.00 at 0.004, its grid not complete)" in page

@@ -1,0 +1,50 @@
+"""``lr-grid-adamw``: the learning-rate grid of :mod:`.lr_grid` again, every GRU-256 row trained with AdamW
+(``--optimizer adamw --weight-decay 0.1``, biases and norms undecayed), the softmax included (issue 55).
+
+Under AdamW every row of the quality page beat its target at equal CPU time and all but NCE at equal epochs, but
+each at the rate the Adam grid chose for it: a rate chosen under one optimiser need not be the best under another,
+and the softmax (the baseline) must get the same tuning as the rows. The protocol is the Adam grid's, unchanged
+(the same base rates, the same edge extension, chosen on validation, test at the chosen rate only); its records
+are ``benchmarks/notes/lr-grid-adamw.jsonl``. A row's cell at its default rate is the quality page's AdamW run
+(``gru nce-adamw0.1``), reused when finished.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import lr_grid
+from .quality_cpu import BASE, OBJECTIVES, VERSIONS
+from .report import REPO_DIR
+
+NAME = "lr-grid-adamw"
+ADAMW = ("--optimizer", "adamw", "--weight-decay", "0.1")
+RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "lr-grid-adamw.jsonl")
+
+
+def rows(quick: bool) -> list[lr_grid.Row]:
+    """The GRU-256 rows of the Adam grid with AdamW (the quality page's ``-adamw0.1`` runs' flags and versions);
+    ``quick``: the Adam grid's quick rows with AdamW."""
+    if quick:
+        return [lr_grid.Row(f"{r.key}-adamw0.1", (*r.flags, *ADAMW), r.version, r.rates, r.max_extensions)
+                for r in lr_grid.rows(True)]
+    return [lr_grid.Row(f"{o}-adamw0.1", (*BASE, "--objective", o, *ADAMW), VERSIONS[f"{o}-adamw0.1"],
+                        lr_grid.RATES) for o in OBJECTIVES]
+
+
+def tries() -> str:
+    return ("The softmax's other tries (dropout, tying) are those of the Adam grid's page; here only the rate is "
+            "tuned, for every row alike.")
+
+
+SPEC = lr_grid.Spec(
+    NAME, "The learning-rate grid under AdamW: a tuned softmax and each output at its best rate", RECORDS, rows,
+    intro="The grid of the lr-grid page (docs/results/lr-grid.md) again, every row trained with AdamW "
+          "(`--optimizer adamw --weight-decay 0.1`: decoupled weight decay on the weight matrices and the sparse "
+          "tables, none on biases and norms), so that the softmax and the outputs compared with it are tuned "
+          "alike under the optimiser that gave every row its best figures. ", tries=tries)
+
+
+def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:
+    """As :func:`.lr_grid.run`, for the AdamW rows (``only``: ``softmax-adamw0.1``, ``nce-adamw0.1``, ...)."""
+    return lr_grid.run(quick, data_dir, out_dir, train, only, spec=SPEC)
