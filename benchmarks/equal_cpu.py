@@ -628,14 +628,15 @@ def softmax_baseline(soft: dict | None, quality: list[dict]) -> dict | None:
     if soft is None:
         return None
     rows = {r["name"]: r for r in quality}
-    tried = [{"name": "its lr-grid run", "test_ppl": soft["test_ppl"], "best_valid": soft["best_valid"]}]
+    tried = [{"name": "its lr-grid run", "run": "softmax", "test_ppl": soft["test_ppl"],
+              "best_valid": soft["best_valid"]}]
     pending = []
     for name, what in lr_grid.SOFTMAX_TRANSFORMER_TRIES:
         r = rows.get(f"gru {name}")
         if r and r.get("curve") and r.get("test_ppl") is not None:
             curve = [{"epoch": i + 1, "valid_ppl": c["valid_ppl"], "cpu_s": c.get("cpu_s")}
                      for i, c in enumerate(r["curve"])]
-            tried.append({"name": what, "test_ppl": r["test_ppl"], "curve": curve,
+            tried.append({"name": what, "run": name, "test_ppl": r["test_ppl"], "curve": curve,
                           "best_valid": min(c["valid_ppl"] for c in r["curve"])})
         else:
             pending.append(what)
@@ -714,19 +715,20 @@ def quality_rows() -> list[dict]:
         return json.load(f).get("data", {}).get("rows", [])
 
 
-def softmax_seeds(rows: list[dict]) -> dict[int, float]:
-    """Seed -> the tuned softmax's test perplexity, from the quality page's ``rows`` (:func:`quality_rows`)."""
+def softmax_seeds(rows: list[dict], base: dict | None = None) -> dict[int, float]:
+    """Seed -> the tuned softmax's test perplexity, from the quality page's ``rows`` (:func:`quality_rows`): the
+    replicates of the run ``base`` (:func:`softmax_baseline`) is, its lr-grid run or one of its tries."""
     from .quality_cpu import seed_replicates
 
-    return seed_replicates(rows, "softmax")
+    return seed_replicates(rows, (base or {}).get("run", "softmax"))
 
 
 def train_seeds(st: lmruns.Setting, entries: list[dict], budget_s: float, tokens: int, grid: list[lr_grid.Row],
                 grid_path: str, path: str, ratios: list[dict], only: set[str] | None) -> None:
     """Train the seed replicates of the chosen runs nearest the line (:mod:`.equal_cpu_seeds`), nearest first;
     nothing without the softmax's own replicates to judge them against."""
-    seeds = softmax_seeds(quality_rows())
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios, quality_rows())
+    seeds = softmax_seeds(quality_rows(), data["baseline"])
     if not seeds or abs(seeds.get(1, 0.0) - (data["baseline"] or {}).get("test_ppl", -1.0)) >= 0.005:
         return  # no replicates of the softmax the rows are judged against
     for e, cand, seed, flags in equal_cpu_seeds.jobs(data, entries, lr_grid.load_records(path)):
@@ -967,9 +969,11 @@ def render(data: dict) -> str:
     lines += equal_cpu_seeds.render(data.get("chosen_seeds", []), data.get("softmax_seeds", {}), LABEL)
     seeds, base = data.get("softmax_seeds") or {}, data.get("baseline") or soft
     if seeds and abs(seeds.get(1, 0.0) - (base.get("test_ppl") or -1.0)) >= 0.005:
-        lines += ["", "**Seeds.** The softmax's seed replicates on the quality page are of its lr-grid run "
-                  f"({seeds[1]:.2f} at seed 1), not of the tuned softmax judged against here "
+        lines += ["", "**Seeds.** The softmax's seed replicates on the quality page are of another run "
+                  f"({seeds[1]:.2f} at seed 1) than the tuned softmax judged against here "
                   f"({_p(base['test_ppl'])}): the rows are judged on one seed until it has replicates of its own."]
+    elif seeds and not data.get("chosen_seeds"):
+        lines += equal_cpu_seeds.render_none(data, seeds)
     lines += render_transformer(data.get("transformer"), soft)
     return "\n".join(lines) + "\n"
 
@@ -1179,7 +1183,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         data["share"] = equal_cpu_share.check(data, ratios)
     if quality:
         data["seed_means"] = seed_means(data, quality)
-        data["softmax_seeds"] = softmax_seeds(quality)
+        data["softmax_seeds"] = softmax_seeds(quality, data.get("baseline"))
         data["chosen_seeds"] = equal_cpu_seeds.means(data, lr_grid.load_records(path), data["softmax_seeds"])
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))

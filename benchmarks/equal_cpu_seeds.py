@@ -132,3 +132,18 @@ def render(rows: list[dict], softmax_seeds: dict[int, float], labels: dict[str, 
         lines.append(f"| {r['name']} | {labels.get(r['candidate'], r['candidate'])} | " + " | ".join(cells + judged)
                      + f" | {100 * r['one_seed']:+.1f} % | {verdict(r)} |")
     return lines
+
+
+def render_none(data: dict, softmax_seeds: dict[int, float]) -> list[str]:
+    """The section when no chosen run is within :data:`BAND` of the tuned softmax: the nearest row's margin against
+    the spread of the softmax's own seeds, so that a reader sees why one seed each suffices."""
+    judged = [x for x in data["rows"] if x.get("vs_softmax") is not None]
+    if not judged:
+        return []
+    near = min(judged, key=lambda x: abs(x["vs_softmax"]))
+    seeds = [softmax_seeds[s] for s in sorted(softmax_seeds)]
+    spread = max(seeds) / min(seeds) - 1
+    return ["", f"**Seeds.** No chosen run is within {100 * BAND:g} % of the tuned softmax, so none is trained again "
+            f"on other seeds: the nearest, {near['name']}, is {100 * near['vs_softmax']:+.1f} % from it, where the "
+            f"tuned softmax's own seeds ({', '.join(f'{v:.2f}' for v in seeds)}, the quality page's replicates) "
+            f"spread by {100 * spread:.1f} %."]

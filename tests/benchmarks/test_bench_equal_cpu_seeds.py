@@ -65,3 +65,18 @@ def test_a_row_is_judged_on_its_mean_over_the_seeds_against_the_softmaxs():
     assert "| gru blackout | wider, 1.5x, its share's epochs | 92.40 | 92.90 | 92.20 | 92.50 | 92.37 | +0.14 % |" in text
     assert "| gru class | longer, dropout 0.35 | 91.20 | 92.00 | — | — | — | — | — | -0.9 % | seeds still to train |" \
         in text
+
+
+def test_the_softmaxs_replicates_are_those_of_the_run_it_is_judged_by():
+    q = [{"name": n, "test_ppl": v, "recorded": "same"} for n, v in (
+        ("gru softmax", 92.0), ("gru softmax-seed2", 92.8), ("gru softmax-adamw0.1", 90.2),
+        ("gru softmax-adamw0.1-seed2", 90.6), ("gru softmax-adamw0.1-seed3", 90.7))]
+    assert equal_cpu.softmax_seeds(q) == {1: 92.0, 2: 92.8}
+    assert equal_cpu.softmax_seeds(q, {"run": "softmax-adamw0.1"}) == {1: 90.2, 2: 90.6, 3: 90.7}
+
+
+def test_with_no_row_near_the_line_the_page_says_why_one_seed_each_suffices():
+    data = {"rows": [_row("gru hsm", 88.0), _row("gru nce", 84.0), {"name": "gru x", "vs_softmax": None}]}
+    text = "\n".join(seeds.render_none(data, {1: 90.0, 2: 90.9}))
+    assert "none is trained again" in text and "gru hsm, is -4.3 %" in text and "spread by 1.0 %" in text
+    assert seeds.render_none({"rows": []}, {1: 90.0}) == []
