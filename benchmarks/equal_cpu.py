@@ -59,7 +59,7 @@ import click
 from sampledlm.errors import UserError
 from sampledlm.store import write_json
 
-from . import equal_cpu_adamw, equal_cpu_fit, equal_cpu_seeds, equal_cpu_share, lmruns, lr_grid
+from . import equal_cpu_adamw, equal_cpu_fit, equal_cpu_seeds, equal_cpu_share, lmruns, lr_grid, lr_grid_adamw
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
@@ -552,22 +552,26 @@ def _record(st: lmruns.Setting, entry: dict, run: lmruns.Run, budget_s: float, t
 
 
 def summarise(grid: list[lr_grid.Row], grid_records: list[dict], records: list[dict],
-              ratios: list[dict] | None = None, quality: list[dict] | None = None) -> dict:
+              ratios: list[dict] | None = None, quality: list[dict] | None = None,
+              adamw_grid: list[dict] | None = None) -> dict:
     """The page's data; ``quality``: the quality page's rows, for the softmax GRU's runs with the optimiser and input
-    tries (:func:`softmax_baseline`), the baseline every row and the Transformer are judged against."""
+    tries (:func:`softmax_baseline`), the baseline every row and the Transformer are judged against; ``adamw_grid``:
+    the AdamW grid's records (:mod:`.lr_grid_adamw`; none: its rates are not used)."""
+    adamw_grid = adamw_grid or []
     soft, entries = plan(grid, grid_records, records)
     budget = None if soft is None else soft["cpu_s"]
     rows = []
     for e in entries:
         x = summary_row(e, records, ratios, budget)
         x["adamw"], x["adamw_text"] = equal_cpu_adamw.summary(e, records, x)
+        x["adamw_tuned"], x["adamw_tuned_text"] = equal_cpu_adamw.tuned_summary(e, records, x, adamw_grid)
         mark_shares(x, ratios or [])
         x["chosen"] = choose(x, budget)
         rows.append(x)
     soft_out = None if soft is None else {"lr": lr_grid.norm(soft["lr"]), "test_ppl": soft.get("test_ppl"),
                                           "best_valid": soft.get("best_valid"), "cpu_s": soft["cpu_s"],
                                           "epochs": len(soft["epochs"]), "curve": _curve(soft)}
-    base = softmax_baseline(soft_out, quality or [])
+    base = softmax_baseline(soft_out, quality or [], equal_cpu_adamw.grid_choice("softmax", adamw_grid))
     for x in rows:
         c = x["chosen"]
         x["vs_softmax"] = None if base is None or c is None else x[c]["test_ppl"] / base["test_ppl"] - 1
@@ -619,12 +623,13 @@ def summary_row(e: dict, records: list[dict], ratios: list[dict] | None, budget:
     return x
 
 
-def softmax_baseline(soft: dict | None, quality: list[dict]) -> dict | None:
+def softmax_baseline(soft: dict | None, quality: list[dict], adamw: dict | None = None) -> dict | None:
     """The tuned softmax GRU every row and the Transformer are judged against: of its lr-grid run (``soft``, whose
     CPU seconds are the budget) and its quality-page runs with the optimiser and input tries the other rows got
     (:data:`lr_grid.SOFTMAX_TRANSFORMER_TRIES`, 8 epochs at that rate: the same budget), the one of lowest validation
     perplexity; ``tried`` lists them, ``pending`` the tries not finished (a baseline gets the tuning of the methods
-    compared with it)."""
+    compared with it). ``adamw``: the AdamW grid's choice for the softmax (:func:`.equal_cpu_adamw.grid_choice`),
+    a try too where its rate is not the lr-grid's (at that rate it is the quality page's AdamW run)."""
     if soft is None:
         return None
     rows = {r["name"]: r for r in quality}
@@ -640,6 +645,12 @@ def softmax_baseline(soft: dict | None, quality: list[dict]) -> dict | None:
                           "best_valid": min(c["valid_ppl"] for c in r["curve"])})
         else:
             pending.append(what)
+    if adamw is not None and lr_grid.fmt(adamw["lr"]) != lr_grid.fmt(soft["lr"]):
+        cell = adamw["cell"]
+        tried.append({"name": f"AdamW 0.1 at the AdamW grid's rate {lr_grid.fmt(adamw['lr'])}"
+                      + ("" if adamw["settled"] else " (that grid not settled)"),
+                      "run": f"softmax-adamw0.1@{lr_grid.fmt(adamw['lr'])}", "test_ppl": cell["test_ppl"],
+                      "best_valid": cell["best_valid"], "curve": _curve(cell)})
     best = min(tried, key=lambda c: c["best_valid"])
     return {**best, "tried": tried, "pending": pending}
 
@@ -727,7 +738,8 @@ def train_seeds(st: lmruns.Setting, entries: list[dict], budget_s: float, tokens
                 grid_path: str, path: str, ratios: list[dict], only: set[str] | None) -> None:
     """Train the seed replicates of the chosen runs nearest the line (:mod:`.equal_cpu_seeds`), nearest first;
     nothing without the softmax's own replicates to judge them against."""
-    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios, quality_rows())
+    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios, quality_rows(),
+                     lr_grid.load_records(lr_grid_adamw.RECORDS))
     seeds = softmax_seeds(quality_rows(), data["baseline"])
     if not seeds or abs(seeds.get(1, 0.0) - (data["baseline"] or {}).get("test_ppl", -1.0)) >= 0.005:
         return  # no replicates of the softmax the rows are judged against
@@ -790,7 +802,7 @@ def _candidate(rec: dict) -> dict:
 #: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider),
 #: the narrowest wider trunk at half the rate, the longer run at more dropout, the 1.5x trunk for its share's epochs,
 #: and the best of these again under AdamW (:mod:`.equal_cpu_adamw`)
-CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half", "drop", "fit", "adamw")
+CANDIDATES = ("equal_epochs", "run", "wide", "narrow", "half", "drop", "fit", "adamw", "adamw_tuned")
 
 
 def adam_finished(e: dict, records: list[dict], ratios: list[dict] | None = None) -> bool:
@@ -853,7 +865,7 @@ def _cell_text(c: dict | None, budget: float, pending: str) -> str:
 
 LABEL = {"equal_epochs": "default epochs", "run": "longer", "wide": "wider", "narrow": f"wider, {WIDEN[0]:g}x",
          "half": f"wider, {WIDEN[0]:g}x, half rate", "drop": f"longer, dropout {LONGER_DROPOUT:g}",
-         "fit": equal_cpu_fit.LABEL, "adamw": equal_cpu_adamw.LABEL}
+         "fit": equal_cpu_fit.LABEL, "adamw": equal_cpu_adamw.LABEL, "adamw_tuned": equal_cpu_adamw.TUNED_LABEL}
 
 
 def render(data: dict) -> str:
@@ -902,7 +914,11 @@ def render(data: dict) -> str:
              "`--optimizer adamw --weight-decay 0.1` and every other flag the same (the same trunk and epochs, so "
              "the same share), once all of the row's Adam candidates have finished (added on 2026-12-03, after "
              "AdamW 0.1 moved the softmax's 8 epochs from 92.01 to 90.47: the one try the softmax got, given to "
-             "each row; AdamW decays the row-sparse tables too, docs/neural.md).", "",
+             "each row; AdamW decays the row-sparse tables too, docs/neural.md).",
+             f"- **{equal_cpu_adamw.TUNED_LABEL}**: that run again with its rate multiplied by the ratio of the "
+             "row's rate on the AdamW grid (docs/results/lr-grid-adamw.md) to its rate on the Adam grid, once the "
+             "AdamW grid has settled it (added on 2026-12-04, when the AdamW grid moved the softmax from 0.004 to "
+             "a higher rate: the softmax's 8 epochs there are its try, the rows get this one).", "",
              _row_baseline_text(data.get("baseline") or soft), "",
              f"Of its candidates that fit (these and its lr-grid cell at the default epochs; a run above "
              f"{OVER_BUDGET:g}x the budget is shown but not chosen; where its trunk's step cost was measured side "
@@ -943,14 +959,15 @@ def render(data: dict) -> str:
                          f" [{x['drop_resize_pending']['epochs']} ep; re-sized to {x['drop_epochs']} ep: not yet run]"
                          if x.get("drop_resize_pending") else f" [{x['drop_epochs']} ep]"),
                      _fit_text(x, budget),
-                     _adamw_text(x, budget),
+                     _adamw_text(x, budget), _adamw_text(x, budget, "adamw_tuned"),
                      "—" if c is None else LABEL[c], "—" if c is None else _p(x[c]["test_ppl"]),
                      "—" if x["vs_softmax"] is None else f"{100 * x['vs_softmax']:+.1f} %",
                      "—" if x["vs_softmax"] is None else ("met" if x["vs_softmax"] <= 0 else "missed")
                      + (" so far" if x.get("resize_pending") or x.get("drop_resize_pending") else "")])
     lines.append(table(["row", "rate", "default epochs", "longer", "wider", f"wider, {WIDEN[0]:g}x",
                         f"{WIDEN[0]:g}x, half rate", f"longer, dropout {LONGER_DROPOUT:g}",
-                        f"{WIDEN[0]:g}x, its share's epochs", "its chosen run, AdamW 0.1", "chosen", "test",
+                        f"{WIDEN[0]:g}x, its share's epochs", "its chosen run, AdamW 0.1",
+                        "the same, AdamW grid's rate", "chosen", "test",
                         "vs tuned softmax", "verdict"], body))
     lines += ["", "A row *waits for its rate* while a rate beside its chosen one is not yet in the lr grid (a "
               "factor 2 beyond the grid where the chosen rate sits at its edge): a run at a rate the grid then "
@@ -987,12 +1004,14 @@ def _fit_text(x: dict, budget: float) -> str:
     return _cell_text(f, budget, "") + f" [h {f['hidden']}, lr {lr_grid.fmt(f['lr'])}, {f['epochs']} ep{drop}]"
 
 
-def _adamw_text(x: dict, budget: float) -> str:
-    """The cell of the chosen Adam run trained again under AdamW: its figures and the run it repeats."""
-    a = x.get("adamw")
+def _adamw_text(x: dict, budget: float, key: str = "adamw") -> str:
+    """The cell of the chosen Adam run trained again under AdamW (``key``: ``adamw_tuned`` at the AdamW grid's
+    rate): its figures and the run it repeats."""
+    a = x.get(key)
     if a is None:
-        return x.get("adamw_text") or "—"
-    return _cell_text(a, budget, "") + f" [{LABEL.get(a.get('base'), a.get('base'))}, {a.get('epochs')} ep]"
+        return x.get(f"{key}_text") or "—"
+    lr = f", lr x {a['grid_lr'] / x['lr']:g}" if a.get("grid_lr") else ""
+    return _cell_text(a, budget, "") + f" [{LABEL.get(a.get('base'), a.get('base'))}, {a.get('epochs')} ep{lr}]"
 
 
 def _narrow_text(x: dict, budget: float, pending: str) -> str:
@@ -1154,7 +1173,12 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
                                         functools.partial(equal_cpu_fit.train_fit, ratios=ratios)),
                                        (equal_cpu_adamw.LABEL,
                                         functools.partial(equal_cpu_adamw.done, ratios=ratios, budget=soft["cpu_s"]),
-                                        functools.partial(equal_cpu_adamw.train, ratios=ratios)))]
+                                        functools.partial(equal_cpu_adamw.train, ratios=ratios)),
+                                       (equal_cpu_adamw.TUNED_LABEL,
+                                        functools.partial(equal_cpu_adamw.tuned_done, ratios=ratios,
+                                                          budget=soft["cpu_s"]),
+                                        functools.partial(equal_cpu_adamw.tuned_train, ratios=ratios)))
+                if not own or what != equal_cpu_adamw.TUNED_LABEL]
         t = transformer_entry(grid, lr_grid.load_records(grid_path))
         if t is not None:
             # each run twice: a try that spent under RESIZE of the budget trains again, re-sized, on the second pass
@@ -1178,7 +1202,8 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         if not own:
             train_seeds(st, entries, soft["cpu_s"], tokens, grid, grid_path, path, ratios, only)
     quality = [] if own else quality_rows()
-    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios, quality)
+    adamw_grid = [] if own else lr_grid.load_records(lr_grid_adamw.RECORDS)
+    data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios, quality, adamw_grid)
     if not own:
         data["share"] = equal_cpu_share.check(data, ratios)
     if quality:

@@ -19,6 +19,7 @@ from .report import REPO_DIR
 
 NAME = "lr-grid-adamw"
 ADAMW = ("--optimizer", "adamw", "--weight-decay", "0.1")
+SUFFIX = "-adamw0.1"  # a row's key: the Adam grid's with this added
 RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "lr-grid-adamw.jsonl")
 
 
@@ -26,9 +27,9 @@ def rows(quick: bool) -> list[lr_grid.Row]:
     """The GRU-256 rows of the Adam grid with AdamW (the quality page's ``-adamw0.1`` runs' flags and versions);
     ``quick``: the Adam grid's quick rows with AdamW."""
     if quick:
-        return [lr_grid.Row(f"{r.key}-adamw0.1", (*r.flags, *ADAMW), r.version, r.rates, r.max_extensions)
+        return [lr_grid.Row(f"{r.key}{SUFFIX}", (*r.flags, *ADAMW), r.version, r.rates, r.max_extensions)
                 for r in lr_grid.rows(True)]
-    return [lr_grid.Row(f"{o}-adamw0.1", (*BASE, "--objective", o, *ADAMW), VERSIONS[f"{o}-adamw0.1"],
+    return [lr_grid.Row(f"{o}{SUFFIX}", (*BASE, "--objective", o, *ADAMW), VERSIONS[f"{o}{SUFFIX}"],
                         lr_grid.RATES) for o in OBJECTIVES]
 
 

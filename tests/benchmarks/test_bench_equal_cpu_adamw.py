@@ -83,3 +83,36 @@ def test_a_row_chosen_at_its_grid_cell_gets_no_run_here():
     assert equal_cpu_adamw.plan(x) == {"state": "grid cell"}
     assert equal_cpu_adamw.plan({"adam_chosen": None}) == {"state": "waits"}
     assert equal_cpu_adamw.summary({}, [], x) == (None, "— (its grid cell: the quality page's AdamW row)")
+
+
+def _adamw_grid(rates: dict[str, dict[float, float]]) -> list[dict]:
+    from benchmarks import lr_grid_adamw
+
+    by = {r.name: r for r in lr_grid_adamw.rows(False)}
+    return [_cell(by[name], lr, v, 760.0) for name, cells in rates.items() for lr, v in cells.items()]
+
+
+def test_the_tuned_candidate_scales_the_chosen_runs_rate_by_the_adamw_grids_once_it_settles(monkeypatch):
+    grid = lr_grid.rows(quick=False)
+    grid_recs = _grid_records(grid)
+    nce = {**_nce_entry(grid, grid_recs), "settled": True}
+    longer = _ran(" ".join(equal_cpu.flags(nce)), 96.0, 91.0)
+    adamw = _ran(" ".join((*equal_cpu.flags(nce), *equal_cpu_adamw.FLAGS)), 93.0, 88.0, kind="adamw", base="run")
+    monkeypatch.setattr(equal_cpu, "adam_finished", lambda e, records, ratios=None: True)
+    x = equal_cpu.summary_row(nce, [longer, adamw], None, 1760.0)
+    unsettled = _adamw_grid({"gru nce-adamw0.1": {0.008: 95.0, 0.016: 94.0}})
+    assert equal_cpu_adamw.tuned_plan(nce, x, unsettled) == {"state": "waits for the AdamW grid"}
+    same = _adamw_grid({"gru nce-adamw0.1": {0.004: 96.0, 0.008: 94.0, 0.016: 95.0}})
+    assert equal_cpu_adamw.tuned_plan(nce, x, same) == {"state": "same rate"}
+    moved = _adamw_grid({"gru nce-adamw0.1": {0.008: 95.0, 0.016: 93.0, 0.032: 99.0}})
+    p = equal_cpu_adamw.tuned_plan(nce, x, moved)
+    assert p["factor"] == 2 and p["flags"][p["flags"].index("--lr") + 1] == "0.016"
+    assert [f for f in p["flags"] if f != "0.016"] == [f for f in adamw["flags"].split() if f != "0.008"]
+    tuned = {**_ran(" ".join(p["flags"]), 91.0, 86.0, kind="adamw-tuned", base="run"), "grid_lr": 0.016}
+    soft = _adamw_grid({"gru softmax-adamw0.1": {0.004: 95.1, 0.008: 91.8, 0.016: 92.5}})
+    data = equal_cpu.summarise(grid, grid_recs, [longer, adamw, tuned], adamw_grid=moved + soft)
+    row = next(r for r in data["rows"] if r["name"] == "gru nce")
+    assert row["chosen"] == "adamw_tuned" and data["baseline"]["best_valid"] == 91.8
+    assert data["baseline"]["name"] == "AdamW 0.1 at the AdamW grid's rate 0.008"
+    assert row["vs_softmax"] == pytest.approx(86.0 / 85.8 - 1)
+    assert "91.00 / 86.00 (1,700 s) [longer, 4 ep, lr x 2]" in equal_cpu.render(data)
