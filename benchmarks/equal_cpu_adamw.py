@@ -50,13 +50,14 @@ def plan(x: dict) -> dict:
     return {"base": base, "flags": adamw_flags(x[base]["flags"])}
 
 
-def record(e: dict, records: list[dict], x: dict) -> dict | None:
-    """The candidate's latest record for entry ``e`` whose summary row is ``x``, or None."""
-    p = plan(x)
+def record(e: dict, records: list[dict], x: dict, p: dict | None = None, kind: str = KIND) -> dict | None:
+    """The candidate's latest record of ``kind`` for entry ``e`` whose summary row is ``x`` (trained as plan ``p``
+    says; default :func:`plan`), or None."""
+    p = plan(x) if p is None else p
     if "state" in p:
         return None
     want = " ".join(p["flags"])
-    found = [r for r in _eq().of_kind(e, records, KIND) if r.get("flags") == want]
+    found = [r for r in _eq().of_kind(e, records, kind) if r.get("flags") == want]
     return found[-1] if found else None
 
 
@@ -146,12 +147,7 @@ def tuned_plan(e: dict, x: dict, grid_records: list[dict] | None = None) -> dict
 
 
 def tuned_record(e: dict, records: list[dict], x: dict, grid_records: list[dict] | None = None) -> dict | None:
-    p = tuned_plan(e, x, grid_records)
-    if "state" in p:
-        return None
-    want = " ".join(p["flags"])
-    found = [r for r in _eq().of_kind(e, records, TUNED_KIND) if r.get("flags") == want]
-    return found[-1] if found else None
+    return record(e, records, x, tuned_plan(e, x, grid_records), TUNED_KIND)
 
 
 def tuned_summary(e: dict, records: list[dict], x: dict, grid_records: list[dict] | None = None

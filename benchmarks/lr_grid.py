@@ -22,7 +22,6 @@ import json
 import math
 import os
 import subprocess
-
 from dataclasses import dataclass
 from typing import Callable
 
