@@ -195,3 +195,13 @@ def test_the_adamw_grid_judges_each_row_against_the_softmax_trained_with_adamw(t
     assert rows["gru nce-adamw0.1"]["verdict"] == "missed so far"  # 0.001 of both not yet run
     page = (tmp_path / "out" / "lr-grid-adamw.md").read_text()
     assert "every row trained with AdamW" in page and "(90.00 at 0.004, its grid not complete)" in page
+
+
+@pytest.mark.slow
+def test_quick_adamw_grid_trains_with_adamw_and_keeps_its_records_beside_its_page(tmp_path):
+    from helpers import run_quick
+
+    data = run_quick("lr-grid-adamw", tmp_path / "out", against="Against the issue's targets")
+    assert [r["name"] for r in data["rows"]] == ["gru softmax-adamw0.1", "gru nce-adamw0.1"]
+    assert all("--optimizer adamw --weight-decay 0.1" in r["flags"] for r in data["rows"])
+    assert (tmp_path / "out" / "lr-grid-adamw.jsonl").stat().st_size > 0  # not benchmarks/notes/
