@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
 
+from . import lmruns
 from .report import lm_data, new_figure, stamp, table, work_dir, write_page
 
 NAME = "decoder-state"
@@ -34,7 +34,7 @@ SPAN = 10
 
 
 def _cli(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "sampledlm", *args], check=True, capture_output=True, text=True)
+    subprocess.run(lmruns.command(*args), check=True, capture_output=True, text=True)
 
 
 def _trained_gru(files: dict, work: str, quick: bool) -> str:

@@ -59,7 +59,8 @@ import click
 from sampledlm.errors import UserError
 from sampledlm.store import write_json
 
-from . import equal_cpu_adamw, equal_cpu_fit, equal_cpu_seeds, equal_cpu_share, lmruns, lr_grid, lr_grid_adamw
+from . import equal_cpu_adamw, equal_cpu_fit, equal_cpu_seeds, equal_cpu_share, lmruns, lr_grid, lr_grid_adamw, \
+    lr_grid_seeds
 from .report import REPO_DIR, new_figure, stamp, table, write_page
 
 NAME = "equal-cpu"
@@ -726,12 +727,20 @@ def quality_rows() -> list[dict]:
         return json.load(f).get("data", {}).get("rows", [])
 
 
-def softmax_seeds(rows: list[dict], base: dict | None = None) -> dict[int, float]:
-    """Seed -> the tuned softmax's test perplexity, from the quality page's ``rows`` (:func:`quality_rows`): the
-    replicates of the run ``base`` (:func:`softmax_baseline`) is, its lr-grid run or one of its tries."""
+def softmax_seeds(rows: list[dict], base: dict | None = None, adamw_records: list[dict] | None = None
+                  ) -> dict[int, float]:
+    """Seed -> the tuned softmax's test perplexity: the replicates of the run ``base`` (:func:`softmax_baseline`)
+    is, from the quality page's ``rows`` (:func:`quality_rows`) for its lr-grid run or one of its tries, from the
+    AdamW grid's records (``adamw_records``, :mod:`.lr_grid_seeds`) for that grid's cell."""
     from .quality_cpu import seed_replicates
 
-    return seed_replicates(rows, (base or {}).get("run", "softmax"))
+    run = (base or {}).get("run", "softmax")
+    if "@" not in run:
+        return seed_replicates(rows, run)
+    key, lr = run.split("@")
+    got = {r["seed"]: r["test_ppl"] for r in adamw_records or [] if r.get("kind") == lr_grid_seeds.KIND
+           and r.get("row") == f"gru {key}" and lr_grid.fmt(r["lr"]) == lr and r.get("test_ppl") is not None}
+    return {1: base["test_ppl"], **got} if got else {}
 
 
 def train_seeds(st: lmruns.Setting, entries: list[dict], budget_s: float, tokens: int, grid: list[lr_grid.Row],
@@ -740,7 +749,7 @@ def train_seeds(st: lmruns.Setting, entries: list[dict], budget_s: float, tokens
     nothing without the softmax's own replicates to judge them against."""
     data = summarise(grid, lr_grid.load_records(grid_path), lr_grid.load_records(path), ratios, quality_rows(),
                      lr_grid.load_records(lr_grid_adamw.RECORDS))
-    seeds = softmax_seeds(quality_rows(), data["baseline"])
+    seeds = softmax_seeds(quality_rows(), data["baseline"], lr_grid.load_records(lr_grid_adamw.RECORDS))
     if not seeds or abs(seeds.get(1, 0.0) - (data["baseline"] or {}).get("test_ppl", -1.0)) >= 0.005:
         return  # no replicates of the softmax the rows are judged against
     for e, cand, seed, flags in equal_cpu_seeds.jobs(data, entries, lr_grid.load_records(path)):
@@ -1208,7 +1217,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
         data["share"] = equal_cpu_share.check(data, ratios)
     if quality:
         data["seed_means"] = seed_means(data, quality)
-        data["softmax_seeds"] = softmax_seeds(quality, data.get("baseline"))
+        data["softmax_seeds"] = softmax_seeds(quality, data.get("baseline"), adamw_grid)
         data["chosen_seeds"] = equal_cpu_seeds.means(data, lr_grid.load_records(path), data["softmax_seeds"])
     title = "Every output at the tuned softmax's CPU seconds (PTB, GRU-256, one thread)"
     write_page(out_dir, NAME, title, meta, data, render(data), figure=figure(data))

@@ -413,7 +413,7 @@ def pilot(row: str, objective: str, work: str, files: dict, tokens: int, cap_mb:
 
 
 def lmruns_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sampledlm", *args]
+    return lmruns.command(*args)
 
 
 def checkpoint_steps(speed: float, model: str = "gru", row: str | None = None) -> int:

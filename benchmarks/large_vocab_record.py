@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 
+from . import lmruns
 from .report import REPO_DIR, stamp
 
 NOTES = os.path.join(REPO_DIR, "benchmarks", "notes", "large-vocab.jsonl")
@@ -80,7 +81,7 @@ def timed(argv: list[str], stdin: str | None = None, stdout: str | None = None) 
 
 
 def sampledlm(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sampledlm", *args]
+    return lmruns.command(*args)
 
 
 def prefix_file(src: str, dst: str, tokens: int) -> int:

@@ -82,9 +82,10 @@ def rate_run(key: str, flags: tuple[str, ...], lr: str, version: str = "") -> Ru
     return Run(f"lr-{key}-{lr}", (*flags, "--lr", lr), version=version)
 
 
-def defaults(model: str, objective: str, epochs: int | None = None) -> tuple[float, str]:
-    """``(default rate, the epochs and schedule in words)`` of ``sampledlm train --model MODEL --objective X``
-    (``epochs``: given by the row's flags instead of the default)."""
+def defaults(model: str, objective: str, epochs: int | None = None, optimizer: str = "adam") -> tuple[float, str]:
+    """``(default rate, the epochs and schedule in words)`` of ``sampledlm train --model MODEL --objective X
+    --optimizer OPTIMIZER`` on a short run (``epochs``: given by the row's flags instead of the default; the
+    optimiser :data:`PINNED` where the flags name none)."""
     from sampledlm.neural.registry import model_class
     from sampledlm.neural.trainer import TrainOptions
     from sampledlm.objectives.registry import OBJECTIVES as OBJ
@@ -95,6 +96,8 @@ def defaults(model: str, objective: str, epochs: int | None = None) -> tuple[flo
     lr = t["lr"]
     if getattr(cls, "sequence_model", False):
         lr = OBJ[objective].sequence_defaults.get("lr", lr)
+    if cls.short_run_train and optimizer == cls.short_run_train.get("optimizer"):
+        lr = cls.short_run_train.get("lr", lr)
     if t["lr_schedule"] == "cosine":
         schedule = f"{t['epochs']} epoch{'s' if t['epochs'] != 1 else ''}, cosine decay"
     else:
@@ -128,10 +131,31 @@ def make_classes_file(work: str, files: dict, run: Run) -> str:
     return path
 
 
+#: the optimiser every benchmark's flags were written against: a run whose flags name none trained under Adam, the
+#: recurrent models' default until 2026-12-04, when a GRU run of under 20,000 planned steps moved to AdamW
+#: (sampledlm.neural.settings.SHORT_RUN_STEPS); named on the command line, not in a run's options, so that the
+#: records' flags and the run directories keep meaning what they trained
+PINNED = ("--optimizer", "adam")
+
+
+def pinned(args) -> list[str]:
+    """The arguments of a ``sampledlm`` command, with :data:`PINNED` added to a ``train`` that names no optimiser
+    (a resume keeps its own)."""
+    args = list(args)
+    if args[:1] == ["train"] and "--resume" not in args and "--optimizer" not in args:
+        return [*args, *PINNED]
+    return args
+
+
+def command(*args: str) -> list[str]:
+    """``python -m sampledlm ARGS`` (:func:`pinned`)."""
+    return [sys.executable, "-m", "sampledlm", *pinned(args)]
+
+
 def cli(*args: str, log: str | None = None) -> str:
-    """Run ``python -m sampledlm ARGS`` and return its stdout; its stderr (progress, epoch lines) is
-    appended to ``log`` as it comes (``tail -f`` it), or captured. UserError on failure."""
-    cmd = [sys.executable, "-m", "sampledlm", *args]
+    """Run ``python -m sampledlm ARGS`` (:func:`command`) and return its stdout; its stderr (progress, epoch lines)
+    is appended to ``log`` as it comes (``tail -f`` it), or captured. UserError on failure."""
+    cmd = command(*args)
     if log is None:
         p = _run_to_end(cmd, stderr=subprocess.PIPE)
         err = p.stderr

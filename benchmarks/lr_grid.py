@@ -29,7 +29,7 @@ import click
 
 from sampledlm.errors import UserError
 
-from . import lmruns
+from . import lmruns, lr_grid_seeds
 from .lmruns import defaults
 from .quality_cpu import BASE, OBJECTIVES, QUICK, TRUNKS, VERSIONS, row_name
 from .quality_cpu import run_version as quality_run_version
@@ -76,7 +76,8 @@ class Row:
         self.model = flags[flags.index("--model") + 1]
         self.objective = flags[flags.index("--objective") + 1] if "--objective" in flags else "softmax"
         epochs = int(flags[flags.index("--epochs") + 1]) if "--epochs" in flags else None
-        self.default_lr, self.schedule = defaults(self.model, self.objective, epochs)
+        optimizer = flags[flags.index("--optimizer") + 1] if "--optimizer" in flags else lmruns.PINNED[1]
+        self.default_lr, self.schedule = defaults(self.model, self.objective, epochs, optimizer)
 
     def cell_flags(self, lr: float) -> str:
         return " ".join((*self.flags, "--lr", fmt(lr)))
@@ -280,20 +281,25 @@ def reusable(st: lmruns.Setting, row: Row, lr: float) -> str | None:
     return alias if lmruns.finished(alias) and trained is not None and norm(trained) == norm(lr) else None
 
 
-def train_cell(st: lmruns.Setting, row: Row, lr: float, tokens: int) -> dict:
+def train_cell(st: lmruns.Setting, row: Row, lr: float, tokens: int, seed: int | None = None) -> dict:
     """Train (or take an identical finished run of) one cell and return its record; UserError when training fails
-    (a diverged run's record is returned instead, marked ``failed``)."""
-    base = {"row": row.name, "lr": lr, "flags": row.cell_flags(lr), "version": row.version, "data": st.label,
+    (a diverged run's record is returned instead, marked ``failed``). ``seed``: a replicate of the cell at that
+    ``--seed`` (:mod:`.lr_grid_seeds`), never taken from another page."""
+    flags = row.cell_flags(lr) + ("" if seed is None else f" --seed {seed}")
+    base = {"row": row.name, "lr": lr, "flags": flags, "version": row.version, "data": st.label,
+            **({} if seed is None else {"kind": lr_grid_seeds.KIND, "seed": seed}),
             "training_predictions": tokens, **_src_state(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
-    rd = reusable(st, row, lr)
+    rd = reusable(st, row, lr) if seed is None else None
     if rd is not None:
         base["ran_as"] = " ".join(row.flags) + f" (the row's default rate {fmt(lr)}; a finished run reused)"
         click.echo(f"  {row.name} at {fmt(lr)}: quality-cpu's finished run reused ({rd})", err=True)
     if rd is None:
         try:
-            rd = lmruns.train(st.work, st.files, row.run(lr))
+            run = row.run(lr) if seed is None else lmruns.Run(f"{row.run(lr).name}-seed{seed}", tuple(flags.split()),
+                                                                version=row.version)
+            rd = lmruns.train(st.work, st.files, run)
         except UserError as e:
             if "diverged" not in str(e):
                 raise
@@ -502,6 +508,7 @@ def render(data: dict, records_path: str, quick: bool, spec: "Spec | None" = Non
     failed = [f"{x['name']} at {fmt(c['lr'])}: {c['failed']}" for x in rows_ for c in x["cells"] if c["failed"]]
     if failed:
         lines += ["", "## Diverged cells", ""] + [f"- {f}" for f in failed]
+    lines += ["", *lr_grid_seeds.render(data.get("seeds") or {}, fmt, table)]
     lines += ["", f"{data['cells_run']} cells run, {data['cpu_s_total'] / 3600:.1f} CPU-hours of training in all."]
     return "\n".join(lines)
 
@@ -539,7 +546,10 @@ def write(out_dir: str, grid: list[Row], records_path: str, quick: bool, meta: d
           spec: "Spec | None" = None) -> dict:
     """Build the page from the records in ``records_path`` alone; returns its data."""
     spec = spec or ADAM
-    data = summarise(grid, load_records(records_path))
+    records = load_records(records_path)
+    data = summarise(grid, records)
+    if spec.seeds:
+        data["seeds"] = lr_grid_seeds.summarise(data, records, baseline_of, fmt)
     shown = os.path.relpath(records_path, REPO_DIR) if os.path.abspath(records_path).startswith(REPO_DIR) \
         else records_path
     data["records"] = shown
@@ -558,6 +568,8 @@ class Spec:
     rows: Callable[[bool], list[Row]]
     intro: str = ""
     tries: Callable[[], str] = softmax_tries_text
+    #: seed replicates of the verdicts nearest their targets (:mod:`.lr_grid_seeds`), once the grids are complete
+    seeds: bool = False
 
 
 ADAM = Spec(NAME, "One learning-rate grid for every row: a tuned softmax and each output at its best rate", RECORDS,
@@ -600,4 +612,28 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
             continue
         append_record(path, rec)
         write(out_dir, grid, path, quick, meta, spec)
+    if spec.seeds:
+        train_seeds(st, grid, path, tokens, only, lambda: write(out_dir, grid, path, quick, meta, spec))
     return write(out_dir, grid, path, quick, meta, spec)
+
+
+def train_seeds(st: lmruns.Setting, grid: list[Row], path: str, tokens: int, only: set[str] | None, after) -> None:
+    """Train the seed replicates :mod:`.lr_grid_seeds` asks for (of the rows ``only`` names, or all), ``after()``
+    each; a failed one is tried again at the next start."""
+    by_name = {r.name: r for r in grid}
+    skip: set = set()
+    while True:
+        todo = [(x, s) for x, s in lr_grid_seeds.jobs(summarise(grid, load_records(path)), load_records(path),
+                                                       baseline_of, fmt)
+                if (x["name"], s) not in skip and (only is None or by_name[x["name"]].key in only)]
+        if not todo:
+            return
+        x, seed = todo[0]
+        click.echo(f"[lr-grid seeds, {len(todo)} to run] {x['name']} at --lr {fmt(x['chosen_lr'])} --seed {seed}",
+                   err=True)
+        try:
+            append_record(path, train_cell(st, by_name[x["name"]], x["chosen_lr"], tokens, seed))
+        except UserError as e:
+            click.echo(f"  {x['name']} seed {seed}: failed (tried again at the next start): {e}", err=True)
+            skip.add((x["name"], seed))
+        after()

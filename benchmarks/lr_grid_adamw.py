@@ -43,7 +43,7 @@ SPEC = lr_grid.Spec(
     intro="The grid of the lr-grid page (docs/results/lr-grid.md) again, every row trained with AdamW "
           "(`--optimizer adamw --weight-decay 0.1`: decoupled weight decay on the weight matrices and the sparse "
           "tables, none on biases and norms), so that the softmax and the outputs compared with it are tuned "
-          "alike under the optimiser that gave every row its best figures. ", tries=tries)
+          "alike under the optimiser that gave every row its best figures. ", tries=tries, seeds=True)
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, only: set[str] | None = None) -> dict:

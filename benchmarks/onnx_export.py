@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
 
+from . import lmruns
 from .report import lm_data, new_figure, stamp, table, work_dir, write_page
 
 NAME = "onnx"
@@ -30,7 +30,7 @@ TARGET_AGREEMENT = 1e-4
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sampledlm", *args], check=True, capture_output=True, text=True)
+    return subprocess.run(lmruns.command(*args), check=True, capture_output=True, text=True)
 
 
 def run(quick: bool, data_dir: str | None, out_dir: str) -> dict:

@@ -99,7 +99,9 @@ VARIANTS = {"adaptive-head4000": ("--objective", "adaptive", "--max-head", "4000
             "softmax-adamw0.1-edrop0.1": ("--objective", "softmax", "--optimizer", "adamw", "--weight-decay", "0.1",
                                           "--embed-dropout", "0.1"),
             # every other output with AdamW too (added 2026-12-03, when it gained the softmax GRU 2.8 % on
-            # validation): whether the optimiser, not the output, is the lever, at each output's own rate
+            # validation): whether the optimiser, not the output, is the lever, at each output's own rate. Trained
+            # before 2026-12-04, when the objectives' Adam rates applied; since then a short GRU run given AdamW
+            # without --lr takes 0.008, so these runs trained again would be lr-grid-adamw's 0.008 cells
             **{f"{o}-adamw0.1": ("--objective", o, "--optimizer", "adamw", "--weight-decay", "0.1")
                for o in ADAMW_OUTPUTS},
             # NCE, the one output above its target under AdamW (+3.1 %), one setting at a time as issue 55 lists

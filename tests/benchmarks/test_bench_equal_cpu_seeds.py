@@ -80,3 +80,14 @@ def test_with_no_row_near_the_line_the_page_says_why_one_seed_each_suffices():
     text = "\n".join(seeds.render_none(data, {1: 90.0, 2: 90.9}))
     assert "none is trained again" in text and "gru hsm, is -4.3 %" in text and "spread by 1.0 %" in text
     assert seeds.render_none({"rows": []}, {1: 90.0}) == []
+
+
+def test_the_adamw_grid_cell_takes_its_replicates_from_that_grids_records():
+    from benchmarks import lr_grid_seeds
+
+    base = {"run": "softmax-adamw0.1@0.008", "test_ppl": 86.46}
+    recs = [{"kind": lr_grid_seeds.KIND, "row": "gru softmax-adamw0.1", "lr": 0.008, "seed": 2, "test_ppl": 86.9},
+            {"kind": lr_grid_seeds.KIND, "row": "gru softmax-adamw0.1", "lr": 0.004, "seed": 3, "test_ppl": 90.0},
+            {"kind": lr_grid_seeds.KIND, "row": "gru nce-adamw0.1", "lr": 0.008, "seed": 3, "test_ppl": 88.0}]
+    assert equal_cpu.softmax_seeds([], base, recs) == {1: 86.46, 2: 86.9}  # another rate, another row: not these
+    assert equal_cpu.softmax_seeds([], base, []) == {}

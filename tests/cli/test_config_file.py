@@ -22,7 +22,7 @@ def test_a_run_repeated_from_its_stored_config_gives_the_same_metrics(tiny_corpu
                             "--valid", str(tiny_corpus["valid"]), "-o", str(tmp_path / "a")], capsys)
     assert code == 0, err
     stored = (tmp_path / "a" / "config.toml").read_text()
-    assert 'lr = 0.004' in stored and 'lr-schedule = "cosine"' in stored  # resolved
+    assert 'lr = 0.008' in stored and 'optimizer = "adamw"' in stored and 'lr-schedule = "cosine"' in stored
     assert 'samples = 26  # --objective nce on a gru' in stored  # 1,000 on a recurrent model, at most V - 1 = 26
     assert str(tiny_corpus["train"]) in stored  # absolute paths: repeatable from anywhere
     code, _, err = run_cli(["train", "--config", str(tmp_path / "a" / "config.toml"), "-o", str(tmp_path / "b")],
@@ -41,7 +41,8 @@ def test_the_stored_config_says_where_each_setting_came_from(tiny_corpus, tmp_pa
     lines = dict(line.split(" = ", 1) for line in (tmp_path / "a" / "config.toml").read_text().splitlines()
                  if " = " in line and not line.startswith("#"))
     assert lines["hidden"] == "16  # given"
-    assert lines["lr"] == "0.004  # --objective nce on a gru"  # the objective's default on this trunk
+    assert re.fullmatch(r"0\.008  # --model gru over \d+ steps", lines["lr"])  # a short run's recipe (AdamW)
+    assert re.fullmatch(r'"adamw"  # --model gru over \d+ steps', lines["optimizer"])
     assert lines["samples"] == "26  # --objective nce on a gru"  # 1,000, at most V - 1 = 26 on this corpus
     assert lines["sample-mode"] == '"shared"  # --objective nce'
     assert lines["noise-power"] == "1.0  # --objective nce"  # the objective's own default
@@ -54,6 +55,12 @@ def test_the_stored_config_says_where_each_setting_came_from(tiny_corpus, tmp_pa
     assert code == 0, err
     stored = (tmp_path / "b" / "config.toml").read_text()
     assert "lr = 0.01  # --config\n" in stored and "hidden = 16  # given\n" in stored
+    code, _, err = run_cli(["train", "--train", str(tiny_corpus["train"]), "--valid", str(tiny_corpus["valid"]),
+                            "--model", "gru", "--objective", "nce", "--embed-dim", "8", "--hidden", "16", "--epochs",
+                            "1", "--optimizer", "adam", "-o", str(tmp_path / "c")], capsys)
+    assert code == 0, err
+    stored = (tmp_path / "c" / "config.toml").read_text()  # Adam chosen: the objective's Adam rate on this trunk
+    assert "lr = 0.004  # --objective nce on a gru\n" in stored and "weight-decay = 0.0  # default\n" in stored
 
 
 def test_flags_on_the_command_line_override_the_file(tiny_corpus, tmp_path, capsys):
@@ -130,6 +137,7 @@ def test_a_recurrent_default_replaced_on_a_long_run_says_so(tiny_corpus, tmp_pat
                           r"\(measured over 2 steps\)", err).group(1))
     stored = (tmp_path / "a" / "config.toml").read_text()
     assert f"lr = 0.003  # --objective is on a gru over {steps} steps\n" in stored
+    assert 'optimizer = "adam"  # --model gru\n' in stored  # the long-run rate replaces the short run's AdamW
     # the steps planned are the steps the run took: epochs x BPTT segments an epoch
     with open(tmp_path / "a" / "metrics.jsonl") as f:
         assert [json.loads(line) for line in f][-1]["step"] == steps
@@ -138,8 +146,7 @@ def test_a_recurrent_default_replaced_on_a_long_run_says_so(tiny_corpus, tmp_pat
     assert "lr = 0.02  # given\n" in (tmp_path / "b" / "config.toml").read_text() and " steps: --lr" not in err
     code, _, err = run_cli([*base, "--epochs", "2", "--max-steps", "2", "-o", str(tmp_path / "c")], capsys)
     assert code == 0, err  # two steps are not above two
-    assert f"lr = {short}  # --objective is on a gru\n" in \
-        (tmp_path / "c" / "config.toml").read_text()
+    assert "lr = 0.008  # --model gru over 2 steps\n" in (tmp_path / "c" / "config.toml").read_text()  # short
 
 
 def test_an_objective_option_replaced_on_a_long_run_says_so_and_a_given_one_stays(tiny_corpus, tmp_path, capsys,

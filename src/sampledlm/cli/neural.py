@@ -51,9 +51,23 @@ def _objective_train_defaults() -> dict[str, str]:
             for key, value in values.items():
                 if key in TRAIN_FIELDS:  # an objective option's long-run value is in that option's own help
                     longer.setdefault(key, []).append(f"--objective {name} over {above:,} steps: {value}")
+    short = _short_run_train()
     return {key: "; ".join([*(f"--objective {', '.join(names)} on recurrent models: {value}"
-                              for value, names in by.get(key, {}).items()), *longer.get(key, [])])
-            for key in {*by, *longer}}
+                              for value, names in by.get(key, {}).items()), *longer.get(key, []), *short.get(key, [])])
+            for key in {*by, *longer, *short}}
+
+
+def _short_run_train() -> dict[str, list[str]]:
+    """``{"optimizer": ["gru under 20,000 planned steps, unless --optimizer is given: adamw"]}`` for the help."""
+    from ..neural.settings import SHORT_RUN_STEPS
+
+    out: dict[str, list[str]] = {}
+    for name, cls in MODELS.items():
+        for key, value in cls.short_run_train.items():
+            out.setdefault(key, []).append(f"--model {name} under {SHORT_RUN_STEPS:,} planned steps (where "
+                                           f"--optimizer is not given or is {cls.short_run_train['optimizer']}): "
+                                           f"{value}")
+    return out
 
 
 TRAIN_OPTIONS, _ = dataclass_options({name: TrainOptions for name in MODELS},

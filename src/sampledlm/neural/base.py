@@ -73,6 +73,9 @@ class NeuralScorer(nn.Module):
     #: the dropout rate a run of one epoch over a long text gets when none is given (None: the model's default
     #: everywhere); see :data:`sampledlm.neural.settings.ONE_PASS_STEPS`
     one_pass_dropout: float | None = None
+    #: training settings a run of fewer than :data:`sampledlm.neural.settings.SHORT_RUN_STEPS` planned steps gets
+    #: where the user gave none (``{"optimizer": "adamw", ...}``; empty: the model's ``train_defaults`` everywhere)
+    short_run_train: dict = {}
 
     def history_key(self, history) -> tuple | None:
         """A hashable key that determines the context after ``<s> history`` (ids), or None when the

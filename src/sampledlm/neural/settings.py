@@ -187,12 +187,43 @@ def _one_pass_dropout(model_type: str, spec: dict, steps_of, train_opts, given: 
     return {**spec, "dropout": rate}
 
 
+#: below this many planned steps a model's :attr:`~.NeuralScorer.short_run_train` settings apply: the GRU's AdamW
+#: recipe was chosen on PTB (8 epochs, 6,640 steps); the rates that Adam keeps beyond it were measured at 22,000 to
+#: 130,000 steps on 145M Wikipedia tokens
+SHORT_RUN_STEPS = 20_000
+
+
+def _short_run_defaults(model_type: str, steps_of, train_opts, given: dict, notes: list[str] | None,
+                        sources: dict | None):
+    """``train_opts`` with the model's :attr:`~.NeuralScorer.short_run_train` settings where the user gave none, for a
+    run of fewer than :data:`SHORT_RUN_STEPS` planned steps (``steps_of()``). Nothing when the user chose another
+    optimiser than the recipe's (``--optimizer adam`` keeps the Adam defaults and each objective's Adam rate)."""
+    recipe = MODELS[model_type].short_run_train
+    chosen = given.get("optimizer")
+    if not recipe or (_given(chosen) and chosen != recipe.get("optimizer")):
+        return train_opts
+    unset = {k: v for k, v in recipe.items() if not _given(given.get(k))}
+    if not unset or all(getattr(train_opts, k) == v for k, v in unset.items()):
+        return train_opts
+    steps = steps_of()
+    if steps >= SHORT_RUN_STEPS:
+        return train_opts
+    where = f"--model {model_type} over {steps:,} steps"
+    _note(notes, f"{where}: " + " ".join(f"{setting_value(k, v)} (not {getattr(train_opts, k)})"
+                                         for k, v in unset.items())
+          + f" (the best measured for every output on PTB's 6,640-step runs; from {SHORT_RUN_STEPS:,} steps Adam, "
+            f"as measured at V = 485k; give {setting_name('optimizer')} to choose)")
+    if sources is not None:
+        sources.update({k: where for k in unset})
+    return dataclasses.replace(train_opts, **unset)
+
+
 def _run_length_defaults(cls, objective: str, model_type: str, spec: dict, text: tuple, train_opts, obj_opts: dict,
                          given: dict, notes: list[str] | None, sources: dict | None):
     """``(spec, train_opts, obj_opts)`` with the defaults that depend on how long a recurrent run is: the objective's
-    (:func:`_long_run_defaults`), then the model's dropout on a text read once (:func:`_one_pass_dropout`). The
-    planned steps (``text`` = ``(train_path, vocab, opts)``, :func:`planned_steps`) are counted once, and only when
-    a rule needs them."""
+    (:func:`_long_run_defaults`) or else the model's for a short run (:func:`_short_run_defaults`), then the model's
+    dropout on a text read once (:func:`_one_pass_dropout`). The planned steps (``text`` = ``(train_path, vocab,
+    opts)``, :func:`planned_steps`) are counted once, and only when a rule needs them."""
     if not MODELS[model_type].sequence_model:
         return spec, train_opts, obj_opts
     counted: dict = {}
@@ -204,8 +235,12 @@ def _run_length_defaults(cls, objective: str, model_type: str, spec: dict, text:
             counted[key] = planned_steps(*text, t)
         return counted[key]
 
-    train_opts, obj_opts = _long_run_defaults(cls, steps_of, f"--objective {objective} on a {model_type}",
-                                              train_opts, obj_opts, given, notes, sources)
+    longer, obj_opts = _long_run_defaults(cls, steps_of, f"--objective {objective} on a {model_type}", train_opts,
+                                          obj_opts, given, notes, sources)
+    if longer == train_opts:  # an objective's long-run training settings replace the short run's recipe
+        train_opts = _short_run_defaults(model_type, lambda: steps_of(train_opts), train_opts, given, notes, sources)
+    else:
+        train_opts = longer
     spec = _one_pass_dropout(model_type, spec, lambda: steps_of(train_opts), train_opts, given, notes, sources)
     return spec, train_opts, obj_opts
 
