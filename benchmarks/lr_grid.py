@@ -42,7 +42,8 @@ MAX_EXTENSIONS = 4  # per row and side: a safety stop (2^4 beyond the grid), not
 RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "lr-grid.jsonl")
 #: the issue's targets at equal epochs: test perplexity at the chosen rate against the tuned softmax's
 TARGETS = {"nce": 0.03, "is": 0.03, "css-is": 0.03, "blackout": 0.03, "adaptive": 0.02, "class": 0.02, "hsm": 0.05}
-TRUNK_ORDER = ("ffnn", "transformer")  # last: the Transformer is the slowest per word and trains the most epochs
+TRUNK_ORDER = ("ffnn", "transformer")
+ADAMW_SUFFIX = "-adamw0.1"  # the AdamW grid's row keys (lr_grid_adamw.SUFFIX)  # last: the Transformer is the slowest per word and trains the most epochs
 
 
 #: rows whose default rate is, on purpose, not the rate the grid chooses, and why
@@ -550,12 +551,36 @@ def write(out_dir: str, grid: list[Row], records_path: str, quick: bool, meta: d
     data = summarise(grid, records)
     if spec.seeds:
         data["seeds"] = lr_grid_seeds.summarise(data, records, baseline_of, fmt)
+    if spec.headline:
+        data["headline"] = headline(data, spec.headline)
     shown = os.path.relpath(records_path, REPO_DIR) if os.path.abspath(records_path).startswith(REPO_DIR) \
         else records_path
     data["records"] = shown
     write_page(out_dir, spec.name, spec.title, meta or stamp(), data, render(data, shown, quick, spec),
                figure=figure(data))
     return data
+
+
+#: the README's names of the GRU rows' outputs
+METHODS = {"softmax": "full softmax", "nce": "NCE", "is": "IS", "css-is": "CSS-IS", "blackout": "BlackOut",
+           "class": "class-based softmax", "adaptive": "adaptive softmax", "hsm": "hierarchical softmax"}
+
+
+def headline(data: dict, note: str) -> list[dict]:
+    """The README's rows (:mod:`.headline`): each complete GRU row whose chosen rate is its default, at that rate;
+    relative cost = the tuned softmax's words per CPU second / the row's."""
+    soft = baseline_of(data["rows"])
+    if soft is None or not soft.get("words_per_cpu_s"):
+        return []
+    out = []
+    for x in data["rows"]:
+        key = x["name"].split()[1].removesuffix(ADAMW_SUFFIX)
+        if x["name"].split()[0] != "gru" or key not in METHODS or not x["complete"] or x["test_ppl"] is None \
+                or fmt(x["chosen_lr"]) != fmt(x["default_lr"]) or not x.get("words_per_cpu_s"):
+            continue
+        out.append({"method": f"GRU 256, {METHODS[key]}", "test_ppl": x["test_ppl"],
+                    "relative_cost": soft["words_per_cpu_s"] / x["words_per_cpu_s"], "note": note})
+    return out
 
 
 @dataclass(frozen=True)
@@ -570,6 +595,8 @@ class Spec:
     tries: Callable[[], str] = softmax_tries_text
     #: seed replicates of the verdicts nearest their targets (:mod:`.lr_grid_seeds`), once the grids are complete
     seeds: bool = False
+    #: the README's rows (:func:`headline`): the GRU rows whose chosen rate is their default, with this note
+    headline: str = ""
 
 
 ADAM = Spec(NAME, "One learning-rate grid for every row: a tuned softmax and each output at its best rate", RECORDS,

@@ -385,9 +385,9 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
 
 
 #: the README's rows: (row, method); each objective at its defaults on the softmax GRU's trunk
-HEADLINE = (("gru softmax", "GRU 256, full softmax"), ("gru nce", "GRU 256, NCE"), ("gru is", "GRU 256, IS"),
-            ("gru class", "GRU 256, class-based softmax"), ("gru adaptive", "GRU 256, adaptive softmax"),
-            ("gru hsm", "GRU 256, hierarchical softmax"), ("transformer softmax", "Transformer, full softmax"))
+#: the GRU rows here are Adam's (the defaults before 2026-12-04): the README's GRU-256 rows are the AdamW grid's
+#: (lr_grid.headline), the GRU's defaults since
+HEADLINE = (("transformer softmax", "Transformer, full softmax"),)
 
 
 def headline(out: list[dict]) -> list[dict]:
@@ -452,8 +452,10 @@ def render(data: dict, soft: float | None, quick: bool) -> str:
     rows = sorted((r for r in data["rows"] if not seed_of(r["name"])), key=lambda r: r["test_ppl"])
     lines = [
         f"Data: {data['setup']['data']}; {data['setup']['training_predictions']:,} training predictions per epoch. "
-        "Our rows: `sampledlm train --model gru --objective X --device cpu --threads 1` and no other flag "
-        "(the defaults: 8 epochs, cosine learning-rate decay, each objective's own settings for sequence models); "
+        "Our rows: `sampledlm train --model gru --objective X --device cpu --threads 1 --optimizer adam` and no "
+        "other flag (the defaults before 2026-12-04: Adam, 8 epochs, cosine learning-rate decay, each objective's "
+        "own settings for sequence models; since then a GRU run this short defaults to AdamW with weight decay 0.1 "
+        "at 0.008, whose rows are the 0.008 cells of docs/results/lr-grid-adamw.md); "
         "the feed-forward and Transformer rows: `--model ffnn` / `--model transformer` with the softmax, at their "
         "defaults. A row trained with AdamW (`-adamw0.1`) is judged against the softmax trained the same way "
         "(`gru softmax-adamw0.1`); that softmax against the one trained with Adam. "
