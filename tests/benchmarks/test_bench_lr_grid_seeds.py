@@ -68,3 +68,16 @@ def test_the_benchmarks_pin_adam_where_their_flags_name_no_optimiser():
     assert lmruns.pinned(["train", "--resume", "RUN"]) == ["train", "--resume", "RUN"]
     assert lmruns.pinned(["eval", "RUN"]) == ["eval", "RUN"]
     assert lmruns.defaults("gru", "nce")[0] == 0.004 and lmruns.defaults("gru", "nce", optimizer="adamw")[0] == 0.008
+
+
+def test_the_readme_rows_are_the_complete_gru_rows_at_their_default_rate():
+    def row(o, test, wps, chosen=0.008, complete=True):
+        return {"name": f"gru {o}-adamw0.1", "test_ppl": test, "words_per_cpu_s": wps, "chosen_lr": chosen,
+                "default_lr": 0.008, "complete": complete}
+
+    data = {"rows": [row("softmax", 86.5, 9000), row("nce", 88.9, 27000), row("hsm", 89.9, 20000, chosen=0.004),
+                     row("is", 86.0, 23000, complete=False), {**row("x", 1.0, 1), "name": "ffnn softmax-adamw0.1"}]}
+    got = lr_grid.headline(data, "note")
+    assert [(h["method"], h["relative_cost"]) for h in got] == [("GRU 256, full softmax", 1.0),
+                                                                 ("GRU 256, NCE", 9000 / 27000)]
+    assert all(h["note"] == "note" for h in got)

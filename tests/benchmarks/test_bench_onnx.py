@@ -20,8 +20,8 @@ def test_quality_cpu_quick_writes_every_row(tmp_path, private_cache):
     names = [r["name"] for r in data["rows"]]
     assert names and "gru softmax" in names and not data["failures"]
     assert all(r["cpu_s"] > 0 and r["words_per_cpu_s"] > 0 and r["curve"] for r in data["rows"])
-    head = {h["method"]: h for h in data["headline"]}  # the README's rows (quick pages are left out of it)
-    assert head["GRU 256, full softmax"]["relative_cost"] == 1.0
+    # the README's rows (quick pages are left out of it): the Transformer's only, the GRU's come from lr-grid-adamw
+    assert all(h["method"].startswith("Transformer") for h in data["headline"])
     soft = next(r for r in data["rows"] if r["name"] == "gru softmax")
     for h in data["headline"]:
         row = next(r for r in data["rows"] if h["test_ppl"] == r["test_ppl"])
