@@ -21,6 +21,11 @@ NAME = "lr-grid-adamw"
 ADAMW = ("--optimizer", "adamw", "--weight-decay", "0.1")
 SUFFIX = lr_grid.ADAMW_SUFFIX  # a row's key: the Adam grid's with this added
 RECORDS = os.path.join(REPO_DIR, "benchmarks", "notes", "lr-grid-adamw.jsonl")
+#: one setting besides the rate, tried for an output at the whole grid as a row of its own (issue 55 lists more
+#: samples for the sampled outputs): key -> (objective, flags). NCE, the one row over its target on the mean of three
+#: seeds (+3.04 % against 3 %): at its chosen cell 0.008, seed 1, validation 92.84 with 2,000 noise words against
+#: 93.04 with its default 1,000, where a flatter noise lost (0.75: 93.33; 0.5: 93.77), 2026-12-04
+TRIES = {f"nce{SUFFIX}-s2000": ("nce", ("--samples", "2000"))}
 
 
 def rows(quick: bool) -> list[lr_grid.Row]:
@@ -29,13 +34,20 @@ def rows(quick: bool) -> list[lr_grid.Row]:
     if quick:
         return [lr_grid.Row(f"{r.key}{SUFFIX}", (*r.flags, *ADAMW), r.version, r.rates, r.max_extensions)
                 for r in lr_grid.rows(True)]
-    return [lr_grid.Row(f"{o}{SUFFIX}", (*BASE, "--objective", o, *ADAMW), VERSIONS[f"{o}{SUFFIX}"],
-                        lr_grid.RATES) for o in OBJECTIVES]
+    out = [lr_grid.Row(f"{o}{SUFFIX}", (*BASE, "--objective", o, *ADAMW), VERSIONS[f"{o}{SUFFIX}"],
+                       lr_grid.RATES) for o in OBJECTIVES]
+    return out + [lr_grid.Row(key, (*BASE, "--objective", o, *extra, *ADAMW), VERSIONS[f"{o}{SUFFIX}"],
+                              lr_grid.RATES) for key, (o, extra) in TRIES.items()]
 
 
 def tries() -> str:
-    return ("The softmax's other tries (dropout, tying) are those of the Adam grid's page; here only the rate is "
-            "tuned, for every row alike.")
+    return ("The softmax's other tries (dropout, tying) are those of the Adam grid's page; here the rate is tuned "
+            "for every row alike, and one row tries one more setting at the whole grid: NCE with 2,000 noise words "
+            "a batch (`--samples 2000`, its default 1,000), after a flatter noise distribution lost on validation "
+            "at its chosen cell (`--noise-power` 0.75 and 0.5 against its default 1: 93.33 and 93.77 against 93.04; "
+            "benchmarks/notes/sampled-gap-2026-11-28.md). NCE's own settings have thus had more tries than the "
+            "softmax's: its samples four times (20 and 100 a position, bags of 1,000 and 2,000), a learned normaliser "
+            "and its noise power three times, against the softmax's dropout twice, untying and embedding dropout.")
 
 
 SPEC = lr_grid.Spec(

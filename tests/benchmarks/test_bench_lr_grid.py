@@ -178,10 +178,15 @@ def test_the_adamw_grid_judges_each_row_against_the_softmax_trained_with_adamw(t
 
     grid = lr_grid_adamw.rows(quick=False)
     by = {r.name: r for r in grid}
-    assert [r.objective for r in grid] == quality_cpu.OBJECTIVES
-    for r in grid:  # the quality page's AdamW runs, so that its finished run is the cell at the default rate
+    n = len(quality_cpu.OBJECTIVES)
+    assert [r.objective for r in grid[:n]] == quality_cpu.OBJECTIVES
+    for r in grid[:n]:  # the quality page's AdamW runs, so that its finished run is the cell at the default rate
         assert r.flags[-4:] == lr_grid_adamw.ADAMW and r.version == quality_cpu.VERSIONS[r.key]
         assert r.default_run().version == quality_cpu.run_version(r.key)
+    for r in grid[n:]:  # a further setting tried: the output's flags and version with it, judged by its target
+        o, extra = lr_grid_adamw.TRIES[r.key]
+        assert r.objective == o and r.flags[-4 - len(extra):] == (*extra, *lr_grid_adamw.ADAMW)
+        assert r.version == quality_cpu.VERSIONS[f"{o}-adamw0.1"] and r.name == f"gru {r.key}"
     path = tmp_path / "records.jsonl"
     for name, rates in {"gru softmax-adamw0.1": {0.002: 99.0, 0.004: 96.0, 0.008: 97.0},
                         "gru nce-adamw0.1": {0.002: 101.0, 0.004: 99.0, 0.008: 100.0}}.items():
