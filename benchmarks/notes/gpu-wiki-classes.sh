@@ -10,6 +10,9 @@
 # then run(command="bash benchmarks/notes/gpu-wiki-classes.sh", carry=[".gpu-data"], timeout_s=590): everything it
 # leaves is in $OUT/all.tar.gz (a call brings back only a few files); ingest the rows with
 # `python -m benchmarks.large_vocab_gpu ingest DIR ...` as for gpu-wiki.sh.
+# `--optimizer adam` (added 2026-12-04, when the call first ran): since that day a GRU run of under 20,000 planned
+# steps (this one: about 5,300) takes AdamW at 0.008 where no optimiser is given; the seven rows of 2026-11-29 it is
+# compared with trained with Adam at their objectives' rates, which `--optimizer adam` restores exactly.
 set -u
 START=$(date +%s); END=$((START + ${TRAIN_S:-480}))
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
@@ -24,7 +27,7 @@ row() {  # name objective
   local name=$1 obj=$2
   OMP_NUM_THREADS=1 timeout -k 10 $((END - $(date +%s))) python3 -m sampledlm train --train $D/train.txt \
     --valid $D/valid.txt --vocab $D/vocab-full.txt --model gru --objective $obj --word-classes $D/classes.txt \
-    --device cuda --threads 1 --epochs 1 -o $Q/$name > $Q/$name.log 2>&1
+    --optimizer adam --device cuda --threads 1 --epochs 1 -o $Q/$name > $Q/$name.log 2>&1
   echo "TRAIN_RC=$? wall=$(( $(date +%s) - START ))" >> $Q/$name.log
   OMP_NUM_THREADS=1 timeout 90 python3 -m sampledlm eval $Q/$name --test $D/test.txt --json --device cuda \
     > $Q/$name.eval.json 2>> $Q/$name.log
