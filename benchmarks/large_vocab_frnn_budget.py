@@ -262,10 +262,18 @@ def main(argv=None) -> None:
     ap.add_argument("--notes", default=NOTES)
     ap.add_argument("--ours-notes", default=NOTES, help="where our neural rows are recorded [default: %(default)s]")
     a = ap.parse_args(argv)
-    from .large_vocab_neural import strided_file
+    # the handlers go back as they were on the way out: a caller in the same process (a test worker) keeps its own
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        _train_runs(a)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _on_signal)
+
+def _train_runs(a) -> None:
+    """:func:`main`'s runs, each recorded or trained in turn (under :func:`_on_signal`)."""
+    from .large_vocab_neural import strided_file
 
     built: list = []  # faster-rnnlm, built when a run needs training (scoring our row on the subset does not)
     strided_file(os.path.join(a.data, "valid.txt"), a.valid, VALID_TOKENS)

@@ -49,15 +49,29 @@ def read_run(d: str, name: str) -> dict:
                    valid_ppl=last["valid_ppl"], tokens_per_s=last["tokens_per_s"], wall_s=last["wall_s"])
     else:
         why = re.findall(r"--word-classes auto: .*?into (\d+) classes", log)
-        row["why"] = ("not finished within the call: the exchange algorithm's " + why[0] + " word classes "
-                      "(on the CPU, before training) were still running" if why else "not finished within the call")
+        progress = _PROGRESS.findall(log)
+        if why:
+            row["why"] = ("not finished within the call: the exchange algorithm's " + why[0] + " word classes "
+                          "(on the CPU, before training) were still running")
+        elif progress:
+            pct, tok_s, elapsed = progress[-1]
+            row.update(partial_pct=int(pct), partial_tokens_per_s=int(tok_s))
+            row["why"] = (f"not finished within the call: {pct} % of its epoch after {elapsed} of training, at "
+                          f"{int(tok_s):,} tokens a second (its last progress line)")
+        else:
+            row["why"] = "not finished within the call"
     try:
         with open(os.path.join(d, f"{name}.eval.json"), encoding="utf-8") as f:
             e = json.load(f)
-        row["test"] = {k: e[k] for k in ("ppl", "predictions", "seconds_score") if k in e}
+        # a run stopped within its epoch is scored from its last checkpoint: not a row of equal training data
+        row["test" if "epochs" in row else "partial_test"] = {k: e[k] for k in ("ppl", "predictions", "seconds_score")
+                                                              if k in e}
     except (OSError, ValueError):
         pass
     return row
+
+
+_PROGRESS = re.compile(r"^epoch 1: +(\d+)%\s+loss \S+\s+(\d+) tok/s\s+(\S+) elapsed", re.M)
 
 
 def ingest(d: str, date: str, commit: str, machine: str, tokens: int, notes: str = NOTES) -> list[dict]:
@@ -110,7 +124,10 @@ def section(rows: dict) -> list[str]:
             name, name)
         label += later_call(r, first)
         if not r.get("test"):
-            out.append(f"| {label} | — | — | — | — | {r.get('why', 'failed')} |")
+            part = r.get("partial_test")
+            why = r.get("why", "failed") + (f"; its last checkpoint scores {part['ppl']:.2f} on the test text"
+                                            if part else "")
+            out.append(f"| {label} | — | — | — | — | {why} |")
             continue
         t = r["test"]["ppl"]
         vs = "" if soft is None or r.get("objective") == "softmax" and r.get("model") == "gru" else \

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 
 import pytest
@@ -670,6 +671,21 @@ def test_gpu_rows_are_read_from_a_device_calls_output_and_shown_against_the_soft
     assert ("| GRU, class (call of 2026-12-01 10:00 UTC, commit def5678; its `--word-classes auto` classes clustered "
             "beforehand and given as a file) | 0.008 | 320.00 | **260.00** | -3.7 % | 200 |") in text
     assert "| GRU, IS | 0.004 |" in text and "not finished within the call" not in text
+    # a call whose time ran out within the row's epoch: how far it got and how fast, its checkpoint's score aside
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "g-hsm").mkdir()
+    (cut / "g-hsm.log").write_text("epoch 1: 15%  loss 6.3950  3031 tok/s  05:00 elapsed, ETA epoch 27:58\n"
+                                   "epoch 1: 19%  loss 6.3090  3221 tok/s  06:00 elapsed, ETA epoch 25:02\n"
+                                   "TRAIN_RC=124 wall=445\nEVAL_RC=0 wall=517\n")
+    (cut / "g-hsm.eval.json").write_text(json.dumps({"ppl": 499.7, "predictions": 50, "seconds_score": 1.0}))
+    gpu.ingest(str(cut), "2026-12-04 12:30 UTC", "9d6950a", "a GPU machine", 6000, str(notes))
+    got = {r["key"]: r for r in map(json.loads, notes.read_text().splitlines())}
+    assert "test" not in got["gpu/g-hsm"] and got["gpu/g-hsm"]["partial_test"]["ppl"] == 499.7
+    text = "\n".join(gpu.section(got))
+    assert ("| GRU, hsm (call of 2026-12-04 12:30 UTC, commit 9d6950a) | — | — | — | — | not finished within the "
+            "call: 19 % of its epoch after 06:00 of training, at 3,221 tokens a second (its last progress line); its "
+            "last checkpoint scores 499.70 on the test text |") in text
 
 
 def test_our_row_whose_model_is_not_here_is_reported_not_scored(tmp_path):
@@ -746,8 +762,11 @@ def test_scoring_our_row_on_faster_rnnlms_subset_needs_no_faster_rnnlm_build(tmp
 
     monkeypatch.setattr(fb.frnn, "build", no_build)
     monkeypatch.setattr(fb, "ours_on", lambda a, objective, threads: {"row": "neural/hsm", "ppl": 188.0})
+    before = signal.getsignal(signal.SIGTERM)
     fb.main(["--runs", "hs-1", "--data", str(data), "--valid", str(tmp_path / "v.txt"), "--test",
              str(tmp_path / "t.txt"), "--notes", str(notes), "--ours-notes", str(notes)])
+    # its handler of the session's end is the step's own: the process that called it gets its own back
+    assert signal.getsignal(signal.SIGTERM) is before
     last = json.loads(notes.read_text(encoding="utf-8").splitlines()[-1])
     assert last["key"] == "frnn-budget/hs-1" and last["ours_on_subset"] == {"row": "neural/hsm", "ppl": 188.0}
 
