@@ -558,6 +558,41 @@ def test_a_wide_hsm_saved_before_class_heads_loads_with_its_own_tree():
     torch.testing.assert_close(new.log_prob(out, x), want)
 
 
+@pytest.mark.parametrize("launched", [False, True])
+def test_where_a_product_costs_a_launch_class_and_hsm_split_a_batch_into_few_pieces(launched, monkeypatch):
+    """Where every product costs a kernel launch (a GPU: ``structure.launch_bound``), a batch the CPU would score
+    class by class (a class layer) or block by block (hsm's parents) goes to one product against the union of its
+    classes, and hsm's steps each gather their own siblings: exact either way."""
+    from sampledlm.objectives import classes, hsm
+
+    monkeypatch.setattr(classes, "PER_CLASS_OVERHEAD", 0)  # on the CPU: per class for any batch
+    monkeypatch.setattr(hsm, "GROUP_MIN", 1)  # on the CPU: every parent a block
+    for module in (classes, hsm):
+        monkeypatch.setattr(module, "launch_bound", lambda x: launched)
+    seen = []
+    for cls, name in ((classes.ClassSoftmax, "_within_per_class"), (classes.ClassSoftmax, "_within_shared"),
+                      (hsm.HierarchicalSoftmax, "_gathered_lse")):
+        def spy(*a, _f=getattr(cls, name), _n=name, **k):
+            seen.append(_n)
+            return _f(*a, **k)
+        monkeypatch.setattr(cls, name, spy)
+    torch.manual_seed(3)
+    x = torch.randn(200, 6, dtype=torch.float64)
+    y = torch.from_numpy(zipf_stream(200, seed=5))
+    for kind, opts in (("class", {"classes": 7}), ("hsm", {"arity": 4})):
+        out = OutputLayer(V, 6, sparse=False)  # dense rows: hsm's compiled pair loops are the CPU's sparse path
+        obj = make_objective(kind, COUNTS, **opts)
+        obj.bind(out)
+        if kind == "hsm":
+            obj.set_word_classes(np.random.default_rng(1).integers(0, 5, size=V))
+        out.double(), obj.double()
+        scaled(out, obj)
+        lp = obj.log_prob_targets(out, x, y)
+        exact = obj.log_prob(out, x).gather(1, y.unsqueeze(1)).squeeze(1)
+        torch.testing.assert_close(lp, exact)
+    assert seen == (["_within_shared", "_gathered_lse"] if launched else ["_within_per_class"])
+
+
 @pytest.mark.parametrize("arity", [4, 16])
 @pytest.mark.parametrize("kind", ["ffnn", "gru"])
 @pytest.mark.parametrize("group_min", [1, 16, 10**9])

@@ -48,13 +48,17 @@ from .cpu_linear import FastLinear
 from .base import Scorer
 from .options import WordClassOptions, like
 from .row_scores import pair_scores
-from .structure import (NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width, output_rows,
-                        segment_logsumexp)
+from .structure import (NO_CLASSES, WordClassObjective, concat_ranges, frequency_order, hidden_width, launch_bound,
+                        output_rows, segment_logsumexp)
 
 
 BINNINGS = ("sqrt", "mass")
 # What one more product (and its backward) costs, in multiply-adds per hidden unit, when a batch is split by class.
 PER_CLASS_OVERHEAD = 5000
+# The same where a product costs a launch (a GPU: structure.launch_bound). Measured on an H200 at V = 485k: 0.4 ms
+# a class a step, about 4M multiply-adds a unit at the union product's rate there; 1M so that a very large batch,
+# whose union product would take gigabytes, still splits by class.
+PER_CLASS_OVERHEAD_LAUNCHED = 1_000_000
 # What a candidate row scored per example (compiled, read in place) costs against a row of a
 # per-class product, which shares each row among the class's examples in one dense product.
 PER_EXAMPLE_FACTOR = 2
@@ -201,7 +205,8 @@ class ClassSoftmax(WordClassObjective):
         uc, inv, n_in = torch.unique(c, return_inverse=True, return_counts=True)  # the batch's classes
         usize = self.class_size[uc]
         shared_cost = len(targets) * int(usize.sum())
-        per_class_cost = int((n_in * usize).sum()) + PER_CLASS_OVERHEAD * len(uc)
+        overhead = PER_CLASS_OVERHEAD_LAUNCHED if launch_bound(ctx) else PER_CLASS_OVERHEAD
+        per_class_cost = int((n_in * usize).sum()) + overhead * len(uc)
         per_example_cost = int((n_in * usize).sum()) * PER_EXAMPLE_FACTOR if self._rows_in_place(scorer, ctx) \
             else None
         if per_example_cost is not None and per_example_cost < min(per_class_cost, shared_cost):

@@ -59,7 +59,7 @@ from .options import WordClassOptions, like
 from .cpu_linear import FastLinear, fast_linear
 from .hsm_paired import step_log_probs
 from .structure import (WordClassObjective, class_heads, class_huffman_tree, collapse_tree, concat_ranges, hidden_width,
-                        output_rows, huffman_tree, word_paths)
+                        launch_bound, output_rows, huffman_tree, word_paths)
 
 
 # A parent's children are scored as one block (_sibling_lse) once the batch's steps through it need at least this
@@ -67,6 +67,10 @@ from .structure import (WordClassObjective, class_heads, class_huffman_tree, col
 # thread, K = 16, 64 and 128: thresholds from 4 to 32 within each other's noise, 256 or more and gathering every
 # step's siblings slower (at K = 128: 29-35 ms a step against 72 ms from 256 and 508-586 ms gathered).
 GROUP_MIN = 16
+# The same where a product costs a launch (a GPU: structure.launch_bound): on an H200 at V = 485k, K = 128, 1,120
+# targets, every step gathering its siblings ran 11.9x the block a parent (about 670 parents a batch); a parent is
+# a block there only when its steps need a million scores or more (the root of a batch of tens of thousands).
+GROUP_MIN_LAUNCHED = 1 << 20
 
 
 def tree_levels(parent: np.ndarray) -> list[np.ndarray]:
@@ -299,7 +303,8 @@ class HierarchicalSoftmax(WordClassObjective):
         rows n_p times, which made wide nodes memory-bound (at K = 128 slower than the full softmax). The
         other steps gather their own siblings."""
         uniq, inv, cnt = torch.unique(par, return_inverse=True, return_counts=True)
-        big = cnt * (self.word_kids_count[uniq] + self.node_kids_count[uniq]) >= GROUP_MIN
+        big = cnt * (self.word_kids_count[uniq] + self.node_kids_count[uniq]) >= (
+            GROUP_MIN_LAUNCHED if launch_bound(ctx) else GROUP_MIN)
         pieces, where = [], []
         small = (~big)[inv].nonzero().squeeze(1)
         if len(small):

@@ -24,6 +24,16 @@ def output_rows(scorer):
     return scorer if getattr(scorer, "sparse", None) is not None else getattr(scorer, "output", None)
 
 
+def launch_bound(x) -> bool:
+    """Whether work on ``x``'s device costs a fixed time a kernel (a GPU), so that many small products lose to one
+    large one: there the structured outputs split a batch into fewer pieces than on the CPU. Measured at V = 485k
+    on an H200 (1,120 targets a step, h = 256, benchmarks/notes/gpu-structured-paths.sh): the class layer's
+    product a class, about 500 a step, 5,327 tokens a second against 51,155 with one product against the
+    union of the batch's classes; hsm's block a parent 4,367 against 51,938 with every step gathering its siblings;
+    the same losses to 5 digits."""
+    return torch.is_tensor(x) and x.device.type != "cpu"
+
+
 def frequency_order(counts, num_words: int) -> np.ndarray:
     """Word ids by decreasing count (ties by id), ``int64 [V]``; ids in order without counts."""
     if counts is None:
