@@ -263,18 +263,23 @@ def section(rows: dict) -> tuple[str, list[str]]:
                                            for c in r["lr_race"] if c["lr"] == x), "-") for x in rates],
                           f"{r['lr']:g}", _f(r.get("tuning_process_cpu_s"))] for r in raced.values()]), ""]
     going = {}
-    for k, r in rows.items():  # candidates settled for rows that have not finished (races carried across machines)
-        if k.startswith("neural-race/") and r["row"] not in got and r.get("revision", 1) == revision(r["row"]):
+    # candidates settled for rows that have not finished (races carried across machines), or whose recorded run
+    # trained before the race (at its default of the time): that run stays on the page until the winner's replaces it
+    for k, r in rows.items():
+        if k.startswith("neural-race/") and not (got.get(r["row"]) or {}).get("lr_race") \
+                and r.get("revision", 1) == revision(r["row"]):
             going.setdefault(r["row"], []).append(r)
     for row, cands in going.items():
-        missing.append(f"Learning-rate race of {row}, so far (validation perplexity on the subset after epoch 1; the "
-                       "process CPU seconds recorded, without those of a start stopped with a session's end): "
+        before = " (its row above trained before the race, at its default rate of the time; the winner's run " \
+            "replaces it once recorded)" if row in got else ""
+        missing.append(f"Learning-rate race of {row}{before}, so far (validation perplexity on the subset after epoch "
+                       "1; the process CPU seconds recorded, without those of a start stopped with a session's end): "
                        + "; ".join(f"lr {c['lr']:g}{' (default)' if c['default'] else ''}: "
                                    + (f"diverged ({c['diverged']})" if c.get("diverged")
                                       else _f(c.get("epoch1_valid"), 2))
                                    + f", {_f(c.get('process_cpu_s'))} CPU s"
                                    for c in sorted(cands, key=lambda c: -c["lr"])))
-    unraced = [k for k in trained if k not in raced and k not in (*THREAD_ROWS, *PASS_ROWS)]
+    unraced = [k for k in trained if k not in raced and k not in going and k not in (*THREAD_ROWS, *PASS_ROWS)]
     if unraced:
         missing.append("Learning rates raced on validation (the protocol above) for: " + ", ".join(unraced)
                        + " (recorded before the race; the neural step races them after the untrained rows)")

@@ -331,6 +331,14 @@ def test_the_section_and_the_target_from_recorded_rows():
     assert "| GRU, class | diverged | **300.00** | 310.00 | 0.004 | 1,800 |" in text
     assert any("Learning rates raced on validation (the protocol above) for: nce (" in m for m in missing)
     assert "GRU, class 90.00" in line and "30.0 % lower: met" in line and "interpolated: not yet run" in line
+    # nce's race run after its row was recorded: the race so far is shown, and nce is no longer listed as unraced
+    for lr, v in ((0.004, 250.0), (0.002, 235.0)):
+        rows[f"neural-race/nce/lr{lr:g}"] = {"key": f"neural-race/nce/lr{lr:g}", "row": "nce", "lr": lr,
+                                             "default": lr == 0.004, "epoch1_valid": v, "process_cpu_s": 1770.0}
+    text, missing = lvpage.section(rows)
+    assert any(m.startswith("Learning-rate race of nce (its row above trained before the race") and
+               "lr 0.004 (default): 250.00, 1,770 CPU s; lr 0.002: 235.00" in m for m in missing)
+    assert not any(m.startswith("Learning rates raced on validation") for m in missing)
     rows["neural-interp"] = {"rc": 0, "row": "class", "ppl": 85.0, "neural_ppl": 90.0, "weight_neural": 0.6,
                              "cpu_s": 10.0}
     assert "85.00: met" in lvpage.target_line(rows)

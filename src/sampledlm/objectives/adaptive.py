@@ -111,6 +111,10 @@ class AdaptiveSoftmax(OutputObjective):
                     "tokens gave +7.1 %, 90 % (2,712 words) +2.9 %, tails half as wide +2.5 %, 95 % capped at 4,000 "
                     "words with tails half as wide 100.56 (+2.0 %), and the whole 95 % (4,754 words) 100.20 (+1.6 %) "
                     "at 1.7x the softmax's words per CPU second: the tails' narrow, untied rows hold too many words")
+    sequence_train_long = ((10_000, {"lr": 0.002},
+                            "over the first epoch of a 4-epoch cosine run of about 17,300 steps on 4.8M words of "
+                            "Wikipedia at V = 485k: 0.004 389.34, 0.002 368.39, 0.001 405.55; PTB's 8 epochs take "
+                            "6,640 steps"),)
 
     sequence_model_settings = {"adaptive_input": (True, (
         "--adaptive-input: the input embeddings in the same frequency bands as the softmax's head and tails, tied "
