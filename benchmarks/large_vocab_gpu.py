@@ -133,6 +133,13 @@ def section(rows: dict) -> list[str]:
         vs = "" if soft is None or r.get("objective") == "softmax" and r.get("model") == "gru" else \
             f"{100 * (t / soft - 1):+.1f} %"
         out.append(f"| {label} | {r['lr']:g} | {r['valid_ppl']:.2f} | **{t:.2f}** | {vs} | {r['wall_s']:,.0f} |")
+    cut = [LABELS.get(r["name"].split("-", 1)[-1], r["name"]) for r in got if r.get("partial_tokens_per_s")]
+    if cut:
+        out += ["", "Cut within their epoch: " + "; ".join(cut) + ". On a GPU the class layer then scored a batch "
+                "class by class and hsm each busy parent as its own block, a small product each; since 2026-12-04 "
+                "they take one product against the batch's classes and gather each step's siblings where the model "
+                "is not on the CPU (the cause and the speed-up, measured on the same device: "
+                "benchmarks/notes/gpu-2026-12-04.md). Their full epoch with that change is not yet measured."]
     gru = [r for r in got if r.get("model") == "gru" and r.get("test") and r.get("objective") != "softmax"]
     if soft is not None and gru:
         below = sorted((r for r in gru if r["test"]["ppl"] < soft), key=lambda r: r["test"]["ppl"])

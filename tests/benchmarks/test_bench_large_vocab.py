@@ -694,6 +694,7 @@ def test_gpu_rows_are_read_from_a_device_calls_output_and_shown_against_the_soft
     assert ("| GRU, hsm (call of 2026-12-04 12:30 UTC, commit 9d6950a) | — | — | — | — | not finished within the "
             "call: 19 % of its epoch after 06:00 of training, at 3,221 tokens a second (its last progress line); its "
             "last checkpoint scores 499.70 on the test text |") in text
+    assert "Cut within their epoch: GRU, hsm. On a GPU" in text
 
 
 def test_our_row_whose_model_is_not_here_is_reported_not_scored(tmp_path):
