@@ -97,6 +97,21 @@ def later_call(r: dict, first: dict) -> str:
     return note
 
 
+def later_speeds(got: list[dict], first: dict) -> list[str]:
+    """A sentence on the rows of later calls: they shared the GPU with fewer rows, so their wall seconds do not
+    compare with the first call's; their own tokens a second (the epoch's average) are given instead."""
+    later = [r for r in got if r.get("test") and r.get("tokens_per_s")
+             and (r.get("date"), r.get("commit")) != (first.get("date"), first.get("commit"))]
+    if not later:
+        return []
+    speeds = "; ".join(f"{LABELS.get(r['name'].split('-', 1)[-1], r['name']).removeprefix('GRU, ')} "
+                       f"{r['tokens_per_s']:,.0f}" for r in later)
+    return ["", f"Rows of a later call shared the GPU with fewer rows than the first call's, so their wall seconds do "
+            f"not compare with those above; their epochs' tokens a second: {speeds}. Class and hsm ran there with "
+            "the layers' GPU paths of 2026-12-04 (one product against the batch's classes, each step gathering its "
+            "siblings; benchmarks/notes/gpu-2026-12-04.md has the speeds before and after)."]
+
+
 def section(rows: dict) -> list[str]:
     """The page's section on the GPU rows (nothing while none is recorded)."""
     got = [r for k, r in rows.items() if k.startswith("gpu/")]
@@ -140,6 +155,7 @@ def section(rows: dict) -> list[str]:
                 "they take one product against the batch's classes and gather each step's siblings where the model "
                 "is not on the CPU (the cause and the speed-up, measured on the same device: "
                 "benchmarks/notes/gpu-2026-12-04.md). Their full epoch with that change is not yet measured."]
+    out += later_speeds(got, first)
     gru = [r for r in got if r.get("model") == "gru" and r.get("test") and r.get("objective") != "softmax"]
     if soft is not None and gru:
         below = sorted((r for r in gru if r["test"]["ppl"] < soft), key=lambda r: r["test"]["ppl"])

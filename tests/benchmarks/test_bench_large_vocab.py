@@ -679,6 +679,8 @@ def test_gpu_rows_are_read_from_a_device_calls_output_and_shown_against_the_soft
     assert ("| GRU, class (call of 2026-12-01 10:00 UTC, commit def5678; its `--word-classes auto` classes clustered "
             "beforehand and given as a file) | 0.008 | 320.00 | **260.00** | -3.7 % | 200 |") in text
     assert "| GRU, IS | 0.004 |" in text and "not finished within the call" not in text
+    # its wall seconds shared the GPU with fewer rows: its own speed is given instead, the first call's rows' not
+    assert "their epochs' tokens a second: class 9." in text and "IS 9" not in text
     # a call whose time ran out within the row's epoch: how far it got and how fast, its checkpoint's score aside
     cut = tmp_path / "cut"
     cut.mkdir()
