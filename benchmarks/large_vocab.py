@@ -872,11 +872,12 @@ def markdown(rows: dict, quick: bool) -> str:
              "measured it; `python -m benchmarks large-vocab` rebuilds this page from them."
              + (" **--quick: a tiny generated corpus, not the figures.**" if quick else "")
              + machines_line(rows), "",
-             "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, nsec, "## Not yet run", ""]
+             "## Against the issue's targets", "", *targets(rows), "", corpus, kn, speed, nsec]
     if not all(rows.get(f"datapath/{k}", {}).get("rc") == 0 for k in ("cold", "warm")):
         missing.append("The data path at 165M tokens (deliverable 6): `python -m benchmarks.large_vocab datapath --data "
                        "DATA --work WORK` (a run over the whole training text, cold and warm id cache)")
-    parts += [f"- {m}" for m in missing + neural_todo(rows)]
+    todo = missing + neural_todo(rows)
+    parts += ["## Not yet run", "", *[f"- {m}" for m in todo]] if todo else []
     return "\n".join(parts) + "\n"
 
 

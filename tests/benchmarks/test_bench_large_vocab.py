@@ -344,6 +344,7 @@ def test_the_section_and_the_target_from_recorded_rows():
     assert "85.00: met" in lvpage.target_line(rows)
     page = lv.markdown(rows, quick=False)
     assert "## Neural rows at V =" in page and "KN5 + GRU, class interpolated" in page
+    assert "## Not yet run\n\n- " in page
     fig = lv.plot(rows)
     assert len(fig.axes) == 3
 
@@ -795,3 +796,16 @@ def test_a_training_stopped_by_a_signal_to_it_alone_is_no_failure(tmp_path, monk
     # any other exit status is still the row's failure
     monkeypatch.setattr(ln, "run_watched", lambda argv, log, cap_mb, poll=None: {"rc": 1, "argv": argv})
     assert ln.train_row(plan, str(work), 14000)["rc"] == 1
+
+
+def test_a_page_with_nothing_left_to_run_has_no_empty_not_yet_run_section(monkeypatch):
+    from benchmarks import large_vocab_neural_page as lvpage
+    monkeypatch.setattr(lv, "corpus_section", lambda rows: ("corpus", []))
+    monkeypatch.setattr(lv, "kn_section", lambda rows: ("kn", []))
+    monkeypatch.setattr(lv, "speed_section", lambda rows: ("speed", []))
+    monkeypatch.setattr(lv, "targets", lambda rows: ["- targets"])
+    monkeypatch.setattr(lv, "neural_todo", lambda rows: [])
+    monkeypatch.setattr(lvpage, "section", lambda rows: ("neural", []))
+    done = {f"datapath/{k}": {"rc": 0} for k in ("cold", "warm")}
+    assert "Not yet run" not in lv.markdown(done, quick=False)
+    assert "## Not yet run\n\n- The data path" in lv.markdown({}, quick=False)
