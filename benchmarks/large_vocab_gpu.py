@@ -84,11 +84,16 @@ def ingest(d: str, date: str, commit: str, machine: str, tokens: int, notes: str
     return rows
 
 
+def from_later_call(r: dict, first: dict) -> bool:
+    """Whether ``r`` was measured by another device call than the section's first."""
+    return (r.get("date"), r.get("commit")) != (first.get("date"), first.get("commit"))
+
+
 def later_call(r: dict, first: dict) -> str:
     """What a row of another device call than the section's first says of itself: its date and commit, and
     where its word classes came from when they were given as a file (clustered beforehand, off the device)."""
     note = ""
-    if (r.get("date"), r.get("commit")) != (first.get("date"), first.get("commit")):
+    if from_later_call(r, first):
         note += f" (call of {r.get('date')}, commit {r.get('commit')}"
         classes = (r.get("options") or {}).get("word_classes")
         if classes not in (None, "auto", "none"):
@@ -100,16 +105,16 @@ def later_call(r: dict, first: dict) -> str:
 def later_speeds(got: list[dict], first: dict) -> list[str]:
     """A sentence on the rows of later calls: they shared the GPU with fewer rows, so their wall seconds do not
     compare with the first call's; their own tokens a second (the epoch's average) are given instead."""
-    later = [r for r in got if r.get("test") and r.get("tokens_per_s")
-             and (r.get("date"), r.get("commit")) != (first.get("date"), first.get("commit"))]
+    later = [r for r in got if r.get("test") and r.get("tokens_per_s") and from_later_call(r, first)]
     if not later:
         return []
     speeds = "; ".join(f"{LABELS.get(r['name'].split('-', 1)[-1], r['name']).removeprefix('GRU, ')} "
                        f"{r['tokens_per_s']:,.0f}" for r in later)
+    paths = "" if not any(r.get("objective") in ("class", "hsm") for r in later) else (
+        " Class and hsm ran there with the layers' GPU paths of 2026-12-04 (one product against the batch's classes, "
+        "each step gathering its siblings; benchmarks/notes/gpu-2026-12-04.md has the speeds before and after).")
     return ["", f"Rows of a later call shared the GPU with fewer rows than the first call's, so their wall seconds do "
-            f"not compare with those above; their epochs' tokens a second: {speeds}. Class and hsm ran there with "
-            "the layers' GPU paths of 2026-12-04 (one product against the batch's classes, each step gathering its "
-            "siblings; benchmarks/notes/gpu-2026-12-04.md has the speeds before and after)."]
+            f"not compare with those above; their epochs' tokens a second: {speeds}.{paths}"]
 
 
 def section(rows: dict) -> list[str]:
