@@ -88,8 +88,8 @@ TRANSFORMER_TRIES = (("run_dropout", f"dropout {TRANSFORMER_DROPOUT:g}", ("--dro
                       "-adamw0.1-edrop0.1"))
 TRANSFORMER_RUNS = (("run", "budget run", (), ""), *TRANSFORMER_TRIES)  # the first budget run, then the tries
 #: tries that add one setting to an earlier try rather than to the first run (their tag -> the earlier try's tag):
-#: they train once that run is final, for the epochs its own CPU seconds an epoch fit in the budget (the added
-#: setting costs no measurable CPU), rather than the grid cell's count and a second, re-sized run
+#: they train once that try is final, with the epochs of its run of lowest validation perplexity (its first run or
+#: its re-sized one), and are not re-sized themselves
 TRANSFORMER_STACKED = {"-adamw0.1-edrop0.1": "-adamw0.1"}
 #: the longer runs' second try: they ended at a lower training loss and a higher validation perplexity than 8 epochs
 #: (overfitting at the default 0.25); 0.35 is the higher of the two dropouts the softmax GRU tried on the lr-grid page
@@ -185,44 +185,54 @@ def try_entry(t: dict, extra: tuple[str, ...], tag: str, records: list[dict]) ->
     """The Transformer's budget run with ``extra`` flags, re-sized as a longer GRU run is (:func:`_resized`): where
     its run spent under :data:`RESIZE` of the budget (an epoch on this machine can cost 0.6x the grid cell's, measured
     elsewhere), again with the epochs its own CPU seconds an epoch fit; the first run stays in ``resized_from``.
-    A try in :data:`TRANSFORMER_STACKED` starts from the epochs its earlier try's run fits (:func:`_stacked`)."""
-    return _resized(_stacked(with_try(t, extra, tag), records), records, t["budget_s"])
+    A try in :data:`TRANSFORMER_STACKED` takes its earlier try's best run's epochs instead (:func:`_sized`)."""
+    return _sized(with_try(t, extra, tag), records)
+
+
+def _sized(entry: dict, records: list[dict]) -> dict:
+    """A stacked try with its earlier try's best run's epochs (:func:`_stacked`, never re-sized: that try's own
+    re-sizing measured the longer schedule already); any other try re-sized by its own run (:func:`_resized`)."""
+    if entry.get("tag", "") in TRANSFORMER_STACKED:
+        return _stacked(entry, records)
+    return _resized(entry, records, entry["budget_s"])
 
 
 def _base_run(entry: dict, records: list[dict]) -> tuple[dict | None, bool]:
-    """The record of the earlier try a stacked ``entry`` adds its setting to (its final run, else its first while
-    the re-sized one trains; None before either), and whether it is final. ``(None, True)`` for other runs."""
+    """The record of the earlier try's run a stacked ``entry`` adds its setting to: of that try's runs (its first
+    and, where it was re-sized, the re-sized one), the one of lowest validation perplexity (greedy forward
+    selection: a setting is added to the best run so far); and whether that try is final (its re-sized run has
+    landed, or it needed none). None before any has landed; ``(None, True)`` for other runs."""
     base_tag = TRANSFORMER_STACKED.get(entry.get("tag", ""))
     if base_tag is None:
         return None, True
     _, _, extra, tag = next(r for r in TRANSFORMER_RUNS if r[3] == base_tag)
     base = try_entry(entry["first"], extra, tag, records)
     final = record_of(base, records)
-    return final or base.get("resized_from"), final is not None
+    runs = [r for r in (final, base.get("resized_from")) if r is not None and r.get("best_valid") is not None]
+    return min(runs, key=lambda r: r["best_valid"], default=None), final is not None
 
 
 def _stacked(entry: dict, records: list[dict]) -> dict:
-    """A stacked try (:data:`TRANSFORMER_STACKED`) with the epochs its earlier try's run fits in the budget at that
-    run's own CPU seconds an epoch; any other ``entry`` as it is."""
+    """A stacked try (:data:`TRANSFORMER_STACKED`) with its earlier try's best run's epochs (the same schedule, one
+    setting added) and that run's CPU seconds an epoch; any other ``entry`` as it is."""
     base, _ = _base_run(entry, records)
     if base is None or not base.get("epochs") or not base.get("cpu_s"):
         return entry
-    per_epoch = base["cpu_s"] / epochs_ran(base)
-    return {**entry, "epochs": max(1, int(entry["budget_s"] // per_epoch)), "epoch_cpu_s": per_epoch}
+    return {**entry, "epochs": epochs_ran(base), "epoch_cpu_s": base["cpu_s"] / epochs_ran(base)}
 
 
 def try_done(entry: dict, records: list[dict]) -> dict | None:
     """The record of a Transformer try (:func:`try_entry` of the un-sized ``entry``), None while it has to train."""
-    return record_of(_resized(_stacked(entry, records), records, entry["budget_s"]), records)
+    return record_of(_sized(entry, records), records)
 
 
 def train_try(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, records: list[dict] | None = None) -> dict:
-    """Train a Transformer try, re-sized by ``records`` (:func:`try_done`), and return its record; a stacked try
-    only once its earlier try's run is final (else :class:`UserError`, and it is tried at the next pass)."""
+    """Train a Transformer try, sized by ``records`` (:func:`_sized`), and return its record; a stacked try only
+    once its earlier try is final (else :class:`UserError`, and it is tried at the next pass)."""
     records = records or []
     if not _base_run(entry, records)[1]:
         raise UserError(f"waits for the run it adds its setting to ({TRANSFORMER_STACKED[entry['tag']]}) to land")
-    return train_row(st, _resized(_stacked(entry, records), records, budget_s), budget_s, tokens)
+    return train_row(st, _sized({**entry, "budget_s": budget_s}, records), budget_s, tokens)
 
 
 def drop_entry(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict:
@@ -1053,9 +1063,11 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
            "dropout on, against 108.4 on validation), then, as the dropout run learnt too slowly to finish within the "
            "budget, its optimiser (AdamW, Loshchilov & Hutter 2019: Adam with a weight decay of 0.1 decoupled from "
            "the gradient, on the weight matrices, as GPT-2's and nanoGPT's recipes; added 2026-12-03), then its "
-           "input, added to the AdamW run, the best by then (embedding dropout 0.1: whole words dropped from a "
+           "input, added to the AdamW try, the best by then (embedding dropout 0.1: whole words dropped from a "
            "training batch's input, Gal & Ghahramani 2016, Merity et al. 2018's value on PTB; added 2026-12-03; it "
-           "trains once the AdamW run is final, for the epochs that run's own CPU seconds an epoch fit). "
+           "trains once the AdamW try is final, with the epochs of that try's run of lower validation perplexity and "
+           "is not re-sized: its re-sized 41-epoch run overfitted, 110.58 against its 25-epoch run's 104.64; until "
+           "2026-12-04 it took the re-sized run's count, and that 43-epoch run was stopped at epoch 15, 110.39). "
            + _baseline_text(base) + " A budget run that spent under "
            f"{RESIZE:.0%} of the budget trains again for the epochs its own CPU seconds an epoch fit (an epoch on "
            "one machine took 0.6x the CPU seconds of the grid cell's, measured on another), as a longer GRU run "

@@ -459,7 +459,7 @@ def test_a_transformer_budget_run_that_spent_too_little_trains_again_for_the_epo
     assert equal_cpu.try_entry(t, (), "", [full]) is not None and equal_cpu.try_done(t, [full]) is full
 
 
-def test_a_stacked_transformer_try_adds_its_setting_to_the_adamw_run_and_waits_for_it_to_be_final(monkeypatch):
+def test_a_stacked_transformer_try_adds_its_setting_to_the_best_adamw_run_once_that_try_is_final(monkeypatch):
     grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
     _, _, adamw_extra, adamw_tag = equal_cpu.TRANSFORMER_TRIES[1]
     key, label, extra, tag = equal_cpu.TRANSFORMER_TRIES[2]
@@ -475,19 +475,30 @@ def test_a_stacked_transformer_try_adds_its_setting_to_the_adamw_run_and_waits_f
     with pytest.raises(equal_cpu.UserError, match="waits"):  # no AdamW run yet
         equal_cpu.train_try(None, stacked, 10_800.0, 929589, [])
     first = rec(equal_cpu.with_try(t, adamw_extra, adamw_tag), 104.6, 95.2, per_epoch=261.0)  # 27 ep: 65 %
-    assert equal_cpu.try_entry(t, extra, tag, [first])["epochs"] == 41  # shown as it would train
+    assert equal_cpu.try_entry(t, extra, tag, [first])["epochs"] == 27  # shown as it would train
     with pytest.raises(equal_cpu.UserError, match="waits"):  # AdamW's re-sized run still training
         equal_cpu.train_try(None, stacked, 10_800.0, 929589, [first])
     assert equal_cpu.try_done(stacked, [first]) is None and trained == []
-    landed = rec(equal_cpu.try_entry(t, adamw_extra, adamw_tag, [first]), 101.0, 93.0, per_epoch=270.0)
-    assert len(landed["epochs"]) == 41
+    resized = equal_cpu.try_entry(t, adamw_extra, adamw_tag, [first])
+    assert resized["epochs"] == 41
+    # the re-sized run validated better: the setting is added to it, with its epochs, and not re-sized again
+    landed = rec(resized, 101.0, 93.0, per_epoch=270.0)
     equal_cpu.train_try(None, stacked, 10_800.0, 929589, [first, landed])
-    assert trained == ["eq-transformer-0.001-e40-adamw0.1-edrop0.1"]  # 10,800 // 270: no 25-epoch pass first
+    assert trained == ["eq-transformer-0.001-e41-adamw0.1-edrop0.1"]
     mine = rec(equal_cpu.try_entry(t, extra, tag, [first, landed]), 99.5, 91.5, per_epoch=268.0)
     assert equal_cpu.try_done(stacked, [first, landed, mine]) is mine
     data = equal_cpu.summarise(grid, grid_recs, [first, landed, mine])
-    assert data["transformer"]["chosen"] == key and data["transformer"][key]["epochs"] == 40
+    assert data["transformer"]["chosen"] == key and data["transformer"][key]["epochs"] == 41
     assert f"| {label} | 91.50 |" in equal_cpu.render(data)
+    # the re-sized run validated worse (it overfitted): the setting is added to the first run, with its 27 epochs,
+    # even though those spend 65 % of the budget
+    worse = rec(resized, 110.6, 100.4, per_epoch=250.0)
+    trained.clear()
+    equal_cpu.train_try(None, stacked, 10_800.0, 929589, [first, worse])
+    assert trained == ["eq-transformer-0.001-e27-adamw0.1-edrop0.1"]
+    short = rec(equal_cpu.try_entry(t, extra, tag, [first, worse]), 103.0, 94.0, per_epoch=261.0)
+    assert equal_cpu.try_entry(t, extra, tag, [first, worse, short])["epochs"] == 27
+    assert equal_cpu.try_done(stacked, [first, worse, short]) is short
 
 
 def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(monkeypatch):
