@@ -93,7 +93,17 @@ OURS_FLAGS = {
     # and its output's arithmetic too: 20 noise words for each position (ours' default shares 1,000 per batch, which
     # scores 1,000 rows for every position: on PTB 93.82 against 99.72 with 20 per position)
     "nce20fr": ["--objective", "nce", "--samples", "20", "--sample-mode", "each", "-d", "256", "--no-input-weights"],
+    # the same with the batch and regularisation a speed-first user would pick at this size: 128 BPTT rows a step
+    # (the per-step work of the optimiser, sampling and autograd spread over 4x the words) and no dropout (a pass
+    # over this much text barely overfits; the best one-pass row at V = 485k has none)
+    "nce20frb128": ["--objective", "nce", "--samples", "20", "--sample-mode", "each", "-d", "256", "--no-input-weights",
+                    "-b", "128", "--dropout", "0"],
+    "hsm2frb128": ["--objective", "hsm", "--word-classes", "none", "--arity", "2", "--components", "1", "-d", "256",
+                   "--no-input-weights", "-b", "128", "--dropout", "0"],
 }
+# and with 256 or 512 rows a step (512: more work for each of two threads' share of a product)
+OURS_FLAGS.update({name.replace("b128", f"b{rows}"): [*flags[:-4], "-b", str(rows), "--dropout", "0"]
+                   for name, flags in list(OURS_FLAGS.items()) if name.endswith("b128") for rows in (256, 512)})
 # the same rows with the products in bfloat16 (``--precision bf16``: autocast; weights, updates and the loss stay
 # float32), for CPUs with AVX512-BF16 or AMX; on PTB the GRU NCE row scores the same under it (quality-cpu page)
 OURS_FLAGS.update({name + "bf16": [*flags, "--precision", "bf16"] for name, flags in list(OURS_FLAGS.items())})
@@ -199,8 +209,9 @@ def run(cmd, log, threads):
     )
 
 
-def theirs(binary, objective, threads, train, valid, vocab_file, work, name, overhead=None):
-    """One faster-rnnlm run and its control on one line (unless ``overhead`` is the control's row); returns a row."""
+def theirs(binary, objective, threads, train, valid, vocab_file, work, name, overhead=None, keep=False):
+    """One faster-rnnlm run and its control on one line (unless ``overhead`` is the control's row); returns a row.
+    ``keep``: the run's weights stay (for :func:`score_theirs`)."""
     out = {} if overhead is None else {"control": (overhead["control_rc"], None, overhead["overhead_cpu_s"])}
     for kind, text in (("control", train + ".line1"), ("run", train))[0 if overhead is None else 1 :]:
         d = os.path.join(work, f"{name}-{kind}")
@@ -213,9 +224,8 @@ def theirs(binary, objective, threads, train, valid, vocab_file, work, name, ove
             cmd,
             open(os.path.join(d, "log.txt"), errors="replace").read(),
         )
-        for f in os.listdir(d):  # the saved weights (about 1 GB at this V)
-            if f.endswith(".nnet"):
-                os.remove(os.path.join(d, f))
+        if kind == "control" or not keep:
+            drop_frnn_weights(d)
     rc, wall, cpu, peak, load0, load1, cmd, log = out["run"]
     elapsed = re.findall(r"elapsed: ([\d.]+)s\+", log)
     speeds = re.findall(r"([\d.]+) Kwords/sec", log)
@@ -244,7 +254,47 @@ def drop_weights(run_dir):
                 os.remove(os.path.join(root, name))
 
 
-def ours(objective, threads, train, valid, vocab, work, name):
+def drop_frnn_weights(d):
+    """faster-rnnlm's saved weights in ``d`` (about 1 GB at this V); its log stays."""
+    for f in os.listdir(d):
+        if f.endswith(".nnet"):
+            os.remove(os.path.join(d, f))
+
+
+def _children_cpu(before) -> float:
+    after = os.times()
+    return round(after.children_user + after.children_system - before.children_user - before.children_system, 1)
+
+
+def score_theirs(binary, d, test):
+    """faster-rnnlm's run in ``d`` scored exactly over all V on ``test`` (one thread), then its weights dropped:
+    ``{"ppl", "cpu_s"}`` or ``{"failed"}``."""
+    before = os.times()
+    r = subprocess.run([binary, "-rnnlm", os.path.join(d, "model"), "-test", test, "-nce-accurate-test", "1",
+                        "-threads", "1"], capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    cpu = _children_cpu(before)
+    drop_frnn_weights(d)
+    ent = re.findall(r"Test entropy\s+(\S+)", r.stderr)
+    if not ent:
+        return {"failed": r.stderr.strip()[-300:]}
+    return {"ppl": round(2 ** float(ent[-1]), 2), "cpu_s": cpu, "text": test}
+
+
+def score_ours(d, test):
+    """Our run in ``d`` scored exactly over all V on ``test`` (``sampledlm eval``, one thread), then its weights
+    dropped: ``{"ppl", "cpu_s", "predictions"}`` or ``{"failed"}``."""
+    before = os.times()
+    r = subprocess.run([sys.executable, "-m", "sampledlm", "eval", d, "--test", test, "--json", "--threads", "1"],
+                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    cpu = _children_cpu(before)
+    drop_weights(d)
+    if r.returncode != 0:
+        return {"failed": r.stderr.strip()[-300:]}
+    ev = json.loads(r.stdout.strip().splitlines()[-1])
+    return {"ppl": ev["ppl"], "predictions": ev.get("predictions"), "cpu_s": cpu, "text": test}
+
+
+def ours(objective, threads, train, valid, vocab, work, name, keep=False):
     d = os.path.join(work, name)
     shutil.rmtree(d, ignore_errors=True)
     cmd = [
@@ -271,7 +321,8 @@ def ours(objective, threads, train, valid, vocab, work, name):
     ] + OURS_FLAGS[objective]
     rc, wall, cpu, peak, load0, load1 = run(cmd, d + ".log", threads)
     m = json.loads(open(os.path.join(d, "metrics.jsonl")).readline()) if rc == 0 else {}
-    drop_weights(d)
+    if not keep:
+        drop_weights(d)
     return {
         "process_cpu_s": round(cpu, 2),
         "cpu_s": m.get("cpu_s"),
@@ -282,6 +333,7 @@ def ours(objective, threads, train, valid, vocab, work, name):
         "load_average": [load0, load1],
         "command": "nice -n 10 env OMP_NUM_THREADS=%d %s" % (threads, " ".join(cmd)),
         "log_tail": open(d + ".log", errors="replace").read().strip().splitlines()[-3:],
+        "run_dir": d,
     }
 
 
@@ -304,6 +356,11 @@ def main():
         "(the start-up it measures is single-threaded) instead of running it again",
     )
     ap.add_argument("--out", default=os.path.join(REPO, "benchmarks", "notes", "faster-rnnlm-wiki.jsonl"))
+    ap.add_argument("--test-tokens", type=int, default=0,
+                    help="score each run named by --score exactly over all V on about this many tokens of the test "
+                    "text (every k-th line), then drop its weights: the two tools' perplexity after the same text, "
+                    "each having spent its own CPU seconds on it [default: 0, no scoring]")
+    ap.add_argument("--score", default="", help="comma-separated runs (as in --runs) to score with --test-tokens")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     binary, commit = build(a.src, a.mirror, a.eigen_mirror)
@@ -316,6 +373,13 @@ def main():
     frnn_vocab(vocab_file, words, counts)
     if any(spec.startswith("theirs-hs") for spec in a.runs.split(",")):
         frnn_vocab(hs_vocab_file, words, corpus_counts(a.vocab, os.path.join(a.data, "train.txt")))
+    test = None
+    if a.test_tokens:
+        from .large_vocab_neural import strided_file
+
+        test = os.path.join(a.work, f"test-{a.test_tokens}.txt")
+        strided_file(os.path.join(a.data, "test.txt"), test, a.test_tokens)
+    scored = set(filter(None, a.score.split(","))) if test else set()
     for spec in a.runs.split(","):
         tool, objective, threads = spec.split("-")
         threads = int(threads)
@@ -343,13 +407,18 @@ def main():
                 a.work,
                 spec,
                 control,
+                keep=spec in scored,
             )
+            if spec in scored and row["rc"] == 0:
+                row["test"] = score_theirs(binary, os.path.join(a.work, f"{spec}-run"), test)
             row["control"] = (
                 "own" if control is None else f"reused: {control['tool']} {objective} {control['threads']} thread(s)"
             )
             row["vocab_counts"] = "corpus" if objective == "hs" else "prefix"
         else:
-            row = ours(objective, threads, text, a.valid, a.vocab, a.work, spec)
+            row = ours(objective, threads, text, a.valid, a.vocab, a.work, spec, keep=spec in scored)
+            if spec in scored and row["rc"] == 0:
+                row["test"] = score_ours(row["run_dir"], test)
         row = {
             "tool": "faster-rnnlm" if tool == "theirs" else "sampledlm",
             "objective": objective,

@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     click release treats them: a reader that stops reading (``| head``) ends the command quietly with status 0, a
     full disk behind standard output is one line and status 1, ^C is status 130."""
     passive_thread_wait()
+    huge_page_tensors()
     ours = raise_on_sigterm()
     try:
         _main(argv, command, prog_name)
@@ -210,6 +211,24 @@ def passive_thread_wait(environ=os.environ, modules=sys.modules) -> bool:
     if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ or "torch" in modules:
         return False
     environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return True
+
+
+def huge_page_tensors(environ=os.environ, modules=sys.modules) -> bool:
+    """Ask torch's CPU allocator for transparent huge pages on its large tensors (``THP_MEM_ALLOC_ENABLE=1``: a
+    buffer of 2 MB or more is 2 MB-aligned and ``madvise(MADV_HUGEPAGE)``-d), unless the user chose
+    (``THP_MEM_ALLOC_ENABLE`` set) or torch is already loaded (its allocator reads the variable once). Returns
+    whether it set the variable.
+
+    Why: at V = 485k a GRU's tables and their Adam moments are gigabytes whose rows a step reaches at random, and a
+    fresh process first touches them page by page. With 4 KB pages, a 1M-token run of faster-rnnlm's model
+    (NCE-20 a position, 128 rows a step, bf16) took 1.1M page faults and 23-26 s of system time of its 59 s; with
+    huge pages 0.17M and 20-21 s, and its training loop ran 1.19-1.32x the words per CPU second (alternated, the
+    machine otherwise still; benchmarks/notes/large-vocab-findings.md, 2026-12-04). The kernel uses them only
+    where ``/sys/kernel/mm/transparent_hugepage/enabled`` allows ``madvise``; elsewhere nothing changes."""
+    if "THP_MEM_ALLOC_ENABLE" in environ or "torch" in modules:
+        return False
+    environ["THP_MEM_ALLOC_ENABLE"] = "1"
     return True
 
 
