@@ -57,7 +57,8 @@ def records(path: str = RECORDS) -> list[dict]:
 def measured(rows: list[dict]) -> dict[tuple, dict]:
     """(tool, objective, threads) -> one row standing for its finished runs: the median words per CPU second of
     all of them (``n`` runs, ``low``-``high`` their range: the same commands moved by up to 17 % between the first
-    round and this one, faster-rnnlm's slower and ours faster), the test perplexity of the last run scored, the dates spanned."""
+    round and this one, faster-rnnlm's slower and ours faster), the test perplexity of the last run scored, the
+    dates spanned."""
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("rc") == 0 and r.get("kind") != "budget":
@@ -86,7 +87,8 @@ def budget_lines(rows: list[dict]) -> list[str]:
            f"the steps that fit {SAFETY:.0%} of the CPU seconds faster-rnnlm's 2-CPU-hour run of that output spent "
            "(the table above), at the words per CPU second measured here, over as many passes of the whole corpus "
            "as they need (CPU s: the training loop's, validation included; in brackets the processes', with the "
-           "numbering of the corpus at the start, as faster-rnnlm's are counted); scored as faster-rnnlm's run was, on its 20,000-token test subset "
+           "numbering of the corpus at the start, as faster-rnnlm's are counted); scored as faster-rnnlm's run was, "
+           "on its 20,000-token test subset "
            "(`python -m benchmarks.large_vocab_frnn_fast --runs nce-1`; resumable).", "",
            "| ours | threads | steps | CPU s (process) | test ppl (subset) | faster-rnnlm's run: CPU s | its test ppl "
            "| measured |",
@@ -124,7 +126,7 @@ def table(got: dict[tuple, dict]) -> list[str]:
                 if obj != theirs_obj or o is None:
                     continue
                 out.append(f"| sampledlm | {label} | {t} | {o['words_per_cpu_s']:,} | {_spread(o)} | "
-                           f"{o['words_per_cpu_s'] / th['words_per_cpu_s']:.2f}x | {o['cpu_s']:,.1f} | {_ppl(o)} | "
+                           f"{_ratio(o, th):.2f}x | {o['cpu_s']:,.1f} | {_ppl(o)} | "
                            f"{_when(o)} |")
     return out
 
@@ -153,8 +155,13 @@ def _label(name: str) -> str:
     return next(label for n, label, _ in ROWS if n == name)
 
 
+def _ratio(o: dict, th: dict) -> float:
+    """Ours over theirs in words per CPU second, cut (not rounded) to 2 decimals: 1.195 is not shown as 1.20."""
+    return math.floor(100 * o["words_per_cpu_s"] / th["words_per_cpu_s"]) / 100
+
+
 def _verdict(o: dict, th: dict) -> str:
-    ratio = o["words_per_cpu_s"] / th["words_per_cpu_s"]
+    ratio = _ratio(o, th)
     po, pt = (o.get("test") or {}).get("ppl"), (th.get("test") or {}).get("ppl")
     better = "" if not (po and pt) else f", test {po:,.2f} against {pt:,.2f}"
     return f"{ratio:.2f}x ({_label(o['objective'])}{better})"
@@ -171,7 +178,8 @@ def target_part(path: str = RECORDS) -> str:
     some = sum(o["words_per_cpu_s"] >= TARGET * th["words_per_cpu_s"] for _, _, o, th in pairs)
     verdict = "met" if ok else f"**missed** ({some} of 4 pairs at or above {TARGET}x)"
     budget = [f"{_label(r['row'])} at {r['threads']} thread{'s' if r['threads'] > 1 else ''}, in "
-              f"{r.get('process_cpu_s') or r['cpu_s']:,.0f} process CPU s: test {r['test']['ppl']:,.2f} against faster-rnnlm's {_fmt_ppl(r['theirs_test_ppl'])} in "
+              f"{r.get('process_cpu_s') or r['cpu_s']:,.0f} process CPU s: test {r['test']['ppl']:,.2f} against "
+              f"faster-rnnlm's {_fmt_ppl(r['theirs_test_ppl'])} in "
               f"{r['theirs_cpu_s']:,.0f}" for r in budget_rows(records(path))]
     if budget:
         verdict += "; under faster-rnnlm's budget: " + "; ".join(budget)
@@ -193,7 +201,20 @@ def drift(got: dict[tuple, dict], first_round: str = FIRST_ROUND) -> str:
             + ": the machine's speed moves between rounds, so only ratios within a round are compared.")
 
 
-def section(path: str = RECORDS, first_round: str = FIRST_ROUND) -> list[str]:
+def before_line(before: str = BEFORE) -> str:
+    """A sentence on the same round's runs before the command line asked for huge pages (medians, as here)."""
+    pairs = best_pairs(measured(records(before)))
+    if not pairs:
+        return ""
+    n = len([r for r in records(before) if r.get("rc") == 0])
+    return (f" Before the command line asked torch for huge pages (`{os.path.basename(before)}`, {n} runs, "
+            "4 KB pages), "
+            "the fastest speed-first row against faster-rnnlm read: "
+            + "; ".join(f"{'NCE' if obj == 'nce' else 'HS'} at {t}: {_ratio(o, th):.2f}x"
+                        for obj, t, o, th in pairs) + ".")
+
+
+def section(path: str = RECORDS, first_round: str = FIRST_ROUND, before: str = BEFORE) -> list[str]:
     """The page's section for this round ([] before it is run)."""
     got = measured(records(path))
     if not got:
@@ -210,14 +231,15 @@ def section(path: str = RECORDS, first_round: str = FIRST_ROUND) -> list[str]:
             "(`-d 256 --no-input-weights`) with its output's arithmetic (NCE: 20 noise words for each position; "
             "HS: `--objective hsm --word-classes none --arity 2 --components 1`), and the settings a user who wants "
             "speed at this size would give: `-b 128`, `-b 256` or (NCE at two threads) `-b 512` BPTT rows a step "
-            "(our default 32), `--dropout 0` and `--precision bf16`; every other setting at its default (so AdamW at 0.008 for a run of this few "
+            "(our default 32), `--dropout 0` and `--precision bf16`; every other setting at its default (so AdamW at "
+            "0.008 for a run of this few "
             "steps). Words per CPU second of the training loop, as in the first round. *test ppl*: the run's model "
             "after its epoch, exact over all V, on every k-th line of the test text (about 3,000 tokens: "
             f"{', '.join(sorted(os.path.basename(t) for t in tested))}; faster-rnnlm scores word by word, so a "
             "larger subset would cost it CPU-hours): both tools read the same text, ours in fewer CPU seconds where "
             "the ratio is above 1. One epoch of 1M tokens is an early point of training: the 2-CPU-hour runs below "
             "are the comparison at a real budget. Each speed is the median of the runs of that command."
-            + drift(got, first_round), "", *table(got), "", *budget_lines(records(path))]
+            + drift(got, first_round) + before_line(before), "", *table(got), "", *budget_lines(records(path))]
 
 
 # --- the fastest setting under faster-rnnlm's budget -------------------------------------------------------------
