@@ -261,7 +261,8 @@ def drop_frnn_weights(d):
             os.remove(os.path.join(d, f))
 
 
-def _children_cpu(before) -> float:
+def children_cpu(before) -> float:
+    """CPU seconds (user + system) of the child processes that ended since ``before = os.times()``."""
     after = os.times()
     return round(after.children_user + after.children_system - before.children_user - before.children_system, 1)
 
@@ -272,7 +273,7 @@ def score_theirs(binary, d, test):
     before = os.times()
     r = subprocess.run([binary, "-rnnlm", os.path.join(d, "model"), "-test", test, "-nce-accurate-test", "1",
                         "-threads", "1"], capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    cpu = _children_cpu(before)
+    cpu = children_cpu(before)
     drop_frnn_weights(d)
     ent = re.findall(r"Test entropy\s+(\S+)", r.stderr)
     if not ent:
@@ -281,13 +282,19 @@ def score_theirs(binary, d, test):
 
 
 def score_ours(d, test):
-    """Our run in ``d`` scored exactly over all V on ``test`` (``sampledlm eval``, one thread), then its weights
-    dropped: ``{"ppl", "cpu_s", "predictions"}`` or ``{"failed"}``."""
+    """:func:`eval_ours`, then the run's weights dropped."""
+    out = eval_ours(d, test)
+    drop_weights(d)
+    return out
+
+
+def eval_ours(d, test):
+    """Our run in ``d`` scored exactly over all V on ``test`` (``sampledlm eval``, one thread):
+    ``{"ppl", "cpu_s", "predictions"}`` or ``{"failed"}``."""
     before = os.times()
     r = subprocess.run([sys.executable, "-m", "sampledlm", "eval", d, "--test", test, "--json", "--threads", "1"],
                        capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    cpu = _children_cpu(before)
-    drop_weights(d)
+    cpu = children_cpu(before)
     if r.returncode != 0:
         return {"failed": r.stderr.strip()[-300:]}
     ev = json.loads(r.stdout.strip().splitlines()[-1])

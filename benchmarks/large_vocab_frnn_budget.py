@@ -229,17 +229,11 @@ def ours_on(a, objective: str, threads: int) -> dict | None:
         return None
     if not os.path.isdir(ours["run_dir"]):
         return {"failed": f"its model ({ours['run_dir']}) is not on this machine"}
-    before = os.times()
-    r = subprocess.run([sys.executable, "-m", "sampledlm", "eval", ours["run_dir"], "--test", a.test, "--json",
-                        "--threads", "1"], capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    after = os.times()
-    if r.returncode != 0:
-        return {"failed": r.stderr.strip()[-300:]}
-    ev = json.loads(r.stdout.strip().splitlines()[-1])
+    ev = frnn.eval_ours(ours["run_dir"], a.test)
+    if "failed" in ev:
+        return ev
     return {"row": ours_key(objective, threads), "run_dir": ours["run_dir"], "ppl": ev["ppl"],
-            "predictions": ev.get("predictions"), "whole_text_ppl": ours["test"]["ppl"],
-            "cpu_s": round(after.children_user + after.children_system - before.children_user
-                           - before.children_system, 1)}
+            "predictions": ev["predictions"], "whole_text_ppl": ours["test"]["ppl"], "cpu_s": ev["cpu_s"]}
 
 
 def main(argv=None) -> None:

@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 
+from . import large_vocab_faster_rnnlm as frnn
 from .report import REPO_DIR
 
 #: this round's records since the command line asks for huge pages (``sampledlm.cli.huge_page_tensors``)
@@ -257,8 +258,6 @@ def budget_plan(objective: str, threads: int, rows: dict, fast: list[dict], corp
     threads (``rows``: the large-vocabulary records, ``frnn-budget/<output>-<threads>``): its steps sized so that
     they take :data:`SAFETY` of that run's process CPU seconds at the row's measured words per CPU second, over
     as many passes of the whole corpus as they need. None before both are recorded."""
-    from . import large_vocab_faster_rnnlm as frnn
-
     theirs = rows.get(f"frnn-budget/{objective}-{threads}", {})
     got = measured(fast)
     ours = [got[("sampledlm", n, threads)] for n in FAST[objective] if ("sampledlm", n, threads) in got]
@@ -294,28 +293,23 @@ def train_and_score(plan: dict, work: str = WORK, data: str = DATA, corpus: str 
         before = os.times()
         r = subprocess.run([sys.executable, "-m", "sampledlm", *cmd], env=env)
         with open(spent, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"rc": r.returncode, "process_cpu_s": _children_cpu(before)}) + "\n")
+            f.write(json.dumps({"rc": r.returncode, "process_cpu_s": frnn.children_cpu(before)}) + "\n")
         if r.returncode != 0 or not lmruns.finished(rd):
             raise SystemExit(f"frnn-fast budget: training stopped (exit {r.returncode}); run again to resume {rd}")
     with open(os.path.join(rd, "metrics.jsonl"), encoding="utf-8") as f:
         curve = [json.loads(line) for line in f if line.strip()]
-    test = os.path.join(data, "test-20000.txt")
-    ev = subprocess.run([sys.executable, "-m", "sampledlm", "eval", rd, "--test", test, "--json", "--threads", "1"],
-                        capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), check=True)
+    ev = frnn.eval_ours(rd, os.path.join(data, "test-20000.txt"))
+    if "failed" in ev:
+        raise SystemExit(f"frnn-fast budget: scoring {rd} failed: {ev['failed']}")
     with open(spent, encoding="utf-8") as f:
         process_cpu = sum(json.loads(line)["process_cpu_s"] for line in f if line.strip())
     return {**plan, "kind": "budget", "tool": "sampledlm", "run_dir": rd, "cpu_s": curve[-1]["cpu_s"],
             "process_cpu_s": round(process_cpu, 1),
             "curve": [{k: m.get(k) for k in ("epoch", "step", "valid_ppl", "cpu_s")} for m in curve],
-            "test": {"ppl": json.loads(ev.stdout.strip().splitlines()[-1])["ppl"], "text": test},
+            "test": ev,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "sampledlm_commit": subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"],
                                                capture_output=True, text=True).stdout.strip()}
-
-
-def _children_cpu(before) -> float:
-    after = os.times()
-    return round(after.children_user + after.children_system - before.children_user - before.children_system, 1)
 
 
 def main(argv=None) -> None:

@@ -116,3 +116,21 @@ def test_the_runs_before_huge_pages_are_summed_up_in_one_sentence(tmp_path):
     assert "(`before.jsonl`, 2 runs, 4 KB pages), the fastest speed-first row against faster-rnnlm read: HS at 1: " \
            "1.10x." in page
     assert "| 52,000 | 1 | 1.30x |" in page
+
+
+def test_our_runs_are_scored_by_sampledlm_eval_and_a_failure_is_reported_not_raised(monkeypatch):
+    import subprocess
+
+    seen = []
+
+    def fake(cmd, **kw):
+        seen.append(cmd)
+        ok = "broken" not in cmd[4]
+        return subprocess.CompletedProcess(cmd, 0 if ok else 1, stdout='{"ppl": 123.4, "predictions": 3197}\n',
+                                           stderr="" if ok else "sampledlm: error: no model there")
+
+    monkeypatch.setattr(frnn.subprocess, "run", fake)
+    got = frnn.eval_ours("/runs/a", "/w/test-3000.txt")
+    assert got["ppl"] == 123.4 and got["predictions"] == 3197 and got["text"] == "/w/test-3000.txt"
+    assert seen[0][3:] == ["eval", "/runs/a", "--test", "/w/test-3000.txt", "--json", "--threads", "1"]
+    assert frnn.eval_ours("/runs/broken", "/w/t.txt") == {"failed": "sampledlm: error: no model there"}
