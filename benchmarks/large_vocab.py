@@ -681,8 +681,12 @@ def targets(rows: dict) -> list[str]:
     steady = large_vocab_steady.ratios(rows)
     if steady:
         met = [o for o, x in steady.items() if x >= 0.7]
-        out.append("- The same in steady state (second epoch of the same runs): "
-                   + ", ".join(f"{o} {x:.2f}x" for o, x in steady.items()) + f": {len(met)} of {len(steady)} met.")
+        reasons = large_vocab_steady.WHY_NOT_FLAT
+        why = [reasons[o] for o in steady if o not in met and o in reasons]
+        out.append("- The same in steady state (second epoch of the same runs; medians of rounds where repeated): "
+                   + ", ".join(f"{o} {x:.2f}x" for o, x in steady.items()) + f": {len(met)} of {len(steady)} met"
+                   + (". Why the misses grow with V (profiles in benchmarks/notes/large-vocab-findings.md, "
+                      "2026-12-04, 20:30 UTC onwards): " + "; ".join(why) if why else "") + ".")
     whole = [(p, rows.get(f"eval-full/{p}")) for p in ("fp32", "bf16")]
     whole = [(p, e) for p, e in whole if e and e.get("rc") == 0]
     e = rows.get("eval-speed/full")
@@ -971,6 +975,8 @@ def main(argv=None) -> None:
                     help="speed, steady: the objectives to run, comma-separated (default all: " + ",".join(SPEED_OBJECTIVES) + ")")
     ap.add_argument("--again", default=None,
                     help="speed, steady: objectives whose recorded rows are measured anew (after a change to them)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="steady: rounds of each objective's three V, one after another (the page shows medians)")
     ap.add_argument("--memory-cap", type=float, default=None,
                     help="neural: kill a training process above this resident size in MB (default 14000)")
     a = ap.parse_args(argv)
@@ -999,7 +1005,7 @@ def main(argv=None) -> None:
         if not a.work:
             ap.error("steady needs --work")
         large_vocab_steady.step(a.work, NOTES, tuple(a.objectives.split(",")) if a.objectives else SPEED_OBJECTIVES,
-                                again=tuple(a.again.split(",")) if a.again else ())
+                                again=tuple(a.again.split(",")) if a.again else (), repeats=a.repeats)
     elif a.step == "normaliser":
         from . import large_vocab_normaliser
 

@@ -597,9 +597,6 @@ def _katz_diagnosis(p: list[dict]) -> str:
     return ("" if not parts else ":" + ";".join(parts) + ".")
 
 
-    return out
-
-
 def _cell(r: dict | None) -> tuple[str, str]:
     if not r:
         return "-", "-"

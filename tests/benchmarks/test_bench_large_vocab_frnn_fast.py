@@ -99,12 +99,19 @@ def test_the_budget_run_is_sized_to_faster_rnnlms_cpu_seconds_at_the_measured_sp
 def test_the_budget_row_shows_beside_faster_rnnlms_run(tmp_path, cpu_s):
     speed = [_row("faster-rnnlm", "nce", 1, 40_000, 30_000.0), _row("sampledlm", "nce20frb256bf16", 1, 50_000, 600.0)]
     budget = {"kind": "budget", "tool": "sampledlm", "row": "nce20frb256bf16", "threads": 1, "steps": 60_000,
-              "cpu_s": cpu_s, "test": {"ppl": 150.0}, "theirs_key": "frnn-budget/nce-1", "theirs_cpu_s": 6_121.0,
+              "cpu_s": cpu_s, "process_cpu_s": 5_300.0, "test": {"ppl": 150.0}, "theirs_key": "frnn-budget/nce-1",
+              "theirs_cpu_s": 6_121.0,
               "theirs_test_ppl": 339.64, "date": "2026-12-05 10:00 UTC"}
     path = _write(tmp_path, [*speed, budget])
     page = "\n".join(fast.section(path))
-    assert "| NCE-20 per position, 256 rows, bf16 | 1 | 60,000 | 5,100 (0) | 150.00 | 6,121 | 339.64 |" in page
-    assert "in 5,100 process CPU s: test 150.00 against faster-rnnlm's 339.64 in 6,121" in fast.target_part(path)
+    assert "| NCE-20 per position, 256 rows, bf16 | 1 | 60,000 | 5,100 (5,300) | 150.00 | 6,121 (83% of it) | 339.64 |" \
+        in page
+    assert "in 5,300 process CPU s: test 150.00 against faster-rnnlm's 339.64 in 6,121" in fast.target_part(path)
+    # stopped and resumed: the last process saw only its last stretch, so the loop's CPU seconds are what is shown
+    path = _write(tmp_path, [*speed, {**budget, "process_cpu_s": 3_000.0}])
+    page = "\n".join(fast.section(path))
+    assert "| 60,000 | 5,100 (resumed: no one process) | 150.00 |" in page
+    assert "in 5,100 CPU s of its training loop (resumed, so no process total): test 150.00" in fast.target_part(path)
 
 
 def test_the_runs_before_huge_pages_are_summed_up_in_one_sentence(tmp_path):
