@@ -169,12 +169,32 @@ def make_prefix(data, vocab_words, tokens, work):
 
 
 def frnn_vocab(path, vocab_words, counts):
-    """faster-rnnlm's vocabulary file (``word count``, ``</s>`` first): every word of ours, its count in ``counts``."""
+    """faster-rnnlm's vocabulary file (``word count``, ``</s>`` first): every word of ours once, its count in
+    ``counts``; returns the number of words written.
+
+    Each word is written once: faster-rnnlm adds a line's word to its vocabulary whether or not it was there already,
+    so a repeated word (``</s>``, which our vocabulary files list too, or two words alike in their first 99 bytes, its
+    longest) would be an output row no text maps to, trained only as a competitor of the others (until 2026-12-05
+    the files listed ``</s>`` twice: V = 485,177 for 485,176 words)."""
+    written = {"</s>"}
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"</s> {counts['</s>']}\n")
         for w in vocab_words:
             cut = w.encode()[:99].decode("utf-8", "ignore")
-            f.write(f"{cut} {counts.get(w, 0)}\n")
+            if cut not in written:
+                written.add(cut)
+                f.write(f"{cut} {counts.get(w, 0)}\n")
+    return len(written)
+
+
+# The rounds from 2026-11-29 to 2026-12-04 ran with the vocabulary files that listed </s> twice (frnn_vocab's old
+# form); measured once against the fixed file (/work/logs/ghost/ab.py, 2026-12-05, findings) and said on the page.
+TWICE_EOS = ("faster-rnnlm's vocabulary file in these runs listed `</s>` twice, so it had 485,177 output rows for "
+             "485,176 words, one that no text maps to (our driver wrote the file so from 2026-11-29 to 2026-12-04; "
+             "fixed on 2026-12-05). Its 1M-token runs at one thread again with the file fixed (one run each): HS "
+             "866.32 on the ~3,000-token test subset against 866.59, NCE 34,047.97 against 32,189.47 (its noise "
+             "table changes with the file; after 1M tokens NCE's perplexity is far from settled), training CPU s "
+             "23.3 and 26.9 against 22.9 and 26.3, within a run's spread. The 2-CPU-hour runs were not run again.")
 
 
 def corpus_counts(vocab_path, train_path):

@@ -316,7 +316,7 @@ def section(rows: dict) -> list[str]:
            "subset taken as ours is (on ours, 11k tokens, one validation took it over 6 CPU-minutes); test perplexity "
            "exact over all V (`-nce-accurate-test 1`) on a 20,000-token subset of the test text (every k-th line: its "
            "word-by-word evaluation costs about a CPU-minute per 1,000 predictions here), our row with the same kind "
-           "of output scored on the same subset (`benchmarks/large_vocab_frnn_budget.py`).",
+           "of output scored on the same subset (`benchmarks/large_vocab_frnn_budget.py`). " + frnn.TWICE_EOS,
            "", "| faster-rnnlm | threads | tokens per epoch x epochs | process CPU s | valid ppl (last epoch) | "
            "test ppl (subset) | our row with its output, same subset |", "|---|---|---|---|---|---|---|"]
     best_known = next((r["ours_best_on_subset"] for r in got.values() if r.get("ours_best_on_subset")), None)

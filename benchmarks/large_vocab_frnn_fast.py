@@ -249,7 +249,8 @@ def section(path: str = RECORDS, first_round: str = FIRST_ROUND, before: str = B
             f"{', '.join(sorted(os.path.basename(t) for t in tested))}; faster-rnnlm scores word by word, so a "
             "larger subset would cost it CPU-hours): both tools read the same text, ours in fewer CPU seconds where "
             "the ratio is above 1. One epoch of 1M tokens is an early point of training: the 2-CPU-hour runs below "
-            "are the comparison at a real budget. Each speed is the median of the runs of that command."
+            "are the comparison at a real budget. Each speed is the median of the runs of that command. "
+            + frnn.TWICE_EOS
             + drift(got, first_round) + before_line(before), "", *table(got), "", *budget_lines(records(path))]
 
 

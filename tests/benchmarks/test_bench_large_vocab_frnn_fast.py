@@ -141,3 +141,15 @@ def test_our_runs_are_scored_by_sampledlm_eval_and_a_failure_is_reported_not_rai
     assert got["ppl"] == 123.4 and got["predictions"] == 3197 and got["text"] == "/w/test-3000.txt"
     assert seen[0][3:] == ["eval", "/runs/a", "--test", "/w/test-3000.txt", "--json", "--threads", "1"]
     assert frnn.eval_ours("/runs/broken", "/w/t.txt") == {"failed": "sampledlm: error: no model there"}
+
+
+def test_faster_rnnlms_vocabulary_lists_each_word_once_though_ours_lists_the_end_of_sentence_too(tmp_path):
+    # faster-rnnlm adds every line of its vocabulary file as a word, repeated or not: a second </s> (our vocabulary
+    # files list it) or two words alike in their first 99 bytes would be output rows no text maps to
+    long = "x" * 120
+    path = tmp_path / "model"
+    written = frnn.frnn_vocab(str(path), ["</s>", "<unk>", "the", long, long[:99] + "y"],
+                              {"</s>": 7, "<unk>": 3, "the": 5, long: 2})
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines == ["</s> 7", "<unk> 3", "the 5", "x" * 99 + " 2"]
+    assert written == len(lines)
