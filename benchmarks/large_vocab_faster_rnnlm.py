@@ -194,7 +194,10 @@ TWICE_EOS = ("faster-rnnlm's vocabulary file in these runs listed `</s>` twice, 
              "fixed on 2026-12-05). Its 1M-token runs at one thread again with the file fixed (one run each): HS "
              "866.32 on the ~3,000-token test subset against 866.59, NCE 34,047.97 against 32,189.47 (its noise "
              "table changes with the file; after 1M tokens NCE's perplexity is far from settled), training CPU s "
-             "23.3 and 26.9 against 22.9 and 26.3, within a run's spread. The 2-CPU-hour runs were not run again.")
+             "23.3 and 26.9 against 22.9 and 26.3, within a run's spread. Of the 2-CPU-hour runs, NCE at one thread "
+             "was run again with the fixed file (the budget table's row: 351.49 on the 20,000-token test subset "
+             "after 5,681 CPU s, validation 390.99 after its 4 epochs; with the old file 339.64, 6,121 CPU s, "
+             "387.54): no gain from the fix, so the other three were not run again.")
 
 
 def corpus_counts(vocab_path, train_path):
