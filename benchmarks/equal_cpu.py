@@ -38,7 +38,7 @@ The **Transformer** has a budget of its own (issue 55: at or below the tuned sof
 the number of its own epochs (from its chosen cell) that fits that budget, every other setting at its default; its
 grid cells ran with its default plateau schedule, which stops after three halvings, long before the budget is spent.
 Further budget runs each differ from it, or from an earlier try (:data:`TRANSFORMER_STACKED`), in one setting
-(:data:`TRANSFORMER_TRIES`: its dropout, its optimiser, its input's word dropout); the lowest validation of the grid
+(:data:`TRANSFORMER_TRIES`: its dropout, its optimiser, its input's word dropout, its window); the lowest validation of the grid
 cell and those runs is judged. A budget run that spent under :data:`RESIZE` of the budget trains again for the epochs
 its own CPU seconds an epoch fit, as a longer GRU run does (:func:`try_entry`).
 ``--no-train`` builds the page from the two record files alone.
@@ -79,18 +79,23 @@ TRANSFORMER_DROPOUT = 0.5
 #: after 25 epochs); decoupled weight decay (Loshchilov & Hutter 2019) regularises without slowing the early epochs,
 #: 0.1 as in GPT-2's and nanoGPT's recipes. Embedding dropout (added 2026-12-03, while AdamW's run tracked the first
 #: run's validation within 0.5 % to epoch 10): whole words dropped from the input, Merity et al. 2018's 0.1 on PTB;
-#: added to the AdamW run (:data:`TRANSFORMER_STACKED`), the best by 3.5 % when this try was first run
+#: added to the AdamW run (:data:`TRANSFORMER_STACKED`), the best by 3.5 % when this try was first run. A 128-token
+#: window (added 2026-12-05): training attends within each [batch, bptt] segment alone, so at the default 64 half the
+#: positions trained see under 32 words, where the GRU carries its state across segments; 16 rows of 128 keep a step's
+#: 2,048 tokens (and so the steps and the schedule), evaluation slides by 64 (context / 2); added to the AdamW run
 _ADAMW = ("--optimizer", "adamw", "--weight-decay", "0.1")
 TRANSFORMER_TRIES = (("run_dropout", f"dropout {TRANSFORMER_DROPOUT:g}", ("--dropout", f"{TRANSFORMER_DROPOUT:g}"),
                       f"-drop{TRANSFORMER_DROPOUT:g}"),
                      ("run_adamw", "AdamW, weight decay 0.1", _ADAMW, "-adamw0.1"),
                      ("run_embdrop", "AdamW 0.1 and embedding dropout 0.1", (*_ADAMW, "--embed-dropout", "0.1"),
-                      "-adamw0.1-edrop0.1"))
+                      "-adamw0.1-edrop0.1"),
+                     ("run_window", "AdamW 0.1 and a 128-token window",
+                      (*_ADAMW, "--bptt", "128", "--batch-size", "16"), "-adamw0.1-ctx128"))
 TRANSFORMER_RUNS = (("run", "budget run", (), ""), *TRANSFORMER_TRIES)  # the first budget run, then the tries
 #: tries that add one setting to an earlier try rather than to the first run (their tag -> the earlier try's tag):
 #: they train once that try is final, with the epochs of its run of lowest validation perplexity (its first run or
 #: its re-sized one), and are not re-sized themselves
-TRANSFORMER_STACKED = {"-adamw0.1-edrop0.1": "-adamw0.1"}
+TRANSFORMER_STACKED = {"-adamw0.1-edrop0.1": "-adamw0.1", "-adamw0.1-ctx128": "-adamw0.1"}
 #: the longer runs' second try: they ended at a lower training loss and a higher validation perplexity than 8 epochs
 #: (overfitting at the default 0.25); 0.35 is the higher of the two dropouts the softmax GRU tried on the lr-grid page
 LONGER_DROPOUT = 0.35
@@ -1067,7 +1072,10 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
            "training batch's input, Gal & Ghahramani 2016, Merity et al. 2018's value on PTB; added 2026-12-03; it "
            "trains once the AdamW try is final, with the epochs of that try's run of lower validation perplexity and "
            "is not re-sized: its re-sized 41-epoch run overfitted, 110.58 against its 25-epoch run's 104.64; until "
-           "2026-12-04 it took the re-sized run's count, and that 43-epoch run was stopped at epoch 15, 110.39). "
+           "2026-12-04 it took the re-sized run's count, and that 43-epoch run was stopped at epoch 15, 110.39), "
+           "then its window, added to the AdamW try as well (128 tokens, 16 rows a step so a step still reads "
+           "2,048 tokens; added 2026-12-05: training attends within each segment alone, so at the default 64 half "
+           "of the positions trained see fewer than 32 words, where the GRU carries its state across segments). "
            + _baseline_text(base) + " A budget run that spent under "
            f"{RESIZE:.0%} of the budget trains again for the epochs its own CPU seconds an epoch fit (an epoch on "
            "one machine took 0.6x the CPU seconds of the grid cell's, measured on another), as a longer GRU run "
