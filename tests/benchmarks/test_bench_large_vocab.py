@@ -46,6 +46,11 @@ def test_quick_large_vocab_builds_a_corpus_and_its_page(tmp_path):
     assert re.search(r"KN5 \+ GRU, NCE \([\d,]+ shared\) interpolated", page)  # the row's draws in its name
     assert "Learning rates, chosen on validation the same way for every row" in page
     assert "Learning-rate race" in page and "| lr 0.004 | lr 0.002 |" in page
+    # our ARPA file through the bounded conversion scores as the directory `ngram train --binary` writes
+    conv = next(v for k, v in rows.items() if k.startswith("kn5/ours-converted/"))
+    binary = next(v for k, v in rows.items() if k.startswith("kn5/ours-binary/"))
+    assert conv["rc"] == 0 and conv["eval"]["ppl"] == binary["eval"]["ppl"] and "--memory" in conv["convert"]["command"]
+    assert "Our ARPA file scored by `ngram eval` after the bounded conversion" in page
 
 
 def test_strided_subset_is_every_kth_line_in_order(tmp_path):

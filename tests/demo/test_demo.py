@@ -18,6 +18,8 @@ def test_demo_runs_and_reports_finite_perplexities(tmp_path, capsys):
     assert any("context classes" in r.model for r in results)  # classes --from-model, 4 scores a class
     assert (tmp_path / "demo" / "ctx-classes.txt").exists()
     assert "exact perplexity" in capsys.readouterr().out
+    scale = next(r for r in results if r.model == "KN3 bounded memory -> binary dir")
+    assert "DIFFERS" not in scale.note and "ARPA -> binary in sorted runs = it" in scale.note, scale.note
     points = [json.loads(line) for line in open(tmp_path / "demo" / "ffnn3-softmax" / "metrics.jsonl")]
     assert sum("epoch_fraction" in p for p in points) >= 2 and sum("epoch_fraction" not in p for p in points) == 2
     budget = [json.loads(line) for line in open(tmp_path / "demo" / "ffnn3-css-is-budget" / "metrics.jsonl")]

@@ -198,9 +198,16 @@ def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
 @click.option("-o", "--output", default=None, help="Model directory to write (required unless --verify).")
 @click.option("--verify", is_flag=True, help="Instead: check MODEL, a binary directory, against the SHA-256 of "
                                              "each file recorded in its config.json.")
+@click.option("--memory", default=None, metavar="SIZE",
+              help="Convert within this memory budget (2G, 500M, 40%): the file is read a section at a time, each "
+                   "order sorted in runs held in memory while they fit and spilled to --temp-dir beyond. [default: in "
+                   "memory (about 6x the file's size) when that fits in half the available memory, else within half "
+                   "the available memory]")
+@click.option("--temp-dir", default=None, help="Where --memory spills its sorted runs [default: the system's "
+                                               "temporary directory].")
 @force_option("the model directory")
 @text_options
-def build_binary(model, output, verify, force, opts):
+def build_binary(model, output, verify, memory, temp_dir, force, opts):
     """Convert an ARPA model into a binary directory that loads by memory-mapping.
 
     \b
@@ -208,11 +215,12 @@ def build_binary(model, output, verify, force, opts):
     flat .npy arrays (and config.json, words.json). Every command that takes an n-gram model
     (ngram eval, eval, score, rescore, generate, --mix, --backoff) accepts it.
     Loading reads two small JSON files and maps the arrays: its cost does not grow with the model.
-    Converting parses the ARPA file in memory (a few hundred bytes per n-gram); for a model too
-    large for that, estimate it straight into a directory with ngram train --memory M --binary.
+    Converting parses the ARPA file in memory (a few hundred bytes per n-gram) when that fits; a larger
+    file (or any, with --memory) is streamed within a budget, its orders sorted on disk, the same arrays.
     Example:
       sampledlm ngram build-binary kn5.arpa -o kn5.bin
       sampledlm ngram eval kn5.bin --test test.txt
+      sampledlm ngram build-binary lmplz5.arpa.gz --memory 2G --temp-dir /scratch -o lmplz5.bin
       sampledlm ngram build-binary book5.arpa --tokenizer raw --lowercase -o book5.bin
 
     \b
@@ -224,7 +232,7 @@ def build_binary(model, output, verify, force, opts):
     from .common import text_flags_given
 
     if verify:
-        if output or text_flags_given():
+        if output or text_flags_given() or memory or temp_dir:
             raise UserError("--verify checks MODEL and writes nothing: leave out -o and the text flags")
         if not os.path.isdir(model):
             raise UserError(f"{model}: not a binary model directory (--verify checks a directory that "
@@ -242,14 +250,57 @@ def build_binary(model, output, verify, force, opts):
     if not output:
         raise UserError("give -o DIR, the model directory to write")
     refuse_existing_dir(output, force, "a binary n-gram model")
+    budget = _conversion_budget(model, memory)
     t0 = time.perf_counter()
     with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
-        lm = read_arpa(model, cache=False)
         with data_records_of_write({}, opts):
-            write_binary(lm, output, locked=True)
-    click.echo(f"{output}: order {lm.order}, n-grams {', '.join(f'{c:,}' for c in lm.counts())}; "
-               f"{time.perf_counter() - t0:.1f} s", err=True)
+            if budget is None:
+                counts, how = read_arpa(model, cache=False), ""
+                write_binary(counts, output, locked=True)
+                counts = counts.counts()
+            else:
+                counts, how = _bounded(model, output, budget, temp_dir)
+    click.echo(f"{output}: order {len(counts)}, n-grams {', '.join(f'{c:,}' for c in counts)}; "
+               f"{time.perf_counter() - t0:.1f} s{how}", err=True)
+
+
+#: what reading an ARPA file in memory takes, per byte of its text (measured: about 6x; a compressed file's text
+#: taken as 5x its size)
+IN_MEMORY_PER_BYTE = 6
+COMPRESSED_RATIO = 5
+
+
+def _conversion_budget(model: str, memory: str | None) -> int | None:
+    """The memory budget of a bounded conversion, or None to read the file in memory (module's ``--memory``)."""
+    from ..ngram.build.budget import auto_budget, parse_memory
+
+    if memory is not None:
+        return parse_memory(memory)
+    try:
+        size = os.path.getsize(model)
+        with open(model, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return None  # read_arpa names the problem
+    compressed = head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00"
+    need = size * IN_MEMORY_PER_BYTE * (COMPRESSED_RATIO if compressed else 1)
+    budget = auto_budget()
+    return budget if need > budget else None
+
+
+def _bounded(model: str, output: str, budget: int, temp_dir: str | None) -> tuple[list[int], str]:
+    """:func:`..ngram.build.arpa_convert.convert` with a progress bar; the counts and what the report adds."""
+    from ..memory import gigabytes
+    from ..ngram.build.arpa_convert import convert, header_counts
+    from ..progress import bar, say
+
+    counts = header_counts(model)
+    say(f"{model}: converting within {gigabytes(budget)} of memory")
+    with bar(total=sum(counts[1:]), desc="n-grams", unit="n-gram") as b:
+        got = convert(model, output, budget, temp_dir, progress=lambda k, n: b.update(n))
+    spilled = f", {gigabytes(got['spilled'])} spilled to disk" if got["spilled"] else ""
+    return got["counts"], f" (within {gigabytes(budget)}{spilled})"
 
 
 @ngram.command(context_settings=CONTEXT)

@@ -126,8 +126,26 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
     """Scan the file: the header's n-gram counts and the lines of each section (one pass)."""
     counts: list[int] = []
     sections: list[_Section] = []
+    for kind, value in scan(path):
+        if kind == "counts":
+            counts = value
+        elif kind == "section":
+            sections.append(value)
+        else:
+            sections[-1].pieces.append(value[0])
+    if len(sections) != len(counts):
+        raise UserError(f"{path}: header lists {len(counts)} orders but the file has {len(sections)} sections")
+    return counts, sections
+
+
+def scan(path: str):
+    """The file's parts in order, checked as they come: ``("counts", [M_1 .. M_N])`` when the first section
+    starts, ``("section", _Section)`` (no lines yet) at each section header, then ``("lines", (text, first, n))``
+    for each run of its lines (``n`` lines joined by newlines, the first at line ``first``). A malformed header,
+    a section out of order or a file that ends before ``\\end\\`` raises :class:`UserError` naming the line."""
+    counts: list[int] = []
     state = "pre"  # pre -> counts -> body -> end
-    cur: _Section | None = None
+    sections = 0
     line_no = 0
     # no NUL sniffing of the whole head: a word of the text may hold a NUL (ngram train writes it as it is);
     # before \data\ a NUL still means a binary file
@@ -135,12 +153,12 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
         marks = [j for j, ln in enumerate(lines) if ln[:1] == "\\"]  # section headers and the end marker
         mi, i = 0, 0
         while i < len(lines):
-            if state == "body" and cur is not None:  # bulk-copy entry lines up to the next marker
+            if state == "body":  # bulk-copy entry lines up to the next marker
                 while mi < len(marks) and marks[mi] < i:
                     mi += 1
                 j = marks[mi] if mi < len(marks) else len(lines)
                 if j > i:
-                    cur.pieces.append("\n".join(lines[i:j]))
+                    yield "lines", ("\n".join(lines[i:j]), line_no + 1, j - i)
                 line_no += j - i
                 i = j
                 if i == len(lines):
@@ -163,16 +181,7 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
                 continue
             m = _SECTION_RE.match(s)
             if state == "counts" and not m:
-                mc = _COUNT_RE.match(s)
-                if not mc:
-                    raise UserError(f"{path}:{line_no}: expected 'ngram N=COUNT' or '\\1-grams:', found {s[:60]!r}")
-                k, c = int(mc.group(1)), int(mc.group(2))
-                if c > MAX_COUNT:
-                    raise UserError(f"{path}:{line_no}: ngram {mc.group(1)}={c}: a count this large does not fit "
-                                    "in 64 bits (corrupt header?)")
-                if k != len(counts) + 1:
-                    raise UserError(f"{path}:{line_no}: n-gram orders in the header must be 1, 2, 3, ...; found {k}")
-                counts.append(c)
+                counts.append(_header_count(path, line_no, s, len(counts)))
                 continue
             if m:
                 k = int(m.group(1))
@@ -181,11 +190,13 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
                 if k > len(counts):
                     raise UserError(f"{path}:{line_no}: section \\{k}-grams:, but the header lists orders "
                                     f"1..{len(counts)} only (a missing 'ngram {k}=COUNT' line?)")
-                if k != len(sections) + 1:
-                    raise UserError(f"{path}:{line_no}: expected section \\{len(sections) + 1}-grams:, "
+                if k != sections + 1:
+                    raise UserError(f"{path}:{line_no}: expected section \\{sections + 1}-grams:, "
                                     f"found \\{k}-grams:")
-                cur = _Section(k, line_no + 1, line_no)
-                sections.append(cur)
+                if state == "counts":
+                    yield "counts", list(counts)
+                sections += 1
+                yield "section", _Section(k, line_no + 1, line_no)
                 state = "body"
                 continue
             if s == "\\end\\" and state == "body":
@@ -196,9 +207,20 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
         raise UserError(f"{path}: not an ARPA file: no \\data\\ line")
     if state != "end":
         raise UserError(f"{path}:{line_no}: file ends before \\end\\ (truncated?)")
-    if len(sections) != len(counts):
-        raise UserError(f"{path}: header lists {len(counts)} orders but the file has {len(sections)} sections")
-    return counts, sections
+
+
+def _header_count(path: str, line_no: int, s: str, have: int) -> int:
+    """The count of an ``ngram K=COUNT`` header line, K the next order after ``have``."""
+    mc = _COUNT_RE.match(s)
+    if not mc:
+        raise UserError(f"{path}:{line_no}: expected 'ngram N=COUNT' or '\\1-grams:', found {s[:60]!r}")
+    k, c = int(mc.group(1)), int(mc.group(2))
+    if c > MAX_COUNT:
+        raise UserError(f"{path}:{line_no}: ngram {mc.group(1)}={c}: a count this large does not fit "
+                        "in 64 bits (corrupt header?)")
+    if k != have + 1:
+        raise UserError(f"{path}:{line_no}: n-gram orders in the header must be 1, 2, 3, ...; found {k}")
+    return c
 
 
 def _bad_float(path: str, sec: _Section, rows: np.ndarray, fields: list[list[str]], col) -> None:
