@@ -4,6 +4,7 @@ file's lines and however many sorted runs it takes; a bad file stops at its line
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -105,11 +106,15 @@ def test_a_missing_prefix_and_a_wrong_count_stop_at_their_line(tmp_path):
     body = "\\2-grams:\n-0.3\ta b\t-0.1\n\n\\3-grams:\n-0.2\tb a b\n\n\\end\\\n"
     msg = _fails(tmp_path, head.format(n2=1) + body)
     assert msg.startswith(f"{tmp_path / 'bad.arpa'}:15: ") and "prefix 'b a' is not among the 2-grams" in msg
+    assert re.search(r"reading the file in memory adds the missing ones \(give --memory [\d,]+M or more", msg), msg
     msg = _fails(tmp_path, head.format(n2=2) + body)
     assert msg == f"{tmp_path / 'bad.arpa'}:11: the header says ngram 2=2 but the section has 1 entries"
 
 
-def test_cli_converts_within_a_budget_and_scores_as_the_arpa_file(tmp_path, capsys):
+def test_cli_converts_within_a_budget_and_scores_as_the_arpa_file(tmp_path, capsys, monkeypatch):
+    from sampledlm.ngram.build import arpa_convert
+
+    monkeypatch.setattr(arpa_convert, "IN_MEMORY_PER_BYTE", 1 << 40)  # as if too large to read in memory
     write_corpus(tmp_path / "train.txt", synthetic_sentences(150, 30, seed=1))
     write_corpus(tmp_path / "test.txt", synthetic_sentences(30, 30, seed=2))
     arpa = str(tmp_path / "kn4.arpa")
@@ -117,7 +122,7 @@ def test_cli_converts_within_a_budget_and_scores_as_the_arpa_file(tmp_path, caps
                    capsys)[0] == 0
     rc, _, err = run_cli(["ngram", "build-binary", arpa, "--memory", "1G", "--temp-dir", str(tmp_path),
                           "-o", str(tmp_path / "kn4.bin")], capsys)
-    assert rc == 0 and "within 1.1 GB" in err, err
+    assert rc == 0 and "converting within --memory 1,024M" in err and "(within --memory 1,024M" in err, err
     ppl = [run_cli(["ngram", "eval", m, "--test", str(tmp_path / "test.txt")], capsys)[1]
            for m in (arpa, str(tmp_path / "kn4.bin"))]
     assert ppl[0] == ppl[1] and ", ppl " in ppl[0]
@@ -128,18 +133,37 @@ def test_cli_converts_within_a_budget_and_scores_as_the_arpa_file(tmp_path, caps
 
 def test_a_file_too_large_to_read_in_memory_is_converted_within_half_the_available_memory(kn5, tmp_path, capsys,
                                                                                           monkeypatch):
-    from sampledlm.cli import ngram as ngram_cli
-    from sampledlm.ngram.build import budget
+    from sampledlm.ngram.build import arpa_convert, budget
 
     d, _ = kn5
     arpa = str(d / "kn5.arpa")
     rc, _, err = run_cli(["ngram", "build-binary", arpa, "-o", str(tmp_path / "memory")], capsys)
-    assert rc == 0 and "within" not in err, err  # a small file: read in memory
+    assert rc == 0 and "(read in memory)" in err, err  # a small file
     # as if reading it took more than half the available memory
-    monkeypatch.setattr(ngram_cli, "IN_MEMORY_PER_BYTE", budget.auto_budget() // os.path.getsize(arpa) + 1)
+    monkeypatch.setattr(arpa_convert, "IN_MEMORY_PER_BYTE", budget.auto_budget() // os.path.getsize(arpa) + 1)
     rc, _, err = run_cli(["ngram", "build-binary", arpa, "-o", str(tmp_path / "bounded")], capsys)
-    assert rc == 0 and "converting within" in err, err
+    assert rc == 0 and "converting within --memory" in err, err
     same_arrays(tmp_path / "memory", tmp_path / "bounded")
+
+
+def test_a_budget_too_small_says_the_least_that_works_before_anything_is_written(kn5, tmp_path, capsys,
+                                                                                monkeypatch):
+    from sampledlm.ngram.build import arpa_convert
+
+    monkeypatch.setattr(arpa_convert, "IN_MEMORY_PER_BYTE", 1 << 40)
+    arpa = str(kn5[0] / "kn5.arpa")
+    rc, _, err = run_cli(["ngram", "build-binary", arpa, "--memory", "60M", "-o", str(tmp_path / "a")], capsys)
+    assert rc != 0 and "converting" not in err and not os.path.exists(tmp_path / "a"), err
+    least = re.search(r"give at least --memory ([\d,]+)M", err).group(1).replace(",", "")
+    rc, _, err = run_cli(["ngram", "build-binary", arpa, "--memory", f"{least}M", "-o", str(tmp_path / "b")], capsys)
+    assert rc == 0, err  # the least it asked for is enough
+
+
+def test_a_missing_temp_dir_is_refused_whichever_way_the_file_is_read(kn5, tmp_path, capsys):
+    arpa = str(kn5[0] / "kn5.arpa")
+    rc, _, err = run_cli(["ngram", "build-binary", arpa, "--temp-dir", str(tmp_path / "nope"), "-o",
+                          str(tmp_path / "a")], capsys)
+    assert rc != 0 and "no such directory" in err and not os.path.exists(tmp_path / "a"), err
 
 
 def test_a_temp_dir_without_room_is_refused_before_the_first_spill_and_nothing_stays(kn5, tmp_path, monkeypatch):

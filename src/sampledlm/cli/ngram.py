@@ -199,12 +199,12 @@ def eval_(model, test_path, per_sentence, as_json, no_verify, opts):
 @click.option("--verify", is_flag=True, help="Instead: check MODEL, a binary directory, against the SHA-256 of "
                                              "each file recorded in its config.json.")
 @click.option("--memory", default=None, metavar="SIZE",
-              help="Convert within this memory budget (2G, 500M, 40%): the file is read a section at a time, each "
-                   "order sorted in runs held in memory while they fit and spilled to --temp-dir beyond. [default: in "
-                   "memory (about 6x the file's size) when that fits in half the available memory, else within half "
-                   "the available memory]")
-@click.option("--temp-dir", default=None, help="Where --memory spills its sorted runs [default: the system's "
-                                               "temporary directory].")
+              help="Memory budget of the conversion (2G, 500M, 40%): the file is read in memory when that fits in it "
+                   "(about 10x the file's size), else streamed a section at a time, each order sorted in runs held in "
+                   "memory while they fit and spilled to --temp-dir beyond. [default: half the available memory]")
+@click.option("--temp-dir", default=None, metavar="DIR",
+              help="Where a conversion within a budget spills its sorted runs (unused when the file is read in "
+                   "memory) [default: the system's temporary directory].")
 @force_option("the model directory")
 @text_options
 def build_binary(model, output, verify, memory, temp_dir, force, opts):
@@ -215,8 +215,10 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
     flat .npy arrays (and config.json, words.json). Every command that takes an n-gram model
     (ngram eval, eval, score, rescore, generate, --mix, --backoff) accepts it.
     Loading reads two small JSON files and maps the arrays: its cost does not grow with the model.
-    Converting parses the ARPA file in memory (a few hundred bytes per n-gram) when that fits; a larger
-    file (or any, with --memory) is streamed within a budget, its orders sorted on disk, the same arrays.
+    Converting parses the ARPA file in memory (a few hundred bytes per n-gram) when that fits in the
+    budget (--memory); a larger file is streamed within it, its orders sorted on disk: the same arrays.
+    Streaming needs every n-gram's prefix listed (KenLM, SRILM and ngram train list them); the in-memory
+    reader adds a missing prefix, as KenLM does.
     Example:
       sampledlm ngram build-binary kn5.arpa -o kn5.bin
       sampledlm ngram eval kn5.bin --test test.txt
@@ -227,8 +229,7 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
     The text flags say how the model's training text was read (an ARPA file cannot record it): the
     directory records them, and eval, score and generate then read text the same way.
     """
-    from ..ngram.arpa import read_arpa
-    from ..ngram.mapped import data_records_of_write, lock_directory, verify_binary, write_binary
+    from ..ngram.mapped import data_records_of_write, lock_directory, verify_binary
     from .common import text_flags_given
 
     if verify:
@@ -250,57 +251,61 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
     if not output:
         raise UserError("give -o DIR, the model directory to write")
     refuse_existing_dir(output, force, "a binary n-gram model")
-    budget = _conversion_budget(model, memory)
+    if temp_dir is not None:
+        from ..ngram.build.spill import check_temp_dir
+
+        check_temp_dir(temp_dir)
+    budget, in_memory = _conversion_budget(model, memory)
     t0 = time.perf_counter()
     with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
         with data_records_of_write({}, opts):
-            if budget is None:
-                counts, how = read_arpa(model, cache=False), ""
-                write_binary(counts, output, locked=True)
-                counts = counts.counts()
+            if in_memory:
+                counts, how = _in_memory(model, output), " (read in memory)"
             else:
                 counts, how = _bounded(model, output, budget, temp_dir)
     click.echo(f"{output}: order {len(counts)}, n-grams {', '.join(f'{c:,}' for c in counts)}; "
                f"{time.perf_counter() - t0:.1f} s{how}", err=True)
 
 
-#: what reading an ARPA file in memory takes, per byte of its text (measured: about 6x; a compressed file's text
-#: taken as 5x its size)
-IN_MEMORY_PER_BYTE = 6
-COMPRESSED_RATIO = 5
-
-
-def _conversion_budget(model: str, memory: str | None) -> int | None:
-    """The memory budget of a bounded conversion, or None to read the file in memory (module's ``--memory``)."""
+def _conversion_budget(model: str, memory: str | None) -> tuple[int, bool]:
+    """The conversion's memory budget (``--memory``, else half the available memory) and whether the file is read
+    in memory within it (:func:`..ngram.build.arpa_convert.in_memory_need`), else streamed."""
+    from ..ngram.build.arpa_convert import in_memory_need
     from ..ngram.build.budget import auto_budget, parse_memory
 
-    if memory is not None:
-        return parse_memory(memory)
-    try:
-        size = os.path.getsize(model)
-        with open(model, "rb") as f:
-            head = f.read(6)
-    except OSError:
-        return None  # read_arpa names the problem
-    compressed = head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00"
-    need = size * IN_MEMORY_PER_BYTE * (COMPRESSED_RATIO if compressed else 1)
-    budget = auto_budget()
-    return budget if need > budget else None
+    budget = parse_memory(memory) if memory is not None else auto_budget()
+    need = in_memory_need(model)
+    return budget, need is None or need <= budget
+
+
+def _in_memory(model: str, output: str) -> list[int]:
+    """The file read in memory (a progress bar over its bytes) and written as a directory; its counts."""
+    from ..ngram.arpa import read_arpa
+    from ..ngram.mapped import write_binary
+    from ..progress import bar
+
+    size = os.path.getsize(model) if os.path.isfile(model) else None
+    with bar(total=size, desc="reading", unit="B") as b:
+        lm = read_arpa(model, cache=False, on_bytes=b.update)
+    write_binary(lm, output, locked=True)
+    return lm.counts()
 
 
 def _bounded(model: str, output: str, budget: int, temp_dir: str | None) -> tuple[list[int], str]:
     """:func:`..ngram.build.arpa_convert.convert` with a progress bar; the counts and what the report adds."""
     from ..memory import gigabytes
-    from ..ngram.build.arpa_convert import convert, header_counts
+    from ..ngram.build.arpa_convert import convert, header_counts, mib, text_window
+    from ..ngram.build.budget import current_rss
     from ..progress import bar, say
 
     counts = header_counts(model)
-    say(f"{model}: converting within {gigabytes(budget)} of memory")
+    text_window(budget, current_rss(), counts)  # a budget too small says so before anything else
+    say(f"{model}: converting within --memory {mib(budget)}")
     with bar(total=sum(counts[1:]), desc="n-grams", unit="n-gram") as b:
         got = convert(model, output, budget, temp_dir, progress=lambda k, n: b.update(n))
     spilled = f", {gigabytes(got['spilled'])} spilled to disk" if got["spilled"] else ""
-    return got["counts"], f" (within {gigabytes(budget)}{spilled})"
+    return got["counts"], f" (within --memory {mib(budget)}{spilled})"
 
 
 @ngram.command(context_settings=CONTEXT)

@@ -122,11 +122,11 @@ class _Section:
         return self.text.split("\n")
 
 
-def _split_file(path: str) -> tuple[list[int], list[_Section]]:
+def _split_file(path: str, on_bytes=None) -> tuple[list[int], list[_Section]]:
     """Scan the file: the header's n-gram counts and the lines of each section (one pass)."""
     counts: list[int] = []
     sections: list[_Section] = []
-    for kind, value in scan(path):
+    for kind, value in scan(path, on_bytes=on_bytes):
         if kind == "counts":
             counts = value
         elif kind == "section":
@@ -138,18 +138,21 @@ def _split_file(path: str) -> tuple[list[int], list[_Section]]:
     return counts, sections
 
 
-def scan(path: str):
+def scan(path: str, chunk_bytes: int | None = None, on_bytes=None):
     """The file's parts in order, checked as they come: ``("counts", [M_1 .. M_N])`` when the first section
     starts, ``("section", _Section)`` (no lines yet) at each section header, then ``("lines", (text, first, n))``
     for each run of its lines (``n`` lines joined by newlines, the first at line ``first``). A malformed header,
-    a section out of order or a file that ends before ``\\end\\`` raises :class:`UserError` naming the line."""
+    a section out of order or a file that ends before ``\\end\\`` raises :class:`UserError` naming the line.
+    ``chunk_bytes``: about how much of the file is read at a time; ``on_bytes(n)``: called with each chunk's bytes."""
     counts: list[int] = []
     state = "pre"  # pre -> counts -> body -> end
     sections = 0
     line_no = 0
     # no NUL sniffing of the whole head: a word of the text may hold a NUL (ngram train writes it as it is);
     # before \data\ a NUL still means a binary file
-    for lines, _ in iter_chunks(path, sniff=False):
+    for lines, nbytes in iter_chunks(path, sniff=False, chunk_bytes=chunk_bytes):
+        if on_bytes is not None:
+            on_bytes(nbytes)
         marks = [j for j, ln in enumerate(lines) if ln[:1] == "\\"]  # section headers and the end marker
         mi, i = 0, 0
         while i < len(lines):
@@ -354,20 +357,20 @@ def _add_missing_prefixes(grams: list[np.ndarray], logps: list, bows: list, rows
             rows[k - 2] = np.concatenate([rows[k - 2], np.full(len(missing), -1)])
 
 
-def read_arpa(path: str, cache: bool = True) -> NgramLM:
+def read_arpa(path: str, cache: bool = True, on_bytes=None) -> NgramLM:
     """Read an ARPA back-off model (ours or another tool's) into an :class:`NgramLM`.
 
     The model's word ids follow the order of the file's 1-grams; ``<unk>`` and ``<s>`` are
     added when absent (module docstring). Errors name the file and line. With ``cache`` the
     parsed tables are kept as safetensors in the corpus cache directory and reused while the
-    file is unchanged (:mod:`.binary`).
+    file is unchanged (:mod:`.binary`). ``on_bytes(n)``: called as ``n`` more bytes of the file are read.
     """
     if cache:
         from .binary import cached_read
 
-        return cached_read(path, lambda p: read_arpa(p, cache=False))
+        return cached_read(path, lambda p: read_arpa(p, cache=False, on_bytes=on_bytes))
     with _gc_paused():
-        return _read_arpa(path)
+        return _read_arpa(path, on_bytes)
 
 
 @contextlib.contextmanager
@@ -382,8 +385,8 @@ def _gc_paused():
             gc.enable()
 
 
-def _read_arpa(path: str) -> NgramLM:
-    counts, sections = _split_file(path)
+def _read_arpa(path: str, on_bytes=None) -> NgramLM:
+    counts, sections = _split_file(path, on_bytes)
     n = len(counts)
     words, logp1, bow1, rows1 = _parse_section(path, sections[0], None, highest=(n == 1), expected=counts[0])
     found = [len(words)]

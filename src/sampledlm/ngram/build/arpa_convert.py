@@ -39,6 +39,13 @@ PARSE_PER_BYTE = 32
 #: lookups touch every page of them), the shares of a sorted run (and the merge's buffers) and of the spill files
 #: held in memory instead of on disk
 RUN_SHARE, HELD_SHARE = 0.35, 0.3
+#: what reading an ARPA file in memory takes beside the process, per byte of its text (measured 2026-12-05 on KN4
+#: files of 1.7 and 31 MB: 9x, peaks 55 and 318 MiB over a 40 MiB process); a compressed file's text taken as 5x
+#: its size
+IN_MEMORY_PER_BYTE = 10
+COMPRESSED_RATIO = 5
+KEY_BYTES = 8  # an n-gram's key in keys_k.npy (int64)
+MIN_CHUNK = 1 << 20  # the smallest window of text parsed at a time
 SPILL_PER_NGRAM = 56  # bytes on disk an n-gram of the order being sorted takes: its run (32) and merged (24) entries
 MIN_LEFT = 16 << 20  # bytes an order needs beyond the above to sort in runs of a useful size
 FIELDS = (("keys", np.int64), ("logp", np.float64), ("bow", np.float64), ("line", np.int64))
@@ -47,8 +54,8 @@ FIELDS = (("keys", np.int64), ("logp", np.float64), ("bow", np.float64), ("line"
 class _Parts:
     """The file's :func:`..arpa.scan` events with one of look-ahead, so that a section ends where the next starts."""
 
-    def __init__(self, path: str):
-        self._it = scan(path)
+    def __init__(self, path: str, chunk_bytes: int | None = None):
+        self._it = scan(path, chunk_bytes)
         self._next = next(self._it, None)
 
     def peek(self):
@@ -68,18 +75,19 @@ def convert(path: str, out_dir: str, budget: int, temp_dir: str | None = None, p
     using at most about ``budget`` bytes; returns ``{"counts", "spilled"}`` (bytes written to ``temp_dir``).
     ``progress(k, n)``: called as ``n`` more lines of order k are read. ``window`` (elements a sorted run holds)
     and ``chunk_bytes`` (text parsed at a time) default to their shares of the budget."""
-    from .budget import check_budget, current_rss, text_chunk_bytes
+    from .budget import current_rss
     from .spill import Spill
     from ..mapped import write_binary_arrays
 
-    check_budget(budget)
-    parts = _Parts(path)
-    counts = _header(path, parts)
+    counts = header_counts(path)
+    chunk = chunk_bytes or text_window(budget, current_rss(), counts)
+    parts = _Parts(path, chunk)
+    _header(path, parts)
     words, logp1, bow1, info = _unigrams(path, parts, counts)
     counts = [len(words), *counts[1:]]
     index = {w: i for i, w in enumerate(words)}
-    chunk = chunk_bytes or text_chunk_bytes(budget)
     base = current_rss() + PARSE_PER_BYTE * chunk  # the interpreter, the words and a window of text being parsed
+    _share(None, budget, base, KEY_BYTES * sum(counts[1:-1]), len(counts), window)  # the highest order, before any work
     with Spill(temp_dir, window or 1024) as sp:
         # at its peak the spill holds one order's runs and its merged arrays: a full disk is refused before the first
         # write (Spill.check_room), naming --temp-dir
@@ -101,19 +109,60 @@ def convert(path: str, out_dir: str, budget: int, temp_dir: str | None = None, p
         return {"counts": counts, "spilled": sp.spilled}
 
 
-def _share(sp, budget: int, base: int, mapped: int, k: int, window: int | None) -> None:
-    """Size order k's sorted runs and the spill files held in memory to what the budget leaves beside ``base`` and
-    the ``mapped`` bytes of the lower orders' keys; a budget that leaves too little is a :class:`UserError`."""
-    from ...memory import gigabytes
+def in_memory_need(path: str) -> int | None:
+    """About the peak of a process that reads the file with :func:`..arpa.read_arpa` (its present size and
+    :data:`IN_MEMORY_PER_BYTE`); None where the file cannot be read (the reader then names the problem)."""
+    from .budget import current_rss
 
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return None
+    compressed = head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00"
+    return current_rss() + size * IN_MEMORY_PER_BYTE * (COMPRESSED_RATIO if compressed else 1)
+
+
+def mib(n: int) -> str:
+    """Bytes as ``--memory`` reads them back: whole MiB, rounded up (``1,234M``)."""
+    return f"{-(-int(n) // (1 << 20)):,}M"
+
+
+def minimum_budget(rss: int, counts: list[int]) -> int:
+    """The smallest budget a conversion of a model of ``counts`` n-grams takes beside a process of ``rss`` bytes:
+    the parse of the smallest window of text, the keys of every order below the highest (memory-mapped while the
+    highest is read) and :data:`MIN_LEFT` to sort in."""
+    return rss + PARSE_PER_BYTE * MIN_CHUNK + KEY_BYTES * sum(counts[1:-1]) + MIN_LEFT
+
+
+def text_window(budget: int, rss: int, counts: list[int]) -> int:
+    """Text parsed at a time: a third of what the budget leaves above :func:`minimum_budget`'s other parts, as
+    Python strings (:data:`PARSE_PER_BYTE`), within [:data:`MIN_CHUNK`, the reader's 8 MiB]; a budget below the
+    minimum is a :class:`UserError` saying what to give."""
+    from ...data.textio import CHUNK_BYTES
+
+    need = minimum_budget(rss, counts)
+    if budget < need:
+        raise UserError(f"--memory {mib(budget)} is too little to convert this model: the process takes "
+                        f"{mib(rss)}, the keys of its orders below the highest {mib(KEY_BYTES * sum(counts[1:-1]))} "
+                        f"(read by every lookup), and reading and sorting need {mib(need - rss - KEY_BYTES * sum(counts[1:-1]))}"
+                        f" more; give at least --memory {mib(need)}")
+    spare = budget - need + PARSE_PER_BYTE * MIN_CHUNK
+    return int(min(CHUNK_BYTES, max(MIN_CHUNK, spare // (3 * PARSE_PER_BYTE))))
+
+
+def _share(sp, budget: int, base: int, mapped: int, k: int, window: int | None) -> None:
+    """Size order k's sorted runs and the spill files held in memory (``sp``; None: only check) to what the budget
+    leaves beside ``base`` and the ``mapped`` bytes of the lower orders' keys; too little is a :class:`UserError`."""
     left = budget - base - mapped
     if left < MIN_LEFT:
-        need = base + mapped + MIN_LEFT
-        raise UserError(f"--memory {gigabytes(budget)} is too little for this model's {k}-grams: the lower orders' "
-                        f"keys take {gigabytes(mapped)} (memory-mapped, read by every lookup) and the process "
-                        f"{gigabytes(base)}; give at least --memory {-(-need // (1 << 20))}M")
-    sp.window = window or max(1024, int(left * RUN_SHARE) // BYTES_PER_ELEMENT)
-    sp.ram = max(sp.held, int(left * HELD_SHARE))
+        raise UserError(f"--memory {mib(budget)} is too little for this model's {k}-grams: the lower orders' keys take "
+                        f"{mib(mapped)} (memory-mapped, read by every lookup) and the process {mib(base)}; give at "
+                        f"least --memory {mib(base + mapped + MIN_LEFT)}")
+    if sp is not None:
+        sp.window = window or max(1024, int(left * RUN_SHARE) // BYTES_PER_ELEMENT)
+        sp.ram = max(sp.held, int(left * HELD_SHARE))
 
 
 def header_counts(path: str) -> list[int]:
@@ -206,8 +255,9 @@ def _order(path: str, parts: _Parts, sp, out_dir: str, words: list[str], index: 
             r = int(np.flatnonzero(ctx < 0)[0])
             prefix = " ".join(words[i] for i in ids[r, :-1].tolist())
             raise UserError(f"{path}:{first + int(rows[r])}: this {k}-gram's prefix {prefix!r} is not among the "
-                            f"{k - 1}-grams; build-binary without --memory reads such a file (in memory: it adds "
-                            "the missing prefixes)")
+                            f"{k - 1}-grams: a conversion within a budget needs every prefix listed; reading the "
+                            f"file in memory adds the missing ones (give --memory {mib(in_memory_need(path) or 0)} "
+                            "or more, about what that takes)")
         held.append((ctx * W + ids[:, -1], logp, bow, first + np.asarray(rows, dtype=np.int64)))
         found += len(ids)
         if progress is not None:
