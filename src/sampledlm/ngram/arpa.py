@@ -385,15 +385,13 @@ def _gc_paused():
             gc.enable()
 
 
-def _read_arpa(path: str, on_bytes=None) -> NgramLM:
-    counts, sections = _split_file(path, on_bytes)
-    n = len(counts)
-    words, logp1, bow1, rows1 = _parse_section(path, sections[0], None, highest=(n == 1), expected=counts[0])
-    found = [len(words)]
+def unigram_vocabulary(path: str, sec: _Section, words: list[str], logp: np.ndarray, bow: np.ndarray, rows):
+    """The model's words from its parsed 1-grams: a repeat refused (naming its line), ``</s>`` required, ``<unk>``
+    and ``<s>`` appended where absent (module docstring); returns ``(words, logp, bow, index, info)``."""
     index: dict[str, int] = {}
     for i, w in enumerate(words):
         if w in index:
-            raise UserError(f"{path}:{sections[0].first_line + int(rows1[i])}: 1-gram {w!r} was already listed")
+            raise UserError(f"{path}:{sec.first_line + int(rows[i])}: 1-gram {w!r} was already listed")
         index[w] = i
     info: dict = {"source": path, "added": []}
     if EOS not in index:
@@ -402,8 +400,17 @@ def _read_arpa(path: str, on_bytes=None) -> NgramLM:
         if special not in index:
             index[special] = len(words)
             words.append(special)
-            logp1, bow1 = np.append(logp1, lp), np.append(bow1, 0.0)
+            logp, bow = np.append(logp, lp), np.append(bow, 0.0)
             info["added"].append(special)
+    return words, logp, bow, index, info
+
+
+def _read_arpa(path: str, on_bytes=None) -> NgramLM:
+    counts, sections = _split_file(path, on_bytes)
+    n = len(counts)
+    words, logp1, bow1, rows1 = _parse_section(path, sections[0], None, highest=(n == 1), expected=counts[0])
+    found = [len(words)]
+    words, logp1, bow1, index, info = unigram_vocabulary(path, sections[0], words, logp1, bow1, rows1)
     width = len(words)
     grams, logps, bows, rows = [np.arange(width, dtype=np.int64)[:, None]], [logp1], [bow1], [None]
     for sec in sections[1:]:
@@ -456,6 +463,12 @@ def _grams_of(keys: list[np.ndarray], idx: np.ndarray, width: int, k: int) -> np
 
 
 def _check_counts(path: str, counts: list[int], sections: list[_Section], found: list[int]) -> None:
-    for k, (want, got, sec) in enumerate(zip(counts, found, sections), 1):
-        if want != got:
-            raise UserError(f"{path}:{sec.header_line}: the header says ngram {k}={want} but the section has {got} entries")
+    for want, got, sec in zip(counts, found, sections):
+        check_count(path, sec, want, got)
+
+
+def check_count(path: str, sec: _Section, want: int, got: int) -> None:
+    """A section whose entries are not as many as its header line says is a :class:`UserError` naming that line."""
+    if want != got:
+        raise UserError(f"{path}:{sec.header_line}: the header says ngram {sec.order}={want} but the section has "
+                        f"{got} entries")

@@ -26,8 +26,7 @@ import os
 import numpy as np
 
 from ...errors import UserError
-from ..arpa import BOS_LOGP, UNK_LOGP, _Section, _parse_section, scan
-from ...data.vocab import BOS, EOS, UNK
+from ..arpa import _Section, _parse_section, check_count, scan, unigram_vocabulary
 from ..tables import lookup_grams
 
 #: working bytes a run element takes at its peak: key, log10 p, back-off and line (32 bytes) held, and the
@@ -83,9 +82,8 @@ def convert(path: str, out_dir: str, budget: int, temp_dir: str | None = None, p
     chunk = chunk_bytes or text_window(budget, current_rss(), counts)
     parts = _Parts(path, chunk)
     _header(path, parts)
-    words, logp1, bow1, info = _unigrams(path, parts, counts)
+    words, logp1, bow1, index, info = _unigrams(path, parts, counts)
     counts = [len(words), *counts[1:]]
-    index = {w: i for i, w in enumerate(words)}
     base = current_rss() + PARSE_PER_BYTE * chunk  # the interpreter, the words and a window of text being parsed
     _share(None, budget, base, KEY_BYTES * sum(counts[1:-1]), len(counts), window)  # the highest order, before any work
     with Spill(temp_dir, window or 1024) as sp:
@@ -129,6 +127,13 @@ def mib(n: int) -> str:
     return f"{-(-int(n) // (1 << 20)):,}M"
 
 
+def at_least(need: int) -> str:
+    """The ``--memory`` to name for a need of ``need`` bytes: 8 MiB over it (the process grows a little as it
+    works), rounded up to 16 MiB."""
+    step = 16 << 20
+    return mib(-(-(need + (8 << 20)) // step) * step)
+
+
 def minimum_budget(rss: int, counts: list[int]) -> int:
     """The smallest budget a conversion of a model of ``counts`` n-grams takes beside a process of ``rss`` bytes:
     the parse of the smallest window of text, the keys of every order below the highest (memory-mapped while the
@@ -147,7 +152,7 @@ def text_window(budget: int, rss: int, counts: list[int]) -> int:
         raise UserError(f"--memory {mib(budget)} is too little to convert this model: the process takes "
                         f"{mib(rss)}, the keys of its orders below the highest {mib(KEY_BYTES * sum(counts[1:-1]))} "
                         f"(read by every lookup), and reading and sorting need {mib(need - rss - KEY_BYTES * sum(counts[1:-1]))}"
-                        f" more; give at least --memory {mib(need)}")
+                        f" more; give at least --memory {at_least(need)}")
     spare = budget - need + PARSE_PER_BYTE * MIN_CHUNK
     return int(min(CHUNK_BYTES, max(MIN_CHUNK, spare // (3 * PARSE_PER_BYTE))))
 
@@ -159,7 +164,7 @@ def _share(sp, budget: int, base: int, mapped: int, k: int, window: int | None) 
     if left < MIN_LEFT:
         raise UserError(f"--memory {mib(budget)} is too little for this model's {k}-grams: the lower orders' keys take "
                         f"{mib(mapped)} (memory-mapped, read by every lookup) and the process {mib(base)}; give at "
-                        f"least --memory {mib(base + mapped + MIN_LEFT)}")
+                        f"least --memory {at_least(base + mapped + MIN_LEFT)}")
     if sp is not None:
         sp.window = window or max(1024, int(left * RUN_SHARE) // BYTES_PER_ELEMENT)
         sp.ram = max(sp.held, int(left * HELD_SHARE))
@@ -203,34 +208,15 @@ def _section(path: str, parts: _Parts, k: int) -> _Section:
 
 
 def _unigrams(path: str, parts: _Parts, counts: list[int]):
-    """The words (file order, then ``<unk>`` and ``<s>`` where absent), their log10 p and back-off weights, and
-    the model's ``info``, as :func:`..arpa.read_arpa` makes them."""
+    """The words, their log10 p, back-off weights, index and the model's ``info``, as :func:`..arpa.read_arpa`
+    makes them (:func:`..arpa.unigram_vocabulary`)."""
     sec = _section(path, parts, 1)
     got = _section_text(parts, None)
     if got is not None:
         sec.pieces.append(got[0])
     words, logp, bow, rows = _parse_section(path, sec, None, highest=(len(counts) == 1), expected=counts[0])
-    _check_count(path, sec, counts[0], len(words))
-    seen: set[str] = set()
-    for i, w in enumerate(words):
-        if w in seen:
-            raise UserError(f"{path}:{sec.first_line + int(rows[i])}: 1-gram {w!r} was already listed")
-        seen.add(w)
-    if EOS not in seen:
-        raise UserError(f"{path}: no </s> among the 1-grams: this does not look like a sentence-level language model")
-    info: dict = {"source": path, "added": []}
-    for special, lp in ((UNK, UNK_LOGP), (BOS, BOS_LOGP)):
-        if special not in seen:
-            words.append(special)
-            logp, bow = np.append(logp, lp), np.append(bow, 0.0)
-            info["added"].append(special)
-    return words, logp, bow, info
-
-
-def _check_count(path: str, sec: _Section, want: int, got: int) -> None:
-    if want != got:
-        raise UserError(f"{path}:{sec.header_line}: the header says ngram {sec.order}={want} but the section has "
-                        f"{got} entries")
+    check_count(path, sec, counts[0], len(words))
+    return unigram_vocabulary(path, sec, words, logp, bow, rows)
 
 
 def _order(path: str, parts: _Parts, sp, out_dir: str, words: list[str], index: dict[str, int], k: int,
@@ -262,12 +248,12 @@ def _order(path: str, parts: _Parts, sp, out_dir: str, words: list[str], index: 
         found += len(ids)
         if progress is not None:
             progress(k, len(ids))
-        if sum(len(h[0]) for h in held) >= sp.window:
+        if found - sum(runs) >= sp.window:  # the windows held since the last run
             runs.append(_spill_run(sp, k, len(runs), held))
             held = []
     if held or not runs:
         runs.append(_spill_run(sp, k, len(runs), held))
-    _check_count(path, sec, counts[k - 1], found)
+    check_count(path, sec, counts[k - 1], found)
     merge_runs(path, sp, k, runs)
 
 
