@@ -38,8 +38,9 @@ The **Transformer** has a budget of its own (issue 55: at or below the tuned sof
 the number of its own epochs (from its chosen cell) that fits that budget, every other setting at its default; its
 grid cells ran with its default plateau schedule, which stops after three halvings, long before the budget is spent.
 Further budget runs each differ from it, or from an earlier try (:data:`TRANSFORMER_STACKED`), in one setting
-(:data:`TRANSFORMER_TRIES`: its dropout, its optimiser, its input's word dropout, its window); the lowest validation of the grid
-cell and those runs is judged. A budget run that spent under :data:`RESIZE` of the budget trains again for the epochs
+(:data:`TRANSFORMER_TRIES`: its dropout, its optimiser, its input's word dropout, its window, its rate); the lowest
+validation of the grid cell and those runs is judged; a try stopped early (:data:`TRANSFORMER_STOPPED`) is shown
+only. A budget run that spent under :data:`RESIZE` of the budget trains again for the epochs
 its own CPU seconds an epoch fit, as a longer GRU run does (:func:`try_entry`).
 ``--no-train`` builds the page from the two record files alone.
 ``--quick``: the lr-grid's quick rows (a tiny GRU, softmax and NCE), their grid run first when its records are
@@ -82,20 +83,33 @@ TRANSFORMER_DROPOUT = 0.5
 #: added to the AdamW run (:data:`TRANSFORMER_STACKED`), the best by 3.5 % when this try was first run. A 128-token
 #: window (added 2026-12-05): training attends within each [batch, bptt] segment alone, so at the default 64 half the
 #: positions trained see under 32 words, where the GRU carries its state across segments; 16 rows of 128 keep a step's
-#: 2,048 tokens (and so the steps and the schedule), evaluation slides by 64 (context / 2); added to the AdamW run
+#: 2,048 tokens (and so the steps and the schedule), evaluation slides by 64 (context / 2); added to the AdamW run.
+#: Twice the rate (added 2026-12-05), added to the embedding-dropout run, the best by then: the rate was tuned under
+#: Adam alone (the lr grid), and under AdamW the softmax GRU's best rate moved up by 2x (the AdamW grid: 0.004 to
+#: 0.008); the Transformer had no AdamW grid of its own
 _ADAMW = ("--optimizer", "adamw", "--weight-decay", "0.1")
+_EDROP = (*_ADAMW, "--embed-dropout", "0.1")
 TRANSFORMER_TRIES = (("run_dropout", f"dropout {TRANSFORMER_DROPOUT:g}", ("--dropout", f"{TRANSFORMER_DROPOUT:g}"),
                       f"-drop{TRANSFORMER_DROPOUT:g}"),
                      ("run_adamw", "AdamW, weight decay 0.1", _ADAMW, "-adamw0.1"),
-                     ("run_embdrop", "AdamW 0.1 and embedding dropout 0.1", (*_ADAMW, "--embed-dropout", "0.1"),
-                      "-adamw0.1-edrop0.1"),
+                     ("run_embdrop", "AdamW 0.1 and embedding dropout 0.1", _EDROP, "-adamw0.1-edrop0.1"),
                      ("run_window", "AdamW 0.1 and a 128-token window",
-                      (*_ADAMW, "--bptt", "128", "--batch-size", "16"), "-adamw0.1-ctx128"))
+                      (*_ADAMW, "--bptt", "128", "--batch-size", "16"), "-adamw0.1-ctx128"),
+                     ("run_rate", "AdamW 0.1, embedding dropout 0.1, twice the rate", _EDROP,
+                      "-adamw0.1-edrop0.1-lr2x"))
 TRANSFORMER_RUNS = (("run", "budget run", (), ""), *TRANSFORMER_TRIES)  # the first budget run, then the tries
 #: tries that add one setting to an earlier try rather than to the first run (their tag -> the earlier try's tag):
 #: they train once that try is final, with the epochs of its run of lowest validation perplexity (its first run or
 #: its re-sized one), and are not re-sized themselves
-TRANSFORMER_STACKED = {"-adamw0.1-edrop0.1": "-adamw0.1", "-adamw0.1-ctx128": "-adamw0.1"}
+TRANSFORMER_STACKED = {"-adamw0.1-edrop0.1": "-adamw0.1", "-adamw0.1-ctx128": "-adamw0.1",
+                       "-adamw0.1-edrop0.1-lr2x": "-adamw0.1-edrop0.1"}
+#: tries that train at a multiple of the row's rate (their tag -> the factor)
+TRANSFORMER_RATE = {"-adamw0.1-edrop0.1-lr2x": 2.0}
+#: tries stopped before their last epoch (their tag -> why): each is recorded from the epochs its run directory holds
+#: (``stopped``, no test perplexity), shown beside its base run's validation at the same epoch, never chosen
+TRANSFORMER_STOPPED = {"-adamw0.1-ctx128": "stopped on 2026-12-05 to free its core for the rate try: it trailed its "
+                                           "base run (the AdamW try) at every epoch it ran, and only a run below the "
+                                           "embedding-dropout try (3 % under that base at the end) could be chosen"}
 #: the longer runs' second try: they ended at a lower training loss and a higher validation perplexity than 8 epochs
 #: (overfitting at the default 0.25); 0.35 is the higher of the two dropouts the softmax GRU tried on the lr-grid page
 LONGER_DROPOUT = 0.35
@@ -177,8 +191,9 @@ def transformer_entry(grid: list[lr_grid.Row], records: list[dict],
 def with_try(entry: dict, flags: tuple[str, ...], tag: str) -> dict:
     """The same budget run with ``flags`` added: a run of its own (its flags, its run directory's name ``tag``);
     ``first`` keeps the run it was made from."""
-    return {**entry, "extra_flags": (*entry.get("extra_flags", ()), *flags), "tag": tag,
-            "first": entry.get("first", entry)}
+    first = entry.get("first", entry)
+    return {**entry, "extra_flags": (*entry.get("extra_flags", ()), *flags), "tag": tag, "first": first,
+            "lr": first["lr"] * TRANSFORMER_RATE.get(tag, 1.0)}
 
 
 def with_dropout(entry: dict, dropout: float = TRANSFORMER_DROPOUT) -> dict:
@@ -235,9 +250,31 @@ def train_try(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, rec
     """Train a Transformer try, sized by ``records`` (:func:`_sized`), and return its record; a stacked try only
     once its earlier try is final (else :class:`UserError`, and it is tried at the next pass)."""
     records = records or []
+    if entry.get("tag") in TRANSFORMER_STOPPED:
+        return stopped_record(st, _sized({**entry, "budget_s": budget_s}, records), budget_s)
     if not _base_run(entry, records)[1]:
         raise UserError(f"waits for the run it adds its setting to ({TRANSFORMER_STACKED[entry['tag']]}) to land")
     return train_row(st, _sized({**entry, "budget_s": budget_s}, records), budget_s, tokens)
+
+
+def stopped_record(st: lmruns.Setting, entry: dict, budget_s: float) -> dict:
+    """The record of a try stopped before its last epoch (:data:`TRANSFORMER_STOPPED`): the epochs its run directory
+    holds, ``stopped`` the reason, no test perplexity (its model is not the one its schedule ends with)."""
+    row = entry["row"]
+    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-e{entry['epochs']}{entry.get('tag', '')}", flags(entry),
+                     version=row.version)
+    rd = lmruns.run_dir(st.work, st.files, run)
+    recs = lmruns.epochs(rd) if os.path.exists(os.path.join(rd, "metrics.jsonl")) else []
+    best = min(recs, key=lambda m: m["valid_ppl"], default=None)
+    meta = stamp()
+    return {"row": row.name, "lr": entry["lr"], "flags": " ".join(run.options), "version": row.version,
+            "budget_cpu_s": budget_s, "data": st.label, "commit": meta["commit"], "machine": meta["machine"],
+            "date": meta["date"], "epochs_planned": entry["epochs"], "stopped": TRANSFORMER_STOPPED[entry["tag"]],
+            "epochs": [{k: m[k] for k in ("epoch", "valid_ppl", "cpu_s", "wall_s", "lr", "train_loss") if k in m}
+                       for m in recs],
+            "best_valid": None if best is None else best["valid_ppl"], "best_epoch": None if best is None else
+            best["epoch"], "cpu_s": recs[-1]["cpu_s"] if recs else None, "test_ppl": None,
+            "run_dir": os.path.basename(rd)}
 
 
 def drop_entry(entry: dict, records: list[dict], ratios: list[dict] | None = None) -> dict:
@@ -684,7 +721,11 @@ def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], rec
          "grid_cell": {"epochs": len(cell["epochs"]), "test_ppl": cell.get("test_ppl"),
                        "best_valid": cell.get("best_valid"), "cpu_s": cell.get("cpu_s"), "curve": _curve(cell)},
          "dropout": TRANSFORMER_DROPOUT, "baseline": soft,
-         "tries": [[key, label, " ".join(extra)] for key, label, extra, _ in TRANSFORMER_TRIES]}
+         "tries": [[key, label, " ".join(extra) + (f" --lr {lr_grid.fmt(e['lr'] * TRANSFORMER_RATE[tag])}"
+                                                   if tag in TRANSFORMER_RATE else "")]
+                   for key, label, extra, tag in TRANSFORMER_TRIES],
+         "stopped": {key: TRANSFORMER_STOPPED[tag] for key, _, _, tag in TRANSFORMER_TRIES
+                     if tag in TRANSFORMER_STOPPED}}
     tried, x["planned"], keys = [], {}, ["grid_cell"]
     for key, _, extra, tag in TRANSFORMER_RUNS:
         te = try_entry(e, extra, tag, records)
@@ -694,12 +735,14 @@ def summarise_transformer(grid: list[lr_grid.Row], grid_records: list[dict], rec
         keys.append(key)
         if x[key] is not None:
             x[key]["epochs"] = epochs_ran(tried[-1])
+            if x[key].get("stopped"):
+                x[key]["base_curve"] = _curve(_base_run(te, records)[0] or {})
             x[key]["resize_to"] = te["epochs"] if tried[-1] is te.get("resized_from") else None
         first = te.get("resized_from")
         if first is not None and tried[-1] is not first:  # both ran within the budget: both are candidates
             x[f"{key}_first"] = {**_candidate(first), "epochs": epochs_ran(first)}
             keys.append(f"{key}_first")
-    ok = [k for k in keys if x.get(k) and
+    ok = [k for k in keys if x.get(k) and not x[k].get("stopped") and
           x[k].get("best_valid") is not None and x[k]["cpu_s"] <= OVER_BUDGET * e["budget_s"]]
     x["chosen"] = min(ok, key=lambda k: x[k]["best_valid"]) if any(tried) and ok else None
     x["vs_softmax"] = None if soft is None or x["chosen"] is None else \
@@ -820,7 +863,8 @@ def _candidate(rec: dict) -> dict:
     return {"test_ppl": rec.get("test_ppl"), "best_valid": rec.get("best_valid"), "cpu_s": rec.get("cpu_s"),
             "best_epoch": rec.get("best_epoch"), "commit": rec.get("commit"), "date": rec.get("date"),
             "curve": _curve(rec), "flags": rec.get("flags"),
-            **({"failed": rec["failed"]} if rec.get("failed") else {})}
+            **({"failed": rec["failed"]} if rec.get("failed") else {}),
+            **({"stopped": rec["stopped"]} if rec.get("stopped") else {})}
 
 
 #: the grid's cell, the longer run, the widest trunk that fits, the narrowest wider trunk (where the widest is wider),
@@ -1075,7 +1119,9 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
            "2026-12-04 it took the re-sized run's count, and that 43-epoch run was stopped at epoch 15, 110.39), "
            "then its window, added to the AdamW try as well (128 tokens, 16 rows a step so a step still reads "
            "2,048 tokens; added 2026-12-05: training attends within each segment alone, so at the default 64 half "
-           "of the positions trained see fewer than 32 words, where the GRU carries its state across segments). "
+           "of the positions trained see fewer than 32 words, where the GRU carries its state across segments), then "
+           "twice its rate, added to the embedding-dropout try, the best by then (added 2026-12-05: its rate was "
+           "tuned under Adam alone, and under AdamW the softmax GRU's best rate moved up by 2x, 0.004 to 0.008). "
            + _baseline_text(base) + " A budget run that spent under "
            f"{RESIZE:.0%} of the budget trains again for the epochs its own CPU seconds an epoch fit (an epoch on "
            "one machine took 0.6x the CPU seconds of the grid cell's, measured on another), as a longer GRU run "
@@ -1102,16 +1148,35 @@ def render_transformer(t: dict | None, soft: dict) -> list[str]:
                        "—" if t["vs_softmax"] is None else f"{100 * t['vs_softmax']:+.1f} %",
                        "—" if t["vs_softmax"] is None else ("met" if t["vs_softmax"] <= 0 else "missed")]]))
     also = ", ".join(f"`{extra}`" for _, _, extra in tries)
-    return out + ["", f"Its runs: `sampledlm train {t['flags']}`, and the same with each of {also}."]
+    out += ["", f"Its runs: `sampledlm train {t['flags']}`, and the same with each of {also}."]
+    stopped = [f"{names[k]}: {why}." for k, why in t.get("stopped", {}).items() if t.get(k)]
+    return out + (["", "Stopped before its last epoch (shown, never chosen): " + " ".join(stopped)] if stopped else [])
 
 
 def _try_text(c: dict | None, budget: float, pending: str, epochs: int) -> str:
     """A Transformer try's cell: its run's figures and epochs, and the epochs it trains again for where it spent
     under :data:`RESIZE` of the budget."""
+    if c and c.get("stopped"):
+        return _stopped_text(c, epochs)
     text = _cell_text(c, budget, pending) + f" [{(c or {}).get('epochs', epochs)} ep, cosine]"
     if c and c.get("resize_to"):
         text += f"; under {RESIZE:.0%} of the budget: trains again for {c['resize_to']} epochs"
     return text
+
+
+def _stopped_text(c: dict, planned: int) -> str:
+    """A stopped try's cell: its last epoch's validation against its base run's at the same epoch, and the range
+    of that gap over the epochs it ran."""
+    curve, base = c["curve"], {m["epoch"]: m["valid_ppl"] for m in c.get("base_curve", [])}
+    if not curve:
+        return f"stopped before its first epoch [{planned} ep, cosine]"
+    last = curve[-1]
+    gaps = [m["valid_ppl"] / base[m["epoch"]] - 1 for m in curve if m["epoch"] in base]
+    text = f"stopped after epoch {last['epoch']} of {planned}: validation {_p(last['valid_ppl'])}"
+    if last["epoch"] in base:
+        text += (f" against its base run's {_p(base[last['epoch']])} at that epoch "
+                 f"({100 * gaps[-1]:+.1f} %; {100 * min(gaps):+.1f} % to {100 * max(gaps):+.1f} % over its epochs)")
+    return text + f" ({c['cpu_s']:,.0f} s) [cosine]"
 
 
 def _first_text(c: dict | None, budget: float) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from benchmarks import equal_cpu, lr_grid
@@ -499,6 +501,56 @@ def test_a_stacked_transformer_try_adds_its_setting_to_the_best_adamw_run_once_t
     short = rec(equal_cpu.try_entry(t, extra, tag, [first, worse]), 103.0, 94.0, per_epoch=261.0)
     assert equal_cpu.try_entry(t, extra, tag, [first, worse, short])["epochs"] == 27
     assert equal_cpu.try_done(stacked, [first, worse, short]) is short
+
+
+def test_the_rate_try_trains_the_embedding_dropout_run_at_twice_its_rate_with_that_runs_epochs(monkeypatch):
+    grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
+    runs = {tag: (key, extra) for key, _, extra, tag in equal_cpu.TRANSFORMER_TRIES}
+    key, extra = runs["-adamw0.1-edrop0.1-lr2x"]
+    base_key, base_extra = runs["-adamw0.1-edrop0.1"]
+    assert equal_cpu.TRANSFORMER_STACKED["-adamw0.1-edrop0.1-lr2x"] == "-adamw0.1-edrop0.1" and extra == base_extra
+    rate = equal_cpu.with_try(t, extra, "-adamw0.1-edrop0.1-lr2x")
+    assert rate["lr"] == 2 * t["lr"] and equal_cpu.flags(rate)[equal_cpu.flags(rate).index("--lr") + 1] == "0.002"
+    assert equal_cpu.flags(rate).count("--lr") == 1
+    adamw = _try_record(t_row, equal_cpu.with_try(t, runs["-adamw0.1"][1], "-adamw0.1"), 104.6, 95.2, 420.0)
+    edrop = _try_record(t_row, equal_cpu.try_entry(t, base_extra, "-adamw0.1-edrop0.1", [adamw]), 101.5, 92.9, 410.0)
+    trained = []
+    monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, tk, extra: trained.append(run.name) or {})
+    equal_cpu.train_try(None, rate, 10_800.0, 929589, [adamw, edrop])
+    assert trained == [f"eq-transformer-0.002-e{t['epochs']}-adamw0.1-edrop0.1-lr2x"]  # the base run's epochs
+    mine = _try_record(t_row, equal_cpu.try_entry(t, extra, "-adamw0.1-edrop0.1-lr2x", [adamw, edrop]), 99.0, 90.0,
+                       415.0)
+    data = equal_cpu.summarise(grid, grid_recs, [adamw, edrop, mine])
+    assert data["transformer"]["chosen"] == key
+    assert "`--optimizer adamw --weight-decay 0.1 --embed-dropout 0.1 --lr 0.002`" in equal_cpu.render(data)
+
+
+def test_a_stopped_try_is_recorded_from_its_run_directory_shown_beside_its_base_and_never_chosen(tmp_path,
+                                                                                                 monkeypatch):
+    grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
+    runs = {tag: (key, label, extra) for key, label, extra, tag in equal_cpu.TRANSFORMER_TRIES}
+    tag = next(iter(equal_cpu.TRANSFORMER_STOPPED))
+    key, label, extra = runs[tag]
+    base_tag = equal_cpu.TRANSFORMER_STACKED[tag]
+    base = _try_record(t_row, equal_cpu.with_try(t, runs[base_tag][2], base_tag), 120.0, 95.0, 420.0)
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "metrics.jsonl").write_text("".join(
+        json.dumps({"epoch": i + 1, "valid_ppl": v, "cpu_s": 430.0 * (i + 1)}) + "\n"
+        for i, v in enumerate((150.0, 110.0, 132.0))), encoding="utf-8")
+    monkeypatch.setattr(equal_cpu.lmruns, "run_dir", lambda work, files, run: str(rd))
+    monkeypatch.setattr(equal_cpu, "_record", lambda *a: pytest.fail("a stopped try must not train"))
+    st = type("St", (), {"work": str(tmp_path), "files": {}, "label": "PTB"})()
+    rec = equal_cpu.train_try(st, equal_cpu.with_try(t, extra, tag), 10_800.0, 929589, [base])
+    assert rec["stopped"] == equal_cpu.TRANSFORMER_STOPPED[tag] and rec["test_ppl"] is None
+    assert [m["valid_ppl"] for m in rec["epochs"]] == [150.0, 110.0, 132.0] and rec["best_valid"] == 110.0
+    assert equal_cpu.try_done(equal_cpu.with_try(t, extra, tag), [base, rec]) is rec  # not trained again
+    data = equal_cpu.summarise(grid, grid_recs, [base, rec])
+    assert data["transformer"]["chosen"] != key  # its 110.0 is below the base's 120.0, yet it is not chosen
+    page = equal_cpu.render(data)
+    assert f"stopped after epoch 3 of {t['epochs']}: validation 132.00 against its base run's 120.00 at that epoch " \
+           "(+10.0 %; -8.3 % to +25.0 % over its epochs)" in page
+    assert f"{label}: {equal_cpu.TRANSFORMER_STOPPED[tag]}." in page
 
 
 def test_every_row_tries_its_longer_run_again_at_more_dropout_within_the_budget(monkeypatch):
