@@ -85,7 +85,7 @@ GOOD = "\n\\data\\\nngram 1=3\nngram 2=1\n\n\\1-grams:\n-1\t</s>\n-99\t<s>\t-0.5
     (GOOD.replace("ngram 2=1", "ngram 3=1"), 4, "orders"),
     (GOOD.replace("ngram 2=1", "ngram 2=2"), 11, "header says"),
     (GOOD.replace("\\2-grams:", "\\3-grams:"), 11, "header lists orders 1..2 only"),
-    (GOOD.replace("-1\t<unk>\n", "-1\t<unk>\n-2\t<unk>\n").replace("ngram 1=3", "ngram 1=4"), 10, "already listed"),
+    (GOOD.replace("-1\t<unk>\n", "-1\t<unk>\n-2\t<unk>\n").replace("ngram 1=3", "ngram 1=4"), 10, "already listed at line 9"),
     (GOOD.replace("\\end\\\n", ""), 13, "truncated"),
     (GOOD.replace("\\end\\\n", "\\end\\\nmore\n"), 15, "after \\end\\"),
     (GOOD.replace("ngram 1=3", "ngram one=3"), 3, "ngram N=COUNT"),

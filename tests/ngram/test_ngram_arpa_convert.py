@@ -98,7 +98,7 @@ def test_an_ngram_listed_twice_in_two_runs_is_named_by_its_second_line(kn5, tmp_
     msg = _fails(tmp_path, "\n".join(dup), window=100, chunk_bytes=2048)
     with pytest.raises(UserError) as in_memory:
         read_arpa(str(tmp_path / "bad.arpa"), cache=False)
-    assert msg == str(in_memory.value) and msg.endswith("this 3-gram was already listed")
+    assert msg == str(in_memory.value) and msg.endswith(f"this 3-gram was already listed at line {first + 1}")
     assert f":{last + 1}:" in msg  # 1-based: the repeat's own line
 
 
@@ -146,6 +146,29 @@ def test_a_file_too_large_to_read_in_memory_is_converted_within_half_the_availab
     rc, _, err = run_cli(["ngram", "build-binary", arpa, "-o", str(tmp_path / "bounded")], capsys)
     assert rc == 0 and "converting within --memory" in err, err
     same_arrays(tmp_path / "memory", tmp_path / "bounded")
+
+
+def test_standard_input_is_converted_within_the_budget_its_size_calls_for(kn5, tmp_path, capsys, monkeypatch):
+    """``-`` is read from its copy, whose size chooses the path as a file's does (it was always read in memory)."""
+    import gzip
+    import io
+    import sys
+
+    from sampledlm.data import textio
+    from sampledlm.ngram.build import arpa_convert
+
+    d, _ = kn5
+    data = gzip.compress((d / "kn5.arpa").read_bytes())
+    rc, _, err = run_cli(["ngram", "build-binary", str(d / "kn5.arpa"), "-o", str(tmp_path / "file")], capsys)
+    assert rc == 0, err
+    monkeypatch.setattr(arpa_convert, "IN_MEMORY_PER_BYTE", 1 << 40)  # as if too large to read in memory
+    monkeypatch.setattr(textio, "_stdin_spool", None)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    memory = (current_rss() + HEADROOM) >> 20
+    rc, _, err = run_cli(["ngram", "build-binary", "-", "--memory", f"{memory}M", "-o", str(tmp_path / "stdin")],
+                         capsys)
+    assert rc == 0 and "converting within --memory" in err, err
+    same_arrays(tmp_path / "file", tmp_path / "stdin")
 
 
 def test_a_budget_too_small_says_the_least_that_works_before_anything_is_written(kn5, tmp_path, capsys,

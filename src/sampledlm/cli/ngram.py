@@ -218,12 +218,14 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
     Converting parses the ARPA file in memory (a few hundred bytes per n-gram) when that fits in the
     budget (--memory); a larger file is streamed within it, its orders sorted on disk: the same arrays.
     Streaming needs every n-gram's prefix listed (KenLM, SRILM and ngram train list them); the in-memory
-    reader adds a missing prefix, as KenLM does.
+    reader adds a missing prefix, as KenLM does. MODEL.arpa may be compressed (.gz, .bz2, .xz), or -
+    for standard input, copied first to the system's temporary directory (its size then sets the choice).
     Example:
       sampledlm ngram build-binary kn5.arpa -o kn5.bin
       sampledlm ngram eval kn5.bin --test test.txt
       sampledlm ngram build-binary lmplz5.arpa.gz --memory 2G --temp-dir /scratch -o lmplz5.bin
       sampledlm ngram build-binary book5.arpa --tokenizer raw --lowercase -o book5.bin
+      xzcat big5.arpa.xz | sampledlm ngram build-binary - --memory 4G -o big5.bin
 
     \b
     The text flags say how the model's training text was read (an ARPA file cannot record it): the
@@ -271,11 +273,12 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
 def _conversion_budget(model: str, memory: str | None) -> tuple[int, bool]:
     """The conversion's memory budget (``--memory``, else half the available memory) and whether the file is read
     in memory within it (:func:`..ngram.build.arpa_convert.in_memory_need`), else streamed."""
+    from ..data.textio import readable_path
     from ..ngram.build.arpa_convert import in_memory_need
     from ..ngram.build.budget import auto_budget, parse_memory
 
     budget = parse_memory(memory) if memory is not None else auto_budget()
-    need = in_memory_need(model)
+    need = in_memory_need(readable_path(model))  # standard input and pipes by their copy, read once
     return budget, need is None or need <= budget
 
 
@@ -285,7 +288,10 @@ def _in_memory(model: str, output: str) -> list[int]:
     from ..ngram.mapped import write_binary
     from ..progress import bar
 
-    size = os.path.getsize(model) if os.path.isfile(model) else None
+    from ..data.textio import readable_path
+
+    path = readable_path(model)
+    size = os.path.getsize(path) if os.path.isfile(path) else None
     with bar(total=size, desc="reading", unit="B") as b:
         lm = read_arpa(model, cache=False, on_bytes=b.update)
     write_binary(lm, output, locked=True)

@@ -332,8 +332,9 @@ def _sorted_table(path, sec, keys, logp, bow, rows) -> NgramTable:
     keys = keys[order]
     dup = np.flatnonzero(keys[1:] == keys[:-1])
     if len(dup):
-        r = int(rows[order[dup[0] + 1]])
-        raise UserError(f"{path}:{sec.first_line + r}: this {sec.order}-gram was already listed")
+        first, r = int(rows[order[dup[0]]]), int(rows[order[dup[0] + 1]])
+        raise UserError(f"{path}:{sec.first_line + r}: this {sec.order}-gram was already listed at line "
+                        f"{sec.first_line + first}")
     return NgramTable(keys, logp[order], bow[order])
 
 
@@ -391,7 +392,8 @@ def unigram_vocabulary(path: str, sec: _Section, words: list[str], logp: np.ndar
     index: dict[str, int] = {}
     for i, w in enumerate(words):
         if w in index:
-            raise UserError(f"{path}:{sec.first_line + int(rows[i])}: 1-gram {w!r} was already listed")
+            raise UserError(f"{path}:{sec.first_line + int(rows[i])}: 1-gram {w!r} was already listed at line "
+                            f"{sec.first_line + int(rows[index[w]])}")
         index[w] = i
     info: dict = {"source": path, "added": []}
     if EOS not in index:

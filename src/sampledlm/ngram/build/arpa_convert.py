@@ -293,8 +293,8 @@ def merge_runs(path: str, sp, k: int, lengths: list[int]) -> None:
         keys = cols[0][order]
         dup = np.flatnonzero(keys[1:] == keys[:-1])
         if len(dup):
-            line = int(cols[3][order][dup[0] + 1])
-            raise UserError(f"{path}:{line}: this {k}-gram was already listed")
+            first, line = (int(x) for x in cols[3][order][dup[0]:dup[0] + 2])
+            raise UserError(f"{path}:{line}: this {k}-gram was already listed at line {first}")
         for j, (name, _) in enumerate(FIELDS[:3]):
             sp.append(f"{name}_{k}", cols[j][order])
         for r in range(R):
