@@ -328,6 +328,43 @@ def test_cosine_budget_takes_the_larger_of_the_steps_and_the_time_budgets_shares
     TrainOptions(lr_schedule="cosine-budget", max_time=60.0).check()
 
 
+def test_warmup_raises_the_rate_linearly_then_hands_over_to_the_schedule():
+    from sampledlm.neural.optim import scheduled_lr
+
+    assert [scheduled_lr(2.0, "cosine", s, 14, warmup=4) for s in range(4)] == pytest.approx([0.5, 1.0, 1.5, 2.0])
+    # the cosine spans the 10 steps after the warm-up: its top at step 4, its middle at step 9
+    assert scheduled_lr(2.0, "cosine", 4, 14, warmup=4) == pytest.approx(2.0)
+    assert scheduled_lr(2.0, "cosine", 9, 14, warmup=4) == pytest.approx(1.0)
+    assert [scheduled_lr(2.0, "plateau", s, 14, warmup=4) for s in (1, 4, 13)] == pytest.approx([1.0, 2.0, 2.0])
+    assert scheduled_lr(2.0, "cosine", 5, 10) == pytest.approx(1.0)  # none: the schedule as before
+
+
+def test_a_warmup_run_sets_each_steps_rate_and_resumes_on_the_same_ones(words_corpus, monkeypatch):
+    """--warmup 3 under the plateau schedule (which otherwise never sets a rate within an epoch): the first three
+    steps train at lr/3, 2 lr/3, lr; a run interrupted within the warm-up and resumed trains the same steps at the same
+    rates and ends with the same weights."""
+    from sampledlm.neural import loop
+
+    used = []
+    real_set_lr = loop.set_lr
+    monkeypatch.setattr(loop, "set_lr", lambda optimizers, lr: used.append(lr) or real_set_lr(optimizers, lr))
+    config, vocab = config_for(words_corpus, "ffnn", epochs=1, max_steps=5, warmup=3)
+    base = config["train"]["lr"]
+    new_run(str(words_corpus / "warm"), config, vocab).train()
+    assert used[:5] == pytest.approx([base / 3, 2 * base / 3, base, base, base])
+    want_w, _ = final_numbers(words_corpus / "warm")
+    used.clear()
+    t = new_run(str(words_corpus / "warm-b"), config, vocab)
+    t.stop_when = lambda st: st.step >= 2
+    with pytest.raises(TrainingInterrupted):
+        t.train()
+    resume_run(str(words_corpus / "warm-b")).train()
+    assert used[:5] == pytest.approx([base / 3, 2 * base / 3, base, base, base])
+    got_w, _ = final_numbers(words_corpus / "warm-b")
+    for k in want_w:
+        torch.testing.assert_close(got_w[k], want_w[k])
+
+
 def test_cosine_budget_reaches_zero_where_the_time_budget_stops_the_run(words_corpus, monkeypatch):
     """--lr-schedule cosine-budget --max-time 4 --time-clock cpu over 50 epochs: each step's rate is the cosine at
     the budget's share spent (far above the steps' share), so the run the budget stops ends near 0 where a cosine over

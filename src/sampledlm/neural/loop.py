@@ -19,7 +19,8 @@ rate is halved (Xu et al. 2011 §3.1), and training stops when that happens afte
 ``lr_t = lr · (1 + cos(π t / T)) / 2`` over the ``T = epochs × batches`` steps of the whole run (Loshchilov & Hutter
 2017, without restarts), set before every step, and training runs all ``epochs``: the decay to 0 anneals within the
 epoch budget, where halving on a plateau may start only after it. ``"cosine-budget"`` puts ``max(t / T, s)`` for
-``t / T``, ``s`` the share of ``max_time`` spent: 0 where a time budget ends the run. With ``valid_every = K`` the same validation (and, under
+``t / T``, ``s`` the share of ``max_time`` spent: 0 where a time budget ends the run. ``warmup = N`` first raises
+the rate linearly over N steps, the schedule following over the rest (:func:`.optim.scheduled_lr`). With ``valid_every = K`` the same validation (and, under
 ``plateau``, the same halving rule) also runs after every K-th optimiser step within an epoch: a large corpus read
 once or twice gets its curve and best model from those points. The weights with the best validation perplexity are
 kept as ``model.safetensors``; at the end they are reloaded, ``objective.finalize(model)`` runs once, and the final
@@ -280,7 +281,7 @@ class Trainer:
     def _train(self) -> TrainState:
         st, opts = self.state, self.opts
         nb = self.data.num_batches()
-        cosine = opts.lr_schedule != "plateau"
+        scheduled = opts.lr_schedule != "plateau" or opts.warmup > 0  # the rate is set before every step
         if st.metrics:  # resumed: metrics.jsonl and the plot again from the checkpoint (a kill may have come between)
             self.write_metrics()
         if not st.done:
@@ -300,7 +301,7 @@ class Trainer:
                 with bar(total=nb, desc=f"epoch {st.epoch + 1}", unit="batch", initial=st.batch,
                          disable=not (progress_enabled() and self.ranks.is_main)) as pbar:
                     while st.batch < nb:
-                        if cosine:
+                        if scheduled:
                             self.lr_used = self.scheduled(st.step)
                             set_lr(self.optimizers, self.lr_used)
                         try:
@@ -441,7 +442,7 @@ class Trainer:
     def scheduled(self, step: int) -> float:
         """The rate of optimiser step ``step`` under the run's schedule (``cosine-budget``: at the budget spent now)."""
         return scheduled_lr(self.state.lr, self.opts.lr_schedule, step, self.total_steps(),
-                            budget_spent(self.opts, self.state))
+                            budget_spent(self.opts, self.state), self.opts.warmup)
 
     def last_lr(self) -> float:
         """The rate the last step trained at (as set before it; the schedule's for it when none was set here)."""

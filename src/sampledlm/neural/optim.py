@@ -76,12 +76,18 @@ def sparse_parameter_ids(model, objective) -> set[int]:
     return {id(p) for p in found}
 
 
-def scheduled_lr(base: float, schedule: str, step: int, total_steps: int, budget_spent: float = 0.0) -> float:
-    """The rate of optimiser step ``step`` (0-based) of ``total_steps``: ``base`` under ``plateau`` (halvings
-    change ``base`` itself), ``base · (1 + cos(π p)) / 2`` under ``cosine`` with ``p = step / total``, and under
-    ``cosine-budget`` with ``p = max(step / total, budget_spent)``, the share of ``--max-time`` spent: the rate
-    reaches 0 where whichever budget ends first ends (a schedule that decays over the budget it is given, Li, Yumer
-    & Ramanan 2020, where a cosine over steps a time budget cuts short stops at a rate above 0)."""
+def scheduled_lr(base: float, schedule: str, step: int, total_steps: int, budget_spent: float = 0.0,
+                 warmup: int = 0) -> float:
+    """The rate of optimiser step ``step`` (0-based) of ``total_steps``: ``base · (step + 1) / warmup`` over the
+    first ``warmup`` steps (a linear warm-up, as Transformers are trained: Vaswani et al. 2017), then ``base`` under
+    ``plateau`` (halvings change ``base`` itself), ``base · (1 + cos(π p)) / 2`` under ``cosine`` with
+    ``p = s / S`` (``s = step - warmup`` of the ``S = total - warmup`` steps after it), and under ``cosine-budget``
+    with ``p = max(s / S, budget_spent)``, the share of ``--max-time`` spent: the rate reaches 0 where whichever
+    budget ends first ends (a schedule that decays over the budget it is given, Li, Yumer & Ramanan 2020, where a
+    cosine over steps a time budget cuts short stops at a rate above 0)."""
+    if step < warmup:
+        return base * (step + 1) / warmup
+    step, total_steps = step - warmup, total_steps - warmup
     if schedule == "plateau" or total_steps <= 0:
         return base
     p = min(step, total_steps) / total_steps

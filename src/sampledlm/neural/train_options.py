@@ -42,6 +42,9 @@ class TrainOptions:
                                          "cosine-budget: the same, reaching 0 at the end of --max-time when that "
                                          "comes first (for a run the time budget will stop)",
                               choices=LR_SCHEDULES)
+    warmup: int = option(0, "linear warm-up: the rate rises from lr/N to lr over the first N optimiser steps, then "
+                            "follows --lr-schedule over the rest (0: none; Transformers are usually trained with one, "
+                            "Vaswani et al. 2017: a few per cent of the steps)", min=0)
     max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
                                min=0)
     min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
