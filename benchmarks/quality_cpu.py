@@ -387,7 +387,7 @@ def run(quick: bool, data_dir: str | None, out_dir: str, train: bool = True, onl
 #: the README's rows: (row, method); each objective at its defaults on the softmax GRU's trunk
 #: the GRU rows here are Adam's (the defaults before 2026-12-04): the README's GRU-256 rows are the AdamW grid's
 #: (lr_grid.headline), the GRU's defaults since
-HEADLINE = (("transformer softmax", "Transformer, full softmax"),)
+HEADLINE = (("transformer softmax", "Transformer, full softmax, its defaults"),)
 
 
 def headline(out: list[dict]) -> list[dict]:

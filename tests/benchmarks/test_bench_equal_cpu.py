@@ -523,6 +523,10 @@ def test_the_rate_try_trains_the_embedding_dropout_run_at_twice_its_rate_with_th
     data = equal_cpu.summarise(grid, grid_recs, [adamw, edrop, mine])
     assert data["transformer"]["chosen"] == key
     assert "`--optimizer adamw --weight-decay 0.1 --embed-dropout 0.1 --lr 0.002`" in equal_cpu.render(data)
+    row, = equal_cpu.headline(data)  # the README's row: the chosen run, its label, no cost ratio
+    assert row["test_ppl"] == 90.0 and row["relative_cost"] is None
+    assert row["method"] == "Transformer, full softmax, 3 CPU-hours"
+    assert row["note"].startswith(f"equal-cpu: AdamW 0.1, embedding dropout 0.1, twice the rate, {t['epochs']} epochs")
 
 
 def test_a_stopped_try_is_recorded_from_its_run_directory_shown_beside_its_base_and_never_chosen(tmp_path,
