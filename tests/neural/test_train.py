@@ -365,6 +365,28 @@ def test_a_warmup_run_sets_each_steps_rate_and_resumes_on_the_same_ones(words_co
         torch.testing.assert_close(got_w[k], want_w[k])
 
 
+def test_no_plateau_halving_while_the_warmup_raises_the_rate(words_corpus):
+    """Validations within the warm-up (--valid-every) see a rate far below --lr and gain little: the plateau rule
+    waits for the warm-up's end, where it would otherwise halve the rate or stop the run before it had trained."""
+    config, vocab = config_for(words_corpus, "ffnn", epochs=1, max_steps=12, warmup=8, valid_every=1,
+                               min_improvement=0.9, max_halvings=0)  # every point stalls: the first to count ends it
+    state = new_run(str(words_corpus / "warm-plateau"), config, vocab).train()
+    assert state.step == 8 and len(state.metrics) == 8  # the first point after the warm-up's 8 steps ends it
+
+
+def test_a_warmup_as_long_as_the_run_or_under_a_time_budget_is_refused(words_corpus):
+    from sampledlm.neural.train_options import check_warmup_fits
+
+    with pytest.raises(UserError, match="--warmup 1000 is not shorter than the run's 23 planned steps"):
+        check_warmup_fits(TrainOptions(warmup=1000), 23)
+    check_warmup_fits(TrainOptions(warmup=22), 23)
+    with pytest.raises(UserError, match="does not combine with --lr-schedule cosine-budget"):
+        TrainOptions(warmup=5, lr_schedule="cosine-budget", max_time=60.0).check()
+    config, vocab = config_for(words_corpus, "ffnn", epochs=1, max_steps=4, warmup=4)
+    with pytest.raises(UserError, match="not shorter than the run's 4 planned steps"):
+        new_run(str(words_corpus / "warm-long"), config, vocab).train()
+
+
 def test_cosine_budget_reaches_zero_where_the_time_budget_stops_the_run(words_corpus, monkeypatch):
     """--lr-schedule cosine-budget --max-time 4 --time-clock cpu over 50 epochs: each step's rate is the cosine at
     the budget's share spent (far above the steps' share), so the run the budget stops ends near 0 where a cosine over

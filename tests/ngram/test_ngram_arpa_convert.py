@@ -165,10 +165,13 @@ def test_standard_input_is_converted_within_the_budget_its_size_calls_for(kn5, t
     monkeypatch.setattr(textio, "_stdin_spool", None)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     memory = (current_rss() + HEADROOM) >> 20
-    rc, _, err = run_cli(["ngram", "build-binary", "-", "--memory", f"{memory}M", "-o", str(tmp_path / "stdin")],
-                         capsys)
+    (tmp_path / "spill").mkdir()
+    rc, _, err = run_cli(["ngram", "build-binary", "-", "--memory", f"{memory}M", "--temp-dir", str(tmp_path / "spill"),
+                          "-o", str(tmp_path / "stdin")], capsys)
     assert rc == 0 and "converting within --memory" in err, err
     same_arrays(tmp_path / "file", tmp_path / "stdin")
+    # the copy of standard input went to --temp-dir (a whole ARPA file, maybe many GB), removed at the process's exit
+    assert [n for n in os.listdir(tmp_path / "spill") if n.startswith("sampledlm-stdin-")] != []
 
 
 def test_a_budget_too_small_says_the_least_that_works_before_anything_is_written(kn5, tmp_path, capsys,

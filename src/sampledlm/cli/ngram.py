@@ -219,7 +219,8 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
     budget (--memory); a larger file is streamed within it, its orders sorted on disk: the same arrays.
     Streaming needs every n-gram's prefix listed (KenLM, SRILM and ngram train list them); the in-memory
     reader adds a missing prefix, as KenLM does. MODEL.arpa may be compressed (.gz, .bz2, .xz), or -
-    for standard input, copied first to the system's temporary directory (its size then sets the choice).
+    for standard input, copied first to --temp-dir or the system's temporary directory (the copy's size
+    then sets the choice).
     Example:
       sampledlm ngram build-binary kn5.arpa -o kn5.bin
       sampledlm ngram eval kn5.bin --test test.txt
@@ -257,6 +258,9 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
         from ..ngram.build.spill import check_temp_dir
 
         check_temp_dir(temp_dir)
+    from ..data.textio import readable_path
+
+    readable_path(model, temp_dir)  # standard input or a pipe copied once, into --temp-dir where given
     budget, in_memory = _conversion_budget(model, memory)
     t0 = time.perf_counter()
     with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once

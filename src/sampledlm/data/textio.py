@@ -50,15 +50,16 @@ _READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 _stdin_spool: tuple[object, str] | None = None  # (the stdin buffer it was copied from, the copy's path)
 
 
-def stdin_path() -> str:
-    """Path of a temporary copy of standard input, made on first use (see module docstring)."""
+def stdin_path(temp_dir: str | None = None) -> str:
+    """Path of a temporary copy of standard input, made on first use (see module docstring), in ``temp_dir`` (the
+    system's temporary directory by default)."""
     global _stdin_spool
     if sys.stdin is None:
         raise UserError("-: there is no standard input to read")
     src = getattr(sys.stdin, "buffer", None) or sys.stdin  # a text stream without .buffer (StringIO) too
     if _stdin_spool is not None and _stdin_spool[0] is src:
         return _stdin_spool[1]
-    fd, tmp = tempfile.mkstemp(prefix="sampledlm-stdin-", suffix=".txt")
+    fd, tmp = tempfile.mkstemp(prefix="sampledlm-stdin-", suffix=".txt", dir=temp_dir)
     atexit.register(_remove, tmp)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -76,12 +77,13 @@ def stdin_path() -> str:
 _pipe_spools: dict[str, str] = {}  # a pipe's path (/dev/fd/63 of <(...), a FIFO) -> its copy
 
 
-def readable_path(path: str) -> str:
+def readable_path(path: str, temp_dir: str | None = None) -> str:
     """The path to open for reading ``path``: a regular file itself; ``-`` and anything that can be read only once (a
-    named pipe, a shell's process substitution ``<(cmd)``, /dev/stdin) copied once to a temporary file, so that every
-    reader of the command (a compression sniff, a vocabulary pass, the id pass) sees all of it."""
+    named pipe, a shell's process substitution ``<(cmd)``, /dev/stdin) copied once to a temporary file (in
+    ``temp_dir`` where given), so that every reader of the command (a compression sniff, a vocabulary pass, the id
+    pass) sees all of it."""
     if path == "-":
-        return stdin_path()
+        return stdin_path(temp_dir)
     try:
         st = os.stat(path)
     except OSError:
@@ -90,7 +92,7 @@ def readable_path(path: str) -> str:
         return path
     if path in _pipe_spools:
         return _pipe_spools[path]
-    fd, tmp = tempfile.mkstemp(prefix="sampledlm-pipe-", suffix=".txt")
+    fd, tmp = tempfile.mkstemp(prefix="sampledlm-pipe-", suffix=".txt", dir=temp_dir)
     atexit.register(_remove, tmp)
     try:
         with os.fdopen(fd, "wb") as out, open(path, "rb") as src:

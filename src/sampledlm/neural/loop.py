@@ -20,7 +20,7 @@ rate is halved (Xu et al. 2011 §3.1), and training stops when that happens afte
 2017, without restarts), set before every step, and training runs all ``epochs``: the decay to 0 anneals within the
 epoch budget, where halving on a plateau may start only after it. ``"cosine-budget"`` puts ``max(t / T, s)`` for
 ``t / T``, ``s`` the share of ``max_time`` spent: 0 where a time budget ends the run. ``warmup = N`` first raises
-the rate linearly over N steps, the schedule following over the rest (:func:`.optim.scheduled_lr`). With ``valid_every = K`` the same validation (and, under
+the rate linearly over N steps (none halved meanwhile). With ``valid_every = K`` the same validation (and, under
 ``plateau``, the same halving rule) also runs after every K-th optimiser step within an epoch: a large corpus read
 once or twice gets its curve and best model from those points. The weights with the best validation perplexity are
 kept as ``model.safetensors``; at the end they are reloaded, ``objective.finalize(model)`` runs once, and the final
@@ -66,7 +66,7 @@ from ..objectives.normaliser import sum_precision
 from .device import autocast, device_name, grad_scaler, keep_freed_memory, resolve_device, to_device
 from .distributed import Ranks
 from ..data.textio import atomic_write
-from .train_options import TB_EVERY, TrainOptions, budget_spent, check_resumed_options, stopped_by
+from .train_options import TB_EVERY, TrainOptions, budget_spent, check_resumed_options, check_warmup_fits, stopped_by
 from .optim import clip_gradients, make_optimizers, plateau_rule, scheduled_lr, set_lr, sparse_parameter_ids
 from .divergence import DIVERGED_LOSS, RisingLoss, diverged  # noqa: F401 - DIVERGED_LOSS re-exported
 from .reporting import open_tensorboard, out_of_memory, plot_learning_curve, progress_line, step_scores_bytes
@@ -125,6 +125,7 @@ class Trainer:
     def _preflight(self) -> None:
         """Before training: every parameter in an optimiser, room on disk for checkpoints and in memory for a step."""
         self._check_every_parameter_optimised()
+        check_warmup_fits(self.opts, self.total_steps())
         weights = runs.tensor_bytes(self.model) + runs.tensor_bytes(self.objective)
         if self.ranks.is_main:
             runs.check_disk_room(self.run_dir, weights, runs.optimizer_state_bytes(self.optimizers))
@@ -436,7 +437,7 @@ class Trainer:
             self.tb.flush()
         self.log(f"{where}: train loss {record['train_loss']:.4f}  valid ppl {valid:.2f}  lr {record['lr']:g}  "
                  f"{record['tokens_per_s']:.0f} tok/s")
-        if opts.lr_schedule == "plateau" and not improved:
+        if opts.lr_schedule == "plateau" and not improved and st.step >= opts.warmup:  # none while warming up
             plateau_rule(st, opts, self.optimizers, f"{where}: valid ppl {valid:.2f}", before, self.log)
 
     def scheduled(self, step: int) -> float:

@@ -43,8 +43,9 @@ class TrainOptions:
                                          "comes first (for a run the time budget will stop)",
                               choices=LR_SCHEDULES)
     warmup: int = option(0, "linear warm-up: the rate rises from lr/N to lr over the first N optimiser steps, then "
-                            "follows --lr-schedule over the rest (0: none; Transformers are usually trained with one, "
-                            "Vaswani et al. 2017: a few per cent of the steps)", min=0)
+                            "follows --lr-schedule over the rest, plateau halving only after it (0: none; "
+                            "Transformers are usually trained with one, Vaswani et al. 2017: a few per cent of the "
+                            "steps; not with cosine-budget)", min=0)
     max_halvings: int = option(4, "stop when validation fails to improve after this many learning-rate halvings",
                                min=0)
     min_improvement: float = option(0.0, "relative validation-perplexity gain that counts as improving", min=0.0,
@@ -96,10 +97,26 @@ class TrainOptions:
         if self.momentum and self.optimizer != "sgd":  # Adam keeps moments of its own; the value would do nothing
             raise UserError(f"{cfgmod.setting_name('momentum')} applies to {cfgmod.setting_value('optimizer', 'sgd')} only "
                             f"(this run: {cfgmod.setting_value('optimizer', self.optimizer)})")
+        if self.warmup and self.lr_schedule == "cosine-budget":  # its time share would count the warm-up's seconds
+            raise UserError(f"{cfgmod.setting_name('warmup')} does not combine with "
+                            f"{cfgmod.setting_value('lr_schedule', 'cosine-budget')} (the decay follows the time "
+                            "spent, the warm-up's included); size --epochs to the budget and use "
+                            f"{cfgmod.setting_value('lr_schedule', 'cosine')}")
         if self.lr_schedule == "cosine-budget" and not self.max_time > 0:  # nothing to decay over but the epochs
             raise UserError(f"{cfgmod.setting_value('lr_schedule', 'cosine-budget')} decays the rate over "
                             f"{cfgmod.setting_name('max_time')}: give one (or use "
                             f"{cfgmod.setting_value('lr_schedule', 'cosine')} to decay over the epochs)")
+
+
+def check_warmup_fits(opts: TrainOptions, total_steps: int) -> None:
+    """Refuse a warm-up as long as the run (its planned steps: the epochs', or ``--max-steps``): the rate would never
+    reach ``--lr`` and the schedule would never start."""
+    from ..errors import UserError
+
+    if opts.warmup and opts.warmup >= total_steps:
+        raise UserError(f"{cfgmod.setting_value('warmup', opts.warmup)} is not shorter than the run's {total_steps:,} "
+                        f"planned steps: the rate would never reach {cfgmod.setting_value('lr', opts.lr)}; give a "
+                        "warm-up of a few per cent of them")
 
 
 def budget_spent(opts: TrainOptions, st) -> float:
