@@ -260,42 +260,39 @@ def build_binary(model, output, verify, memory, temp_dir, force, opts):
         check_temp_dir(temp_dir)
     from ..data.textio import readable_path
 
-    readable_path(model, temp_dir)  # standard input or a pipe copied once, into --temp-dir where given
-    budget, in_memory = _conversion_budget(model, memory)
+    copy = readable_path(model, temp_dir)  # standard input or a pipe copied once, into --temp-dir where given
+    budget, in_memory = _conversion_budget(copy, memory)
     t0 = time.perf_counter()
     with writing_directory(output, lock_directory):  # held to the end: a second writer of the directory stops at once
         refuse_existing_dir(output, force, "a binary n-gram model")  # again, under the lock
         with data_records_of_write({}, opts):
             if in_memory:
-                counts, how = _in_memory(model, output), " (read in memory)"
+                counts, how = _in_memory(model, copy, output), " (read in memory)"
             else:
                 counts, how = _bounded(model, output, budget, temp_dir)
     click.echo(f"{output}: order {len(counts)}, n-grams {', '.join(f'{c:,}' for c in counts)}; "
                f"{time.perf_counter() - t0:.1f} s{how}", err=True)
 
 
-def _conversion_budget(model: str, memory: str | None) -> tuple[int, bool]:
-    """The conversion's memory budget (``--memory``, else half the available memory) and whether the file is read
-    in memory within it (:func:`..ngram.build.arpa_convert.in_memory_need`), else streamed."""
-    from ..data.textio import readable_path
+def _conversion_budget(path: str, memory: str | None) -> tuple[int, bool]:
+    """The conversion's memory budget (``--memory``, else half the available memory) and whether the file at
+    ``path`` (standard input's copy for ``-``) is read in memory within it
+    (:func:`..ngram.build.arpa_convert.in_memory_need`), else streamed."""
     from ..ngram.build.arpa_convert import in_memory_need
     from ..ngram.build.budget import auto_budget, parse_memory
 
     budget = parse_memory(memory) if memory is not None else auto_budget()
-    need = in_memory_need(readable_path(model))  # standard input and pipes by their copy, read once
+    need = in_memory_need(path)
     return budget, need is None or need <= budget
 
 
-def _in_memory(model: str, output: str) -> list[int]:
+def _in_memory(model: str, path: str, output: str) -> list[int]:
     """The file read in memory (a progress bar over its bytes) and written as a directory; its counts."""
     from ..ngram.arpa import read_arpa
     from ..ngram.mapped import write_binary
     from ..progress import bar
 
-    from ..data.textio import readable_path
-
-    path = readable_path(model)
-    size = os.path.getsize(path) if os.path.isfile(path) else None
+    size = os.path.getsize(path) if os.path.isfile(path) else None  # path: model's copy where it is standard input
     with bar(total=size, desc="reading", unit="B") as b:
         lm = read_arpa(model, cache=False, on_bytes=b.update)
     write_binary(lm, output, locked=True)
