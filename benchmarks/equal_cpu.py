@@ -264,9 +264,7 @@ def train_try(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int, rec
 def stopped_record(st: lmruns.Setting, entry: dict, budget_s: float) -> dict:
     """The record of a try stopped before its last epoch (:data:`TRANSFORMER_STOPPED`): the epochs its run directory
     holds, ``stopped`` the reason, no test perplexity (its model is not the one its schedule ends with)."""
-    row = entry["row"]
-    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-e{entry['epochs']}{entry.get('tag', '')}", flags(entry),
-                     version=row.version)
+    row, run = entry["row"], row_run(entry)
     rd = lmruns.run_dir(st.work, st.files, run)
     recs = lmruns.epochs(rd) if os.path.exists(os.path.join(rd, "metrics.jsonl")) else []
     best = min(recs, key=lambda m: m["valid_ppl"], default=None)
@@ -468,10 +466,14 @@ def choose_width(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int) 
 def train_row(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
               records: list[dict] | None = None) -> dict:
     """Train one row for its E epochs and return its record (``records``: unused, as :func:`train_wide` takes)."""
+    return _record(st, entry, row_run(entry), budget_s, tokens, {"epochs_planned": entry["epochs"]})
+
+
+def row_run(entry: dict) -> lmruns.Run:
+    """The run of a row's (or a Transformer try's) entry: its name from row, rate, epochs and tag; its flags."""
     row = entry["row"]
-    run = lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-e{entry['epochs']}{entry.get('tag', '')}", flags(entry),
-                     version=row.version)
-    return _record(st, entry, run, budget_s, tokens, {"epochs_planned": entry["epochs"]})
+    return lmruns.Run(f"eq-{row.key}-{lr_grid.fmt(entry['lr'])}-e{entry['epochs']}{entry.get('tag', '')}",
+                      flags(entry), version=row.version)
 
 
 def train_wide(st: lmruns.Setting, entry: dict, budget_s: float, tokens: int,
