@@ -34,7 +34,10 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (a batch scheduler's stop, ``timeout``) raised as an interrupt in a command that has no handler of its
-    own, so that it cleans up as Ctrl-C does (temporary files and spill directories removed) and exits with 143."""
+    """SIGTERM (a batch scheduler's stop, ``timeout``) or SIGHUP (the terminal closed) raised as an interrupt in a
+    command that has no handler of its own, so that it cleans up as Ctrl-C does (temporary files, standard input's
+    copy and spill directories removed). ``exit_code``: 128 + the signal (143 for SIGTERM, 129 for SIGHUP)."""
 
-    exit_code = 128 + 15
+    def __init__(self, message: str = "", signum: int = 15):
+        super().__init__(message)
+        self.exit_code = 128 + int(signum)

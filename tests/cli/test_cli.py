@@ -126,6 +126,31 @@ def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path, command):
     assert sorted(x.name for x in tmp_path.iterdir()) == []
 
 
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGHUP"), reason="no SIGHUP on this platform")
+def test_a_hang_up_cleans_up_standard_inputs_copy_and_exits_129(tmp_path):
+    """A closed terminal (SIGHUP) killed `ngram build-binary -` outright, leaving its copy of standard input (as
+    large as the model) in the temporary directory. The command waits on its open standard input when the signal
+    comes, so it is always mid-copy."""
+    import os
+    import signal
+    import time
+
+    def as_in_a_terminal():  # the suite may run under nohup, whose ignored SIGHUP a child inherits
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", "ngram", "build-binary", "-", "-o", "bin"], cwd=tmp_path,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)}, preexec_fn=as_in_a_terminal)
+    p.stdin.write("the cat sat on the mat\n" * 200)
+    p.stdin.flush()
+    time.sleep(5)  # started and copying (a slow start only delays the signal's handler, never skips it)
+    p.send_signal(signal.SIGHUP)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 129, err
+    assert err.strip().splitlines()[-1] == "sampledlm: hung up (SIGHUP: the terminal closed)" and "Traceback" not in err
+    assert sorted(x.name for x in tmp_path.iterdir()) == []
+
+
 def test_an_interrupt_inside_compiled_code_is_an_interrupt_not_a_traceback(monkeypatch, capsys):
     """numba turns a ^C raised inside a compiled function's call into SystemError("... returned a result with an
     exception set"), whose context is the KeyboardInterrupt: it printed 57 lines of traceback and exited 1."""

@@ -38,6 +38,26 @@ def test_a_signal_sets_the_flag_and_the_old_handler_comes_back(sig):
     assert signal.getsignal(sig) is before
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP on this platform")
+def test_a_hang_up_stops_training_at_a_checkpoint_unless_nohup_ignores_it():
+    """A closed terminal (SIGHUP) killed a training run between checkpoints; under ``nohup`` (SIGHUP ignored) it
+    must stay ignored."""
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as in a terminal (the suite may run under nohup)
+        with interrupt_flag() as flag:
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert flag["set"] and flag["signal"] == signal.SIGHUP
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with interrupt_flag() as flag:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert not flag["set"]
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 def test_a_second_ctrl_c_stops_at_once():
     with interrupt_flag():
         os.kill(os.getpid(), signal.SIGINT)

@@ -174,6 +174,22 @@ def test_standard_input_is_converted_within_the_budget_its_size_calls_for(kn5, t
     assert [n for n in os.listdir(tmp_path / "spill") if n.startswith("sampledlm-stdin-")] != []
 
 
+def test_empty_standard_input_is_named_as_empty_not_as_a_wrong_format(tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    from sampledlm.data import textio
+
+    monkeypatch.setattr(textio, "_stdin_spool", None)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    rc, _, err = run_cli(["ngram", "build-binary", "-", "-o", str(tmp_path / "bin")], capsys)
+    assert rc == 1 and err == "sampledlm: error: -: standard input is empty: expected an ARPA file\n", err
+    (tmp_path / "empty.arpa").write_bytes(b"")
+    rc, _, err = run_cli(["ngram", "build-binary", str(tmp_path / "empty.arpa"), "-o", str(tmp_path / "bin")], capsys)
+    assert rc == 1 and f"{tmp_path / 'empty.arpa'}: the file is empty: expected an ARPA file" in err, err
+    assert not (tmp_path / "bin").exists()
+
+
 def test_a_budget_too_small_says_the_least_that_works_before_anything_is_written(kn5, tmp_path, capsys,
                                                                                 monkeypatch):
     from sampledlm.ngram.build import arpa_convert

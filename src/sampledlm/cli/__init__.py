@@ -94,8 +94,9 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
 
         # an in-process caller (a test, a script calling main) gets its default back; a handler a command set on
         # top stays (the server ignores late signals while it exits)
-        if ours is not None and signal.getsignal(signal.SIGTERM) is ours:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, handler in ours.items():
+            if signal.getsignal(signum) is handler:
+                signal.signal(signum, signal.SIG_DFL)
 
 
 def _say_input_warnings(message, category, filename, lineno, file=None, line=None, *, shown) -> None:
@@ -156,7 +157,10 @@ def _main_raising(argv: list[str] | None, command: click.Command | None, prog_na
 
 
 def _interrupted(e: KeyboardInterrupt):
-    click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
+    try:
+        click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
+    except OSError:  # a hang-up: the terminal is gone (its clean-up is done; the status still says why)
+        pass
     sys.exit(getattr(e, "exit_code", 130))  # 143 after a SIGTERM
 
 
@@ -175,27 +179,33 @@ def _reraise(e: BaseException):
     raise e
 
 
-def raise_on_sigterm():
-    """Make SIGTERM raise :class:`~sampledlm.errors.Terminated` (an interrupt) in this process, unless a handler is
-    already set; commands that stop in their own way (training's checkpoint, the server's drain) set theirs on top.
-    Without it SIGTERM killed a command outright: an n-gram build left its spill directory and hidden partial output
-    (hundreds of MB) and printed nothing. A child process that inherits the handler (a fork) dies by the signal as
-    before. Returns the handler set (None when another was there)."""
+def raise_on_sigterm() -> dict:
+    """Make SIGTERM, and SIGHUP (the terminal closed), raise :class:`~sampledlm.errors.Terminated` (an interrupt) in
+    this process, each unless a handler is already set (``nohup`` sets SIGHUP's to ignore, and it stays so); commands
+    that stop in their own way (training's checkpoint, the server's drain) set theirs on top. Without it the signal
+    killed a command outright: an n-gram build left its spill directory and hidden partial output (hundreds of MB),
+    a build from standard input left its copy, and nothing was printed. A child process that inherits the handler (a
+    fork) dies by the signal as before. Returns the handlers set, by signal."""
     import signal
 
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return None
     main_pid = os.getpid()
+    names = {signal.SIGTERM: "terminated (SIGTERM)"}
+    if hasattr(signal, "SIGHUP"):  # not on Windows
+        names[signal.SIGHUP] = "hung up (SIGHUP: the terminal closed)"
 
-    def on_sigterm(signum, frame):
+    def on_signal(signum, frame):
         if os.getpid() != main_pid:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise Terminated("terminated (SIGTERM)")
+        raise Terminated(names[signum], signum)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
-    return on_sigterm
+    ours = {}
+    for signum in names:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, on_signal)
+            ours[signum] = on_signal
+    return ours
 
 
 def passive_thread_wait(environ=os.environ, modules=sys.modules) -> bool:

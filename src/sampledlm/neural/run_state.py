@@ -50,7 +50,8 @@ def seed_everything(seed: int, epoch: int, rank: int = 0) -> None:
 # --- interrupts ----------------------------------------------------------------------------
 @contextlib.contextmanager
 def interrupt_flag():
-    """Turn SIGINT/SIGTERM into a flag the loop checks after each step (main thread only)."""
+    """Turn SIGINT/SIGTERM, and SIGHUP unless ignored (``nohup``), into a flag the loop checks after each step (main
+    thread only): each stops training at a checkpoint."""
     flag = {"set": False}
     if threading.current_thread() is not threading.main_thread():
         yield flag
@@ -61,7 +62,10 @@ def interrupt_flag():
             raise KeyboardInterrupt
         flag["set"] = flag["signal"] = signum
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = [signal.SIGINT, signal.SIGTERM]
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
+    old = {s: signal.signal(s, handler) for s in stops}
     try:
         yield flag
     finally:

@@ -206,6 +206,9 @@ def scan(path: str, chunk_bytes: int | None = None, on_bytes=None):
                 state = "end"
                 continue
             raise UserError(f"{path}:{line_no}: unexpected line {s[:60]!r}")
+    if state == "pre" and line_no == 0:  # nothing at all: say so (an empty pipe reads as no \data\ line too)
+        raise UserError("-: standard input is empty: expected an ARPA file" if path == "-"
+                        else f"{path}: the file is empty: expected an ARPA file")
     if state == "pre":
         raise UserError(f"{path}: not an ARPA file: no \\data\\ line")
     if state != "end":
