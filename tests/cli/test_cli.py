@@ -104,50 +104,39 @@ def test_usage_error_exit_code():
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("command", [["ngram", "train", "--train", "-", "--order", "3", "-o", "out.arpa"],
-                                     ["embed", "train", "-", "-o", "vec"]])
-def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path, command):
+HANG_UP = getattr(__import__("signal"), "SIGHUP", None)  # not on Windows
+
+
+@pytest.mark.parametrize("command, signame", [
+    (["ngram", "train", "--train", "-", "--order", "3", "-o", "out.arpa"], "SIGTERM"),
+    (["embed", "train", "-", "-o", "vec"], "SIGTERM"),
+    pytest.param(["ngram", "build-binary", "-", "-o", "bin"], "SIGHUP",
+                 marks=pytest.mark.skipif(HANG_UP is None, reason="no SIGHUP on this platform"))])
+def test_a_stop_signal_cleans_up_as_ctrl_c_does(tmp_path, command, signame):
     """SIGTERM (a scheduler's stop, `timeout`) killed the command outright: no message, status -15, and an n-gram
-    build's spill directory and hidden partial output (or embed's half-made directory) left behind. The command
-    waits on its open standard input when the signal comes, so it is always mid-run."""
-    import signal
-    import time
-
-    p = subprocess.Popen([sys.executable, "-m", "sampledlm", *command], cwd=tmp_path, stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**__import__("os").environ,
-                                                                                        "TMPDIR": str(tmp_path)})
-    p.stdin.write("the cat sat on the mat\n" * 200)
-    p.stdin.flush()
-    time.sleep(5)  # started and reading (a slow start only delays the signal's handler, never skips it)
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 143, err
-    assert err.strip().splitlines()[-1] == "sampledlm: terminated (SIGTERM)" and "Traceback" not in err
-    assert sorted(x.name for x in tmp_path.iterdir()) == []
-
-
-@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGHUP"), reason="no SIGHUP on this platform")
-def test_a_hang_up_cleans_up_standard_inputs_copy_and_exits_129(tmp_path):
-    """A closed terminal (SIGHUP) killed `ngram build-binary -` outright, leaving its copy of standard input (as
-    large as the model) in the temporary directory. The command waits on its open standard input when the signal
-    comes, so it is always mid-copy."""
+    build's spill directory and hidden partial output (or embed's half-made directory) left behind; SIGHUP (a closed
+    terminal) left `build-binary -`'s copy of standard input (as large as the model). The command waits on its open
+    standard input when the signal comes, so it is always mid-run."""
     import os
     import signal
     import time
 
     def as_in_a_terminal():  # the suite may run under nohup, whose ignored SIGHUP a child inherits
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        if HANG_UP is not None:
+            signal.signal(HANG_UP, signal.SIG_DFL)
 
-    p = subprocess.Popen([sys.executable, "-m", "sampledlm", "ngram", "build-binary", "-", "-o", "bin"], cwd=tmp_path,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", *command], cwd=tmp_path, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "TMPDIR": str(tmp_path)}, preexec_fn=as_in_a_terminal)
     p.stdin.write("the cat sat on the mat\n" * 200)
     p.stdin.flush()
-    time.sleep(5)  # started and copying (a slow start only delays the signal's handler, never skips it)
-    p.send_signal(signal.SIGHUP)
+    time.sleep(5)  # started and reading (a slow start only delays the signal's handler, never skips it)
+    sig = getattr(signal, signame)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=60)
-    assert p.returncode == 129, err
-    assert err.strip().splitlines()[-1] == "sampledlm: hung up (SIGHUP: the terminal closed)" and "Traceback" not in err
+    said = {"SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP: the terminal closed)"}[signame]
+    assert p.returncode == 128 + sig, err
+    assert err.strip().splitlines()[-1] == f"sampledlm: {said}" and "Traceback" not in err
     assert sorted(x.name for x in tmp_path.iterdir()) == []
 
 
