@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None, command: click.Command | None = None, pr
     full disk behind standard output is one line and status 1, ^C is status 130."""
     passive_thread_wait()
     huge_page_tensors()
-    ours = raise_on_sigterm()
+    ours = raise_on_stop_signals()
     try:
         _main(argv, command, prog_name)
     finally:
@@ -179,7 +179,7 @@ def _reraise(e: BaseException):
     raise e
 
 
-def raise_on_sigterm() -> dict:
+def raise_on_stop_signals() -> dict:
     """Make SIGTERM, and SIGHUP (the terminal closed), raise :class:`~sampledlm.errors.Terminated` (an interrupt) in
     this process, each unless a handler is already set (``nohup`` sets SIGHUP's to ignore, and it stays so); commands
     that stop in their own way (training's checkpoint, the server's drain) set theirs on top. Without it the signal
