@@ -188,25 +188,34 @@ def test_evaluating_an_unfinished_run_says_so(tiny_corpus, tmp_path, capsys, pri
     assert code == 0 and "has not finished" not in err, err
 
 
-def test_sigterm_stops_training_with_the_shells_status_143(tiny_corpus, tmp_path):
-    """A batch scheduler's SIGTERM: a checkpoint, the resume hint, and status 128 + 15 (it was 130, Ctrl-C's)."""
+@pytest.mark.parametrize("signame", ["SIGTERM", pytest.param("SIGHUP", marks=pytest.mark.skipif(
+    not hasattr(__import__("signal"), "SIGHUP"), reason="no SIGHUP on this platform"))])
+def test_a_stop_signal_stops_training_at_a_checkpoint_with_the_shells_status(tiny_corpus, tmp_path, signame):
+    """A batch scheduler's SIGTERM, or a closed terminal's SIGHUP: a checkpoint, the resume hint, and status 128 + the
+    signal (SIGTERM's was 130, Ctrl-C's; SIGHUP killed the run between checkpoints)."""
     import signal
     import subprocess
     import sys
     import time
+
+    def as_in_a_terminal():  # the suite may run under nohup, whose ignored SIGHUP a child inherits
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     run = tmp_path / "gru"
     args = train_args(tiny_corpus, run, "--model", "gru", "-b", "2", "--bptt", "3", "--threads", "1",
                       "--checkpoint-every", "1")  # a checkpoint after the first step: the loop is running then
     args[args.index("--epochs") + 1] = "50"
     p = subprocess.Popen([sys.executable, "-m", "sampledlm", *args], stderr=subprocess.PIPE, text=True,
-                         env={**__import__("os").environ, "SAMPLEDLM_CACHE": str(tmp_path / "cache")})
+                         env={**__import__("os").environ, "SAMPLEDLM_CACHE": str(tmp_path / "cache")},
+                         preexec_fn=as_in_a_terminal)
     deadline = time.monotonic() + 120
     while not (run / "checkpoint.json").exists() and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    p.send_signal(signal.SIGTERM)
+    sig = getattr(signal, signame)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=120)
-    assert p.returncode == 143, err
+    assert p.returncode == 128 + sig, err
     assert f"resume with --resume {run}" in err and "Traceback" not in err
 
 
