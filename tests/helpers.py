@@ -71,6 +71,15 @@ def run_cli(args, capsys):
     return e.value.code, out.out, out.err
 
 
+def as_in_a_terminal() -> None:
+    """``preexec_fn`` for a child sent SIGHUP: the default handler, as in a terminal (the suite may run under
+    ``nohup``, whose ignored SIGHUP a child would inherit)."""
+    import signal
+
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def assert_one_line_error(code: int, err: str, words: str, output) -> None:
     """A command refused with exit code 1 and one line of standard error holding ``words``, leaving no ``output``."""
     lines = [ln for ln in err.splitlines() if ln.strip()]

@@ -6,6 +6,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from helpers import as_in_a_terminal
 from sampledlm.cli import cli
 
 
@@ -120,10 +121,6 @@ def test_a_stop_signal_cleans_up_as_ctrl_c_does(tmp_path, command, signame):
     import os
     import signal
     import time
-
-    def as_in_a_terminal():  # the suite may run under nohup, whose ignored SIGHUP a child inherits
-        if HANG_UP is not None:
-            signal.signal(HANG_UP, signal.SIG_DFL)
 
     p = subprocess.Popen([sys.executable, "-m", "sampledlm", *command], cwd=tmp_path, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

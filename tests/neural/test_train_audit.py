@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers import assert_one_line_error, run_cli
+from helpers import as_in_a_terminal, assert_one_line_error, run_cli
 
 SMALL = ["-d", "8", "--hidden", "16", "--epochs", "1"]
 
@@ -197,10 +197,6 @@ def test_a_stop_signal_stops_training_at_a_checkpoint_with_the_shells_status(tin
     import subprocess
     import sys
     import time
-
-    def as_in_a_terminal():  # the suite may run under nohup, whose ignored SIGHUP a child inherits
-        if hasattr(signal, "SIGHUP"):
-            signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     run = tmp_path / "gru"
     args = train_args(tiny_corpus, run, "--model", "gru", "-b", "2", "--bptt", "3", "--threads", "1",
