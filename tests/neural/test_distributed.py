@@ -162,6 +162,8 @@ def test_only_rank_0_checks_the_new_run_directory(tiny_corpus, tmp_path, monkeyp
     """Under torchrun rank 0 creates the run directory and writes vocab.txt, then config.json; a rank that looked
     at it in between found a directory holding vocab.txt alone and refused it (the cause of a rank 1 crash in
     .ci/run). Only the rank that writes the directory judges it."""
+    import torch.distributed
+
     import sampledlm.neural.trainer as trainer
     from sampledlm.data.corpus import build_vocab
     from sampledlm.data.tokenizer import TextOptions
@@ -178,6 +180,7 @@ def test_only_rank_0_checks_the_new_run_directory(tiny_corpus, tmp_path, monkeyp
     half_written.mkdir()
     vocab.save(str(half_written / "vocab.txt"))  # rank 0 is between vocab.txt and config.json
     monkeypatch.setattr(trainer, "Trainer", lambda *args, **kwargs: "rank 1's trainer")
+    monkeypatch.setattr(torch.distributed, "broadcast_object_list", lambda box, src=0: None)  # rank 0: all well
     assert trainer.new_run(str(half_written), config, vocab, ranks=Ranks(1, 2)) == "rank 1's trainer"
     with pytest.raises(UserError, match="holds vocab.txt"):  # a single process still refuses it
         trainer.new_run(str(half_written), config, vocab)

@@ -15,7 +15,7 @@ import warnings
 import click
 
 from .. import __version__
-from ..errors import InputWarning, Terminated, UserError
+from ..errors import InputWarning, Terminated, TrainingInterrupted, UserError
 
 from .common import CONTEXT
 
@@ -158,7 +158,8 @@ def _main_raising(argv: list[str] | None, command: click.Command | None, prog_na
 
 def _interrupted(e: KeyboardInterrupt):
     try:
-        click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
+        if not (isinstance(e, TrainingInterrupted) and os.environ.get("RANK", "0") != "0"):  # rank 0's checkpoint
+            click.echo(f"sampledlm: {e}" if str(e) else "sampledlm: interrupted", err=True)
     except OSError:  # a hang-up: the terminal is gone (its clean-up is done; the status still says why)
         pass
     sys.exit(getattr(e, "exit_code", 130))  # 143 after a SIGTERM

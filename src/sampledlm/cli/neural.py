@@ -88,7 +88,9 @@ HELP_GROUPS = [
 
 
 def _echo(msg: str) -> None:
-    click.echo(msg, err=True)
+    """A note or warning, said once for a torchrun job (by rank 0: every rank resolves the same settings)."""
+    if os.environ.get("RANK", "0") == "0":
+        click.echo(msg, err=True)
 
 
 @click.command(cls=GroupedCommand, groups=HELP_GROUPS, context_settings=CONTEXT)

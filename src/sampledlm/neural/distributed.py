@@ -131,17 +131,79 @@ def rank_from_env(world: int) -> int:
     return int(raw)
 
 
+#: how long the ranks of a job wait for each other to arrive (torch's own default for a process group)
+JOIN_TIMEOUT_S = 1800
+#: how often a waiting rank looks again (the wait returns to Python between looks, so Ctrl-C and SIGTERM stop it)
+JOIN_POLL_S = 0.5
+
+
 def join_group(backend: str, world: int) -> int:
     """Join the process group of ``world`` ranks the environment describes; returns this rank. Rank 0 says where
-    it waits first, so that a rank that never comes shows as a wait, not a hang."""
+    it waits first, so that a rank that never comes shows as a wait, not a hang; the wait (:func:`meet_ranks`)
+    is bounded and a signal stops it."""
     rank = rank_from_env(world)
+    host, port = os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"MASTER_PORT={port!r} in the environment: it should be a TCP port (1-65535)")
     if rank == 0:
         import sys
 
-        print(f"[rank 0/{world}] waiting for {world} ranks at {os.environ['MASTER_ADDR']}:"
-              f"{os.environ['MASTER_PORT']}", file=sys.stderr, flush=True)
-    dist.init_process_group(backend=backend, rank=rank, world_size=world)
+        print(f"[rank 0/{world}] waiting for {world} ranks at {host}:{port} (up to {JOIN_TIMEOUT_S // 60} min; "
+              "Ctrl-C stops the wait)", file=sys.stderr, flush=True)
+    store = meet_ranks(host, int(port), rank, world)
+    dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world)
     return rank
+
+
+def meet_ranks(host: str, port: int, rank: int, world: int, timeout_s: float = JOIN_TIMEOUT_S):
+    """The rendezvous store of a job, once all ``world`` ranks have reached it (what ``init_process_group``'s
+    ``env://`` does, but in steps that return to Python, so that Ctrl-C, SIGTERM and SIGHUP stop a wait for a rank
+    that never comes: torch's own wait sits in C++ for 30 minutes and no signal handler runs).
+
+    Rank 0 hosts the store (torchrun's agent hosts it when ``TORCHELASTIC_USE_AGENT_STORE`` says so); the other
+    ranks look for it with a plain socket until it answers (a refused ``TCPStore`` connection prints a C++ stack
+    trace), then each adds one to a counter and waits until it reads ``world``."""
+    import time
+    from datetime import timedelta
+
+    deadline = time.monotonic() + timeout_s
+    hosts = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+    if not hosts:
+        _wait_for_listener(host, port, deadline, timeout_s)
+    try:
+        store = dist.TCPStore(host, port, world, is_master=hosts, timeout=timedelta(seconds=timeout_s),
+                              wait_for_workers=False, multi_tenant=True)
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"rank {rank} cannot {'listen on' if hosts else 'reach the job at'} {host}:{port} "
+                        f"(MASTER_ADDR, MASTER_PORT): {first}") from None
+    key = "sampledlm/joined/" + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # a restarted job counts anew
+    store.add(key, 1)
+    while (here := store.add(key, 0)) < world:
+        if time.monotonic() > deadline:
+            raise UserError(f"{here} of the job's {world} ranks reached {host}:{port} within {timeout_s / 60:g} min; "
+                            "start every rank (torchrun --nproc-per-node N on each node), or unset WORLD_SIZE to "
+                            "train in one process")
+        time.sleep(JOIN_POLL_S)
+    return store
+
+
+def _wait_for_listener(host: str, port: int, deadline: float, timeout_s: float) -> None:
+    """Return once something listens on ``host:port`` (rank 0's store), looking every :data:`JOIN_POLL_S`."""
+    import socket
+    import time
+
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(JOIN_POLL_S, 0.1)):
+                return
+        except OSError as e:
+            if isinstance(e, socket.gaierror):
+                raise UserError(f"MASTER_ADDR={host!r} in the environment: no such host ({e.strerror})") from None
+            if time.monotonic() > deadline:
+                raise UserError(f"nothing answered at {host}:{port} (MASTER_ADDR, MASTER_PORT) within "
+                                f"{timeout_s / 60:g} min: rank 0 of the job never started") from None
+        time.sleep(JOIN_POLL_S)
 
 
 class Ranks:
@@ -255,6 +317,26 @@ class Ranks:
         box = [value]
         dist.broadcast_object_list(box, src=0)
         return box[0]
+
+    def on_main(self, step):
+        """``step()`` on rank 0 alone (checking or writing the run directory), its outcome told to every rank:
+        returns its result on rank 0 (None elsewhere); where it raised, rank 0 raises that and every other rank a
+        :class:`UserError` with its message that rank 0 alone prints. Without the word, another rank went on to its
+        next collective and died with gloo's traceback when rank 0 left."""
+        result, error = None, None
+        if self.is_main:
+            try:
+                result = step()
+            except BaseException as e:  # noqa: BLE001 - told to the other ranks, then raised
+                error = e
+        if self.active:
+            box = [None if error is None else (str(error) or type(error).__name__)]
+            dist.broadcast_object_list(box, src=0)
+            if not self.is_main and box[0] is not None:
+                raise UserError(box[0], every_rank=True)
+        if error is not None:
+            raise error
+        return result
 
     def any(self, flag: bool, device: torch.device) -> bool:
         """True on every rank when ``flag`` is True on at least one (one small all-reduce)."""

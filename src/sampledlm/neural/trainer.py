@@ -81,10 +81,13 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     """Create ``run_dir`` (config.json, vocab.txt) and a trainer for a fresh run described by ``config``
     (under torchrun every rank builds the same trainer; rank 0 alone creates and writes the directory)."""
     ranks = ranks or Ranks.single()
-    if ranks.is_main:  # rank 0 alone writes the directory: another rank could find it half-written by rank 0
-        _check_new_run_dir(run_dir)
+    ranks.on_main(lambda: _check_new_run_dir(run_dir))  # rank 0 alone: another could find it half-written by rank 0
     opts = TrainOptions.from_dict(config["train"])
     opts.check()
+    if opts.batch_size < ranks.world:  # a rank without rows fails inside its model, and every other rank with it
+        raise UserError(f"--batch-size {opts.batch_size} is below the job's {ranks.world} ranks: each rank trains on "
+                        f"its share of a batch's rows, so give at least one row a rank (--batch-size "
+                        f"{ranks.world} or more)", every_rank=True)
     from .registry import model_class
 
     model_class(config["model"]["type"]).check_train_options(opts)
@@ -99,18 +102,9 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
     objective.prepare(model)  # fresh weights only (e.g. biases at log unigram); a resumed run loads its own
     if len(train_ids) == 0 or len(valid_ids) == 0:
         raise UserError(f"{config['data']['train'] if len(train_ids) == 0 else config['data']['valid']}: no sentences")
+    lock = ranks.on_main(lambda: _write_new_run_dir(run_dir, config, vocab))
     if not ranks.is_main:
         return Trainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
-    try:
-        os.makedirs(run_dir, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"{run_dir}: cannot create run directory ({e.strerror})") from None
-    lock = _hold_lock(run_dir)
-    for stale in ("model.safetensors", "objective.safetensors", "metrics.jsonl"):
-        if os.path.exists(os.path.join(run_dir, stale)):
-            os.remove(os.path.join(run_dir, stale))
-    vocab.save(os.path.join(run_dir, "vocab.txt"))
-    runs.write_json(os.path.join(run_dir, "config.json"), config)
     try:
         trainer = RunTrainer(run_dir, model, objective, train_ids, valid_ids, opts, log=log, ranks=ranks)
         runs.write_provenance(run_dir, config, _device_used(trainer))
@@ -119,6 +113,25 @@ def new_run(run_dir: str, config: dict, vocab, log=None, ranks: Ranks | None = N
         raise
     trainer.lock = lock
     return trainer
+
+
+def _write_new_run_dir(run_dir: str, config: dict, vocab):
+    """Make a new run's directory, take its lock (returned) and write its vocabulary and ``config.json``."""
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"{run_dir}: cannot create run directory ({e.strerror})") from None
+    lock = _hold_lock(run_dir)
+    try:
+        for stale in ("model.safetensors", "objective.safetensors", "metrics.jsonl"):
+            if os.path.exists(os.path.join(run_dir, stale)):
+                os.remove(os.path.join(run_dir, stale))
+        vocab.save(os.path.join(run_dir, "vocab.txt"))
+        runs.write_json(os.path.join(run_dir, "config.json"), config)
+    except BaseException:
+        lock.__exit__(None, None, None)
+        raise
+    return lock
 
 
 class RunTrainer(Trainer):
@@ -224,7 +237,7 @@ def resume_run(run_dir: str, overrides: dict | None = None, log=None, refuse_fin
     if not os.path.isdir(run_dir):
         raise store.no_run_directory(run_dir)
     config = runs.check_config(runs.read_json(cfg_path), cfg_path)
-    lock = _hold_lock(run_dir) if ranks.is_main else None  # first: a run still training is said to be, not "stopped"
+    lock = ranks.on_main(lambda: _hold_lock(run_dir))  # first: a run still training is said to be, not "stopped"
     try:
         if runs.latest_checkpoint(run_dir) is None:
             raise UserError(f"{run_dir}: the run stopped before its first checkpoint, so there is nothing to resume; "
