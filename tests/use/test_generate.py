@@ -52,3 +52,25 @@ def test_cli_generate_is_reproducible_and_checks_its_flags(four_models, run_in_p
     assert all(line.startswith("w2 w3") and "<unk>" not in line for line in a.stdout.splitlines())
     r = run_in_process("generate", "kn3.arpa", "--temperature", "0", cwd=four_models)
     assert r.returncode == 2 and "temperature" in r.stderr
+    r = run_in_process("generate", "kn3.arpa", "--device", "gpu", cwd=four_models)  # unused by an n-gram model
+    assert r.returncode == 1 and "--device gpu: choose auto, cpu, cuda or cuda:N" in r.stderr
+
+
+def test_cli_generate_prints_each_sentence_as_it_is_drawn(four_models):
+    """``-n`` a hundred million: the first sentences show at once (they were all sampled before any was printed,
+    held in memory, and lost to Ctrl-C)."""
+    import os
+    import subprocess
+    import sys
+
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src")
+    p = subprocess.Popen([sys.executable, "-m", "sampledlm", "generate", "kn3.arpa", "-n", "100000000", "--seed", "3"],
+                         cwd=four_models, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONPATH=src))
+    try:
+        first = [p.stdout.readline() for _ in range(3)]
+    finally:
+        p.kill()
+        p.communicate()
+    lm = load_model(str(four_models / "kn3.arpa"))
+    assert [line.split() for line in first] == generate(lm, [], n=3, seed=3)

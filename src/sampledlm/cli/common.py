@@ -159,7 +159,18 @@ def force_option(what: str):
 
 
 def device_option(f):
-    """``--device``: where neural models run (n-gram and maximum-entropy models ignore it)."""
+    """``--device``: where neural models run (n-gram and maximum-entropy models ignore it; its spelling is checked
+    for every model, so that a mistyped value is not accepted in silence where it is not used)."""
     return click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N",
+                        callback=_check_device_spelling,
                         help="Where neural models run: auto is the GPU when torch sees one "
                              "(or the device $SAMPLEDLM_DEVICE names).")(f)
+
+
+def _check_device_spelling(ctx, param, value):
+    from ..errors import UserError
+
+    name = (value or "auto").strip().lower()
+    if name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit()):
+        return value
+    raise UserError(f"--device {value}: choose auto, cpu, cuda or cuda:N")

@@ -35,7 +35,7 @@ def generate(model, others, weights, interp_valid, prefix, count, temperature, t
       sampledlm generate ffnn3 --mix kn3.arpa --weights 0.5 -n 10 --no-unk
     """
     from ..data.tokenizer import TextOptions, tokenize_line
-    from ..use.generate import generate as sample
+    from ..use.generate import iter_generate as sample
     from ..use.mixing import open_models
 
     if threads:

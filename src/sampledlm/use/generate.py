@@ -13,6 +13,8 @@ every time on one machine. ``allow_unk=False`` never draws ``<unk>``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..data.vocab import EOS_ID, UNK_ID
@@ -57,9 +59,16 @@ def generate(lm: LanguageModel, prefix: list[str], n: int = 1, seed: int = 1, **
     """``n`` sentences sampled after the words ``prefix`` (each returned with its prefix as given: a word outside
     the vocabulary is conditioned on as ``<unk>`` but printed as the user wrote it); ``lm``: a model as
     :func:`sampledlm.load` returns it, or its ``lm``."""
+    return list(iter_generate(lm, prefix, n, seed, **kw))
+
+
+def iter_generate(lm: LanguageModel, prefix: list[str], n: int = 1, seed: int = 1, **kw) -> Iterator[list[str]]:
+    """:func:`generate`'s sentences one at a time, each as soon as it is drawn (the same sentences for a seed):
+    ``sampledlm generate -n 1000000`` prints as it goes and holds one sentence, not all of them."""
     from ..lm import language_model
 
     lm = language_model(lm)
     rng = np.random.default_rng(seed)
     start = lm.vocab.encode(prefix)
-    return [list(prefix) + lm.vocab.decode(sample_sentence(lm, start, rng, **kw))[len(start):] for _ in range(n)]
+    for _ in range(n):
+        yield list(prefix) + lm.vocab.decode(sample_sentence(lm, start, rng, **kw))[len(start):]
