@@ -44,3 +44,34 @@ def test_the_command_writes_into_a_directory_and_refuses_a_file(tmp_path, capsys
     (tmp_path / "f").write_text("x")
     code, _, err = run_cli(["samples", str(tmp_path / "f")], capsys)
     assert code == 1 and "is a file" in err
+
+
+def test_a_failed_replacement_leaves_the_sample_files_as_they_were(tmp_path, monkeypatch, capsys):
+    """``samples --force`` that fails part-way (a lattices/ folder it may not replace) had replaced the texts and
+    lists and left lattices/ empty; now every file is the old one and nothing of the attempt is left."""
+    import errno
+    import os
+
+    import pytest
+
+    from sampledlm.errors import UserError
+
+    d = tmp_path / "s"
+    write_samples(str(d))
+    (d / "train.txt").write_text("the user's own edit\n")
+    before = {p.relative_to(d): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+    rename = os.rename
+
+    def refuse_lattices(src, dst):
+        if os.path.basename(src) == "lattices" and os.path.dirname(src) == str(d):
+            raise OSError(errno.EPERM, "Operation not permitted", src)
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", refuse_lattices)
+    with pytest.raises(UserError, match=f"{d / 'lattices'}: cannot replace it .*as they were"):
+        write_samples(str(d), seed=2)
+    monkeypatch.undo()
+    assert {p.relative_to(d): p.read_bytes() for p in d.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in d.iterdir() if p.name.startswith(".")) == []
+    code, _, err = run_cli(["samples", "-"], capsys)
+    assert code == 1 and "'-' (standard output) is not one" in err

@@ -55,6 +55,10 @@ def test_binary_and_missing_files(tmp_path):
     p.write_bytes(b"\x7fELF\x00\x01\x02")
     with pytest.raises(UserError, match="binary"):
         list(iter_lines(str(p)))
+    stray = tmp_path / "stray.txt"  # text with one NUL in its head: the line to fix is named
+    stray.write_bytes(b"a b\nc d\na\x00b c\n")
+    with pytest.raises(UserError, match=f"^{stray}:3: a NUL byte .* binary file"):
+        list(iter_lines(str(stray)))
     with pytest.raises(UserError, match="no such file"):
         list(iter_lines(str(tmp_path / "absent.txt")))
     with pytest.raises(UserError, match="directory"):
@@ -105,6 +109,13 @@ def test_unwritable_destinations(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         with atomic_write(str(tmp_path / "missing-dir" / "x.txt")):
             pass
+    (tmp_path / "notes.txt").write_text("a file\n")
+    for where in ("v.txt", "sub/v.txt"):  # a file on the way: said as such, not as a missing directory
+        with pytest.raises(UserError, match=f"{tmp_path / 'notes.txt'} is a file, not a directory"):
+            check_writable(str(tmp_path / "notes.txt" / where))
+        with pytest.raises(UserError, match="is a file, not a directory"):
+            with atomic_write(str(tmp_path / "notes.txt" / where)):
+                pass
 
 
 def test_check_writable_probes_by_creating_a_file(tmp_path, monkeypatch):

@@ -1,3 +1,6 @@
+import pytest
+
+from sampledlm.errors import InputWarning
 from sampledlm.data.tokenizer import TextOptions, iter_sentences, split_sentences, tokenize_raw
 
 
@@ -46,12 +49,14 @@ def test_gutenberg_without_markers_keeps_everything(tmp_path):
     p = tmp_path / "plain.txt"
     p.write_text("one line\nanother line\n", encoding="utf-8")
     opts = TextOptions(gutenberg=True, sentences="lines")
-    assert list(iter_sentences(str(p), opts)) == [["one", "line"], ["another", "line"]]
+    with pytest.warns(InputWarning, match="plain.txt: --gutenberg found no .* the whole file is read as text"):
+        assert list(iter_sentences(str(p), opts)) == [["one", "line"], ["another", "line"]]
 
 
 def test_plain_fast_path_equals_general_path(tmp_path):
     p = tmp_path / "c.txt"
     p.write_text("x y z\n\nq r\n", encoding="utf-8")
     fast = list(iter_sentences(str(p)))
-    slow = list(iter_sentences(str(p), TextOptions(gutenberg=True)))  # no markers: general path, same result
+    with pytest.warns(InputWarning):
+        slow = list(iter_sentences(str(p), TextOptions(gutenberg=True)))  # no markers: general path, same result
     assert fast == slow == [["x", "y", "z"], ["q", "r"]]

@@ -305,6 +305,32 @@ def test_the_local_clusters_scratch_space_lies_in_the_given_directory_and_goes(t
 
 
 @needs_dask
+def test_a_cluster_stopped_while_it_starts_is_closed_and_not_left_to_dasks_exit_hook():
+    """Ctrl-C inside ``LocalCluster(...)``: Dask's exit hook closed the half-built cluster and failed with a
+    traceback (``AssertionError: Status.init``); it is closed at once and taken off the hook's list."""
+    from distributed.deploy.spec import SpecCluster
+
+    from sampledlm.ngram.build.distributed import _local_cluster
+
+    closed = []
+
+    class HalfBuilt:
+        def close(self, timeout=None):
+            closed.append(timeout)
+            raise AssertionError("Status.init")  # what closing a cluster that never started may do
+
+    half = HalfBuilt()
+
+    def interrupted_start(**options):
+        SpecCluster._instances.add(half)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _local_cluster(interrupted_start, n_workers=2)
+    assert closed == [5] and half not in SpecCluster._instances
+
+
+@needs_dask
 def test_in_memory_dask_counting_leaves_nothing_in_the_temp_dir(corpus, tmp_path, monkeypatch):
     from sampledlm.ngram.build.distributed import count_with_dask
 

@@ -353,6 +353,8 @@ def test_valid_with_bounded_estimation(tmp_path, capsys):
     (["--smoothing", "wb", "--valid", "{d}/train.txt", "--memory", "8G"], "leave out --memory for wb"),
     (["--smoothing", "jm", "--memory", "8G"], "leave out --memory for jm"),
     (["--memory", "1K"], "--memory 1K is less than this process needs"),
+    (["--memory", "1M"], "--memory 1M is less than this process needs"),  # as given (it read 1024K)
+    (["--binary", "-o", "{d}/train.txt/kn.bin"], "train.txt is a file, not a directory"),
 ])
 def test_cli_refusals_name_the_problem(tmp_path, capsys, args, msg):
     write_corpus(tmp_path / "train.txt", synthetic_sentences(100, 20, seed=1))

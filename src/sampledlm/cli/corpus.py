@@ -245,6 +245,8 @@ def samples(directory, force, seed):
     """
     from ..data.samples import NAMES, write_samples
 
+    if directory == "-":
+        raise UserError("DIR names the directory to write the sample files into; '-' (standard output) is not one")
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise UserError(f"{directory}: is a file; DIR names a directory")
     try:

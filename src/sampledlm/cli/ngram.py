@@ -91,6 +91,9 @@ def train(train_path, order, smoothing, output, binary, vocab_path, valid_path, 
         raise UserError(f"--k is add-k's k: give it with --smoothing addk (not {smoothing})")
     if given("workers") and (engine != "dask" or scheduler):
         raise UserError("--workers sizes the local Dask cluster: give it with --engine dask and without --scheduler")
+    if given("workers") and workers > (os.cpu_count() or 1):
+        click.echo(f"note: --workers {workers} on {os.cpu_count()} CPUs: the workers share them, so counting is no "
+                   "faster than with one worker a CPU (and each holds its shard's counts)", err=True)
     stdin = [flag for flag, path in (("--train", train_path), ("--vocab", vocab_path), ("--valid", valid_path))
              if path == "-"]
     if len(stdin) > 1:  # standard input is read once: the second would read what is left of it (nothing)

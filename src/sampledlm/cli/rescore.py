@@ -127,6 +127,7 @@ def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k,
                  force, inputs) -> bool:
     """The refusals that come before any file is read (``inputs``: the paths an output must not replace);
     whether NBEST holds lattices."""
+    from ..data.writing import no_directory
     from ..errors import UserError
     from ..use.slf import is_slf
     from .common import refuse_existing
@@ -149,7 +150,7 @@ def _check_flags(nbest, fmt, tune_on, tune_refs, tune_first_pass, tune_nbest, k,
         if path and path != "-" and not os.path.isdir(path):
             parent = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(parent):
-                raise UserError(f"{path}: cannot write: directory {parent} does not exist")
+                raise no_directory(path, parent)
             if not os.access(parent, os.W_OK):
                 raise UserError(f"{path}: cannot write: permission denied")
     if k is not None and not lattices:

@@ -101,8 +101,46 @@ NAMES = ("train.txt", "valid.txt", "test.txt", "nbest.jsonl", "nbest-srilm", "re
 
 
 def write_samples(directory: str, seed: int = 1) -> dict[str, str]:
-    """Write the sample files into ``directory`` (created); returns their paths by name."""
+    """Write the sample files into ``directory`` (created); returns their paths by name. All or nothing: they are
+    written into a folder inside it, then moved into place, the files they replace moved back where a move fails
+    (a failure part-way left some replaced and lattices/ empty)."""
+    import shutil
+    import tempfile
+
     os.makedirs(directory, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".samples-", dir=directory)
+    try:
+        paths = _write_samples(stage, seed)
+        _move_into_place(stage, directory)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return {k: os.path.join(directory, os.path.relpath(v, stage)) for k, v in paths.items()}
+
+
+def _move_into_place(stage: str, directory: str) -> None:
+    """Move :data:`NAMES` from ``stage`` into ``directory``: the old ones aside first (into ``stage``), then the new
+    ones in; an ``OSError`` on the way undoes what was done and is raised as a :class:`UserError`."""
+    from ..errors import UserError
+
+    aside, placed, name = [], [], ""
+    try:
+        for name in NAMES:
+            if os.path.lexists(os.path.join(directory, name)):
+                os.rename(os.path.join(directory, name), os.path.join(stage, ".old-" + name))
+                aside.append(name)
+        for name in NAMES:
+            os.rename(os.path.join(stage, name), os.path.join(directory, name))
+            placed.append(name)
+    except OSError as e:
+        for done in placed:
+            os.rename(os.path.join(directory, done), os.path.join(stage, done))
+        for done in aside:
+            os.rename(os.path.join(stage, ".old-" + done), os.path.join(directory, done))
+        raise UserError(f"{os.path.join(directory, name)}: cannot replace it ({e.strerror}); the sample files in "
+                        f"{directory} are as they were") from None
+
+
+def _write_samples(directory: str, seed: int) -> dict[str, str]:
     paths = write_builtin_corpus(directory)
     pool = _confusions(paths["train"])
     with open(paths["test"], encoding="utf-8") as f:

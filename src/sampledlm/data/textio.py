@@ -221,7 +221,9 @@ def iter_chunks(path: str, encoding_errors: str = "strict", chunk_bytes: int | N
                 if block.startswith(BOM):
                     block = block[len(BOM):]
                 if sniff and b"\x00" in block[:65536]:
-                    raise UserError(f"{path}: looks like a binary file (NUL byte), expected UTF-8 text")
+                    line = block.count(b"\n", 0, block.index(b"\x00")) + 1
+                    raise UserError(f"{path}:{line}: a NUL byte (0x00) near the start: looks "
+                                    "like a binary file, expected UTF-8 text")
             if not block:
                 data, tail = tail, b""
             else:

@@ -191,8 +191,8 @@ class _SentenceAssembler:
     of the current paragraph in ``split`` mode.
     """
 
-    def __init__(self, opts: TextOptions):
-        self.opts = opts
+    def __init__(self, opts: TextOptions, path: str = "the text"):
+        self.opts, self.path = opts, path
         self.inside = not opts.gutenberg
         self.saw_start = False
         self.paragraph: list[str] = []
@@ -240,7 +240,13 @@ class _SentenceAssembler:
     def finish(self) -> list[list[str]]:
         out: list[list[str]] = []
         if self.opts.gutenberg and not self.saw_start and self.held:
-            # No START marker: not a Gutenberg file after all; keep everything.
+            # No START marker: not a Gutenberg file after all; keep everything, and say so.
+            import warnings
+
+            from ..errors import InputWarning
+
+            warnings.warn(InputWarning(f"{self.path}: --gutenberg found no '*** START OF THE PROJECT GUTENBERG' line, "
+                                       "so the whole file is read as text"), stacklevel=2)
             lines, self.held = self.held, []
             self.opts = TextOptions(**{**self.opts.to_dict(), "gutenberg": False})
             out.extend(self.feed(lines))
@@ -262,7 +268,7 @@ def iter_sentence_chunks(path: str, opts: TextOptions = TextOptions(),
             split = split_line if "s>" in "\n".join(lines) else str.split  # one C-speed test per chunk
             yield [t for t in map(split, lines) if t], nbytes
         return
-    asm = _SentenceAssembler(opts)
+    asm = _SentenceAssembler(opts, path)
     for lines, nbytes in iter_chunks(path, opts.encoding_errors, chunk_bytes, ENCODING_HINT):
         yield asm.feed(lines), nbytes
     yield asm.finish(), 0

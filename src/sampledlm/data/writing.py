@@ -31,6 +31,16 @@ from ..errors import UserError
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
 
 
+def no_directory(name: str, directory: str) -> UserError:
+    """The error for output ``name`` whose ``directory`` is not one: missing, or a file on the way to it (``-o
+    notes.txt/v.txt`` said the directory did not exist when it was a file)."""
+    up = directory
+    while up and not os.path.exists(up) and os.path.dirname(up) != up:
+        up = os.path.dirname(up)
+    if up and os.path.exists(up) and not os.path.isdir(up):
+        return UserError(f"{name}: cannot write: {up} is a file, not a directory")
+    return UserError(f"{name}: cannot write: directory {directory} does not exist")
+
 def _remove(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
@@ -186,7 +196,7 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
     name, path = path, _final_path(path)  # through a symbolic link: the file it names is replaced, the link kept
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
-        raise UserError(f"{name}: cannot write: directory {directory} does not exist")
+        raise no_directory(name, directory)
     _sweep_dead_temps(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path) + f"{os.getpid()}.", suffix=".tmp", dir=directory)
@@ -300,7 +310,7 @@ def check_writable(path: str) -> None:
         return
     directory = os.path.dirname(_final_path(path))
     if not os.path.isdir(directory):
-        raise UserError(f"{path}: cannot write: directory {directory} does not exist")
+        raise no_directory(path, directory)
     if not os.access(directory, os.W_OK):
         raise UserError(f"{path}: cannot write: {'read-only file system' if _read_only(directory) else 'permission denied'}")
     if os.path.isdir(path):

@@ -80,7 +80,9 @@ def check_budget(budget: int, reserve: int = 0) -> None:
     have = current_rss() + reserve
     if budget < have + MIN_WORKING:
         mib = -(-(have + MIN_WORKING) // (1 << 20))
-        given = f"{budget / (1 << 20):.0f}M" if budget >= 10 << 20 else f"{budget / 1024:.0f}K"
+        given = next((f"{budget // unit}{suffix}" for unit, suffix in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K"))
+                      if budget >= unit and budget % unit == 0),
+                     f"{budget / (1 << 20):.1f}M" if budget >= 1 << 20 else f"{budget:,} bytes")  # 1M, not 1024K
         raise UserError(f"--memory {given} is less than this process needs: the interpreter and "
                         f"its libraries take about {have >> 20} MiB, and bounded estimation needs "
                         f"{MIN_WORKING >> 20} MiB more to work in; give at least --memory {mib}M")

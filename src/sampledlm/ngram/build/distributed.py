@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 import socket
 import struct
@@ -235,17 +236,57 @@ def dask_client(scheduler: str | None, workers: int, processes: bool = True, loc
                 raise UserError(f"--temp-dir {local_directory or tempfile.gettempdir()}: cannot create a directory "
                                 f"there for the Dask cluster ({e.strerror or e})") from None
             # the scheduler takes its directory from the config, the workers from local_directory
-            with dask.config.set({"temporary-directory": scratch}):
-                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                       dashboard_address=None, local_directory=scratch)
+            # the workers log only what is fatal: on Ctrl-C their warnings and errors (a cancelled task, a lost
+            # scheduler) reached the terminal; a failure of theirs reaches the client as the task's exception
+            with dask.config.set({"temporary-directory": scratch}), _environment(DASK_LOGGING__DISTRIBUTED="critical"):
+                cluster = _local_cluster(LocalCluster, n_workers=workers, threads_per_worker=1, processes=processes,
+                                         dashboard_address=None, local_directory=scratch, silence_logs=logging.ERROR)
             client = Client(cluster)
         with client:
             yield client, max(len(client.scheduler_info().get("workers", {})), 1)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: its one line, not the cluster's shutdown warnings
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        raise
     finally:
         if cluster is not None:
             cluster.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _environment(**values):
+    """``os.environ`` with ``values`` set while the block runs (for the processes it starts), then as it was."""
+    import os
+
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _local_cluster(make, **options):
+    """``make(**options)`` (a ``LocalCluster``); one stopped while it starts (Ctrl-C) is closed here and taken off
+    Dask's list of clusters to close at exit, whose hook fails on a cluster that never finished starting
+    (``AssertionError: Status.init``, with its traceback)."""
+    from distributed.deploy.spec import SpecCluster
+
+    known = getattr(SpecCluster, "_instances", None)
+    before = set(known) if known is not None else set()
+    try:
+        return make(**options)
+    except BaseException:
+        for half_built in set(known or ()) - before:
+            known.discard(half_built)
+            with contextlib.suppress(Exception):
+                half_built.close(timeout=5)
+        raise
 
 
 def count_with_dask(ids: np.ndarray, width: int, order: int, bos: int, scheduler: str | None = None,

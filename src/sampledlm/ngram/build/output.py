@@ -7,6 +7,7 @@ import contextlib
 import os
 
 from ...config import said
+from ...data.writing import no_directory
 from ...errors import UserError
 from ...outputs import refuse_existing, writing_directory
 
@@ -62,7 +63,7 @@ def refuse_existing_dir(out_dir: str, force: bool, what: str) -> None:
         raise UserError(f"{out_dir}: exists and is not a directory; choose another -o")
     parent = os.path.dirname(os.path.abspath(out_dir))
     if not os.path.isdir(parent):  # as an ARPA file's -o: a typo in the path is not created silently
-        raise UserError(f"{out_dir}: cannot write: directory {parent} does not exist")
+        raise no_directory(out_dir, parent)
     names = os.listdir(out_dir) if os.path.isdir(out_dir) else []
     if [n for n in names if n != ".lock"] and not (interrupted_write(names)
                                                    and not os.path.exists(os.path.join(out_dir, "config.json"))):
