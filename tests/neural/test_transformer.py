@@ -109,18 +109,39 @@ def test_independent_sentences_are_read_each_on_its_own():
 
 
 def test_the_key_value_cache_gives_the_distribution_of_a_full_pass():
+    """Within the window from the cache, past it afresh: either way the distribution that scoring gives the next
+    word (past the window it read the last 8 inputs, where scoring reads the strided window: 0.2 nats apart)."""
     m, obj = make(context=8)
     lm = NeuralLM(m, obj, vocab=[str(i) for i in range(V)])  # only its length is read
-    hist = [int(w) for w in stream(14, 6) if w != EOS_ID]
+    hist = [int(w) for w in stream(40, 6) if w != EOS_ID]
+    assert len(hist) > 3 * 8
     for k in range(len(hist)):  # one word at a time, as generation asks: the cache is used up to the window
         got = lm.next_logprobs(hist[:k])
-        if k + 1 <= 8:
-            want = LanguageModel.next_logprobs(lm, hist[:k])  # every word scored as a sentence, without the cache
-        else:  # past the window: the last 8 inputs, afresh
-            with torch.no_grad():
-                h, _ = m(torch.tensor([([EOS_ID] + hist[:k])[-8:]]))
-                want = torch.log_softmax(m.score_all(h[0, -1:]), -1)[0].double().numpy()
+        want = LanguageModel.next_logprobs(lm, hist[:k])  # every word scored as a sentence, without the cache
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_a_historys_context_is_read_from_one_window_whatever_its_length():
+    """A decoder's ``advance`` over a long hypothesis: the Transformer's context after a history is computed from the
+    one window that scoring reads for the next word (every window of the history was read: cost grew with it), and
+    equals the context that reading the whole sentence gives."""
+    from sampledlm.neural.base import NeuralScorer
+
+    m, _ = make(context=8)
+    histories = [np.zeros(0, dtype=np.int64)] + [np.asarray([int(w) for w in stream(n, n) if w != EOS_ID],
+                                                            dtype=np.int64) for n in (5, 9, 30, 90)]
+    widths, forward = [], m.forward
+
+    def counted(x, *args, **kwargs):
+        widths.append(tuple(x.shape))
+        return forward(x, *args, **kwargs)
+
+    with torch.no_grad():
+        whole = NeuralScorer.history_contexts(m, histories)
+        m.forward = counted
+        one_window = m.history_contexts(histories)
+    np.testing.assert_allclose(one_window.numpy(), whole.numpy(), atol=1e-5)
+    assert len(widths) == 1 and widths[0][0] == len(histories) and widths[0][1] <= 8  # one window (<= 8) each
 
 
 def test_tied_adaptive_input_shares_its_bands_with_the_adaptive_softmax():

@@ -328,7 +328,9 @@ class NeuralLM(LanguageModel):
     @torch.no_grad()
     def _next_cached(self, history: list[int]) -> np.ndarray:
         """``next_logprobs`` through the model's key-value cache; past the window (``model.context``
-        inputs) the distribution is that of the last ``context`` inputs, computed afresh."""
+        inputs) the distribution is computed afresh from the window that scoring reads for that word
+        (``model.next_window``: it read the last ``context`` inputs, other numbers than ``advance``'s and the
+        server's by up to 0.2 nats)."""
         model, objective = self.model, self.objective
         inputs = [EOS_ID] + history
         last = getattr(self, "_cache", None)
@@ -338,7 +340,7 @@ class NeuralLM(LanguageModel):
             if last is not None and len(inputs) <= model.context and inputs[:-1] == last[0]:
                 hidden, cache = model.decode(torch.tensor([inputs[-1:]]), last[1])
             else:
-                hidden, cache = model.decode(torch.tensor([inputs[-model.context:]]))
+                hidden, cache = model.decode(torch.tensor([inputs[model.next_window(len(inputs) - 1):]]))
             self._cache = (inputs, cache) if len(inputs) < model.context else None
             return objective.log_prob(model, hidden[0, -1:])[0].double().cpu().numpy()
         finally:

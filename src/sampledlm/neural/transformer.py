@@ -251,6 +251,30 @@ class TransformerLM(NeuralScorer):
     def export_forward(self, words):
         return self(words)[0], ()
 
+    def next_window(self, n: int) -> int:
+        """Where the window that predicts position ``n`` of a sentence starts, as :meth:`eval_contexts` reads a
+        sentence whose last position is ``n`` (its last span): scoring, ``advance``, ``/next`` and
+        ``next_logprobs`` all predict a word after a history from this window, so they agree."""
+        return window_spans(n + 1, self.context, self.stride)[-1][0]
+
+    def history_contexts(self, histories: list) -> torch.Tensor:
+        """``ctx [H, d]``: the context after ``<s> histories[i]``, from the one window that predicts the next word
+        (:meth:`next_window`): a window's work a history, however long (reading every window of the history made a
+        decoder's ``advance`` cost grow with the hypothesis). The numbers of :meth:`eval_contexts`."""
+        if not len(histories):
+            return torch.zeros((0, self.hidden_size))
+        rows = []
+        for h in histories:
+            inputs = np.concatenate([[EOS_ID], np.asarray(h, dtype=np.int64)])
+            rows.append(inputs[self.next_window(len(inputs) - 1):])
+        L = max(len(r) for r in rows)
+        x = torch.full((len(rows), L), EOS_ID, dtype=torch.int64)  # right padding: causal, so never read
+        for i, r in enumerate(rows):
+            x[i, : len(r)] = torch.from_numpy(r)
+        hidden, _ = self(x)  # the forward pre-hook puts x on the weights' device
+        last = torch.tensor([len(r) - 1 for r in rows], device=hidden.device)
+        return hidden[torch.arange(len(rows), device=hidden.device), last]
+
     def eval_contexts(self, ids: np.ndarray, batch_size: int | None = None, independent: bool = False,
                       stride: int | None = None):
         """Yield ``(ctx [n, d], targets [n], stream positions [n])`` covering the stream once (module docstring)."""
