@@ -67,6 +67,13 @@ def test_advance_refuses_what_is_not_one_word_or_not_a_state_of_the_model(four_m
     word = lm.vocab.words[5]
     logp, after = lm.advance(start, word)  # and what is right still works
     assert logp == pytest.approx(lm.logprob([word]) - lm.advance(after, "</s>")[0], rel=1e-6)
+    import numpy as np
+
+    assert lm.advance_many([start, start], np.array([word, "</s>"]))[0].tolist() == pytest.approx(  # a word array
+        lm.advance_many([start, start], [word, "</s>"])[0].tolist())
+    if name == "gru":  # a file of a model directory names the directory to load
+        with pytest.raises(UserError, match="a file of the model directory .*; load the directory"):
+            sampledlm.load(four_models / name / "model.safetensors")
 
 
 def test_the_service_client_refuses_a_bare_string_it_would_send_letter_by_letter():

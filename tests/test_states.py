@@ -71,6 +71,19 @@ def test_a_state_is_a_value_one_can_branch_from_and_many_advance_at_once(four_mo
         pytest.approx(lm.word_scores(words[:1])[0].logprob, rel=1e-5)
 
 
+def test_equal_states_compare_equal_and_merge_as_dictionary_keys(four_models):
+    """A decoder recombines hypotheses whose LM states are equal: a recurrent model's and a mixture's states too
+    (== on them raised torch's "Boolean value of Tensor ... is ambiguous", and they hashed by identity)."""
+    for lm in (sampledlm.load(four_models / "gru"),
+               sampledlm.load([four_models / "gru", four_models / "kn3.arpa"], weights=[0.5, 0.5])):
+        words = lm.words((four_models / "test.txt").read_text().splitlines()[0])
+        a = lm.advance(lm.begin_sentence(), words[0])[1]
+        b = lm.advance(lm.begin_sentence(), words[0])[1]
+        other = lm.advance(lm.begin_sentence(), words[1])[1]
+        assert a == b and not (a != b) and a != other and {a: "merged"}[b] == "merged"
+        assert len({a, b, other}) == 2
+
+
 def test_the_state_of_an_ngram_keeps_only_its_context(four_models):
     lm = sampledlm.load(four_models / "kn3.arpa")
     state = lm.begin_sentence()

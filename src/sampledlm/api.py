@@ -275,6 +275,8 @@ class Model:
         """:meth:`advance` for N hypotheses at once (one call of the model): ``(ln P [N], N new states)``."""
         from .states import advance, fits
 
+        if isinstance(words, np.ndarray) and words.ndim == 1:  # a decoder's array of words
+            words = words.tolist()
         if isinstance(words, (str, bytes)) or not isinstance(words, Sequence):
             raise UserError("advance_many: give a list of words, one per state")
         start = self._start()

@@ -41,6 +41,11 @@ def load_model(path: str, device: str | None = None) -> LanguageModel:
 
         return load_maxent(path, config)
     if os.path.isfile(path) or path == "-":
+        inside = os.path.dirname(os.path.abspath(path))
+        own = path.endswith(".safetensors") or os.path.basename(path) in ("config.json", "vocab.txt")
+        if own and os.path.isfile(os.path.join(inside, "config.json")):  # a model directory's own file, not a model
+            raise UserError(f"{path}: a file of the model directory {os.path.dirname(path) or '.'}; load the "
+                            "directory (the model is all its files)")
         from .ngram.lm import ArpaLM
 
         return ArpaLM.open(path)

@@ -72,6 +72,7 @@ BAD = [
     ("/next", b'{"queries": [["w1", "w2"]]}', 400, "queries[0]: expected an object"),
     ("/next", b'{"queries": [{"history": ["</s>"], "words": "w2"}]}', 400, "not a word here"),
     ("/next", b'{"queries": [{"history": "", "words": ["<s>"]}]}', 400, "not a word here"),
+    ("/next", b'{"queries": [{"history": "", "words": "w1 <s>"}]}', 400, "<s> is not a next word"),
     ("/next", json.dumps({"queries": [{"history": "", "words": "w1 w2 w3"}] * 2}).encode(), 413, "pairs"),
     ("/topk", b'{"histories": ["w1"], "k": 0}', 400, "out of range"),
     ("/topk", b'{"histories": ["w1"], "k": 21}', 400, "out of range 1..20"),
@@ -87,6 +88,11 @@ def test_bad_request_gets_a_4xx_and_one_line(server, path, body, status, words):
     got_status, got = post(server.url, body, path)
     assert got_status == status, got
     assert set(got) == {"error"} and "\n" not in got["error"] and words in got["error"]
+
+
+def test_a_body_not_encoded_as_its_headers_say_is_the_clients_fault(server):
+    status, got = post(server.url, b'{"sentences": ["w1"]}', headers={"Content-Encoding": "gzip"})
+    assert status == 400 and "cannot be read as sent" in got["error"] and "\n" not in got["error"]  # was a 500
 
 
 def test_wrong_method(server):
@@ -184,4 +190,10 @@ def test_valid_requests_are_right_after_the_bad_ones(server):
     lm = server.lm
     want = lm.logprobs_after([lm.vocab.encode(["w1", "w2"])], [lm.vocab.encode(["w3", "</s>"])])[0]
     assert c.next_words([("w1 w2", ["w3", "</s>"])]) == [want.tolist()]
+    # a text of next words keeps its </s> in place: one number a word (the tokeniser dropped it: 2 numbers for 3)
+    assert c.next_words([("w1 w2", "w3 </s> w1"), ("w1 w2", "</s>")]) == [
+        lm.logprobs_after([lm.vocab.encode(["w1", "w2"])], [lm.vocab.encode(["w3", "</s>", "w1"])])[0].tolist(),
+        want.tolist()[1:]]
+    with pytest.raises(TypeError, match=r"\(history, words\) pair"):  # the server's JSON shape, not the client's
+        c.next_words([{"history": "w1", "words": ["w2"]}])
     assert c.info()["counters"]["refused"] > 0 and c.info()["counters"]["errors"] == 0

@@ -102,6 +102,8 @@ def test_an_empty_sentence_is_its_end_alone_as_in_the_python_api(servers, serve_
     want = sampledlm.load(serve_models / name).logprob("")
     assert [g["predictions"] for g in got] == [1, 1, 1] and [g["per_word"][0]["word"] for g in got] == ["</s>"] * 3
     assert [g["ln"] for g in got] == pytest.approx([want] * 3, abs=ATOL[name])
+    totals = Client(servers[name].url).score(["w1 w2", ""])["totals"]  # no sentence there, as in sampledlm score
+    assert (totals["sentences"], totals["words"], totals["predictions"]) == (1, 2, 3)
 
 
 @pytest.mark.parametrize("name", NAMES)

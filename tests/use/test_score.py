@@ -53,6 +53,14 @@ def test_score_mixture_auto_weights_use_validation(four_models, run_in_process):
     assert auto["ppl"] == pytest.approx(ppl, rel=1e-6)
 
 
+def test_a_maxent_model_first_in_a_mixture_gives_its_validation_file(four_models, run_in_process):
+    """--weights auto reads the first model's validation text: a maxent model records it too (it said none was)."""
+    _, auto = score_totals(run_in_process, four_models, "melm", "test.txt", "--mix", "kn3.arpa")
+    given = eval_ppl(run_in_process, four_models, "melm", "--interpolate", "kn3.arpa", "--weights", "auto",
+                     "--interp-valid", str(four_models / "valid.txt"))
+    assert auto["ppl"] == pytest.approx(given, rel=1e-6)
+
+
 def test_ngram_per_word_equals_kenlm_full_scores(four_models, run_in_process):
     kenlm = pytest.importorskip("kenlm", reason="KenLM's Python module is the cross-check")
     rows, _ = score_totals(run_in_process, four_models, "kn3.arpa", "test.txt", "--per-word")

@@ -81,4 +81,6 @@ def load_maxent(model_dir: str, config: dict) -> MaxEntLM:
         if str(e).startswith(model_dir):
             raise
         raise UserError(f"{os.path.join(model_dir, 'config.json')}: {e}") from None
-    return MaxEntLM(model, vocab)
+    lm = MaxEntLM(model, vocab)
+    lm.config = config  # what a mixture's --weights auto reads its validation file from, as a neural run's
+    return lm

@@ -24,6 +24,27 @@ class RecurrentState(NamedTuple):
     ctx: torch.Tensor
     owner: int = 0  # the model that made it (sampledlm.states.owner): another model's is refused
 
+    # equal by value, as an n-gram's states are, so that a decoder can merge hypotheses whose states are equal
+    # (tuple's == compared the tensors and raised "Boolean value of Tensor ... is ambiguous"; hashing was by identity)
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, RecurrentState):
+            return NotImplemented
+        mine, theirs = _tensors(self), _tensors(other)
+        return self.owner == other.owner and len(mine) == len(theirs) and all(
+            a.shape == b.shape and torch.equal(a, b.to(a.device)) for a, b in zip(mine, theirs))
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((self.owner, self.ctx.detach().cpu().numpy().tobytes()))
+
+
+def _tensors(state: RecurrentState) -> tuple[torch.Tensor, ...]:
+    hidden = state.hidden if isinstance(state.hidden, tuple) else (state.hidden,)
+    return (*hidden, state.ctx)
+
 
 def carries_state(lm) -> bool:
     """Whether ``lm`` (a :class:`~sampledlm.neural.lm.NeuralLM`) is recurrent and its objective's rule needs nothing

@@ -265,6 +265,9 @@ class _Endpoints:
             raw = await asyncio.wait_for(request.read(), self.limits.read_timeout)
         except asyncio.TimeoutError:
             raise BadRequest(f"request body not received within {self.limits.read_timeout:g} s", 408) from None
+        except (web.RequestPayloadError, http_exceptions.HttpProcessingError) as e:  # a body not as its headers say
+            # (Content-Encoding: gzip over plain bytes): the client's fault, a 400, not a 500 counted as the server's
+            raise BadRequest(f"request body cannot be read as sent: {getattr(e, 'message', None) or e}", 400) from None
         return parse_json(raw)
 
     async def health(self, request):
@@ -284,7 +287,8 @@ class _Endpoints:
         totals = Totals()
         for i, s in enumerate(got):
             s.index = i + 1
-            totals.add(s)
+            if s.words:  # an empty sentence is no sentence in the totals, as in sampledlm score and perplexity()
+                totals.add(s)
         return reply({"sentences": [s.to_dict(per_word) for s in got], "totals": totals.to_dict()})
 
     async def next_words(self, request):

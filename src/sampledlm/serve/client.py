@@ -65,8 +65,8 @@ class Client:
 
     def next_words(self, queries: Sequence[tuple[Text, Text]]) -> list[list[float]]:
         """``ln P(word | <s> history)`` for each ``(history, words)``: one list of floats per query."""
-        body = {"queries": [{"history": _text(h), "words": _text(w)} for h, w in _many(queries, "next_words",
-                                                                                           "(history, words) pairs")]}
+        body = {"queries": [{"history": _text(h), "words": _text(w)} for h, w in map(_pair, _many(
+            queries, "next_words", "(history, words) pairs"))]}
         return [r["ln"] for r in self.request("POST", "/next", body)["results"]]
 
     def top_k(self, histories: Sequence[Text], k: int = 10) -> list[list[tuple[str, float]]]:
@@ -81,6 +81,14 @@ def _many(items, method: str, what: str) -> list:
     if isinstance(items, (str, bytes)):
         raise TypeError(f"Client.{method}: give a list of {what}, e.g. [{items!r}], not a single string")
     return list(items)
+
+
+def _pair(q) -> tuple:
+    """A ``(history, words)`` query; a dict (the server's JSON shape) is refused: unpacked, it gave its two keys, and
+    the numbers of ln P("words" | "history") came back with no error."""
+    if isinstance(q, (tuple, list)) and len(q) == 2:
+        return tuple(q)
+    raise TypeError(f"Client.next_words: each query is a (history, words) pair, e.g. ('the cat', ['sat']); got {q!r}")
 
 
 def _text(v: Text):

@@ -146,18 +146,22 @@ class Reader:
         self.normalise = token_normaliser(text_options)
 
     def tokens(self, v, where: str, *, allow_empty: bool = False, allow_eos: bool = False) -> list[str]:
+        """The tokens of a text or token list. ``allow_eos``: next words, each of which gets its number: ``</s>`` is
+        a word there (the end of the sentence, in a text too) and ``<s>`` is refused. Elsewhere (a history, a
+        sentence) a text drops a literal ``<s>`` or ``</s>`` as the tokeniser (and the Python API) does, and a list
+        of tokens, which names each token, refuses it."""
         if isinstance(v, str):
-            toks = tokenize_line(v, self.opts)
+            toks = self._text_tokens(v, where, allow_eos)
         elif isinstance(v, list):
-            toks = v
-            for i, t in enumerate(toks):
+            toks = []
+            for i, t in enumerate(v):
                 if not isinstance(t, str):
                     raise BadRequest(f"{where}[{i}]: expected a string (a token), got {_kind(t)}")
                 if not t or t != t.strip() or len(t.split()) != 1:
                     raise BadRequest(f"{where}[{i}]: {_show(t)} is not one token (empty or holds whitespace)")
                 if t == BOS or (t == EOS and not allow_eos):
                     raise BadRequest(f"{where}[{i}]: {t} is not a word here (sentence markers are implied)")
-            toks = [self.normalise(t) for t in toks]
+                toks.append(t if t == EOS else self.normalise(t))
         else:
             raise BadRequest(f"{where}: expected a string or a list of tokens, got {_kind(v)}")
         if not toks and not allow_empty:
@@ -165,6 +169,24 @@ class Reader:
         if len(toks) > self.limits.max_words:
             raise BadRequest(f"{where}: {len(toks)} tokens, over the limit of {self.limits.max_words} (--max-words)", 413)
         return toks
+
+    def _text_tokens(self, v: str, where: str, next_words: bool) -> list[str]:
+        """A text's tokens as the model's text was read; as next words, each ``</s>`` kept in its place (the
+        tokeniser drops markers: a decoder got fewer numbers than the words it sent, paired with the wrong ones)."""
+        if not next_words:
+            return tokenize_line(v, self.opts)
+        parts = v.split()
+        if BOS in parts:
+            raise BadRequest(f"{where}: {BOS} is not a next word (the sentence's start is implied)")
+        toks, run = [], []
+        for part in parts + [EOS]:
+            if part == EOS:
+                toks += tokenize_line(" ".join(run), self.opts) if run else []
+                toks.append(EOS)
+                run = []
+            else:
+                run.append(part)
+        return toks[:-1]  # the EOS that closed the last run
 
     def ids(self, toks: list[str]) -> list[int]:
         get = self.index.get

@@ -34,8 +34,10 @@ def parse_weights(text: str, count: int) -> list[float]:
 
 
 def validation_file(lm: LanguageModel) -> str | None:
-    """The validation file a model directory recorded at training time, if any."""
-    return (getattr(lm, "config", {}) or {}).get("data", {}).get("valid")
+    """The validation file a model directory recorded at training time, if any (a neural run's ``data.valid``, a
+    maximum-entropy model's ``valid_file``)."""
+    config = getattr(lm, "config", {}) or {}
+    return (config.get("data") or {}).get("valid") or config.get("valid_file")
 
 
 def set_weights(mix: Mixture, weights: str | None, valid: str | None, name: str = "MODEL") -> str | None:
