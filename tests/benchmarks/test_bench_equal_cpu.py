@@ -504,30 +504,30 @@ def test_a_stacked_transformer_try_adds_its_setting_to_the_best_adamw_run_once_t
 
 
 def test_a_rate_try_trains_the_embedding_dropout_run_at_its_multiple_of_the_rate_with_that_runs_epochs(monkeypatch):
-    """The live rate try, half the rate (twice the rate, the first, was stopped)."""
+    """A rate try that ran to its end, twice the rate (half the rate was stopped: only shown)."""
     grid, t_row, grid_recs, t = _transformer_plan(cell_cpu_s=4000.0)
     runs = {tag: (key, extra) for key, _, extra, tag in equal_cpu.TRANSFORMER_TRIES}
-    key, extra = runs["-adamw0.1-edrop0.1-lr0.5x"]
+    key, extra = runs["-adamw0.1-edrop0.1-lr2x"]
     base_key, base_extra = runs["-adamw0.1-edrop0.1"]
-    assert equal_cpu.TRANSFORMER_STACKED["-adamw0.1-edrop0.1-lr0.5x"] == "-adamw0.1-edrop0.1" and extra == base_extra
-    rate = equal_cpu.with_try(t, extra, "-adamw0.1-edrop0.1-lr0.5x")
-    assert rate["lr"] == 0.5 * t["lr"] and equal_cpu.flags(rate)[equal_cpu.flags(rate).index("--lr") + 1] == "0.0005"
+    assert equal_cpu.TRANSFORMER_STACKED["-adamw0.1-edrop0.1-lr2x"] == "-adamw0.1-edrop0.1" and extra == base_extra
+    rate = equal_cpu.with_try(t, extra, "-adamw0.1-edrop0.1-lr2x")
+    assert rate["lr"] == 2 * t["lr"] and equal_cpu.flags(rate)[equal_cpu.flags(rate).index("--lr") + 1] == "0.002"
     assert equal_cpu.flags(rate).count("--lr") == 1
     adamw = _try_record(t_row, equal_cpu.with_try(t, runs["-adamw0.1"][1], "-adamw0.1"), 104.6, 95.2, 420.0)
     edrop = _try_record(t_row, equal_cpu.try_entry(t, base_extra, "-adamw0.1-edrop0.1", [adamw]), 101.5, 92.9, 410.0)
     trained = []
     monkeypatch.setattr(equal_cpu, "_record", lambda st, entry, run, b, tk, extra: trained.append(run.name) or {})
     equal_cpu.train_try(None, rate, 10_800.0, 929589, [adamw, edrop])
-    assert trained == [f"eq-transformer-0.0005-e{t['epochs']}-adamw0.1-edrop0.1-lr0.5x"]  # the base run's epochs
-    mine = _try_record(t_row, equal_cpu.try_entry(t, extra, "-adamw0.1-edrop0.1-lr0.5x", [adamw, edrop]), 99.0, 90.0,
+    assert trained == [f"eq-transformer-0.002-e{t['epochs']}-adamw0.1-edrop0.1-lr2x"]  # the base run's epochs
+    mine = _try_record(t_row, equal_cpu.try_entry(t, extra, "-adamw0.1-edrop0.1-lr2x", [adamw, edrop]), 99.0, 90.0,
                        415.0)
     data = equal_cpu.summarise(grid, grid_recs, [adamw, edrop, mine])
     assert data["transformer"]["chosen"] == key
-    assert "`--optimizer adamw --weight-decay 0.1 --embed-dropout 0.1 --lr 0.0005`" in equal_cpu.render(data)
+    assert "`--optimizer adamw --weight-decay 0.1 --embed-dropout 0.1 --lr 0.002`" in equal_cpu.render(data)
     row, = equal_cpu.headline(data)  # the README's row: the chosen run, its label, no cost ratio
     assert row["test_ppl"] == 90.0 and row["relative_cost"] is None
     assert row["method"] == "Transformer, full softmax, 3 CPU-hours"
-    assert row["note"].startswith(f"equal-cpu: AdamW 0.1, embedding dropout 0.1, half the rate, {t['epochs']} epochs")
+    assert row["note"].startswith(f"equal-cpu: AdamW 0.1, embedding dropout 0.1, twice the rate, {t['epochs']} epochs")
 
 
 def test_a_stopped_try_is_recorded_from_its_run_directory_shown_beside_its_base_and_never_chosen(tmp_path,
