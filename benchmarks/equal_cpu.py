@@ -124,9 +124,6 @@ TRANSFORMER_RATE = {"-adamw0.1-edrop0.1-lr2x": 2.0, "-adamw0.1-edrop0.1-lr0.5x":
 TRANSFORMER_STOPPED = {"-adamw0.1-ctx128": "stopped on 2026-12-05 to free its core for the rate try: it trailed its "
                                            "base run (the AdamW try) at every epoch it ran, and only a run below the "
                                            "embedding-dropout try (3 % under that base at the end) could be chosen",
-                       "-adamw0.1-edrop0.1-lr0.5x": "stopped on 2026-12-05 after epoch 21 of 25 (the session's end): it "
-                                                    "trailed its base at every epoch, by 2.1 % at the 21st, and the row's "
-                                                    "target needed a test 7 % below that base's",
                        "-adamw0.1-edrop0.2": "stopped on 2026-12-05 after epoch 13 of 25 (the session's end): it "
                                              "trailed its base at every epoch, by 2.7 % at the 13th, and the row's "
                                              "target needed a test 7 % below that base's"}
